@@ -1,0 +1,32 @@
+# urbex — the two commands a new machine needs: `make demo` and `make test`.
+VENV ?= .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+export TQDM_MININTERVAL := 5
+
+.PHONY: setup demo test lint bench ui clean
+
+setup:
+	@bash scripts/setup.sh
+	@mkdir -p $(DAGSTER_HOME)
+
+demo: setup  ## generate the synthetic city and materialize every asset (Dagster, in-process)
+	$(BIN)/python -m pipelines.demo
+
+test: setup  ## lint + the whole test suite
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+
+bench: setup  ## every benchmark at full size (minutes)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+ui: setup  ## the Dagster UI on http://127.0.0.1:3000
+	$(BIN)/dagster dev -m pipelines.definitions -h 127.0.0.1 -p 3000
+
+clean:
+	rm -rf assets/raw assets/scenes assets/landmarks assets/splits assets/eval assets/warehouse.duckdb .dagster_home

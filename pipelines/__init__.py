@@ -1,0 +1,1 @@
+"""The Dagster code location of urbex (thin: every asset calls one ``urbex`` function)."""

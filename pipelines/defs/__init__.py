@@ -1,0 +1,1 @@
+"""Assets by stage, checks, resources, jobs and schedules."""

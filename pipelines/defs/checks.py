@@ -1,0 +1,1 @@
+"""Asset checks (blocking where bad data must not flow downstream)."""

@@ -1,0 +1,30 @@
+"""Shared fixtures. Offline by construction: no model or data download is ever attempted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """``../shared/realdata`` next to the checkout (real LAS/LAZ scans from laspy's test data)."""
+    for cand in (REPO_ROOT.parent / "shared" / "realdata", REPO_ROOT / "shared" / "realdata"):
+        if (cand / "autzen_trim.laz").exists():
+            return cand
+    pytest.skip("../shared/realdata is not present next to this checkout")

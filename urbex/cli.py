@@ -1,0 +1,123 @@
+"""The ``urbex`` command line (a contract: tests, DVC stages and users call it).
+
+Every command reads ``params.yaml`` (or ``--params FILE``) and writes under ``paths.assets``.
+Errors on bad input print one line naming the file/field and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from urbex.config import Params, load_params
+from urbex.errors import UrbexError
+
+__all__ = ["main"]
+
+
+def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
+    from urbex.stages import stage_raw
+
+    if args.out is None:
+        updates = {
+            k: v
+            for k, v in {
+                "scenes": args.scenes,
+                "seed": args.seed,
+                "density": args.density,
+                "size": args.size,
+            }.items()
+            if v is not None
+        }
+        p = params.with_updates(synth=updates) if updates else params
+        ds = stage_raw(p, force=args.force, progress=not args.quiet)
+        print(f"raw data set: {ds.root} ({len(ds.scene_ids)} scenes: {', '.join(ds.scene_ids)})")
+        return 0
+    from urbex.synth import generate_dataset
+
+    s = params.synth
+    formats = ("cityrefer",) if args.format == "cityrefer" else ("cityrefer", args.format)
+    generate_dataset(
+        Path(args.out),
+        scenes=args.scenes if args.scenes is not None else s.scenes,
+        seed=args.seed if args.seed is not None else s.seed,
+        density=args.density if args.density is not None else s.density,
+        size=args.size if args.size is not None else s.size,
+        formats=formats,
+        las_copy=args.format == "las" or s.las_copy,
+        stpls3d_scenes=max(1, s.stpls3d_scenes) if args.format == "stpls3d" else s.stpls3d_scenes,
+        progress=not args.quiet,
+    )
+    print(f"synthetic data set written to {args.out}")
+    return 0
+
+
+def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
+    from urbex.raw import raw_dataset
+    from urbex.stages import build_scene
+
+    ds = raw_dataset(params)
+    ids = [args.scene] if args.scene else list(ds.scene_ids)
+    if args.scene and args.scene not in ds.scene_ids:
+        raise UrbexError(
+            f"--scene {args.scene!r} is not in the data set; known scenes: {list(ds.scene_ids)}"
+        )
+    for sid in ids:
+        b = build_scene(params, sid, force=args.force, progress=not args.quiet)
+        state = "reused (fresh)" if b.reused else f"built in {b.build_seconds:.1f} s"
+        print(f"{sid}: {b.n_points:,} points, {state} → {b.cache_dir}")
+    return 0
+
+
+def _cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
+    from urbex.stages import refresh
+
+    counts = refresh(params)
+    print(json.dumps(counts, indent=2))
+    return 0
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="urbex", description=__doc__.splitlines()[0])
+    p.add_argument("--params", type=Path, default=None, help="params file (default ./params.yaml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("synth", help="write a synthetic data set in a real layout")
+    s.add_argument("out", nargs="?", type=Path, default=None,
+                   help="output directory (default: the raw asset <assets>/raw/synthetic)")
+    s.add_argument("--scenes", type=int)
+    s.add_argument("--seed", type=int)
+    s.add_argument("--density", type=float, help="points per m² of horizontal surface")
+    s.add_argument("--size", type=float, help="block side, metres")
+    s.add_argument("--format", choices=["cityrefer", "stpls3d", "las"], default="cityrefer")
+    s.add_argument("--force", action="store_true", help="regenerate even if up to date")
+    s.set_defaults(func=_cmd_synth)
+
+    c = sub.add_parser("cache", help="build scene caches (and the warehouse scenes/instances)")
+    c.add_argument("--scene", help="one scene id (default: all)")
+    c.add_argument("--force", action="store_true", help="rebuild even if fresh")
+    c.set_defaults(func=_cmd_cache)
+
+    w = sub.add_parser("warehouse", help="refresh the DuckDB views and print row counts")
+    w.set_defaults(func=_cmd_warehouse)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``urbex`` console script."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        params = load_params(args.params)
+        return int(args.func(args, params))
+    except UrbexError as exc:
+        print(f"urbex {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Typed view of ``params.yaml``.
+
+One :class:`Params` object carries every knob of every stage. The CLI, DVC stages and Dagster
+all build it with :func:`load_params`. Unknown keys are errors (a typo must not be ignored).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from urbex.errors import ConfigError
+
+__all__ = [
+    "AnnotationParams",
+    "DataParams",
+    "EnvParams",
+    "LandmarkParams",
+    "Params",
+    "PathsParams",
+    "SceneParams",
+    "Stpls3dReferParams",
+    "SynthParams",
+    "load_params",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PathsParams(_Strict):
+    assets: Path = Path("assets")
+
+
+class DataParams(_Strict):
+    source: Literal["synthetic", "cityrefer", "stpls3d", "las"] = "synthetic"
+    root: Path | None = None
+    scenes: list[str] | None = Field(
+        None, description="scene ids to process (null = every scene found under the root)"
+    )
+
+
+class SynthParams(_Strict):
+    scenes: int = Field(3, ge=1)
+    seed: int = 0
+    density: float = Field(20.0, gt=0, description="points per m² of horizontal surface")
+    size: float = Field(160.0, ge=40, description="block side, metres")
+    las_copy: bool = True
+    stpls3d_scenes: int = Field(1, ge=0)
+
+
+class SceneParams(_Strict):
+    resolution: float = Field(0.1, gt=0, description="BEV metres per pixel")
+    cell_size: float = Field(8.0, gt=0, description="spatial-index cell side, metres")
+    global_view_size: int = Field(1024, ge=64)
+    hole_fill_iterations: int = Field(3, ge=0)
+    cog_export: bool = False
+
+
+class EnvParams(_Strict):
+    """The interactive grounding environment (``urbex.env``): budget, image sizes, rewards.
+
+    Image sizes are ``[width, height]`` pixels and FIXED per view kind (trl/vLLM need stable
+    image sizes). Distances are world metres; reward weights are dimensionless.
+    """
+
+    max_turns: int = Field(8, ge=1, description="assistant-turn budget T_max")
+    global_view_size: tuple[int, int] = Field((768, 768), description="[w, h] px of the global view")
+    zoom_size: tuple[int, int] = Field((512, 512), description="[w, h] px of a zoom view")
+    oblique_size: tuple[int, int] = Field((512, 512), description="[w, h] px of an oblique view")
+    oblique_elevation_deg: float = Field(45.0, gt=0, le=90, description="default oblique elevation")
+    min_zoom_extent_m: float = Field(4.0, gt=0, description="smallest zoom window side, metres")
+    landmark_limit: int = Field(3, ge=1, description="landmark matches returned per query")
+    lambda_iou: float = Field(1.0, ge=0, description="terminal IoU weight")
+    lambda_dist: float = Field(0.5, ge=0, description="terminal exp(-d/tau) weight")
+    tau_m: float = Field(20.0, gt=0, description="distance scale tau, metres")
+    lambda_step: float = Field(0.1, ge=0, description="terminal step-cost weight (x T/T_max)")
+    zoom_shaping_scale: float = Field(0.05, ge=0, description="zoom shaping per tau of progress")
+    zoom_shaping_cap: float = Field(0.1, ge=0, description="|zoom shaping| cap per call")
+    oblique_shaping_scale: float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
+    oblique_shaping_cap: float = Field(0.1, ge=0, description="oblique shaping cap per call")
+    invalid_penalty: float = Field(0.1, ge=0, description="subtracted per invalid action")
+
+    @field_validator("global_view_size", "zoom_size", "oblique_size")
+    @classmethod
+    def _size(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not (16 <= v[0] <= 8192 and 16 <= v[1] <= 8192):
+            raise ValueError(f"expected [width, height] in 16..8192 px, got {list(v)}")
+        return v
+
+
+class LandmarkParams(_Strict):
+    """Landmark tables and name lookup (``urbex.landmarks``). Scores are 0–1; distances metres."""
+
+    threshold: float = Field(0.85, gt=0, le=1, description="min fuzzy score for found=True")
+    ambiguity_margin: float = Field(
+        0.03, ge=0, le=1, description="a different name scoring within this of the best → not found"
+    )
+    mention_threshold: float = Field(0.9, gt=0, le=1, description="min score of an n-gram mention")
+    limit: int = Field(5, ge=1, description="ranked candidates returned by a lookup")
+    use_geojson: bool = Field(True, description="also register <root>/landmarks/<scene>.geojson")
+    bounds_margin_m: float = Field(5.0, ge=0, description="tolerance of the inside-bounds check")
+
+
+class AnnotationParams(_Strict):
+    """Annotation cleaning and the train/val/test_nd/test_no splits (``urbex.annotations``)."""
+
+    target_classes: list[str] = Field(
+        ["Building", "Car", "Ground", "Parking"], description="object_name values kept"
+    )
+    min_words: int = Field(4, ge=1, description="fewer words → dropped as too_short")
+    min_distinct_words: int = Field(3, ge=1, description="fewer distinct words → non_informative")
+    min_chars: int = Field(10, ge=1, description="quality bound on description length")
+    max_chars: int = Field(2000, ge=1, description="quality bound on description length")
+    non_informative: list[str] = Field(
+        ["n/a", "na", "none", "null", "unknown", "same as above", "see above", "no description",
+         "todo", "test", "nothing", "xxx", "-"],
+        description="whole descriptions (normalised) that carry no content",
+    )
+    seed: int = 0
+    nd_fraction: float = Field(0.2, ge=0, lt=1, description="share of training-scene descriptions → test_nd")
+    val_scenes: list[str] | None = Field(None, description="null: scenes of CityRefer_val.json")
+    test_no_scenes: list[str] | None = Field(None, description="null: scenes of CityRefer_test.json")
+
+
+class Stpls3dReferParams(_Strict):
+    """STPLS3D-Refer construction (``urbex.annotations.stpls3d_refer``). Lengths in metres."""
+
+    scenes: list[str] | None = Field(None, description="STPLS3D scene ids (null = all found)")
+    building_classes: list[int] = Field([1], description="STPLS3D semantic ids clustered as buildings")
+    vehicle_classes: list[int] = Field([5, 6], description="STPLS3D semantic ids clustered as vehicles")
+    building_cell_m: float = Field(0.75, gt=0, description="occupancy-grid cell for buildings")
+    vehicle_cell_m: float = Field(0.3, gt=0, description="occupancy-grid cell for vehicles")
+    building_closing: int = Field(1, ge=0, description="binary closing passes before labelling")
+    vehicle_closing: int = Field(1, ge=0, description="binary closing passes before labelling")
+    building_min_points: int = Field(100, ge=1)
+    vehicle_min_points: int = Field(10, ge=1)
+    building_min_area_m2: float = Field(20.0, ge=0, description="min XY box area of a building")
+    vehicle_length_m: tuple[float, float] = Field((2.0, 14.0), description="[min, max] long side")
+    max_expressions_per_target: int = Field(2, ge=1)
+    landmark_max_distance_m: float = Field(120.0, gt=0, description="farthest landmark referred to")
+    crs: str | None = Field(None, description="scene CRS override (null: from the data set)")
+    offset: tuple[float, float, float] | None = Field(None, description="scene offset override")
+
+
+class Params(_Strict):
+    """All parameters. ``base_dir`` is the directory relative paths are resolved against."""
+
+    paths: PathsParams = PathsParams()
+    data: DataParams = DataParams()
+    synth: SynthParams = SynthParams()
+    scene: SceneParams = SceneParams()
+    env: EnvParams = EnvParams()
+    landmarks: LandmarkParams = LandmarkParams()
+    annotations: AnnotationParams = AnnotationParams()
+    stpls3d_refer: Stpls3dReferParams = Stpls3dReferParams()
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("base_dir")
+    @classmethod
+    def _abs(cls, v: Path) -> Path:
+        return v.resolve()
+
+    @property
+    def assets(self) -> Path:
+        """Absolute path of the assets root."""
+        p = self.paths.assets
+        return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def data_root(self) -> Path | None:
+        """Absolute path of ``data.root`` (None for synthetic data)."""
+        r = self.data.root
+        if r is None:
+            return None
+        return r if r.is_absolute() else self.base_dir / r
+
+    def section_dict(self, name: str) -> dict[str, Any]:
+        """One section as a plain JSON-able dict (for cache hashes and metadata)."""
+        return getattr(self, name).model_dump(mode="json")
+
+    def with_updates(self, **sections: dict[str, Any]) -> Params:
+        """A copy with some section fields replaced, e.g. ``with_updates(scene={"resolution": 0.2})``."""
+        data = self.model_dump(mode="python")
+        for key, upd in sections.items():
+            data[key] = {**data[key], **upd}
+        return Params(**data, base_dir=self.base_dir)
+
+
+def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> Params:
+    """Read ``params.yaml`` (default: ``./params.yaml``; built-in defaults if absent).
+
+    Raises
+    ------
+    ConfigError
+        The file is not a YAML mapping, or a field has the wrong type/value or is unknown.
+    """
+    p = Path(path) if path is not None else Path("params.yaml")
+    raw: dict[str, Any] = {}
+    if p.exists():
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"not valid YAML: {exc}", path=p) from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"expected a mapping at top level, got {type(loaded).__name__}", path=p)
+        raw = loaded
+    elif path is not None:
+        raise ConfigError("file not found", path=p)
+    for key, upd in overrides.items():
+        raw[key] = {**(raw.get(key) or {}), **upd}
+    try:
+        return Params(**raw, base_dir=p.parent if p.exists() else Path("."))
+    except ValidationError as exc:
+        msgs = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
+            for e in exc.errors()
+        )
+        raise ConfigError(msgs, path=p) from exc

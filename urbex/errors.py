@@ -1,0 +1,91 @@
+"""The urbex exception hierarchy.
+
+Every error urbex raises on *bad input* is an :class:`UrbexError`; its message names the
+file, field or argument, what was expected and what was found. Caller misuse (wrong argument
+types to a Python function) raises the usual ``ValueError`` / ``TypeError`` instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AnnotationError",
+    "CacheError",
+    "ConfigError",
+    "DataQualityError",
+    "EmptyRegionError",
+    "LandmarkError",
+    "PointCloudFormatError",
+    "StaleCacheError",
+    "ToolCallError",
+    "UrbexError",
+]
+
+
+class UrbexError(Exception):
+    """Root of every urbex error.
+
+    Parameters
+    ----------
+    message
+        What was wrong, what was expected, and how to fix it.
+    path
+        The file the error is about, if any; prefixed to the message.
+    field
+        The field/property/column the error is about, if any.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, field: str | None = None):
+        self.path = None if path is None else Path(path)
+        self.field = field
+        prefix = ""
+        if self.path is not None:
+            prefix += f"{self.path}: "
+        if field is not None:
+            prefix += f"field {field!r}: "
+        super().__init__(prefix + message)
+
+
+class PointCloudFormatError(UrbexError):
+    """A point-cloud file (PLY, STPLS3D txt, LAS/LAZ) is malformed or truncated."""
+
+
+class AnnotationError(UrbexError):
+    """An annotation file (CityRefer JSON, box3d, segs, false_segments CSV) is malformed."""
+
+
+class LandmarkError(UrbexError):
+    """A landmark file (GeoJSON/OSM) is malformed or cannot be registered to the scene."""
+
+
+class ConfigError(UrbexError):
+    """``params.yaml`` (or a CLI argument derived from it) is invalid."""
+
+
+class CacheError(UrbexError):
+    """A scene cache is missing, incomplete or corrupt."""
+
+
+class StaleCacheError(CacheError):
+    """A scene cache exists but was built from other inputs or params; rebuild it."""
+
+
+class EmptyRegionError(CacheError):
+    """A view or render was requested over a region of the scene that holds no points.
+
+    The message is written for the agent ("no points under that box; pick a region with
+    content"); the environment turns it into a tool error.
+    """
+
+
+class DataQualityError(UrbexError):
+    """A data-quality suite (great-expectations) failed; the data was not published."""
+
+
+class ToolCallError(UrbexError):
+    """A tool call from the agent is invalid.
+
+    The environment catches this and turns it into an error text for the agent; it never
+    escapes an episode.
+    """

@@ -1,0 +1,283 @@
+"""The DuckDB warehouse: views over the Parquet files under ``assets/``.
+
+Files are the source of truth; ``assets/warehouse.duckdb`` only holds **views** over them, created
+here, in one place. A run that writes Parquet never holds the DuckDB file open, so users may query
+it read-only at any time (``duckdb.connect(path, read_only=True)``). When a table has no files yet,
+its view is an empty relation with the documented columns, so queries never fail on a fresh
+checkout.
+
+Tables
+------
+``scenes``     one row per scene cache   ``<assets>/scenes/*/scene.parquet``
+``instances``  one row per GT instance   ``<assets>/scenes/*/instances.parquet``
+``landmarks``  one row per landmark      ``<assets>/landmarks/*.parquet``
+``queries``    one row per cleaned query ``<assets>/splits/queries.parquet``
+``annotation_drops``                     ``<assets>/splits/annotation_drops.parquet``
+``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
+``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
+``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+__all__ = ["TABLES", "TableSpec", "connect", "refresh_warehouse", "scene_row", "write_scene_row"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableSpec:
+    """A warehouse table: the Parquet glob (relative to the assets root) and its empty schema."""
+
+    name: str
+    glob: str
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of the documented columns
+
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t
+    for t in (
+        TableSpec(
+            name="scenes",
+            glob="scenes/*/scene.parquet",
+            columns=(
+                ("scene_id", "VARCHAR"),
+                ("n_points", "BIGINT"),
+                ("x_min", "DOUBLE"),
+                ("y_min", "DOUBLE"),
+                ("z_min", "DOUBLE"),
+                ("x_max", "DOUBLE"),
+                ("y_max", "DOUBLE"),
+                ("z_max", "DOUBLE"),
+                ("bev_width", "BIGINT"),
+                ("bev_height", "BIGINT"),
+                ("resolution", "DOUBLE"),
+                ("crs", "VARCHAR"),
+                ("content_hash", "VARCHAR"),
+                ("build_seconds", "DOUBLE"),
+            ),
+        ),
+        TableSpec(
+            name="instances",
+            glob="scenes/*/instances.parquet",
+            columns=(
+                ("scene_id", "VARCHAR"),
+                ("object_id", "VARCHAR"),
+                ("class_id", "INTEGER"),
+                ("class_name", "VARCHAR"),
+                ("cx", "DOUBLE"),
+                ("cy", "DOUBLE"),
+                ("cz", "DOUBLE"),
+                ("dx", "DOUBLE"),
+                ("dy", "DOUBLE"),
+                ("dz", "DOUBLE"),
+                ("n_points", "BIGINT"),
+                ("landmark_name", "VARCHAR"),
+            ),
+        ),
+        TableSpec(
+            name="landmarks",
+            glob="landmarks/*.parquet",
+            columns=(
+                ("scene_id", "VARCHAR"),
+                ("name", "VARCHAR"),
+                ("kind", "VARCHAR"),
+                ("x", "DOUBLE"),
+                ("y", "DOUBLE"),
+                ("source", "VARCHAR"),
+            ),
+        ),
+        TableSpec(
+            name="queries",
+            glob="splits/queries.parquet",
+            columns=(
+                ("query_id", "VARCHAR"),
+                ("scene_id", "VARCHAR"),
+                ("object_id", "VARCHAR"),
+                ("class_name", "VARCHAR"),
+                ("description", "VARCHAR"),
+                ("split", "VARCHAR"),
+            ),
+        ),
+        TableSpec(
+            name="annotation_drops",
+            glob="splits/annotation_drops.parquet",
+            columns=(
+                ("scene_id", "VARCHAR"),
+                ("object_id", "VARCHAR"),
+                ("ann_id", "BIGINT"),
+                ("description", "VARCHAR"),
+                ("reason", "VARCHAR"),
+            ),
+        ),
+        TableSpec(
+            name="episodes",
+            glob="eval/runs/*/episodes/*.parquet",
+            columns=(
+                ("run_id", "VARCHAR"),
+                ("policy", "VARCHAR"),
+                ("split", "VARCHAR"),
+                ("query_id", "VARCHAR"),
+                ("iou_bev", "DOUBLE"),
+                ("iou_3d", "DOUBLE"),
+                ("point_f1", "DOUBLE"),
+                ("center_dist_m", "DOUBLE"),
+                ("target_rank", "BIGINT"),
+                ("hit1", "BOOLEAN"),
+                ("hit3", "BOOLEAN"),
+                ("hit5", "BOOLEAN"),
+                ("turns", "BIGINT"),
+                ("n_invalid", "BIGINT"),
+                ("latency_s", "DOUBLE"),
+                ("reward", "DOUBLE"),
+            ),
+        ),
+        TableSpec(
+            name="steps",
+            glob="eval/runs/*/steps/*.parquet",
+            columns=(
+                ("run_id", "VARCHAR"),
+                ("query_id", "VARCHAR"),
+                ("turn", "BIGINT"),
+                ("tool", "VARCHAR"),
+                ("arguments", "VARCHAR"),
+                ("valid", "BOOLEAN"),
+                ("error", "VARCHAR"),
+                ("latency_s", "DOUBLE"),
+            ),
+        ),
+        TableSpec(
+            name="metrics",
+            glob="eval/runs/*/metrics.parquet",
+            columns=(
+                ("run_id", "VARCHAR"),
+                ("policy", "VARCHAR"),
+                ("split", "VARCHAR"),
+                ("n", "BIGINT"),
+                ("hit1", "DOUBLE"),
+                ("hit3", "DOUBLE"),
+                ("hit5", "DOUBLE"),
+                ("iou_bev", "DOUBLE"),
+                ("iou_3d", "DOUBLE"),
+                ("point_f1", "DOUBLE"),
+                ("hit1_iou25", "DOUBLE"),
+                ("area_ratio_median", "DOUBLE"),
+                ("area_ratio_p90", "DOUBLE"),
+                ("latency_s", "DOUBLE"),
+            ),
+        ),
+    )
+}
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _view_sql(spec: TableSpec, assets: Path) -> str:
+    pattern = assets.resolve() / spec.glob
+    if any(assets.glob(spec.glob)):
+        return (
+            f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet("
+            f"{_sql_str(str(pattern))}, union_by_name=true)"
+        )
+    cols = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in spec.columns)
+    return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT {cols} WHERE false"
+
+
+def refresh_warehouse(
+    assets: Path, *, db_path: Path | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> dict[str, int]:
+    """(Re)create every warehouse view over the Parquet files now under ``assets``.
+
+    Parameters
+    ----------
+    assets
+        The assets root (``params.assets``).
+    db_path
+        The DuckDB file; default ``<assets>/warehouse.duckdb``. Ignored when ``con`` is given.
+    con
+        An open connection to use instead (e.g. an in-memory one in tests).
+
+    Returns
+    -------
+    dict
+        Row count per table.
+
+    DuckDB allows one writer per file; if another process holds it, this retries for ~30 s
+    before raising.
+    """
+    assets = Path(assets)
+    own = con is None
+    if own:
+        db = Path(db_path) if db_path is not None else assets / "warehouse.duckdb"
+        db.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                con = duckdb.connect(str(db))
+                break
+            except duckdb.IOException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    assert con is not None
+    try:
+        counts: dict[str, int] = {}
+        for spec in TABLES.values():
+            con.execute(_view_sql(spec, assets))
+            row = con.execute(f"SELECT count(*) FROM {spec.name}").fetchone()
+            counts[spec.name] = int(row[0]) if row else 0
+        return counts
+    finally:
+        if own:
+            con.close()
+
+
+def connect(assets: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open ``<assets>/warehouse.duckdb`` (read-only by default, safe while a run writes)."""
+    return duckdb.connect(str(Path(assets) / "warehouse.duckdb"), read_only=read_only)
+
+
+def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
+    """The ``scenes`` row for a scene cache's ``meta.json`` content (world metres)."""
+    b = meta["bounds"]
+    return {
+        "scene_id": scene_id,
+        "n_points": int(meta["n_points"]),
+        "x_min": float(b["x_min"]),
+        "y_min": float(b["y_min"]),
+        "z_min": float(b["z_min"]),
+        "x_max": float(b["x_max"]),
+        "y_max": float(b["y_max"]),
+        "z_max": float(b["z_max"]),
+        "bev_width": int(meta["bev_width"]),
+        "bev_height": int(meta["bev_height"]),
+        "resolution": float(meta["resolution"]),
+        "crs": meta.get("crs"),
+        "content_hash": meta.get("content_hash", ""),
+        "build_seconds": float(meta.get("build_seconds", 0.0)),
+    }
+
+
+def write_scene_row(cache_dir: Path) -> Path:
+    """Write ``<cache_dir>/scene.parquet`` from its ``meta.json`` (atomic); return the path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cache_dir = Path(cache_dir)
+    meta = json.loads((cache_dir / "meta.json").read_text())
+    row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
+    table = pa.Table.from_pylist([row])
+    out = cache_dir / "scene.parquet"
+    tmp = out.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,61 @@
+"""Atomic file writing: write to a temporary file in the target's directory, then ``os.replace``.
+
+A reader never sees a half-written file: either the old file or the complete new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_path", "atomic_write"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success move it onto ``path``.
+
+    The temporary file keeps ``path``'s suffix (some writers pick the format by suffix).
+    On an exception the temporary file is removed and ``path`` is left untouched.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_path(d / "a.txt") as tmp:
+    ...     _ = tmp.write_text("hi")
+    >>> (d / "a.txt").read_text()
+    'hi'
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}"
+    )
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "wb", **kwargs: object) -> Iterator[IO]:
+    """Open a temporary file next to ``path`` for writing; move it onto ``path`` on success.
+
+    Parameters
+    ----------
+    path
+        Final destination.
+    mode
+        ``"wb"`` or ``"w"``; extra keyword arguments go to :func:`open` (e.g. ``encoding``).
+    """
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
+        yield fh

@@ -1,0 +1,699 @@
+"""PLY point clouds (SensatUrban, STPLS3D, synthetic): header parse + one vectorised read.
+
+Binary PLY (little- or big-endian) is read by parsing the header and mapping the ``vertex``
+element with a structured dtype (``np.memmap``; no per-row Python). ASCII PLY goes through
+pandas' C parser. Only the ``vertex`` element is read; other elements are skipped (those that
+come *before* ``vertex`` in a binary file must have fixed-size rows).
+
+Frames
+------
+Coordinates are **world metres**. The returned :class:`~urbex.pointcloud.PointCloud` holds
+``xyz`` relative to ``offset``. A file storing ``double`` coordinates larger than 1e5 m gets
+its bounding-box minimum (floored to whole metres) as ``offset``; otherwise ``offset`` is zero
+and ``xyz`` keeps the file's float type.
+
+Properties read
+---------------
+``x y z`` (any numeric type), ``red green blue`` (uchar; wider integer or 0–1 float colours are
+converted), ``class`` / ``label`` / ``scalar_class`` / ``semantic`` (→ ``semantic`` int32),
+``instance`` / ``instance_id`` (→ ``instance`` int32). Other properties are ignored. A header
+line ``comment crs <WKT or authority>`` (written by :func:`write_ply`) sets ``crs``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from urbex.errors import PointCloudFormatError
+from urbex.io._atomic import atomic_write
+from urbex.pointcloud import PointCloud
+
+__all__ = [
+    "PLY_TYPES",
+    "PlyElement",
+    "PlyHeader",
+    "PlyProperty",
+    "PlyReader",
+    "read_ply",
+    "write_ply",
+]
+
+#: PLY scalar type name → numpy type code (without byte order).
+PLY_TYPES: dict[str, str] = {
+    "char": "i1",
+    "int8": "i1",
+    "uchar": "u1",
+    "uint8": "u1",
+    "short": "i2",
+    "int16": "i2",
+    "ushort": "u2",
+    "uint16": "u2",
+    "int": "i4",
+    "int32": "i4",
+    "uint": "u4",
+    "uint32": "u4",
+    "float": "f4",
+    "float32": "f4",
+    "double": "f8",
+    "float64": "f8",
+}
+_FORMATS = {"binary_little_endian": "<", "binary_big_endian": ">", "ascii": "="}
+_SEMANTIC_NAMES = ("class", "label", "scalar_class", "semantic")
+_INSTANCE_NAMES = ("instance", "instance_id")
+_LARGE_COORD = 1e5
+_MAX_HEADER = 1 << 20
+
+PathOrFile = str | os.PathLike[str] | BinaryIO
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlyProperty:
+    """One property of a PLY element.
+
+    Attributes
+    ----------
+    name : str
+        Property name as in the header.
+    type_name : str
+        PLY type (for a list property, the item type).
+    is_list : bool
+        True for ``property list <count type> <item type> <name>``.
+    """
+
+    name: str
+    type_name: str
+    is_list: bool = False
+
+    def __post_init__(self) -> None:
+        if self.type_name not in PLY_TYPES:
+            raise ValueError(f"PlyProperty.type_name: expected one of {sorted(PLY_TYPES)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlyElement:
+    """One element (``vertex``, ``face``, ...) of a PLY file: its row count and properties."""
+
+    name: str
+    count: int
+    properties: tuple[PlyProperty, ...]
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ValueError(f"PlyElement.count: expected >= 0, got {self.count}")
+
+    def dtype(self, byte_order: str) -> np.dtype:
+        """Structured row dtype (packed, given byte order ``'<'``/``'>'``); lists not allowed."""
+        return np.dtype([(p.name, byte_order + PLY_TYPES[p.type_name]) for p in self.properties])
+
+    @property
+    def has_list(self) -> bool:
+        """True if any property is a list (rows have variable size)."""
+        return any(p.is_list for p in self.properties)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlyHeader:
+    """A parsed PLY header.
+
+    Attributes
+    ----------
+    format : str
+        ``'ascii'``, ``'binary_little_endian'`` or ``'binary_big_endian'``.
+    elements : tuple of PlyElement
+        In file order.
+    comments : tuple of str
+        ``comment`` lines, without the keyword.
+    data_start : int
+        Byte offset of the first data byte (just after ``end_header``).
+    """
+
+    format: str
+    elements: tuple[PlyElement, ...]
+    comments: tuple[str, ...]
+    data_start: int
+
+    @property
+    def byte_order(self) -> str:
+        """numpy byte-order character for binary formats (``'<'`` or ``'>'``)."""
+        return _FORMATS[self.format]
+
+    @property
+    def crs(self) -> str | None:
+        """CRS from a ``comment crs ...`` line, or None."""
+        for c in self.comments:
+            if c.startswith("crs "):
+                return c[4:].strip() or None
+        return None
+
+    def element(self, name: str) -> PlyElement | None:
+        """The element called ``name``, or None."""
+        for e in self.elements:
+            if e.name == name:
+                return e
+        return None
+
+
+def _err(src: object, msg: str, field: str | None = None) -> PointCloudFormatError:
+    path = src if isinstance(src, str | os.PathLike) else None
+    if path is None:
+        msg = f"{src}: {msg}"
+    return PointCloudFormatError(msg, path=path, field=field)
+
+
+def _parse_header(raw: bytes, src: object) -> PlyHeader:
+    """Parse the header bytes at the start of ``raw`` (which must contain ``end_header``)."""
+    first = raw.split(b"\n", 1)[0].rstrip(b"\r")
+    if first != b"ply":
+        raise _err(
+            src, f"not a PLY file: expected first line 'ply', got {first[:20]!r}", field="magic"
+        )
+    end = raw.find(b"end_header")
+    if end < 0:
+        raise _err(src, f"no 'end_header' line in the first {len(raw)} bytes", field="header")
+    nl = raw.find(b"\n", end)
+    if nl < 0:
+        raise _err(src, "file ends right after 'end_header' (no newline, no data)", field="header")
+    data_start = nl + 1
+    text = raw[:end].decode("ascii", errors="replace")
+    fmt: str | None = None
+    comments: list[str] = []
+    elements: list[tuple[str, int, list[PlyProperty]]] = []
+    for lineno, line in enumerate(text.splitlines()[1:], start=2):
+        parts = line.split()
+        if not parts:
+            continue
+        kw = parts[0]
+        if kw == "format":
+            if len(parts) != 3 or parts[1] not in _FORMATS:
+                raise _err(
+                    src,
+                    f"unsupported format line {line.strip()!r} (line {lineno}); expected "
+                    f"one of {sorted(_FORMATS)} with version 1.0",
+                    field="format",
+                )
+            fmt = parts[1]
+        elif kw in ("comment", "obj_info"):
+            comments.append(line.strip()[len(kw) :].strip())
+        elif kw == "element":
+            if len(parts) != 3 or not parts[2].isdigit():
+                raise _err(src, f"bad element line {line.strip()!r} (line {lineno})", "element")
+            elements.append((parts[1], int(parts[2]), []))
+        elif kw == "property":
+            if not elements:
+                raise _err(src, f"property before any element (line {lineno})", "property")
+            if len(parts) >= 2 and parts[1] == "list":
+                if len(parts) != 5:
+                    raise _err(src, f"bad list property line {line.strip()!r}", "property")
+                _, _, count_t, item_t, name = parts
+                for t in (count_t, item_t):
+                    if t not in PLY_TYPES:
+                        raise _err(
+                            src,
+                            f"unknown property type {t!r} (line {lineno}); expected one of "
+                            f"{sorted(PLY_TYPES)}",
+                            field=name,
+                        )
+                elements[-1][2].append(PlyProperty(name=name, type_name=item_t, is_list=True))
+            else:
+                if len(parts) != 3:
+                    raise _err(src, f"bad property line {line.strip()!r}", "property")
+                _, type_name, name = parts
+                if type_name not in PLY_TYPES:
+                    raise _err(
+                        src,
+                        f"unknown property type {type_name!r} (line {lineno}); expected one "
+                        f"of {sorted(PLY_TYPES)}",
+                        field=name,
+                    )
+                elements[-1][2].append(PlyProperty(name=name, type_name=type_name))
+        else:
+            raise _err(src, f"unknown header keyword {kw!r} (line {lineno})", field="header")
+    if fmt is None:
+        raise _err(src, "missing 'format' line in the header", field="format")
+    return PlyHeader(
+        format=fmt,
+        elements=tuple(PlyElement(name=n, count=c, properties=tuple(p)) for n, c, p in elements),
+        comments=tuple(comments),
+        data_start=data_start,
+    )
+
+
+def _read_header_bytes(fh: IO[bytes], src: object) -> bytes:
+    buf = b""
+    while b"end_header" not in buf or buf.find(b"\n", buf.find(b"end_header")) < 0:
+        chunk = fh.read(4096)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > _MAX_HEADER and b"end_header" not in buf:
+            break
+        if not buf.startswith(b"ply"[: len(buf)]):
+            break
+    return buf
+
+
+class PlyReader:
+    """Context manager over one PLY file; reads the ``vertex`` element whole or in chunks.
+
+    Parameters
+    ----------
+    path
+        File path, or a binary file object positioned at the start of the PLY.
+    class_scheme
+        Scheme the file's semantic ids belong to (see :data:`urbex.pointcloud.CLASS_SCHEMES`).
+
+    Attributes
+    ----------
+    header : PlyHeader
+    count : int
+        Number of vertices (points) the header promises (checked against the file size).
+
+    Examples
+    --------
+    >>> import io, numpy as np
+    >>> from urbex.pointcloud import PointCloud
+    >>> buf = io.BytesIO()
+    >>> write_ply(buf, PointCloud(xyz=np.arange(12, dtype=np.float32).reshape(4, 3)))
+    >>> _ = buf.seek(0)
+    >>> with PlyReader(buf) as r:
+    ...     print(r.count, [len(c) for c in r.iter_chunks(3)])
+    4 [3, 1]
+    """
+
+    def __init__(self, path: PathOrFile, *, class_scheme: str = "sensaturban") -> None:
+        self.source: str = str(path) if isinstance(path, str | os.PathLike) else repr(path)
+        self._src: object = path if isinstance(path, str | os.PathLike) else self.source
+        self.class_scheme = class_scheme
+        self._owned: IO[bytes] | None = None
+        if isinstance(path, str | os.PathLike):
+            try:
+                fh: IO[bytes] = open(path, "rb")
+            except OSError as e:
+                raise _err(self._src, f"cannot open: {e.strerror}", field="file") from e
+            self._owned = fh
+            self._path: Path | None = Path(path)
+        else:
+            fh = path
+            self._path = None
+        self._fh = fh
+        start = fh.tell() if fh.seekable() else 0
+        raw = _read_header_bytes(fh, self._src)
+        self.header: PlyHeader = _parse_header(raw, self._src)
+        self._base = start
+        vertex = self.header.element("vertex")
+        if vertex is None:
+            names = [e.name for e in self.header.elements]
+            raise _err(self._src, f"no 'vertex' element; elements are {names}", field="vertex")
+        self._vertex = vertex
+        for p in vertex.properties:
+            if p.is_list:
+                raise _err(
+                    self._src,
+                    "list properties on the vertex element are not supported "
+                    "(expected scalar properties only)",
+                    field=p.name,
+                )
+        names = {p.name for p in vertex.properties}
+        for axis in ("x", "y", "z"):
+            if axis not in names:
+                raise _err(
+                    self._src,
+                    f"vertex element has no {axis!r} property; properties are "
+                    f"{[p.name for p in vertex.properties]}",
+                    field=axis,
+                )
+        self.count: int = vertex.count
+        self._rows: NDArray | None = None  # binary: structured view of the vertex rows
+        self._ascii_skip = 0
+        if self.header.format == "ascii":
+            for e in self.header.elements:
+                if e.name == "vertex":
+                    break
+                self._ascii_skip += e.count
+        else:
+            self._rows = self._map_binary(raw)
+
+    # -- binary -----------------------------------------------------------------------------
+
+    def _map_binary(self, raw: bytes) -> NDArray:
+        order = self.header.byte_order
+        skip = 0
+        for e in self.header.elements:
+            if e.name == "vertex":
+                break
+            if e.has_list:
+                raise _err(
+                    self._src,
+                    f"element {e.name!r} with list properties precedes 'vertex' in a binary "
+                    "file; its size cannot be computed without parsing it (put 'vertex' first)",
+                    field=e.name,
+                )
+            skip += e.count * e.dtype(order).itemsize
+        try:
+            dtype = self._vertex.dtype(order)
+        except ValueError as e:
+            raise _err(self._src, f"bad vertex properties: {e}", field="vertex") from e
+        offset = self._base + self.header.data_start + skip
+        need = self.count * dtype.itemsize
+        if self._path is not None:
+            size = os.fstat(self._fh.fileno()).st_size
+            have = max(size - offset, 0)
+            self._check_size(need, have, dtype.itemsize)
+            if self.count == 0:
+                return np.zeros(0, dtype)
+            return np.memmap(self._path, dtype=dtype, mode="r", offset=offset, shape=(self.count,))
+        self._fh.seek(offset)
+        data = self._fh.read(need)
+        self._check_size(need, len(data), dtype.itemsize)
+        return np.frombuffer(data, dtype=dtype, count=self.count)
+
+    def _check_size(self, need: int, have: int, itemsize: int) -> None:
+        if have < need:
+            raise _err(
+                self._src,
+                f"truncated: the header promises {self.count} vertices ({need} bytes), the "
+                f"file holds {have // itemsize} ({have} bytes)",
+                field="vertex",
+            )
+
+    # -- conversion -------------------------------------------------------------------------
+
+    def _xyz_dtype(self) -> np.dtype:
+        types = {PLY_TYPES[p.type_name] for p in self._vertex.properties if p.name in "xyz"}
+        return np.dtype(np.float32) if types == {"f4"} else np.dtype(np.float64)
+
+    def _offset_from(self, lo: NDArray, hi: NDArray) -> NDArray[np.float64]:
+        if self._xyz_dtype() == np.float64 and max(np.abs(lo).max(), np.abs(hi).max()) > (
+            _LARGE_COORD
+        ):
+            return np.floor(lo).astype(np.float64)
+        return np.zeros(3, np.float64)
+
+    def _global_offset(self) -> NDArray[np.float64]:
+        """Offset from the whole file's bbox (binary: one pass over the mapped columns)."""
+        if self._rows is None or self.count == 0 or self._xyz_dtype() != np.float64:
+            return np.zeros(3, np.float64)
+        lo = np.array([self._rows[a].min() for a in "xyz"], np.float64)
+        hi = np.array([self._rows[a].max() for a in "xyz"], np.float64)
+        return self._offset_from(lo, hi)
+
+    def _to_cloud(self, cols: dict[str, NDArray], offset: NDArray | None) -> PointCloud:
+        """Build a PointCloud from column arrays (structured fields or pandas columns)."""
+        n = len(cols["x"])
+        xyz = np.empty((n, 3), self._xyz_dtype())
+        for i, a in enumerate("xyz"):
+            xyz[:, i] = cols[a]
+        if offset is None:
+            offset = np.zeros(3, np.float64)
+            if n and xyz.dtype == np.float64:
+                lo = np.array([xyz[:, i].min() for i in range(3)])
+                hi = np.array([xyz[:, i].max() for i in range(3)])
+                offset = self._offset_from(lo, hi)
+        if offset.any():
+            xyz -= offset
+        rgb = None
+        if all(c in cols for c in ("red", "green", "blue")):
+            rgb = np.empty((n, 3), np.uint8)
+            for i, c in enumerate(("red", "green", "blue")):
+                rgb[:, i] = self._colour(cols[c], c)
+        semantic = self._labels(cols, _SEMANTIC_NAMES)
+        instance = self._labels(cols, _INSTANCE_NAMES)
+        return PointCloud(
+            xyz=xyz,
+            offset=offset,
+            rgb=rgb,
+            semantic=semantic,
+            instance=instance,
+            class_scheme=self.class_scheme,
+            crs=self.header.crs,
+            source=self.source,
+        )
+
+    def _colour(self, v: NDArray, name: str) -> NDArray:
+        v = np.asarray(v)
+        if v.dtype == np.uint8:
+            return v
+        if v.size == 0:
+            return v.astype(np.uint8)
+        lo, hi = v.min(), v.max()
+        if np.issubdtype(v.dtype, np.floating) and lo >= 0 and hi <= 1.0:
+            return np.rint(v * 255.0).astype(np.uint8)
+        if lo >= 0 and hi <= 255:
+            return v.astype(np.uint8)
+        if v.dtype == np.uint16 or (np.issubdtype(v.dtype, np.integer) and hi <= 65535 and lo >= 0):
+            return (v >> 8).astype(np.uint8)
+        raise _err(self._src, f"colour values out of range: expected 0..255, got {lo}..{hi}", name)
+
+    def _labels(self, cols: dict[str, NDArray], names: tuple[str, ...]) -> NDArray | None:
+        for name in names:
+            if name in cols:
+                v = np.asarray(cols[name])
+                if np.issubdtype(v.dtype, np.floating):
+                    out = v.astype(np.int32)
+                    if not np.array_equal(out, v):
+                        raise _err(self._src, "expected integer ids, found fractions", name)
+                    return out
+                return v.astype(np.int32)
+        return None
+
+    def _wanted(self) -> list[str]:
+        keep = {"x", "y", "z", "red", "green", "blue", *_SEMANTIC_NAMES, *_INSTANCE_NAMES}
+        return [p.name for p in self._vertex.properties if p.name in keep]
+
+    # -- ascii ------------------------------------------------------------------------------
+
+    def _ascii_frames(self, chunksize: int | None) -> Iterator[object]:
+        import pandas as pd
+
+        self._fh.seek(self._base + self.header.data_start)
+        names = [p.name for p in self._vertex.properties]
+        wanted = self._wanted()
+        dtypes = {
+            p.name: ("float64" if PLY_TYPES[p.type_name][0] == "f" else "int64")
+            for p in self._vertex.properties
+            if p.name in wanted
+        }
+        if self.count == 0:
+            return
+        try:
+            reader = pd.read_csv(
+                self._fh,
+                sep=r"\s+",
+                header=None,
+                names=names,
+                usecols=wanted,
+                dtype=dtypes,
+                skiprows=self._ascii_skip,
+                nrows=self.count,
+                chunksize=chunksize,
+                float_precision="round_trip",
+                engine="c",
+                index_col=False,
+            )
+            frames = [reader] if chunksize is None else reader
+            total = 0
+            for df in frames:
+                total += len(df)
+                yield df
+        except (ValueError, pd.errors.ParserError) as e:
+            raise _err(self._src, f"bad ASCII vertex data: {e}", field="vertex") from e
+        if total < self.count:
+            raise _err(
+                self._src,
+                f"truncated: the header promises {self.count} vertices, the file holds {total}",
+                field="vertex",
+            )
+
+    # -- public -----------------------------------------------------------------------------
+
+    def read(self) -> PointCloud:
+        """All vertices as one :class:`PointCloud` (see the module docstring for frames)."""
+        if self._rows is not None:
+            rows = self._rows
+            return self._to_cloud({k: rows[k] for k in self._wanted()}, None)
+        frames = list(self._ascii_frames(None))
+        if not frames:
+            return self._to_cloud({k: np.zeros(0) for k in self._wanted()}, None)
+        df = frames[0]
+        return self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, None)
+
+    def iter_chunks(self, n: int) -> Iterator[PointCloud]:
+        """Yield the vertices as consecutive clouds of at most ``n`` points each.
+
+        All chunks of a binary file share one ``offset`` (from the whole file, as
+        :func:`read_ply`); chunks of an ASCII file share the offset of the first chunk.
+        """
+        if n <= 0:
+            raise ValueError(f"iter_chunks: n must be positive, got {n}")
+        if self._rows is not None:
+            offset = self._global_offset()
+            for start in range(0, self.count, n):
+                rows = self._rows[start : start + n]
+                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset)
+            return
+        offset: NDArray | None = None
+        for df in self._ascii_frames(n):
+            chunk = self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, offset)
+            offset = chunk.offset
+            yield chunk
+
+    def close(self) -> None:
+        """Release the mapping and close the file (if this reader opened it)."""
+        self._rows = None
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def __enter__(self) -> PlyReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_ply(path: PathOrFile, *, class_scheme: str = "sensaturban") -> PointCloud:
+    """Read the ``vertex`` element of a PLY file into a :class:`PointCloud`.
+
+    Parameters
+    ----------
+    path
+        A ``.ply`` path (binary little/big-endian or ASCII) or a binary file object.
+    class_scheme
+        Scheme of the semantic ids (``'sensaturban'``, ``'stpls3d'``, ``'asprs'``).
+
+    Returns
+    -------
+    PointCloud
+        ``xyz`` (N, 3) float32 for ``float`` files, float64 otherwise, world metres relative
+        to ``offset`` (non-zero only for ``double`` coordinates beyond 1e5 m); ``rgb`` (N, 3)
+        uint8; ``semantic``/``instance`` (N,) int32 when present.
+
+    Raises
+    ------
+    PointCloudFormatError
+        Not a PLY, unsupported format, unknown property type, missing x/y/z, list property on
+        ``vertex``, or fewer vertices in the file than the header promises.
+
+    Examples
+    --------
+    >>> import io, numpy as np
+    >>> from urbex.pointcloud import PointCloud
+    >>> buf = io.BytesIO()
+    >>> c = PointCloud(xyz=np.ones((2, 3), np.float32), semantic=np.array([0, 9], np.int32))
+    >>> write_ply(buf, c)
+    >>> _ = buf.seek(0)
+    >>> read_ply(buf).semantic.tolist()
+    [0, 9]
+    """
+    with PlyReader(path, class_scheme=class_scheme) as reader:
+        return reader.read()
+
+
+def write_ply(
+    path: str | os.PathLike[str] | IO[bytes], cloud: PointCloud, *, ascii: bool = False
+) -> None:
+    """Write a cloud as PLY (binary little-endian unless ``ascii``), atomically.
+
+    Properties: ``x y z`` as ``float`` when ``cloud.xyz`` is float32 and ``offset`` is zero,
+    else ``double`` *world* coordinates (``xyz + offset``); ``red green blue`` uchar if
+    ``rgb``; ``class`` uchar if ``semantic``; ``instance`` int if ``instance``; a
+    ``comment crs ...`` line if ``cloud.crs`` (newlines folded to spaces).
+
+    Values round-trip exactly through :func:`read_ply` (for ``double`` files with an offset:
+    the world coordinates ``xyz + offset`` are exact; ``read_ply`` picks its own offset).
+
+    Parameters
+    ----------
+    path
+        Destination path (written via a temporary file + ``os.replace``) or a binary file
+        object (written in place).
+    cloud
+        The cloud to write.
+    ascii
+        Write ``format ascii 1.0`` (floats with 9 / 17 significant digits).
+
+    Raises
+    ------
+    ValueError
+        ``semantic`` ids outside 0..255 (the ``class`` property is uchar).
+    """
+    n = len(cloud)
+    dest = str(path) if isinstance(path, str | os.PathLike) else "<file object>"
+    use_float = cloud.xyz.dtype == np.float32 and not cloud.offset.any()
+    xyz = cloud.xyz if use_float else cloud.world_xyz()
+    fields: list[tuple[str, str, str, NDArray]] = []  # (name, ply type, np code, column)
+    t = "float" if use_float else "double"
+    code = "<f4" if use_float else "<f8"
+    fields += [(a, t, code, xyz[:, i]) for i, a in enumerate("xyz")]
+    if cloud.rgb is not None:
+        fields += [
+            (c, "uchar", "u1", cloud.rgb[:, i]) for i, c in enumerate(("red", "green", "blue"))
+        ]
+    if cloud.semantic is not None:
+        sem = cloud.semantic
+        if n and (sem.min() < 0 or sem.max() > 255):
+            raise ValueError(
+                f"write_ply({dest}): field 'class': semantic ids must be in 0..255 (uchar), got "
+                f"{int(sem.min())}..{int(sem.max())}; remap the classes first"
+            )
+        fields.append(("class", "uchar", "u1", sem))
+    if cloud.instance is not None:
+        fields.append(("instance", "int", "<i4", cloud.instance))
+    lines = ["ply", f"format {'ascii' if ascii else 'binary_little_endian'} 1.0", "comment urbex"]
+    if cloud.crs:
+        lines.append("comment crs " + " ".join(cloud.crs.split()))
+    lines.append(f"element vertex {n}")
+    lines += [f"property {ty} {name}" for name, ty, _, _ in fields]
+    lines.append("end_header")
+    header = ("\n".join(lines) + "\n").encode("ascii")
+
+    def _emit(fh: IO[bytes]) -> None:
+        fh.write(header)
+        if ascii:
+            _write_ascii_rows(fh, fields, use_float)
+            return
+        rows = np.empty(n, np.dtype([(name, c) for name, _, c, _ in fields]))
+        for name, _, _, col in fields:
+            rows[name] = col
+        if isinstance(fh, io.BufferedWriter | io.FileIO):
+            rows.tofile(fh)
+        else:
+            fh.write(rows.tobytes())
+
+    if isinstance(path, str | os.PathLike):
+        with atomic_write(path, "wb") as fh:
+            _emit(fh)
+    else:
+        _emit(path)
+
+
+def _write_ascii_rows(
+    fh: IO[bytes], fields: list[tuple[str, str, str, NDArray]], f32: bool
+) -> None:
+    import pandas as pd
+
+    if not len(fields[0][3]):
+        return
+    df = pd.DataFrame({name: col for name, _, _, col in fields})
+    text = df.to_csv(
+        sep=" ",
+        header=False,
+        index=False,
+        float_format="%.9g" if f32 else "%.17g",
+        lineterminator="\n",
+    )
+    fh.write(text.encode("ascii"))

@@ -1,0 +1,145 @@
+"""The raw data set: generate the synthetic default, or register a user's root.
+
+The first asset of the graph. For ``data.source: synthetic`` it writes the synthetic city
+(CityRefer layout, plus LAZ and STPLS3D-style copies) under ``<assets>/raw/synthetic``; for any
+other source it checks that ``data.root`` exists in that layout and records it in
+``<assets>/raw/registered.json``. Either way it returns a :class:`RawDataset` that later stages
+read through :mod:`urbex.io.datasets`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from urbex.config import Params
+from urbex.errors import ConfigError
+
+__all__ = ["RawDataset", "materialize_raw", "raw_dataset", "synthetic_scene_ids"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawDataset:
+    """Where the raw data set lives and in which layout.
+
+    Attributes
+    ----------
+    source : str
+        ``cityrefer`` (also used for the synthetic set, which is written in that layout),
+        ``stpls3d`` or ``las``.
+    root : Path
+        The directory in that layout.
+    scene_ids : tuple[str, ...]
+        The scenes that later stages process (``data.scenes`` if set, else all found).
+    generated : bool
+        True when urbex generated it (synthetic).
+    """
+
+    source: str
+    root: Path
+    scene_ids: tuple[str, ...]
+    generated: bool
+
+
+def synthetic_scene_ids(params: Params) -> list[str]:
+    """The scene ids the synthetic generator produces for ``params.synth`` (known without generating)."""
+    return [f"synthville_block_{i}" for i in range(params.synth.scenes)]
+
+
+def _synth_fingerprint(params: Params) -> str:
+    blob = json.dumps(params.section_dict("synth"), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _select(found: list[str], params: Params, root: Path) -> tuple[str, ...]:
+    wanted = params.data.scenes
+    if wanted is None:
+        return tuple(found)
+    missing = sorted(set(wanted) - set(found))
+    if missing:
+        raise ConfigError(
+            f"data.scenes lists {missing} but {root} holds only {found}; fix data.scenes or data.root"
+        )
+    return tuple(wanted)
+
+
+def raw_dataset(params: Params) -> RawDataset:
+    """Describe the raw data set without generating anything (cheap; used to list partitions)."""
+    from urbex.io.datasets import list_scenes
+
+    if params.data.source == "synthetic":
+        root = params.assets / "raw" / "synthetic"
+        ids = synthetic_scene_ids(params)
+        if params.data.scenes is not None:
+            ids = [s for s in params.data.scenes]
+        return RawDataset(source="cityrefer", root=root, scene_ids=tuple(ids), generated=True)
+    root = params.data_root
+    if root is None:
+        raise ConfigError(f"data.root must be set when data.source is {params.data.source!r}")
+    if not root.is_dir():
+        raise ConfigError(f"data.root {root} is not a directory (data.source={params.data.source!r})")
+    found = list_scenes(params.data.source, root)
+    if not found:
+        raise ConfigError(
+            f"data.root {root} holds no scenes in the {params.data.source!r} layout "
+            "(see DATA_FORMATS.md / README 'Bring your own data')"
+        )
+    return RawDataset(
+        source=params.data.source, root=root, scene_ids=_select(found, params, root), generated=False
+    )
+
+
+def materialize_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
+    """Generate (synthetic) or register (real) the raw data set; idempotent.
+
+    The synthetic set is regenerated only when the ``synth`` params changed (a fingerprint is
+    kept in ``<root>/.urbex_synth``) or ``force`` is given. Generation writes to a temporary
+    sibling directory and renames it into place, so a killed run never leaves a half data set.
+    """
+    ds = raw_dataset(params)
+    if not ds.generated:
+        reg = params.assets / "raw" / "registered.json"
+        reg.parent.mkdir(parents=True, exist_ok=True)
+        tmp = reg.with_suffix(".json.tmp")
+        tmp.write_text(
+            json.dumps(
+                {"source": ds.source, "root": str(ds.root), "scene_ids": list(ds.scene_ids)}, indent=2
+            )
+        )
+        os.replace(tmp, reg)
+        return ds
+
+    from urbex.synth import generate_dataset
+
+    stamp = ds.root / ".urbex_synth"
+    fp = _synth_fingerprint(params)
+    if not force and stamp.exists() and stamp.read_text().strip() == fp:
+        return ds
+    s = params.synth
+    tmp_root = ds.root.with_name(ds.root.name + f".tmp-{os.getpid()}")
+    if tmp_root.exists():
+        shutil.rmtree(tmp_root)
+    generate_dataset(
+        tmp_root,
+        scenes=s.scenes,
+        seed=s.seed,
+        density=s.density,
+        size=s.size,
+        las_copy=s.las_copy,
+        stpls3d_scenes=s.stpls3d_scenes,
+        progress=progress,
+    )
+    (tmp_root / ".urbex_synth").write_text(fp + "\n")
+    if ds.root.exists():
+        old = ds.root.with_name(ds.root.name + f".old-{os.getpid()}")
+        os.replace(ds.root, old)
+        os.replace(tmp_root, ds.root)
+        shutil.rmtree(old)
+    else:
+        ds.root.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp_root, ds.root)
+    return ds

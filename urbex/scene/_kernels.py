@@ -1,0 +1,296 @@
+"""Numba kernels behind the scene cache: grid sort keys, BEV scatter, hole filling, area resampling.
+
+Private module: the public functions in :mod:`urbex.scene.build` and :mod:`urbex.scene.cache`
+wrap these. Frames:
+
+* **cache frame**: world metres minus the cache origin, float32 (``xyz_rel``).
+* **BEV pixels**: ``col = floor((x_rel − bev_x0) / r)``, ``row = floor((bev_y1 − y_rel) / r)``,
+  clamped to the raster, i.e. the GDAL convention of :class:`urbex.geometry.Affine`.
+
+Every kernel is a plain loop compiled with ``numba.njit(cache=True)``; none allocates per point.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+__all__: list[str] = []  # private module
+
+INDEX_BITS = 35  # (cell << 35) | index, STACK_NOTES' pack-and-sort trick
+INDEX_MASK = (1 << INDEX_BITS) - 1
+
+
+@nb.njit(cache=True, nogil=True)
+def finite_bounds(xyz):  # pragma: no cover - compiled
+    """Count non-finite rows and the min/max (float64, cloud frame) of the finite ones."""
+    n = xyz.shape[0]
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    bad = 0
+    for i in range(n):
+        x = np.float64(xyz[i, 0])
+        y = np.float64(xyz[i, 1])
+        z = np.float64(xyz[i, 2])
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            bad += 1
+            continue
+        if x < lo[0]:
+            lo[0] = x
+        if x > hi[0]:
+            hi[0] = x
+        if y < lo[1]:
+            lo[1] = y
+        if y > hi[1]:
+            hi[1] = y
+        if z < lo[2]:
+            lo[2] = z
+        if z > hi[2]:
+            hi[2] = z
+    return bad, lo, hi
+
+
+@nb.njit(cache=True, inline="always")
+def cell_of(x, y, gx0, gy0, cell, ncx, ncy):  # pragma: no cover - compiled
+    """Grid cell id ``cy * ncx + cx`` of a cache-frame point (float64 of its float32 value)."""
+    cx = int(np.floor((x - gx0) / cell))
+    cy = int(np.floor((y - gy0) / cell))
+    cx = min(max(cx, 0), ncx - 1)
+    cy = min(max(cy, 0), ncy - 1)
+    return cy * ncx + cx
+
+
+@nb.njit(cache=True, nogil=True)
+def sort_keys(xyz, shift, gx0, gy0, cell, ncx, ncy):  # pragma: no cover - compiled
+    """``(cell << 35) | index`` per point; non-finite points get cell ``ncx·ncy`` (sort last)."""
+    n = xyz.shape[0]
+    keys = np.empty(n, np.int64)
+    sentinel = np.int64(ncx * ncy)
+    for i in range(n):
+        x = np.float64(xyz[i, 0])
+        y = np.float64(xyz[i, 1])
+        z = np.float64(xyz[i, 2])
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            keys[i] = (sentinel << INDEX_BITS) | i
+            continue
+        xr = np.float64(np.float32(x - shift[0]))
+        yr = np.float64(np.float32(y - shift[1]))
+        c = cell_of(xr, yr, gx0, gy0, cell, ncx, ncy)
+        keys[i] = (np.int64(c) << INDEX_BITS) | i
+    return keys
+
+
+@nb.njit(cache=True, nogil=True)
+def gather_sorted(keys, n_valid, n_cells, xyz, shift, rgb, has_rgb, sem, has_sem, inst, has_inst):  # pragma: no cover
+    """Re-order the point arrays by sorted key; xyz shifted into the cache frame (float32).
+
+    Returns ``(xyz_out, rgb_out, sem_out, inst_out, cell_offsets)``; absent attributes come back
+    as length-0 arrays.
+    """
+    xyz_out = np.empty((n_valid, 3), np.float32)
+    rgb_out = np.empty((n_valid if has_rgb else 0, 3), np.uint8)
+    sem_out = np.empty(n_valid if has_sem else 0, np.int32)
+    inst_out = np.empty(n_valid if has_inst else 0, np.int32)
+    counts = np.zeros(n_cells + 1, np.int64)
+    for j in range(n_valid):
+        k = keys[j]
+        i = k & INDEX_MASK
+        counts[(k >> INDEX_BITS) + 1] += 1
+        xyz_out[j, 0] = np.float32(np.float64(xyz[i, 0]) - shift[0])
+        xyz_out[j, 1] = np.float32(np.float64(xyz[i, 1]) - shift[1])
+        xyz_out[j, 2] = np.float32(np.float64(xyz[i, 2]) - shift[2])
+        if has_rgb:
+            rgb_out[j, 0] = rgb[i, 0]
+            rgb_out[j, 1] = rgb[i, 1]
+            rgb_out[j, 2] = rgb[i, 2]
+        if has_sem:
+            sem_out[j] = sem[i]
+        if has_inst:
+            inst_out[j] = inst[i]
+    for c in range(n_cells):
+        counts[c + 1] += counts[c]
+    return xyz_out, rgb_out, sem_out, inst_out, counts
+
+
+@nb.njit(cache=True, nogil=True)
+def scatter_band(
+    xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, lo, hi,
+    bx0, by1, res, width, height, row0, zlo, zhi,
+    zmax, zmin, out_rgb, out_sem, out_inst,
+):  # pragma: no cover - compiled
+    """"Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows.
+
+    The band holds raster rows ``row0 : row0 + zmax.shape[0]``; points whose row falls outside are
+    skipped. ``zmax`` must start at ``-inf`` and ``zmin`` at ``+inf``. Ties keep the first point
+    in cache order (``>``, not ``>=``), so the result is deterministic. Without colours, the
+    pixel colour is a grey ramp of the height between ``zlo`` and ``zhi``.
+    """
+    nrows = zmax.shape[0]
+    zspan = zhi - zlo
+    if zspan <= 0.0:
+        zspan = 1.0
+    for i in range(lo, hi):
+        x = np.float64(xyz[i, 0])
+        y = np.float64(xyz[i, 1])
+        z = xyz[i, 2]
+        row = int(np.floor((by1 - y) / res))
+        row = min(max(row, 0), height - 1) - row0
+        if row < 0 or row >= nrows:
+            continue
+        col = int(np.floor((x - bx0) / res))
+        col = min(max(col, 0), width - 1)
+        if z < zmin[row, col]:
+            zmin[row, col] = z
+        if z > zmax[row, col]:
+            zmax[row, col] = z
+            if has_rgb:
+                out_rgb[row, col, 0] = rgb[i, 0]
+                out_rgb[row, col, 1] = rgb[i, 1]
+                out_rgb[row, col, 2] = rgb[i, 2]
+            else:
+                g = np.uint8(40.0 + 215.0 * min(max((np.float64(z) - zlo) / zspan, 0.0), 1.0))
+                out_rgb[row, col, 0] = g
+                out_rgb[row, col, 1] = g
+                out_rgb[row, col, 2] = g
+            out_sem[row, col] = sem[i] if has_sem else -1
+            out_inst[row, col] = inst[i] if has_inst else -1
+
+
+@nb.njit(cache=True, nogil=True)
+def finish_and_fill(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: no cover
+    """Turn empty pixels (``zmax == -inf``) into NaN, then fill holes from the highest neighbour.
+
+    Each pass fills every empty pixel that has at least one valid 8-neighbour (valid at the
+    start of the pass) with all layers of the neighbour with the highest ``zmax`` (first in
+    scan order on ties) and sets ``filled``. At most ``iterations`` passes; stops early when a
+    pass fills nothing. A pixel's result depends only on input within ``iterations`` pixels.
+    """
+    h, w = zmax.shape
+    for r in range(h):
+        for c in range(w):
+            if zmax[r, c] == -np.inf:
+                zmax[r, c] = np.nan
+                zmin[r, c] = np.nan
+    if iterations <= 0:
+        return
+    valid = np.empty((h, w), np.bool_)
+    for _ in range(iterations):
+        for r in range(h):
+            for c in range(w):
+                valid[r, c] = not np.isnan(zmax[r, c])
+        changed = False
+        for r in range(h):
+            for c in range(w):
+                if valid[r, c]:
+                    continue
+                best = -np.inf
+                br = -1
+                bc = -1
+                for dr in range(-1, 2):
+                    rr = r + dr
+                    if rr < 0 or rr >= h:
+                        continue
+                    for dc in range(-1, 2):
+                        cc = c + dc
+                        if cc < 0 or cc >= w or not valid[rr, cc]:
+                            continue
+                        if zmax[rr, cc] > best:
+                            best = zmax[rr, cc]
+                            br = rr
+                            bc = cc
+                if br >= 0:
+                    zmax[r, c] = zmax[br, bc]
+                    zmin[r, c] = zmin[br, bc]
+                    rgb[r, c, 0] = rgb[br, bc, 0]
+                    rgb[r, c, 1] = rgb[br, bc, 1]
+                    rgb[r, c, 2] = rgb[br, bc, 2]
+                    sem[r, c] = sem[br, bc]
+                    inst[r, c] = inst[br, bc]
+                    filled[r, c] = True
+                    changed = True
+        if not changed:
+            return
+
+
+@nb.njit(cache=True, nogil=True)
+def area_accumulate(src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, acc, wsum):  # pragma: no cover
+    """Area-weighted (box filter) resampling of a raster block into an output grid.
+
+    ``src_rgb[rr, cc]`` is source pixel ``(src_r0 + rr, src_c0 + cc)``, covering
+    ``[col, col+1) × [row, row+1)`` in source pixel units; output pixel ``(o, p)`` covers rows
+    ``[y_start + o·sy, y_start + (o+1)·sy)`` and columns ``[x_start + p·sx, ...)``. Each valid
+    source pixel (``src_z`` not NaN) adds ``overlap_area · rgb`` to ``acc[o, p]`` and
+    ``overlap_area`` to ``wsum[o, p]``. Works for down- and up-sampling; can be called band by band.
+    """
+    ho, wo = wsum.shape
+    for rr in range(src_rgb.shape[0]):
+        k = src_r0 + rr
+        o_lo = max(0, int(np.floor((k - y_start) / sy)))
+        o_hi = min(ho - 1, int(np.ceil((k + 1 - y_start) / sy)) - 1)
+        for o in range(o_lo, o_hi + 1):
+            wy = min(k + 1.0, y_start + (o + 1) * sy) - max(float(k), y_start + o * sy)
+            if wy <= 0.0:
+                continue
+            for cc in range(src_rgb.shape[1]):
+                if np.isnan(src_z[rr, cc]):
+                    continue
+                c = src_c0 + cc
+                p_lo = max(0, int(np.floor((c - x_start) / sx)))
+                p_hi = min(wo - 1, int(np.ceil((c + 1 - x_start) / sx)) - 1)
+                for p in range(p_lo, p_hi + 1):
+                    wx = min(c + 1.0, x_start + (p + 1) * sx) - max(float(c), x_start + p * sx)
+                    if wx <= 0.0:
+                        continue
+                    wgt = wx * wy
+                    acc[o, p, 0] += wgt * src_rgb[rr, cc, 0]
+                    acc[o, p, 1] += wgt * src_rgb[rr, cc, 1]
+                    acc[o, p, 2] += wgt * src_rgb[rr, cc, 2]
+                    wsum[o, p] += wgt
+
+
+@nb.njit(cache=True, nogil=True)
+def area_finish(acc, wsum):  # pragma: no cover - compiled
+    """``acc / wsum`` rounded to uint8; pixels with no weight are black."""
+    ho, wo = wsum.shape
+    out = np.zeros((ho, wo, 3), np.uint8)
+    for o in range(ho):
+        for p in range(wo):
+            wgt = wsum[o, p]
+            if wgt > 0.0:
+                for k in range(3):
+                    v = acc[o, p, k] / wgt + 0.5
+                    out[o, p, k] = np.uint8(min(max(v, 0.0), 255.0))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def instance_stats(xyz, rgb, has_rgb, sem_idx, n_classes, inst_idx, n_inst):  # pragma: no cover
+    """Per-instance min/max (cache frame), count, colour sums and class counts.
+
+    ``inst_idx`` holds compact instance indices (−1 = none), ``sem_idx`` compact class indices
+    (−1 = unlabeled; ignored for the majority).
+    """
+    lo = np.full((n_inst, 3), np.inf)
+    hi = np.full((n_inst, 3), -np.inf)
+    count = np.zeros(n_inst, np.int64)
+    csum = np.zeros((n_inst, 3), np.int64)
+    ccount = np.zeros((n_inst, max(n_classes, 1)), np.int64)
+    for i in range(xyz.shape[0]):
+        k = inst_idx[i]
+        if k < 0:
+            continue
+        count[k] += 1
+        for a in range(3):
+            v = np.float64(xyz[i, a])
+            if v < lo[k, a]:
+                lo[k, a] = v
+            if v > hi[k, a]:
+                hi[k, a] = v
+        if has_rgb:
+            for a in range(3):
+                csum[k, a] += rgb[i, a]
+        if n_classes > 0:
+            s = sem_idx[i]
+            if s >= 0:
+                ccount[k, s] += 1
+    return lo, hi, count, csum, ccount

@@ -1,0 +1,100 @@
+"""The graph's stages as plain functions: one call per asset.
+
+Dagster assets (``pipelines/``) and DVC stages (``dvc.yaml`` → the ``urbex`` CLI) are two thin
+front doors onto these functions; both write the same files under ``params.assets``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from urbex.config import Params
+from urbex.raw import RawDataset, materialize_raw, raw_dataset
+
+__all__ = ["SceneBuild", "build_scene", "refresh", "scene_cache_dir", "stage_raw"]
+
+
+def stage_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
+    """Materialize the raw data set (generate synthetic or register a root)."""
+    return materialize_raw(params, force=force, progress=progress)
+
+
+def scene_cache_dir(params: Params, scene_id: str) -> Path:
+    """``<assets>/scenes/<scene_id>``."""
+    return params.assets / "scenes" / scene_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SceneBuild:
+    """What one scene-cache build did (for asset metadata and CLI output)."""
+
+    scene_id: str
+    cache_dir: Path
+    n_points: int
+    build_seconds: float
+    reused: bool
+    meta: dict[str, Any] = field(repr=False)
+
+
+def _input_hash(raw_root: Path, scene_id: str) -> str:
+    """A hash of the annotation inputs that shape the cache (box3d names/classes)."""
+    h = hashlib.sha256(scene_id.encode())
+    box = raw_root / "box3d" / f"{scene_id}_bbox.json"
+    if box.exists():
+        h.update(box.read_bytes())
+    return h.hexdigest()
+
+
+def build_scene(
+    params: Params, scene_id: str, *, force: bool = False, progress: bool = False
+) -> SceneBuild:
+    """Build (or reuse, when fresh) the cache of one scene and register it in the warehouse.
+
+    Reads the raw scene through :func:`urbex.io.datasets.read_scene`, writes
+    ``<assets>/scenes/<scene_id>/`` with :func:`urbex.scene.build.build_scene_cache`, then the
+    ``scenes`` row and the warehouse views.
+    """
+    import json
+
+    from urbex.eval.warehouse import refresh_warehouse, write_scene_row
+    from urbex.io.datasets import read_scene
+    from urbex.scene.build import build_scene_cache
+
+    ds = raw_dataset(params)
+    t0 = time.perf_counter()
+    raw = read_scene(ds.source, ds.root, scene_id)
+    out = scene_cache_dir(params, scene_id)
+    before = (out / "meta.json").stat().st_mtime_ns if (out / "meta.json").exists() else None
+    build_scene_cache(
+        raw.cloud,
+        out,
+        params.scene,
+        scene_id=scene_id,
+        boxes=raw.boxes,
+        input_hash=_input_hash(ds.root, scene_id),
+        force=force,
+        progress=progress,
+    )
+    write_scene_row(out)
+    refresh_warehouse(params.assets)
+    meta = json.loads((out / "meta.json").read_text())
+    after = (out / "meta.json").stat().st_mtime_ns
+    return SceneBuild(
+        scene_id=scene_id,
+        cache_dir=out,
+        n_points=int(meta["n_points"]),
+        build_seconds=time.perf_counter() - t0,
+        reused=before is not None and before == after,
+        meta=meta,
+    )
+
+
+def refresh(params: Params) -> dict[str, int]:
+    """Recreate the warehouse views; returns row counts per table."""
+    from urbex.eval.warehouse import refresh_warehouse
+
+    return refresh_warehouse(params.assets)
