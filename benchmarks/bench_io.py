@@ -1,0 +1,129 @@
+"""Benchmark urbex.io readers/writers against naive peers, measured in the same run.
+
+PLY: our header-parse + memmap reader vs ``plyfile`` (``mmap=False``) on a 1M-point subset
+(or ``np.loadtxt`` of the ASCII version on a small subset when plyfile is absent).
+LAS/LAZ: our reader/writer vs plain ``laspy.read`` / ``LasData.write`` (the floor we sit on).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_io.py            # 20M-point PLY, 5M-point LAS/LAZ
+    .venv/bin/python benchmarks/bench_io.py --quick    # 1M points, a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from urbex.io.las import read_las, write_las
+from urbex.io.ply import read_ply, write_ply
+from urbex.pointcloud import PointCloud
+
+
+def _cloud(n: int, seed: int = 0) -> PointCloud:
+    rng = np.random.default_rng(seed)
+    return PointCloud(
+        xyz=(rng.random((n, 3), dtype=np.float32) * np.float32(400)),
+        rgb=rng.integers(0, 256, (n, 3), dtype=np.uint8),
+        semantic=rng.integers(0, 13, n).astype(np.int32),
+        instance=rng.integers(-1, 2000, n).astype(np.int32),
+    )
+
+
+def _time(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall seconds of ``repeat`` calls."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _mps(n: int, s: float) -> float:
+    return n / s / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1M points (a few seconds)")
+    ap.add_argument("--n", type=int, default=None, help="PLY points (default 20M, quick 1M)")
+    ap.add_argument("--las-n", type=int, default=None, help="LAS/LAZ points (default 5M)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore", message=".*no CRS in the LAS header")
+    n = args.n or (1_000_000 if args.quick else 20_000_000)
+    n_las = args.las_n or (1_000_000 if args.quick else 5_000_000)
+    n_peer = min(n, 1_000_000)
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        cloud = _cloud(n)
+        ply = tmp / "a.ply"
+        t_w = _time(lambda: write_ply(ply, cloud), 1)
+        t_r = _time(lambda: read_ply(ply), args.repeat)
+        size_mb = ply.stat().st_size / 1e6
+        print(f"PLY binary  {n:>11,d} pts  {size_mb:8.1f} MB")
+        print(f"  urbex write_ply        {_mps(n, t_w):8.1f} M pts/s")
+        print(f"  urbex read_ply         {_mps(n, t_r):8.1f} M pts/s  (median of {args.repeat})")
+
+        sub = cloud.select(np.arange(n_peer))
+        try:
+            import plyfile
+
+            sub_ply = tmp / "sub.ply"
+            write_ply(sub_ply, sub)
+            t_ours = _time(lambda: read_ply(sub_ply), args.repeat)
+
+            def peer() -> None:
+                v = plyfile.PlyData.read(str(sub_ply), mmap=False)["vertex"].data
+                np.stack([v["x"], v["y"], v["z"]], axis=1)
+
+            t_peer = _time(peer, 1)
+            name = f"plyfile mmap=False, {n_peer:,d} pts"
+        except ImportError:
+            n_peer = min(n_peer, 100_000)
+            sub = cloud.select(np.arange(n_peer))
+            sub_ply = tmp / "sub_ascii.ply"
+            write_ply(sub_ply, sub, ascii=True)
+            t_ours = _time(lambda: read_ply(tmp / "sub.ply"), args.repeat)
+            t_peer = _time(lambda: np.loadtxt(sub_ply, skiprows=12), 1)
+            name = f"np.loadtxt ascii, {n_peer:,d} pts"
+        print(f"  peer ({name})  {_mps(n_peer, t_peer):8.2f} M pts/s")
+        print(f"  urbex on the same subset {_mps(n_peer, t_ours):8.1f} M pts/s")
+        print(f"  ratio urbex / peer     {t_peer / t_ours:8.0f} x")
+        print(f"  target read >= 50 M pts/s: {'PASS' if _mps(n, t_r) >= 50 else 'MISS'}")
+
+        import laspy
+
+        las_cloud = _cloud(n_las, seed=1)
+        for suffix in (".las", ".laz"):
+            p = tmp / f"a{suffix}"
+            t_w = _time(lambda p=p: write_las(p, las_cloud), 1)
+            t_r = _time(lambda p=p: read_las(p), args.repeat)
+
+            def peer(p: Path = p) -> None:
+                las = laspy.read(p)
+                _ = (las.xyz, las.red, las.green, las.blue, las.classification, las["instance"])
+
+            t_peer = _time(peer, args.repeat)
+            print(
+                f"{suffix[1:].upper()}         {n_las:>11,d} pts  {p.stat().st_size / 1e6:8.1f} MB"
+            )
+            print(f"  urbex write_las        {_mps(n_las, t_w):8.1f} M pts/s")
+            print(f"  urbex read_las         {_mps(n_las, t_r):8.1f} M pts/s")
+            print(
+                f"  peer laspy.read+arrays {_mps(n_las, t_peer):8.1f} M pts/s  "
+                f"(urbex/peer {t_peer / t_r:.2f}x)"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Tests for urbex.io.las: real files (feet → metres), round trips, bad input."""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from urbex.errors import PointCloudFormatError
+from urbex.io.las import LasReader, read_las, unit_conversion, write_las
+from urbex.pointcloud import PointCloud
+
+
+def test_read_las_autzen_feet_converted_to_metres(
+    realdata: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="urbex.io.las"):
+        c = read_las(realdata / "autzen_trim.laz")
+    assert len(c) == 110_000
+    world = c.world_xyz()
+    extent = world.max(axis=0) - world.min(axis=0)
+    # 1178 x 563 x 114 ft
+    np.testing.assert_allclose(extent, [359.0, 172.0, 35.0], atol=1.5)
+    assert c.xyz.dtype == np.float64 and np.abs(c.xyz).max() < 1e4
+    assert c.class_scheme == "asprs" and set(np.unique(c.semantic)) == {1, 2}
+    assert c.rgb is not None and c.rgb.max() > 100
+    assert "metre" in c.crs and "foot" in caplog.text
+
+
+def test_read_las_autzen_crs_metres_matches_feet_times_0_3048(realdata: Path) -> None:
+    import laspy
+    import pyproj
+
+    c = read_las(realdata / "autzen_trim.laz")
+    with laspy.open(realdata / "autzen_trim.laz") as f:
+        feet_crs = f.header.parse_crs()
+    lon, lat = -123.07, 44.05
+    ft = pyproj.Transformer.from_crs(4326, feet_crs, always_xy=True).transform(lon, lat)
+    m = pyproj.Transformer.from_crs(4326, pyproj.CRS(c.crs), always_xy=True).transform(lon, lat)
+    np.testing.assert_allclose(np.array(ft) * 0.3048, m, rtol=0, atol=1e-6)
+    # the same raw point, via laspy in feet
+    raw = laspy.read(realdata / "autzen_trim.laz")
+    np.testing.assert_allclose(c.world_xyz()[0, 0], raw.x[0] * 0.3048, rtol=0, atol=1e-6)
+
+
+def test_read_las_simple_no_crs_warns_and_keeps_units(realdata: Path) -> None:
+    import laspy
+
+    with pytest.warns(UserWarning, match="no CRS"):
+        c = read_las(realdata / "simple.las")
+    assert len(c) == 1065 and c.crs is None
+    raw = laspy.read(realdata / "simple.las")
+    np.testing.assert_allclose(c.world_xyz()[:, 2], np.asarray(raw.z), rtol=0, atol=1e-9)
+
+
+def test_las_reader_chunks_match_whole(realdata: Path) -> None:
+    whole = read_las(realdata / "autzen_trim.laz")
+    with LasReader(realdata / "autzen_trim.laz", chunk_size=40_000) as reader:
+        assert reader.count == 110_000 and reader.units.xy == 0.3048
+        chunks = list(reader.iter_chunks())
+    assert [len(c) for c in chunks] == [40_000, 40_000, 30_000]
+    np.testing.assert_array_equal(np.concatenate([c.xyz for c in chunks]), whole.xyz)
+    np.testing.assert_array_equal(np.concatenate([c.rgb for c in chunks]), whole.rgb)
+
+
+def _cloud(n: int = 800) -> PointCloud:
+    rng = np.random.default_rng(5)
+    return PointCloud(
+        xyz=rng.random((n, 3)) * 300,
+        offset=np.array([512_000.0, 5_400_000.0, 12.0]),
+        rgb=rng.integers(0, 256, (n, 3), dtype=np.uint8),
+        semantic=rng.choice([1, 2, 6, 9], n).astype(np.int32),
+        instance=rng.integers(-1, 100, n).astype(np.int32),
+        class_scheme="asprs",
+        crs="EPSG:32630",
+    )
+
+
+@pytest.mark.parametrize("suffix", [".las", ".laz"])
+def test_write_las_roundtrip_to_mm_scale(tmp_path: Path, suffix: str) -> None:
+    c = _cloud()
+    p = tmp_path / f"a{suffix}"
+    write_las(p, c)
+    head = p.read_bytes()[:400]
+    assert head[:4] == b"LASF"
+    r = read_las(p)
+    np.testing.assert_array_equal(r.offset, c.offset)
+    np.testing.assert_array_equal(r.xyz, np.round(c.xyz / 0.001) * 0.001)
+    assert np.abs(r.xyz - c.xyz).max() <= 0.0005 + 1e-12
+    np.testing.assert_array_equal(r.rgb, c.rgb)
+    np.testing.assert_array_equal(r.semantic, c.semantic)
+    np.testing.assert_array_equal(r.instance, c.instance)
+    assert "UTM zone 30N" in r.crs
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_write_las_laz_is_compressed(tmp_path: Path) -> None:
+    import laspy
+
+    c = _cloud(5000)
+    write_las(tmp_path / "a.las", c)
+    write_las(tmp_path / "a.laz", c)
+    with laspy.open(tmp_path / "a.laz") as f:
+        assert f.header.are_points_compressed
+        assert f.header.version.minor == 4 and f.header.point_format.id == 7
+    assert (tmp_path / "a.laz").stat().st_size < (tmp_path / "a.las").stat().st_size
+
+
+def test_write_las_roundtrip_bytesio_custom_instance_dim() -> None:
+    c = _cloud(50)
+    buf = io.BytesIO()
+    write_las(buf, c, instance_dim="segment")
+    buf.seek(0)
+    r = read_las(buf, instance_dim="segment")
+    np.testing.assert_array_equal(r.instance, c.instance)
+    buf.seek(0)
+    assert read_las(buf).instance is None  # default dim name absent
+
+
+def test_write_las_semantic_out_of_range_raises(tmp_path: Path) -> None:
+    c = PointCloud(xyz=np.zeros((2, 3)), semantic=np.array([1, 256], np.int32))
+    with pytest.raises(ValueError, match="classification"):
+        write_las(tmp_path / "a.las", c)
+
+
+def test_read_las_empty_file_raises(tmp_path: Path) -> None:
+    import laspy
+
+    las = laspy.LasData(laspy.LasHeader(point_format=3, version="1.2"))
+    las.write(tmp_path / "empty.las")
+    with pytest.raises(PointCloudFormatError, match="0 points") as info:
+        read_las(tmp_path / "empty.las")
+    assert info.value.field == "point_count" and "empty.las" in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a las file at all" * 20, b"LASF" + b"\x00" * 50])
+def test_read_las_unreadable_raises(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "bad.las"
+    p.write_bytes(content)
+    with pytest.raises(PointCloudFormatError, match="cannot read as LAS") as info:
+        read_las(p)
+    assert info.value.field == "file" and "bad.las" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "crs,xy",
+    [("EPSG:2994", 0.3048), ("EPSG:2277", 1200 / 3937), ("EPSG:32630", 1.0), ("EPSG:4326", 1.0)],
+    ids=["intl-foot", "us-survey-foot", "utm-metre", "geographic"],
+)
+def test_unit_conversion_factors(crs: str, xy: float) -> None:
+    u = unit_conversion(crs)
+    assert u.xy == pytest.approx(xy, rel=1e-12) and u.z == pytest.approx(xy, rel=1e-12)

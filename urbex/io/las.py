@@ -1,0 +1,461 @@
+"""ASPRS LAS / LAZ point clouds through laspy (LAZ via the lazrs backend, in parallel).
+
+Units and frames
+----------------
+urbex works in **world metres**. The CRS is read with ``header.parse_crs()`` (pyproj). If the
+horizontal axes of a projected CRS use another linear unit (international foot, US survey
+foot, ...), x and y are multiplied by that unit's size in metres (0.3048 or 1200/3937). z is
+converted with the vertical CRS's unit when the CRS is compound, otherwise **z is assumed to be
+in the same unit as x and y** (the usual case for foot-based surveys). The conversion is logged
+with ``logging.info`` and the returned ``crs`` is the same projection with metre axes (so
+``xyz + offset`` are coordinates of ``crs``). A file without a CRS keeps its units (assumed
+metres) and emits a ``UserWarning``; a geographic CRS (degrees) is kept unchanged with a warning.
+
+``offset`` is the header offset (converted to metres) when it keeps all coordinates within
+1e5 m of it, else the header's bounding-box minimum floored to whole metres; ``xyz`` is
+float64 relative to ``offset``.
+
+Attributes
+----------
+``semantic`` = ``classification`` (ASPRS codes, ``class_scheme='asprs'``); ``rgb`` = the
+colours, shifted right by 8 bits when they are 16-bit (any value > 255); ``instance`` = the
+extra-bytes dimension named ``instance_dim`` when present.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import IO, Any, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from urbex.errors import PointCloudFormatError
+from urbex.io._atomic import atomic_write
+from urbex.pointcloud import PointCloud
+
+__all__ = ["LasReader", "UnitConversion", "read_las", "unit_conversion", "write_las"]
+
+log = logging.getLogger(__name__)
+
+_SMALL = 1e5
+_SCALE = 0.001
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitConversion:
+    """How a CRS's linear units map to metres.
+
+    Attributes
+    ----------
+    xy : float
+        Metres per horizontal unit (1.0 for metre CRSs or when unknown).
+    z : float
+        Metres per vertical unit (the horizontal one if the CRS has no vertical part).
+    unit : str
+        Name of the horizontal unit (``'metre'``, ``'foot'``, ``'US survey foot'``, ...).
+    crs_metres : str | None
+        WKT of the same CRS with metre axes (None without a CRS).
+    """
+
+    xy: float = 1.0
+    z: float = 1.0
+    unit: str = "metre"
+    crs_metres: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.xy > 0 and self.z > 0):
+            raise ValueError(f"UnitConversion: factors must be positive, got {self.xy}, {self.z}")
+
+    @property
+    def converts(self) -> bool:
+        """True if coordinates are scaled (a non-metre linear unit)."""
+        return self.xy != 1.0 or self.z != 1.0
+
+
+def _metre_axes(j: dict[str, Any]) -> bool:
+    """Set every linear axis unit in a PROJJSON CRS dict to metre (in place); True if changed."""
+    changed = False
+    cs = j.get("coordinate_system")
+    if cs is not None:
+        for ax in cs.get("axis", []):
+            unit = ax.get("unit", "metre")
+            if isinstance(unit, dict) and unit.get("type") == "LinearUnit":
+                ax["unit"] = "metre"
+                changed = True
+    for sub in j.get("components", []):
+        changed |= _metre_axes(sub)
+    return changed
+
+
+def unit_conversion(crs: Any) -> UnitConversion:
+    """Metres-per-unit factors of a pyproj CRS (or anything ``pyproj.CRS`` accepts).
+
+    Parameters
+    ----------
+    crs
+        A ``pyproj.CRS``, WKT, ``"EPSG:2994"``, ... or None.
+
+    Examples
+    --------
+    >>> unit_conversion("EPSG:2994").xy  # NAD83(HARN) / Oregon GIC Lambert (ft)
+    0.3048
+    >>> unit_conversion("EPSG:32630").converts
+    False
+    >>> unit_conversion(None).xy
+    1.0
+    """
+    if crs is None:
+        return UnitConversion()
+    import pyproj
+
+    crs = pyproj.CRS.from_user_input(crs)
+    horizontal, vertical = crs, None
+    if crs.is_compound:
+        horizontal = crs.sub_crs_list[0]
+        vertical = crs.sub_crs_list[1] if len(crs.sub_crs_list) > 1 else None
+    if not horizontal.is_projected or not horizontal.axis_info:
+        return UnitConversion(
+            unit=horizontal.axis_info[0].unit_name if horizontal.axis_info else ""
+        )
+    ax = horizontal.axis_info[0]
+    xy = float(ax.unit_conversion_factor)
+    z = xy
+    if vertical is not None and vertical.axis_info:
+        z = float(vertical.axis_info[0].unit_conversion_factor)
+    crs_metres = crs.to_wkt()
+    if xy != 1.0 or z != 1.0:
+        j = crs.to_json_dict()
+        if _metre_axes(j):
+            j["name"] = f"{j.get('name', 'CRS')} (metre axes)"
+            j.pop("id", None)
+            crs_metres = pyproj.CRS.from_json_dict(j).to_wkt()
+    return UnitConversion(xy=xy, z=z, unit=ax.unit_name, crs_metres=crs_metres)
+
+
+def _laz_backend() -> Any:
+    import laspy
+
+    available = laspy.LazBackend.detect_available()
+    for b in (laspy.LazBackend.LazrsParallel, laspy.LazBackend.Lazrs):
+        if b in available:
+            return b
+    return None
+
+
+class LasReader:
+    """Context manager over one LAS/LAZ file; yields :class:`PointCloud` chunks.
+
+    Parameters
+    ----------
+    path
+        ``.las``/``.laz`` path or binary file object.
+    chunk_size
+        Points per chunk for :meth:`iter_chunks` and for the internal loop of :meth:`read`.
+    instance_dim
+        Extra-bytes dimension holding instance ids (None: never read instances).
+
+    Attributes
+    ----------
+    header : laspy.LasHeader
+    count : int
+        Number of points.
+    units : UnitConversion
+        Factors applied to x/y and z (see the module docstring).
+    offset : ndarray, shape (3,), float64
+        World-metre offset every chunk shares.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | BinaryIO,
+        *,
+        chunk_size: int = 5_000_000,
+        instance_dim: str | None = "instance",
+    ) -> None:
+        import laspy
+
+        if chunk_size <= 0:
+            raise ValueError(f"LasReader: chunk_size must be positive, got {chunk_size}")
+        self.source = str(path) if isinstance(path, str | os.PathLike) else repr(path)
+        self._path = path if isinstance(path, str | os.PathLike) else None
+        self.chunk_size = chunk_size
+        try:
+            self._reader = laspy.open(
+                path, mode="r", laz_backend=_laz_backend(), closefd=self._path is not None
+            )
+        except (OSError, laspy.LaspyException, ValueError) as e:
+            raise self._error(f"cannot read as LAS/LAZ: {e}", "file") from e
+        self.header = self._reader.header
+        self.count: int = int(self.header.point_count)
+        if self.count == 0:
+            self._reader.close()
+            raise self._error("the file holds 0 points (expected at least 1)", "point_count")
+        try:
+            crs = self.header.parse_crs()
+        except Exception as e:  # pyproj / laspy raise various types on a garbled CRS VLR
+            self._reader.close()
+            raise self._error(f"cannot parse the CRS VLR: {e}", "crs") from e
+        self.units = unit_conversion(crs)
+        if crs is None:
+            warnings.warn(
+                f"{self.source}: no CRS in the LAS header; coordinates are assumed to be "
+                "metres and left unchanged",
+                UserWarning,
+                stacklevel=2,
+            )
+        elif not crs.is_projected and not crs.is_compound:
+            warnings.warn(
+                f"{self.source}: CRS {crs.name!r} is not projected (units "
+                f"{self.units.unit!r}); coordinates left unchanged, not metres",
+                UserWarning,
+                stacklevel=2,
+            )
+        if self.units.converts:
+            log.info(
+                "%s: CRS unit %r; converting x,y by %.10g and z by %.10g to metres",
+                self.source,
+                self.units.unit,
+                self.units.xy,
+                self.units.z,
+            )
+        f = np.array([self.units.xy, self.units.xy, self.units.z])
+        hoff = np.asarray(self.header.offsets, np.float64) * f
+        lo = np.asarray(self.header.mins, np.float64) * f
+        hi = np.asarray(self.header.maxs, np.float64) * f
+        if max(np.abs(lo - hoff).max(), np.abs(hi - hoff).max()) < _SMALL:
+            self.offset: NDArray[np.float64] = hoff
+        else:
+            self.offset = np.floor(lo)
+        self._factor = f
+        dims = set(self.header.point_format.dimension_names)
+        self._instance_dim = instance_dim if instance_dim in dims else None
+        self._has_rgb = "red" in dims
+        self._rgb_shift: int | None = None
+
+    def _error(self, msg: str, field: str) -> PointCloudFormatError:
+        if self._path is None:
+            return PointCloudFormatError(f"{self.source}: {msg}", field=field)
+        return PointCloudFormatError(msg, path=self._path, field=field)
+
+    def _convert(self, pts: Any) -> tuple[NDArray, NDArray | None, NDArray, NDArray | None]:
+        """Raw chunk → (xyz f64 relative, raw rgb u16 or None, semantic i32, instance i32)."""
+        scale = np.asarray(self.header.scales, np.float64) * self._factor
+        shift = np.asarray(self.header.offsets, np.float64) * self._factor - self.offset
+        n = len(pts)
+        xyz = np.empty((n, 3), np.float64)
+        for i, raw in enumerate((pts.X, pts.Y, pts.Z)):
+            np.multiply(raw, scale[i], out=xyz[:, i])
+            xyz[:, i] += shift[i]
+        rgb = None
+        if self._has_rgb:
+            rgb = np.empty((n, 3), np.uint16)
+            rgb[:, 0], rgb[:, 1], rgb[:, 2] = pts.red, pts.green, pts.blue
+        semantic = np.asarray(pts.classification, np.int32)
+        instance = None
+        if self._instance_dim is not None:
+            instance = np.asarray(pts[self._instance_dim]).astype(np.int32)
+        return xyz, rgb, semantic, instance
+
+    def _cloud(
+        self, xyz: NDArray, rgb16: NDArray | None, sem: NDArray, inst: NDArray | None
+    ) -> PointCloud:
+        rgb = None
+        if rgb16 is not None:
+            if self._rgb_shift is None:
+                self._rgb_shift = 8 if rgb16.size and int(rgb16.max()) > 255 else 0
+            rgb = (rgb16 >> self._rgb_shift).astype(np.uint8)
+        return PointCloud(
+            xyz=xyz,
+            offset=self.offset.copy(),
+            rgb=rgb,
+            semantic=sem,
+            instance=inst,
+            class_scheme="asprs",
+            crs=self.units.crs_metres,
+            source=self.source,
+        )
+
+    def iter_chunks(self, n: int | None = None) -> Iterator[PointCloud]:
+        """Yield consecutive chunks of at most ``n`` (default ``chunk_size``) points.
+
+        Chunks share ``offset``. 16-bit colour detection is decided on the first chunk.
+        """
+        import laspy
+
+        n = self.chunk_size if n is None else n
+        try:
+            for pts in self._reader.chunk_iterator(n):
+                yield self._cloud(*self._convert(pts))
+        except laspy.LaspyException as e:
+            raise self._error(f"cannot decode points: {e}", "points") from e
+
+    def read(self) -> PointCloud:
+        """All points as one cloud (16-bit colour detection over the whole file)."""
+        import laspy
+
+        n = self.count
+        if n <= self.chunk_size:  # one chunk: no second copy
+            try:
+                pts = self._reader.read_points(n)
+            except laspy.LaspyException as e:
+                raise self._error(f"cannot decode points: {e}", "points") from e
+            if len(pts) < n:
+                raise self._error(
+                    f"truncated: the header promises {n} points, the file holds {len(pts)}",
+                    "point_count",
+                )
+            return self._cloud(*self._convert(pts))
+        xyz = np.empty((n, 3), np.float64)
+        rgb = np.empty((n, 3), np.uint16) if self._has_rgb else None
+        sem = np.empty(n, np.int32)
+        inst = np.empty(n, np.int32) if self._instance_dim is not None else None
+        at = 0
+        try:
+            for pts in self._reader.chunk_iterator(self.chunk_size):
+                cx, crgb, csem, cinst = self._convert(pts)
+                k = len(cx)
+                if at + k > n:
+                    raise self._error(f"holds more points than the header's {n}", "point_count")
+                xyz[at : at + k] = cx
+                sem[at : at + k] = csem
+                if rgb is not None and crgb is not None:
+                    rgb[at : at + k] = crgb
+                if inst is not None and cinst is not None:
+                    inst[at : at + k] = cinst
+                at += k
+        except laspy.LaspyException as e:
+            raise self._error(f"cannot decode points: {e}", "points") from e
+        if at < n:
+            raise self._error(
+                f"truncated: the header promises {n} points, the file holds {at}", "point_count"
+            )
+        return self._cloud(xyz, rgb, sem, inst)
+
+    def close(self) -> None:
+        """Close the underlying laspy reader."""
+        self._reader.close()
+
+    def __enter__(self) -> LasReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_las(
+    path: str | os.PathLike[str] | BinaryIO,
+    *,
+    chunk_size: int = 5_000_000,
+    instance_dim: str | None = "instance",
+) -> PointCloud:
+    """Read a LAS/LAZ file into one :class:`PointCloud` (world metres; see module docstring).
+
+    Parameters
+    ----------
+    path
+        ``.las``/``.laz`` path or binary file object.
+    chunk_size
+        Points decoded per step (bounds temporary memory).
+    instance_dim
+        Name of an extra-bytes dimension with instance ids, or None.
+
+    Returns
+    -------
+    PointCloud
+        ``xyz`` (N, 3) float64 metres relative to ``offset``; ``rgb`` (N, 3) uint8 or None;
+        ``semantic`` (N,) int32 ASPRS classification; ``instance`` (N,) int32 or None;
+        ``crs`` WKT with metre axes (None without a CRS).
+
+    Raises
+    ------
+    PointCloudFormatError
+        Unreadable file, 0 points, garbled CRS, truncated point data.
+    """
+    with LasReader(path, chunk_size=chunk_size, instance_dim=instance_dim) as reader:
+        return reader.read()
+
+
+def write_las(
+    path: str | os.PathLike[str] | IO[bytes],
+    cloud: PointCloud,
+    *,
+    instance_dim: str = "instance",
+) -> None:
+    """Write a cloud as LAS 1.4 point format 7 (``.laz`` suffix → LAZ via lazrs), atomically.
+
+    Coordinates are stored as int32 counts of 1 mm (scale 0.001) around a header offset equal
+    to ``cloud.offset`` (or the floored bbox minimum if ``xyz`` spans more than ±2e6 m), so a
+    round trip returns ``round(xyz / 0.001) * 0.001`` — equal to the input after quantisation
+    to the 1 mm scale. Colours are stored 16-bit (``value * 257``), ``semantic`` as the
+    classification (0..255), ``instance`` as an int32 extra-bytes dimension ``instance_dim``;
+    ``cloud.crs`` (if set) as a WKT VLR.
+
+    Parameters
+    ----------
+    path
+        Destination path, or a binary file object (then written uncompressed LAS in place).
+    cloud
+        Cloud in world metres.
+    instance_dim
+        Name of the extra-bytes dimension for ``cloud.instance``.
+
+    Raises
+    ------
+    ValueError
+        ``semantic`` outside 0..255, or coordinates that do not fit int32 millimetres.
+    """
+    import laspy
+
+    dest = str(path) if isinstance(path, str | os.PathLike) else "<file object>"
+    n = len(cloud)
+    header = laspy.LasHeader(point_format=7, version="1.4")
+    header.scales = np.full(3, _SCALE)
+    xyz = cloud.xyz
+    hoff = cloud.offset.copy()
+    if n and np.abs(xyz).max() > 2e6:
+        world = cloud.world_xyz()
+        hoff = np.floor(world.min(axis=0))
+        xyz = world - hoff
+    header.offsets = hoff
+    if cloud.instance is not None:
+        header.add_extra_dims([laspy.ExtraBytesParams(name=instance_dim, type=np.int32)])
+    if cloud.crs:
+        import pyproj
+
+        header.add_crs(pyproj.CRS.from_user_input(cloud.crs))
+    las = laspy.LasData(header, points=laspy.ScaleAwarePointRecord.zeros(n, header=header))
+    counts = np.round(xyz / _SCALE)
+    if n and np.abs(counts).max() >= 2**31:
+        raise ValueError(f"write_las({dest}): coordinates do not fit int32 millimetres")
+    las.X, las.Y, las.Z = (counts[:, i].astype(np.int32) for i in range(3))
+    if cloud.rgb is not None:
+        rgb16 = cloud.rgb.astype(np.uint16) * np.uint16(257)
+        las.red, las.green, las.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
+    if cloud.semantic is not None:
+        sem = cloud.semantic
+        if n and (sem.min() < 0 or sem.max() > 255):
+            raise ValueError(
+                f"write_las({dest}): field 'classification': semantic ids must be in 0..255, "
+                f"got {int(sem.min())}..{int(sem.max())}"
+            )
+        las.classification = sem.astype(np.uint8)
+    if cloud.instance is not None:
+        las[instance_dim] = cloud.instance
+    las.update_header()
+    if isinstance(path, str | os.PathLike):
+        compress = str(path).lower().endswith(".laz")
+        with atomic_write(path, "wb") as fh:
+            las.write(fh, do_compress=compress, laz_backend=_laz_backend() if compress else None)
+    else:
+        las.write(path, do_compress=False)
