@@ -17,6 +17,7 @@ __all__ = [
     "EmptyRegionError",
     "LandmarkError",
     "PointCloudFormatError",
+    "PolicyError",
     "StaleCacheError",
     "ToolCallError",
     "UrbexError",
@@ -89,3 +90,9 @@ class ToolCallError(UrbexError):
     The environment catches this and turns it into an error text for the agent; it never
     escapes an episode.
     """
+
+
+class PolicyError(UrbexError):
+    """A policy backend failed: a model endpoint kept failing or refused the request, or a local
+    checkpoint is missing or unreadable. The message names the endpoint/checkpoint and the status,
+    never a credential."""

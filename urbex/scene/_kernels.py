@@ -81,7 +81,9 @@ def sort_keys(xyz, shift, gx0, gy0, cell, ncx, ncy):  # pragma: no cover - compi
 
 
 @nb.njit(cache=True, nogil=True)
-def gather_sorted(keys, n_valid, n_cells, xyz, shift, rgb, has_rgb, sem, has_sem, inst, has_inst):  # pragma: no cover
+def gather_sorted(
+    keys, n_valid, n_cells, xyz, shift, rgb, has_rgb, sem, has_sem, inst, has_inst
+):  # pragma: no cover
     """Re-order the point arrays by sorted key; xyz shifted into the cache frame (float32).
 
     Returns ``(xyz_out, rgb_out, sem_out, inst_out, cell_offsets)``; absent attributes come back
@@ -114,46 +116,73 @@ def gather_sorted(keys, n_valid, n_cells, xyz, shift, rgb, has_rgb, sem, has_sem
 
 @nb.njit(cache=True, nogil=True)
 def scatter_band(
-    xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, lo, hi,
-    bx0, by1, res, width, height, row0, zlo, zhi,
-    zmax, zmin, out_rgb, out_sem, out_inst,
-):  # pragma: no cover - compiled
-    """"Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows.
+    xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner
+):  # pragma: no cover
+    """ "Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows (phase 1).
 
-    The band holds raster rows ``row0 : row0 + zmax.shape[0]``; points whose row falls outside are
-    skipped. ``zmax`` must start at ``-inf`` and ``zmin`` at ``+inf``. Ties keep the first point
-    in cache order (``>``, not ``>=``), so the result is deterministic. Without colours, the
-    pixel colour is a grey ramp of the height between ``zlo`` and ``zhi``.
+    The band holds raster rows ``row0 : row0 + zmax.shape[0]``; points whose row falls outside
+    are skipped. ``zmax`` must start at ``-inf``, ``zmin`` at ``+inf``, ``winner`` at −1; on
+    return ``winner`` holds the index of the highest point per pixel. Ties keep the first point
+    in cache order (``>``, not ``>=``), so the result is deterministic. Points lie inside the
+    raster's extent (``x ≥ bx0``, ``y ≤ by1``), so truncation equals ``floor``; the far edge is
+    clamped. Only 12 bytes per pixel are touched here; :func:`resolve_band` gathers attributes.
     """
     nrows = zmax.shape[0]
+    inv = 1.0 / res
+    for i in range(lo, hi):
+        row = int((by1 - np.float64(xyz[i, 1])) * inv)
+        if row >= height:
+            row = height - 1
+        row -= row0
+        if row < 0 or row >= nrows:
+            continue
+        col = int((np.float64(xyz[i, 0]) - bx0) * inv)
+        if col >= width:
+            col = width - 1
+        z = xyz[i, 2]
+        if z > zmax[row, col]:
+            zmax[row, col] = z
+            winner[row, col] = i
+        if z < zmin[row, col]:
+            zmin[row, col] = z
+
+
+@nb.njit(cache=True, nogil=True)
+def resolve_band(
+    winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, out_rgb, out_sem, out_inst
+):  # pragma: no cover
+    """Phase 2: per pixel, copy the winner's colour/class/instance into the band layers.
+
+    Empty pixels (``winner`` −1) get black, −1, −1. Without colours, the pixel colour is a grey ramp of
+    the height between ``zlo`` and ``zhi`` (cache frame).
+    """
+    h, w = winner.shape
     zspan = zhi - zlo
     if zspan <= 0.0:
         zspan = 1.0
-    for i in range(lo, hi):
-        x = np.float64(xyz[i, 0])
-        y = np.float64(xyz[i, 1])
-        z = xyz[i, 2]
-        row = int(np.floor((by1 - y) / res))
-        row = min(max(row, 0), height - 1) - row0
-        if row < 0 or row >= nrows:
-            continue
-        col = int(np.floor((x - bx0) / res))
-        col = min(max(col, 0), width - 1)
-        if z < zmin[row, col]:
-            zmin[row, col] = z
-        if z > zmax[row, col]:
-            zmax[row, col] = z
+    for r in range(h):
+        for c in range(w):
+            i = winner[r, c]
+            if i < 0:
+                out_rgb[r, c, 0] = 0
+                out_rgb[r, c, 1] = 0
+                out_rgb[r, c, 2] = 0
+                out_sem[r, c] = -1
+                out_inst[r, c] = -1
+                continue
             if has_rgb:
-                out_rgb[row, col, 0] = rgb[i, 0]
-                out_rgb[row, col, 1] = rgb[i, 1]
-                out_rgb[row, col, 2] = rgb[i, 2]
+                out_rgb[r, c, 0] = rgb[i, 0]
+                out_rgb[r, c, 1] = rgb[i, 1]
+                out_rgb[r, c, 2] = rgb[i, 2]
             else:
-                g = np.uint8(40.0 + 215.0 * min(max((np.float64(z) - zlo) / zspan, 0.0), 1.0))
-                out_rgb[row, col, 0] = g
-                out_rgb[row, col, 1] = g
-                out_rgb[row, col, 2] = g
-            out_sem[row, col] = sem[i] if has_sem else -1
-            out_inst[row, col] = inst[i] if has_inst else -1
+                g = np.uint8(
+                    40.0 + 215.0 * min(max((np.float64(xyz[i, 2]) - zlo) / zspan, 0.0), 1.0)
+                )
+                out_rgb[r, c, 0] = g
+                out_rgb[r, c, 1] = g
+                out_rgb[r, c, 2] = g
+            out_sem[r, c] = sem[i] if has_sem else -1
+            out_inst[r, c] = inst[i] if has_inst else -1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -213,7 +242,9 @@ def finish_and_fill(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: 
 
 
 @nb.njit(cache=True, nogil=True)
-def area_accumulate(src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, acc, wsum):  # pragma: no cover
+def area_accumulate(
+    src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, acc, wsum
+):  # pragma: no cover
     """Area-weighted (box filter) resampling of a raster block into an output grid.
 
     ``src_rgb[rr, cc]`` is source pixel ``(src_r0 + rr, src_c0 + cc)``, covering

@@ -1,0 +1,532 @@
+"""Build a scene cache: spatially sorted points, full-resolution BEV rasters, views, instances.
+
+Frames
+------
+* **World**: metres, z up; ``world = cloud.xyz + cloud.offset``. All boxes, bounds and
+  transforms in ``meta.json`` are world metres.
+* **Cache frame**: ``world − meta.origin`` stored as float32 (``points/xyz.npy``); the origin is
+  the cloud's offset plus its whole-metre minimum corner, so float32 keeps millimetres.
+* **BEV pixels**: GDAL convention, ``X = x_min + (col + 0.5)·r``, ``Y = y_max − (row + 0.5)·r``
+  (``meta.bev_transform``). A point at ``x`` lands in ``col = floor((x − x_min)/r)`` clamped to the
+  raster, likewise rows from ``y_max`` down.
+
+The BEV is rasterised band by band (a few hundred rows at a time, with a halo of
+``hole_fill_iterations`` rows so that filling is exact across bands) and streamed to ``.npy``
+files, so memory stays near the size of the point arrays whatever the raster size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from urbex.config import SceneParams
+from urbex.errors import CacheError
+from urbex.geometry import Affine
+from urbex.pointcloud import PointCloud
+from urbex.scene import _kernels as K
+from urbex.scene.instances import instance_table, write_parquet_deterministic
+from urbex.scene.meta import (
+    BEV_LAYERS,
+    CACHE_FORMAT_VERSION,
+    CacheMeta,
+    read_meta,
+    write_json_atomic,
+)
+
+if TYPE_CHECKING:
+    from urbex.io.cityrefer import BoxRecord
+
+__all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_shape"]
+
+_BAND_PIXELS = 6_000_000  # pixels per raster band (~140 MB of band buffers)
+_MAX_CELLS = 1 << 26
+
+
+def content_hash(cloud: PointCloud, params: SceneParams, input_hash: str = "") -> str:
+    """sha256 hex digest identifying a cache's inputs.
+
+    Covers ``input_hash`` (the caller's hash of the input files), the bytes of every array of
+    ``cloud`` (xyz, offset, rgb, semantic, instance) with their dtypes and shapes, its
+    ``class_scheme``/``crs``, the ``SceneParams`` dict and :data:`CACHE_FORMAT_VERSION`.
+
+    Examples
+    --------
+    >>> c = PointCloud(xyz=np.zeros((2, 3), np.float32))
+    >>> content_hash(c, SceneParams()) == content_hash(c, SceneParams())
+    True
+    >>> content_hash(c, SceneParams()) == content_hash(c, SceneParams(resolution=0.2))
+    False
+    """
+    arrays = hashlib.sha256()
+    for name in ("xyz", "offset", "rgb", "semantic", "instance"):
+        arr = getattr(cloud, name)
+        if arr is None:
+            arrays.update(f"{name}:none;".encode())
+            continue
+        a = np.ascontiguousarray(arr)
+        arrays.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        arrays.update(memoryview(a.reshape(-1)).cast("B"))
+    arrays.update(f"scheme:{cloud.class_scheme};crs:{cloud.crs};".encode())
+    h = hashlib.sha256()
+    h.update(f"urbex-scene-cache-v{CACHE_FORMAT_VERSION}\n".encode())
+    h.update(f"input:{input_hash}\n".encode())
+    h.update(f"cloud:{arrays.hexdigest()}\n".encode())
+    h.update(("params:" + json.dumps(params.model_dump(mode="json"), sort_keys=True)).encode())
+    return h.hexdigest()
+
+
+def cache_is_fresh(out_dir: str | Path, content_hash: str) -> bool:
+    """True when ``out_dir`` holds a complete cache whose ``meta.json`` records ``content_hash``.
+
+    Never raises for a missing or broken cache (returns False).
+    """
+    out = Path(out_dir)
+    try:
+        meta = read_meta(out)
+    except CacheError:
+        return False
+    if meta.content_hash != content_hash or meta.format_version != CACHE_FORMAT_VERSION:
+        return False
+    return all((out / rel).is_file() for rel in _required_files(meta))
+
+
+def _required_files(meta: CacheMeta) -> list[str]:
+    files = ["points/xyz.npy", "points/cell_offsets.npy", "global_view.png", "instances.parquet"]
+    files += [
+        f"points/{n}.npy"
+        for n, has in (
+            ("rgb", meta.has_rgb),
+            ("semantic", meta.has_semantic),
+            ("instance", meta.has_instance),
+        )
+        if has
+    ]
+    files += [f"bev/{n}.npy" for n in BEV_LAYERS]
+    return files
+
+
+def global_view_shape(width: int, height: int, long_side: int) -> tuple[int, int]:
+    """``(width, height)`` of the global view: long side ``long_side``, aspect ratio kept.
+
+    >>> global_view_shape(10000, 5000, 1024)
+    (1024, 512)
+    >>> global_view_shape(1, 1, 1024)
+    (1024, 1024)
+    """
+    if width >= height:
+        return long_side, max(1, round(height * long_side / width))
+    return max(1, round(width * long_side / height)), long_side
+
+
+def _npy_stream(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> BinaryIO:
+    f = open(path, "wb")  # closed by the caller
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    )
+    return f
+
+
+def _save_npy(path: Path, arr: NDArray) -> None:
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
+
+
+def build_scene_cache(
+    cloud: PointCloud,
+    out_dir: Path,
+    params: SceneParams,
+    *,
+    scene_id: str,
+    boxes: Sequence[BoxRecord] = (),
+    input_hash: str = "",
+    force: bool = False,
+    progress: bool = False,
+) -> CacheMeta:
+    """Build (or reuse) the scene cache of ``cloud`` in ``out_dir``.
+
+    The cache is built in ``out_dir.with_name(out_dir.name + ".tmp-<pid>")`` and renamed into
+    place, so ``out_dir`` is never half-written. If ``out_dir`` already holds a complete cache with
+    the same :func:`content_hash`, it is reused (not rebuilt) unless ``force``. See
+    :mod:`urbex.scene.meta` for the layout.
+
+    Parameters
+    ----------
+    cloud : PointCloud
+        Any source; world = ``xyz + offset`` (metres). Points with a NaN/inf coordinate are
+        dropped, counted in ``meta.n_dropped_nonfinite`` and reported with a warning.
+    out_dir : Path
+        The cache directory, e.g. ``assets/scenes/<scene_id>``.
+    params : SceneParams
+        ``resolution`` (BEV m/px), ``cell_size`` (index cell, m), ``global_view_size`` (px),
+        ``hole_fill_iterations``, ``cog_export``.
+    scene_id : str
+    boxes : sequence of BoxRecord
+        Optional annotations; matched to instance ids for class and landmark names.
+    input_hash : str
+        The caller's hash of the input files; part of the content hash.
+    force : bool
+        Rebuild even if a fresh cache exists.
+    progress : bool
+        Show a tqdm bar over the build stages.
+
+    Returns
+    -------
+    CacheMeta
+        The (new or reused) cache's metadata.
+
+    Raises
+    ------
+    CacheError
+        The cloud has no finite point, or the grid would be unreasonably large.
+    """
+    t_start = time.perf_counter()
+    out_dir = Path(out_dir)
+    if not scene_id:
+        raise ValueError("scene_id: expected a non-empty string, got ''")
+    chash = content_hash(cloud, params, input_hash)
+    if not force and cache_is_fresh(out_dir, chash):
+        return read_meta(out_dir)
+    if cloud.n_points == 0:
+        raise CacheError(
+            f"scene {scene_id!r}: the point cloud is empty (0 points); cannot build a cache "
+            f"(source {cloud.source!r})",
+            path=out_dir,
+        )
+    tmp = out_dir.with_name(out_dir.name + f".tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        meta = _build(
+            cloud, tmp, out_dir, params, scene_id, boxes, input_hash, chash, progress, t_start
+        )
+        if out_dir.exists():
+            old = out_dir.with_name(out_dir.name + f".old-{os.getpid()}")
+            os.replace(out_dir, old)
+            os.replace(tmp, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return meta
+
+
+def _build(
+    cloud: PointCloud,
+    tmp: Path,
+    out_dir: Path,
+    params: SceneParams,
+    scene_id: str,
+    boxes: Sequence[BoxRecord],
+    input_hash: str,
+    chash: str,
+    progress: bool,
+    t_start: float,
+) -> CacheMeta:
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=5, desc=f"cache {scene_id}", disable=not progress, leave=False)
+    (tmp / "points").mkdir(parents=True)
+    (tmp / "bev").mkdir()
+    xyz_in = cloud.xyz
+    if not xyz_in.flags.c_contiguous:
+        xyz_in = np.ascontiguousarray(xyz_in)
+    n_bad, lo, hi = K.finite_bounds(xyz_in)
+    n_bad = int(n_bad)
+    n_valid = cloud.n_points - n_bad
+    if n_valid == 0:
+        raise CacheError(
+            f"scene {scene_id!r}: all {cloud.n_points} points have NaN/inf coordinates; "
+            "nothing to cache",
+            path=out_dir,
+        )
+    if n_bad:
+        warnings.warn(
+            f"scene {scene_id!r}: dropped {n_bad} of {cloud.n_points} points with NaN/inf "
+            "coordinates",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    shift = np.floor(lo)
+    origin = cloud.offset + shift
+    rel_lo = np.asarray(lo - shift, np.float32).astype(np.float64)
+    rel_hi = np.asarray(hi - shift, np.float32).astype(np.float64)
+    res = float(params.resolution)
+    cs = float(params.cell_size)
+    ext = rel_hi - rel_lo
+    ncx = max(1, math.ceil(ext[0] / cs))
+    ncy = max(1, math.ceil(ext[1] / cs))
+    if ncx * ncy > _MAX_CELLS:
+        raise CacheError(
+            f"scene {scene_id!r}: a {ext[0]:.0f}×{ext[1]:.0f} m scene at cell_size {cs} m needs "
+            f"{ncx * ncy} cells (max {_MAX_CELLS}); raise scene.cell_size",
+            field="scene.cell_size",
+        )
+    width = max(1, math.ceil(ext[0] / res))
+    height = max(1, math.ceil(ext[1] / res))
+    gx0, gy0 = float(rel_lo[0]), float(rel_lo[1])
+
+    # 1. sort into grid cells: (cell << 35) | index, np.sort, gather
+    keys = K.sort_keys(xyz_in, shift, gx0, gy0, cs, ncx, ncy)
+    keys.sort()
+    has_rgb, has_sem, has_inst = (
+        cloud.rgb is not None,
+        cloud.semantic is not None,
+        cloud.instance is not None,
+    )
+    dummy_rgb = np.zeros((1, 3), np.uint8)
+    dummy_i = np.zeros(1, np.int32)
+    xyz, rgb, sem, inst, offsets = K.gather_sorted(
+        keys,
+        n_valid,
+        ncx * ncy,
+        xyz_in,
+        shift,
+        cloud.rgb if has_rgb else dummy_rgb,
+        has_rgb,
+        cloud.semantic if has_sem else dummy_i,
+        has_sem,
+        cloud.instance if has_inst else dummy_i,
+        has_inst,
+    )
+    del keys
+    bar.update()
+
+    # 2. write points
+    _save_npy(tmp / "points" / "xyz.npy", xyz)
+    _save_npy(tmp / "points" / "cell_offsets.npy", offsets)
+    if has_rgb:
+        _save_npy(tmp / "points" / "rgb.npy", rgb)
+    if has_sem:
+        _save_npy(tmp / "points" / "semantic.npy", sem)
+    if has_inst:
+        _save_npy(tmp / "points" / "instance.npy", inst)
+    bar.update()
+
+    # 3. BEV rasters band by band + global view
+    gw, gh = global_view_shape(width, height, int(params.global_view_size))
+    global_rgb = _rasterize(
+        tmp / "bev",
+        xyz,
+        rgb if has_rgb else dummy_rgb,
+        has_rgb,
+        sem if has_sem else dummy_i,
+        has_sem,
+        inst if has_inst else dummy_i,
+        has_inst,
+        offsets,
+        grid=(gx0, gy0, cs, ncx, ncy),
+        bev=(gx0, float(rel_hi[1]), res, width, height),
+        zrange=(float(rel_lo[2]), float(rel_hi[2])),
+        iterations=int(params.hole_fill_iterations),
+        global_shape=(gh, gw),
+        z_origin=float(origin[2]),
+    )
+    _write_png(tmp / "global_view.png", global_rgb)
+    bar.update()
+
+    # 4. instance table, class histogram
+    table = instance_table(
+        scene_id=scene_id,
+        xyz=xyz,
+        origin=origin,
+        rgb=rgb if has_rgb else None,
+        semantic=sem if has_sem else None,
+        instance=inst if has_inst else None,
+        class_scheme=cloud.class_scheme,
+        boxes=boxes,
+    )
+    write_parquet_deterministic(table, tmp / "instances.parquet")
+    hist: dict[str, int] = {}
+    if has_sem:
+        from urbex.scene.instances import compact_ids
+
+        ids, counts, _ = compact_ids(sem)
+        hist = {str(i): int(c) for i, c in zip(ids.tolist(), counts.tolist())}
+        n_unlabeled = int(n_valid - counts.sum())
+        if n_unlabeled:
+            hist["-1"] = n_unlabeled
+    bar.update()
+
+    # 5. meta (+ optional COG)
+    x_min, y_max = origin[0] + gx0, origin[1] + float(rel_hi[1])
+    bev_t = Affine.north_up(x_min=x_min, y_max=y_max, resolution=res)
+    gv_t = Affine(width * res / gw, 0.0, x_min, 0.0, -height * res / gh, y_max)
+    from urbex import __version__
+
+    meta = CacheMeta(
+        scene_id=scene_id,
+        n_points=n_valid,
+        n_dropped_nonfinite=n_bad,
+        bounds=tuple((origin + rel_lo).tolist() + (origin + rel_hi).tolist()),
+        origin=tuple(origin.tolist()),
+        offset=tuple(cloud.offset.tolist()),
+        crs=cloud.crs,
+        class_scheme=cloud.class_scheme,
+        has_rgb=has_rgb,
+        has_semantic=has_sem,
+        has_instance=has_inst,
+        resolution=res,
+        cell_size=cs,
+        grid_origin=(gx0, gy0),
+        grid_shape=(ncx, ncy),
+        bev_width=width,
+        bev_height=height,
+        bev_transform=bev_t.to_tuple(),
+        global_view_width=gw,
+        global_view_height=gh,
+        global_view_transform=gv_t.to_tuple(),
+        class_histogram=hist,
+        n_instances=table.height,
+        content_hash=chash,
+        input_hash=input_hash,
+        params=params.model_dump(mode="json"),
+        build_seconds=0.0,
+        urbex_version=__version__,
+        source=cloud.source,
+    )
+    if params.cog_export:
+        _export_cog(tmp, meta)
+    from dataclasses import replace
+
+    meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
+    write_json_atomic(tmp / "meta.json", meta.to_dict())
+    bar.update()
+    bar.close()
+    return meta
+
+
+def _rasterize(
+    bev_dir: Path,
+    xyz: NDArray[np.float32],
+    rgb: NDArray[np.uint8],
+    has_rgb: bool,
+    sem: NDArray[np.int32],
+    has_sem: bool,
+    inst: NDArray[np.int32],
+    has_inst: bool,
+    offsets: NDArray[np.int64],
+    *,
+    grid: tuple[float, float, float, int, int],
+    bev: tuple[float, float, float, int, int],
+    zrange: tuple[float, float],
+    iterations: int,
+    global_shape: tuple[int, int],
+    z_origin: float,
+) -> NDArray[np.uint8]:
+    """Stream the full-resolution BEV layers to ``bev_dir`` band by band; return the global view."""
+    _gx0, gy0, cs, ncx, ncy = grid
+    bx0, by1, res, width, height = bev
+    gh, gw = global_shape
+    acc = np.zeros((gh, gw, 3), np.float64)
+    wsum = np.zeros((gh, gw), np.float64)
+    sy, sx = height / gh, width / gw
+    band = max(8, _BAND_PIXELS // width)
+    halo = max(0, iterations)
+    files = {
+        name: _npy_stream(
+            bev_dir / f"{name}.npy", dtype, (height, width, 3) if name == "rgb" else (height, width)
+        )
+        for name, dtype in BEV_LAYERS.items()
+    }
+    try:
+        for a in range(0, height, band):
+            b = min(height, a + band)
+            ha, hb = max(0, a - halo), min(height, b + halo)
+            rows = hb - ha
+            # cache-frame y range of rows [ha, hb), widened by a hair for rounding safety
+            eps = 1e-3 * res
+            y_top = by1 - ha * res + eps
+            y_bot = by1 - hb * res - eps
+            cy_lo = max(0, math.floor((y_bot - gy0) / cs))
+            cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
+            lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
+            zmax = np.full((rows, width), -np.inf, np.float32)
+            zmin = np.full((rows, width), np.inf, np.float32)
+            winner = np.full((rows, width), -1, np.int32 if len(xyz) < 2**31 else np.int64)
+            K.scatter_band(xyz, lo, hi, bx0, by1, res, width, height, ha, zmax, zmin, winner)
+            out_rgb = np.empty((rows, width, 3), np.uint8)
+            out_sem = np.empty((rows, width), np.int16)
+            out_inst = np.empty((rows, width), np.int32)
+            filled = np.zeros((rows, width), np.bool_)
+            K.resolve_band(
+                winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zrange[0], zrange[1],
+                out_rgb, out_sem, out_inst,
+            )  # fmt: skip
+            del winner
+            K.finish_and_fill(zmax, zmin, out_rgb, out_sem, out_inst, filled, iterations)
+            core = slice(a - ha, a - ha + (b - a))
+            zmax += z_origin  # cache-frame → world metres (NaN stays NaN)
+            zmin += z_origin
+            for name, arr in (
+                ("rgb", out_rgb),
+                ("z_max", zmax),
+                ("z_min", zmin),
+                ("semantic", out_sem),
+                ("instance", out_inst),
+                ("filled", filled),
+            ):
+                files[name].write(np.ascontiguousarray(arr[core]).data)
+            K.area_accumulate(out_rgb[core], zmax[core], a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+    finally:
+        for f in files.values():
+            f.close()
+    return K.area_finish(acc, wsum)
+
+
+def _write_png(path: Path, image: NDArray[np.uint8]) -> None:
+    from PIL import Image
+
+    Image.fromarray(image, mode="RGB").save(path, format="PNG", optimize=False, compress_level=6)
+
+
+def _export_cog(cache_dir: Path, meta: CacheMeta) -> None:
+    """Write ``bev_cog.tif``: the BEV RGB as a Cloud-Optimized GeoTIFF (needs rasterio)."""
+    try:
+        import rasterio
+        from rasterio.shutil import copy as rio_copy
+        from rasterio.transform import Affine as RioAffine
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise CacheError(
+            "scene.cog_export is true but rasterio is not installed; `pip install rasterio` "
+            "or set scene.cog_export: false",
+            field="scene.cog_export",
+        ) from exc
+    rgb = np.load(cache_dir / "bev" / "rgb.npy", mmap_mode="r")
+    t = meta.bev_affine
+    profile: dict[str, Any] = {
+        "driver": "GTiff",
+        "width": meta.bev_width,
+        "height": meta.bev_height,
+        "count": 3,
+        "dtype": "uint8",
+        "transform": RioAffine(t.a, t.b, t.c, t.d, t.e, t.f),
+        "tiled": True,
+        "blockxsize": 512,
+        "blockysize": 512,
+    }
+    if meta.crs:
+        profile["crs"] = rasterio.crs.CRS.from_user_input(meta.crs)
+    plain = cache_dir / "bev_plain.tif"
+    with rasterio.open(plain, "w", **profile) as dst:
+        step = 1024
+        for r0 in range(0, meta.bev_height, step):
+            r1 = min(meta.bev_height, r0 + step)
+            block = np.moveaxis(np.asarray(rgb[r0:r1]), -1, 0)
+            dst.write(block, window=((r0, r1), (0, meta.bev_width)))
+    rio_copy(plain, cache_dir / "bev_cog.tif", driver="COG", compress="DEFLATE")
+    plain.unlink()

@@ -1,0 +1,232 @@
+"""The instance table of a scene cache: one row per instance id of the point cloud.
+
+Columns (all boxes in **world metres**, axis-aligned, z up):
+``scene_id, object_id (str), class_id (int32, majority semantic, −1 if unlabeled), class_name,
+x_min, y_min, z_min, x_max, y_max, z_max, cx, cy, cz, dx, dy, dz, n_points (int64),
+mean_r, mean_g, mean_b (float64, 0–255; NaN without colours), landmark_name ("" if none)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from urbex.pointcloud import CLASS_SCHEMES
+from urbex.scene import _kernels as K
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from urbex.io.cityrefer import BoxRecord
+
+__all__ = ["INSTANCE_COLUMNS", "compact_ids", "instance_table", "write_parquet_deterministic"]
+
+INSTANCE_COLUMNS: tuple[str, ...] = (
+    "scene_id",
+    "object_id",
+    "class_id",
+    "class_name",
+    "x_min",
+    "y_min",
+    "z_min",
+    "x_max",
+    "y_max",
+    "z_max",
+    "cx",
+    "cy",
+    "cz",
+    "dx",
+    "dy",
+    "dz",
+    "n_points",
+    "mean_r",
+    "mean_g",
+    "mean_b",
+    "landmark_name",
+)
+
+_DENSE_LIMIT = 1 << 26  # ids up to 67 M use bincount; beyond, np.unique
+
+
+def compact_ids(
+    values: NDArray[np.int32],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]:
+    """Distinct non-negative ids, their counts, and each value's compact index (−1 for negatives).
+
+    Parameters
+    ----------
+    values : ndarray, shape (N,), int32
+
+    Returns
+    -------
+    ids : ndarray, shape (K,), int64, ascending
+    counts : ndarray, shape (K,), int64
+    index : ndarray, shape (N,), int32, position of each value in ``ids`` (−1 if value < 0)
+
+    Examples
+    --------
+    >>> ids, counts, index = compact_ids(np.array([5, -1, 2, 5], np.int32))
+    >>> ids.tolist(), counts.tolist(), index.tolist()
+    ([2, 5], [1, 2], [1, -1, 0, 1])
+    """
+    v = np.asarray(values)
+    if v.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
+    vmax = int(v.max())
+    if vmax < 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.full(v.shape, -1, np.int32)
+    if vmax < _DENSE_LIMIT:
+        counts_all = (
+            np.bincount(v[v >= 0], minlength=vmax + 1)
+            if v.min() < 0
+            else np.bincount(v, minlength=vmax + 1)
+        )
+        ids = np.flatnonzero(counts_all).astype(np.int64)
+        lut = np.full(vmax + 2, -1, np.int32)  # last slot catches negatives via index -1
+        lut[ids] = np.arange(ids.size, dtype=np.int32)
+        index = lut[np.where(v >= 0, v, vmax + 1)]
+        return ids, counts_all[ids].astype(np.int64), index
+    nonneg = v >= 0
+    ids, inv, counts = np.unique(v[nonneg], return_inverse=True, return_counts=True)
+    index = np.full(v.shape, -1, np.int32)
+    index[nonneg] = inv.astype(np.int32)
+    return ids.astype(np.int64), counts.astype(np.int64), index
+
+
+def _box_lookup(boxes: Sequence[BoxRecord]) -> dict[int, Any]:
+    """instance id → BoxRecord, matched by ``object_id`` (an integer string) then ``instance_id``."""
+    out: dict[int, Any] = {}
+    for box in boxes:
+        oid = str(getattr(box, "object_id", "")).strip()
+        key: int | None = None
+        if oid.lstrip("-").isdigit():
+            key = int(oid)
+        else:
+            iid = getattr(box, "instance_id", None)
+            key = None if iid is None else int(iid)
+        if key is not None and key not in out:
+            out[key] = box
+    return out
+
+
+def instance_table(
+    *,
+    scene_id: str,
+    xyz: NDArray[np.float32],
+    origin: NDArray[np.float64],
+    rgb: NDArray[np.uint8] | None,
+    semantic: NDArray[np.int32] | None,
+    instance: NDArray[np.int32] | None,
+    class_scheme: str,
+    boxes: Sequence[BoxRecord] = (),
+) -> pl.DataFrame:
+    """Aggregate points by instance id into the instance table (see the module docstring).
+
+    Parameters
+    ----------
+    xyz : ndarray, shape (N, 3), float32
+        Cache-frame metres (world = ``xyz + origin``).
+    origin : ndarray, shape (3,), float64
+    rgb, semantic, instance : ndarray or None
+        Per-point colours (N, 3) uint8, classes (N,) int32, instance ids (N,) int32 (−1 = none).
+    boxes : sequence of BoxRecord
+        Optional annotations; a box whose ``object_id`` (or ``instance_id``) equals an instance id
+        supplies ``class_name`` (its ``object_name``) and ``landmark_name``.
+
+    Returns
+    -------
+    polars.DataFrame
+        Rows sorted by instance id; empty (with the schema) when there are no instances.
+    """
+    import polars as pl
+
+    schema = {
+        "scene_id": pl.String,
+        "object_id": pl.String,
+        "class_id": pl.Int32,
+        "class_name": pl.String,
+        **{c: pl.Float64 for c in INSTANCE_COLUMNS[4:16]},
+        "n_points": pl.Int64,
+        "mean_r": pl.Float64,
+        "mean_g": pl.Float64,
+        "mean_b": pl.Float64,
+        "landmark_name": pl.String,
+    }
+    if instance is None or instance.size == 0:
+        return pl.DataFrame(schema=schema)
+    ids, _, inst_idx = compact_ids(instance)
+    if ids.size == 0:
+        return pl.DataFrame(schema=schema)
+    if semantic is not None:
+        class_ids, _, sem_idx = compact_ids(semantic)
+    else:
+        class_ids, sem_idx = np.zeros(0, np.int64), np.zeros(1, np.int32)
+    has_rgb = rgb is not None
+    rgb_arr = rgb if rgb is not None else np.zeros((1, 3), np.uint8)
+    lo, hi, count, csum, ccount = K.instance_stats(
+        xyz, rgb_arr, has_rgb, sem_idx, int(class_ids.size), inst_idx, int(ids.size)
+    )
+    lo = lo + origin
+    hi = hi + origin
+    if class_ids.size:
+        labeled = ccount.sum(axis=1) > 0
+        cls = np.where(labeled, class_ids[np.argmax(ccount, axis=1)], -1).astype(np.int32)
+    else:
+        cls = np.full(ids.size, -1, np.int32)
+    names = CLASS_SCHEMES.get(class_scheme, {})
+    lookup = _box_lookup(boxes)
+    class_name: list[str] = []
+    landmark: list[str] = []
+    for i, c in zip(ids.tolist(), cls.tolist()):
+        box = lookup.get(i)
+        default = names.get(c, "unlabeled" if c < 0 else f"class_{c}")
+        class_name.append(str(getattr(box, "object_name", "") or default) if box else default)
+        landmark.append(str(getattr(box, "landmark", "") or "") if box else "")
+    if has_rgb:
+        mean = csum / count[:, None]
+    else:
+        mean = np.full((ids.size, 3), np.nan)
+    centre = (lo + hi) / 2
+    size = hi - lo
+    data: dict[str, Any] = {
+        "scene_id": [scene_id] * ids.size,
+        "object_id": [str(i) for i in ids.tolist()],
+        "class_id": cls,
+        "class_name": class_name,
+        "x_min": lo[:, 0],
+        "y_min": lo[:, 1],
+        "z_min": lo[:, 2],
+        "x_max": hi[:, 0],
+        "y_max": hi[:, 1],
+        "z_max": hi[:, 2],
+        "cx": centre[:, 0],
+        "cy": centre[:, 1],
+        "cz": centre[:, 2],
+        "dx": size[:, 0],
+        "dy": size[:, 1],
+        "dz": size[:, 2],
+        "n_points": count,
+        "mean_r": mean[:, 0],
+        "mean_g": mean[:, 1],
+        "mean_b": mean[:, 2],
+        "landmark_name": landmark,
+    }
+    return pl.DataFrame(data, schema=schema)
+
+
+def write_parquet_deterministic(df: pl.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` with pyarrow, fixed options, so equal frames give equal bytes."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        df.to_arrow(),
+        path,
+        compression="zstd",
+        use_dictionary=True,
+        write_statistics=True,
+        store_schema=False,
+    )
