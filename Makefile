@@ -11,6 +11,7 @@ export TQDM_MININTERVAL := 5
 setup:
 	@bash scripts/setup.sh
 	@mkdir -p $(DAGSTER_HOME)
+	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup  ## generate the synthetic city and materialize every asset (Dagster, in-process)
 	$(BIN)/python -m pipelines.demo

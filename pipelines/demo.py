@@ -41,9 +41,11 @@ def main() -> int:
     run(["raw_dataset"])
     for key in instance.get_dynamic_partitions(SCENES.name):
         run(["scene_caches"], key)
-    print("demo: done. Query the warehouse: .venv/bin/python -c \"import duckdb; "
-          "print(duckdb.connect('assets/warehouse.duckdb', read_only=True)"
-          ".sql('select * from scenes'))\"")
+    print(
+        'demo: done. Query the warehouse: .venv/bin/python -c "import duckdb; '
+        "print(duckdb.connect('assets/warehouse.duckdb', read_only=True)"
+        ".sql('select * from scenes'))\""
+    )
     return 0
 
 

@@ -87,8 +87,13 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("synth", help="write a synthetic data set in a real layout")
-    s.add_argument("out", nargs="?", type=Path, default=None,
-                   help="output directory (default: the raw asset <assets>/raw/synthetic)")
+    s.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="output directory (default: the raw asset <assets>/raw/synthetic)",
+    )
     s.add_argument("--scenes", type=int)
     s.add_argument("--seed", type=int)
     s.add_argument("--density", type=float, help="points per m² of horizontal surface")

@@ -18,12 +18,16 @@ __all__ = [
     "AnnotationParams",
     "DataParams",
     "EnvParams",
+    "EvalParams",
     "LandmarkParams",
+    "OpenAIParams",
     "Params",
     "PathsParams",
+    "PolicyParams",
     "SceneParams",
     "Stpls3dReferParams",
     "SynthParams",
+    "VLMParams",
     "load_params",
 ]
 
@@ -69,7 +73,9 @@ class EnvParams(_Strict):
     """
 
     max_turns: int = Field(8, ge=1, description="assistant-turn budget T_max")
-    global_view_size: tuple[int, int] = Field((768, 768), description="[w, h] px of the global view")
+    global_view_size: tuple[int, int] = Field(
+        (768, 768), description="[w, h] px of the global view"
+    )
     zoom_size: tuple[int, int] = Field((512, 512), description="[w, h] px of a zoom view")
     oblique_size: tuple[int, int] = Field((512, 512), description="[w, h] px of an oblique view")
     oblique_elevation_deg: float = Field(45.0, gt=0, le=90, description="default oblique elevation")
@@ -112,39 +118,141 @@ class AnnotationParams(_Strict):
     target_classes: list[str] = Field(
         ["Building", "Car", "Ground", "Parking"], description="object_name values kept"
     )
-    min_words: int = Field(4, ge=1, description="fewer words → dropped as too_short")
+    min_words: int = Field(3, ge=1, description="fewer words → dropped as too_short")
     min_distinct_words: int = Field(3, ge=1, description="fewer distinct words → non_informative")
     min_chars: int = Field(10, ge=1, description="quality bound on description length")
     max_chars: int = Field(2000, ge=1, description="quality bound on description length")
     non_informative: list[str] = Field(
-        ["n/a", "na", "none", "null", "unknown", "same as above", "see above", "no description",
-         "todo", "test", "nothing", "xxx", "-"],
+        [
+            "n/a",
+            "na",
+            "none",
+            "null",
+            "unknown",
+            "same as above",
+            "see above",
+            "no description",
+            "todo",
+            "test",
+            "nothing",
+            "xxx",
+            "-",
+        ],
         description="whole descriptions (normalised) that carry no content",
     )
     seed: int = 0
-    nd_fraction: float = Field(0.2, ge=0, lt=1, description="share of training-scene descriptions → test_nd")
+    nd_fraction: float = Field(
+        0.2, ge=0, lt=1, description="share of training-scene descriptions → test_nd"
+    )
     val_scenes: list[str] | None = Field(None, description="null: scenes of CityRefer_val.json")
-    test_no_scenes: list[str] | None = Field(None, description="null: scenes of CityRefer_test.json")
+    test_no_scenes: list[str] | None = Field(
+        None, description="null: scenes of CityRefer_test.json"
+    )
 
 
 class Stpls3dReferParams(_Strict):
     """STPLS3D-Refer construction (``urbex.annotations.stpls3d_refer``). Lengths in metres."""
 
     scenes: list[str] | None = Field(None, description="STPLS3D scene ids (null = all found)")
-    building_classes: list[int] = Field([1], description="STPLS3D semantic ids clustered as buildings")
-    vehicle_classes: list[int] = Field([5, 6], description="STPLS3D semantic ids clustered as vehicles")
+    building_classes: list[int] = Field(
+        [1], description="STPLS3D semantic ids clustered as buildings"
+    )
+    vehicle_classes: list[int] = Field(
+        [5, 6], description="STPLS3D semantic ids clustered as vehicles"
+    )
     building_cell_m: float = Field(0.75, gt=0, description="occupancy-grid cell for buildings")
-    vehicle_cell_m: float = Field(0.3, gt=0, description="occupancy-grid cell for vehicles")
+    vehicle_cell_m: float = Field(0.5, gt=0, description="occupancy-grid cell for vehicles")
     building_closing: int = Field(1, ge=0, description="binary closing passes before labelling")
-    vehicle_closing: int = Field(1, ge=0, description="binary closing passes before labelling")
+    vehicle_closing: int = Field(0, ge=0, description="binary closing passes before labelling")
     building_min_points: int = Field(100, ge=1)
-    vehicle_min_points: int = Field(10, ge=1)
+    vehicle_min_points: int = Field(15, ge=1)
     building_min_area_m2: float = Field(20.0, ge=0, description="min XY box area of a building")
     vehicle_length_m: tuple[float, float] = Field((2.0, 14.0), description="[min, max] long side")
+    vehicle_footprint_m2: float = Field(
+        11.0,
+        ge=0,
+        description="area per parked vehicle incl. gap; merged rows are split by k-means (0 = off)",
+    )
     max_expressions_per_target: int = Field(2, ge=1)
     landmark_max_distance_m: float = Field(120.0, gt=0, description="farthest landmark referred to")
     crs: str | None = Field(None, description="scene CRS override (null: from the data set)")
     offset: tuple[float, float, float] | None = Field(None, description="scene offset override")
+
+
+class EvalParams(_Strict):
+    """The evaluation runner and report (``urbex.eval``). Times are seconds."""
+
+    policy: str = Field("landmark_prior", description="default policy of `urbex evaluate`")
+    split: str = Field("test_no", description="default split of `urbex evaluate`")
+    limit: int | None = Field(
+        None, ge=1, description="evaluate a seeded sample of this many queries"
+    )
+    sample_seed: int = Field(0, description="seeds the sample drawn when limit is set")
+    seed: int = Field(0, description="base of the per-episode seeds (policy sampling, env RNG)")
+    chunk_size: int = Field(
+        16, ge=1, description="episodes per Parquet shard (the resume granularity)"
+    )
+    workers: int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
+    episode_timeout_s: float = Field(600.0, gt=0, description="wall-clock limit of one episode")
+    candidate_classes: list[str] | None = Field(
+        None,
+        description="GT instance classes ranked for Hit@k (null = every instance of the scene)",
+    )
+    point_metrics: bool = Field(True, description="compute point precision/recall/F1")
+    report_splits: list[str] = Field(
+        ["test_nd", "test_no"], description="column groups of the report"
+    )
+    report_metrics: list[str] = Field(
+        ["n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"],
+        description="columns per split in the report",
+    )
+
+
+class PolicyParams(_Strict):
+    """Policies (``urbex.agents``): which model backs ``workflow``/``no_tools``, heuristic knobs."""
+
+    backend: Literal["vlm", "openai"] = Field("vlm", description="model behind workflow / no_tools")
+    prior_gap_m: float = Field(
+        4.0, ge=0, description="landmark_prior: gap between landmark and target, m"
+    )
+    class_sizes: dict[str, tuple[float, float]] | None = Field(
+        None, description="landmark_prior: [dx, dy] metres per class (null = train-split means)"
+    )
+    workflow_redirects: int = Field(
+        1, ge=0, description="workflow: re-asks before rejecting a turn"
+    )
+
+
+class VLMParams(_Strict):
+    """The local transformers VLM policy (Qwen3-VL family). Never downloads: local paths only."""
+
+    checkpoint: Path | None = Field(
+        None, description="local checkpoint dir (--checkpoint overrides)"
+    )
+    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:1, ...")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
+    max_new_tokens: int = Field(256, ge=1)
+    do_sample: bool = Field(False, description="false = greedy")
+    temperature: float = Field(0.7, gt=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    batch_size: int = Field(1, ge=1, description="episodes generated together (lockstep)")
+    template_tools: bool = Field(True, description="pass the tool schemas to the chat template")
+
+
+class OpenAIParams(_Strict):
+    """An OpenAI-compatible chat endpoint (hosted API or a local vLLM server)."""
+
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="ends before /chat/completions")
+    model: str = "Qwen/Qwen3-VL-4B-Instruct"
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY", description="NAME of the env var holding the key (read at call time)"
+    )
+    timeout_s: float = Field(120.0, gt=0, description="per request")
+    max_retries: int = Field(4, ge=0, description="retries on 5xx / 429 / timeouts")
+    backoff_s: float = Field(1.0, ge=0, description="first retry delay, doubled each retry")
+    max_tokens: int = Field(1024, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    image_format: Literal["png", "jpeg"] = "png"
 
 
 class Params(_Strict):
@@ -158,6 +266,10 @@ class Params(_Strict):
     landmarks: LandmarkParams = LandmarkParams()
     annotations: AnnotationParams = AnnotationParams()
     stpls3d_refer: Stpls3dReferParams = Stpls3dReferParams()
+    eval: EvalParams = EvalParams()
+    policy: PolicyParams = PolicyParams()
+    vlm: VLMParams = VLMParams()
+    openai: OpenAIParams = OpenAIParams()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("base_dir")
@@ -209,7 +321,9 @@ def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> 
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
-            raise ConfigError(f"expected a mapping at top level, got {type(loaded).__name__}", path=p)
+            raise ConfigError(
+                f"expected a mapping at top level, got {type(loaded).__name__}", path=p
+            )
         raw = loaded
     elif path is not None:
         raise ConfigError("file not found", path=p)

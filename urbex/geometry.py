@@ -141,7 +141,9 @@ def iou_3d(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64] | float:
     """
     a_ = _boxes(a, 6, "a")
     b_ = _boxes(b, 6, "b")
-    ext = np.clip(np.minimum(a_[..., 3:], b_[..., 3:]) - np.maximum(a_[..., :3], b_[..., :3]), 0, None)
+    ext = np.clip(
+        np.minimum(a_[..., 3:], b_[..., 3:]) - np.maximum(a_[..., :3], b_[..., :3]), 0, None
+    )
     inter = ext.prod(axis=-1)
     union = np.asarray(volume_3d(a_)) + np.asarray(volume_3d(b_)) - inter
     out = _safe_ratio(inter, union)

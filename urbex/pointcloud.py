@@ -80,7 +80,9 @@ def _as_array(name: str, value: object, dtype: type, ndim: int, n: int | None) -
     if arr.ndim != ndim:
         raise ValueError(f"PointCloud.{name}: expected {ndim}-D array, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
-        raise ValueError(f"PointCloud.{name}: expected {n} rows (one per point), got {arr.shape[0]}")
+        raise ValueError(
+            f"PointCloud.{name}: expected {n} rows (one per point), got {arr.shape[0]}"
+        )
     if arr.dtype != dtype:
         raise ValueError(f"PointCloud.{name}: expected dtype {np.dtype(dtype)}, got {arr.dtype}")
     return arr

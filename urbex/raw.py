@@ -81,7 +81,9 @@ def raw_dataset(params: Params) -> RawDataset:
     if root is None:
         raise ConfigError(f"data.root must be set when data.source is {params.data.source!r}")
     if not root.is_dir():
-        raise ConfigError(f"data.root {root} is not a directory (data.source={params.data.source!r})")
+        raise ConfigError(
+            f"data.root {root} is not a directory (data.source={params.data.source!r})"
+        )
     found = list_scenes(params.data.source, root)
     if not found:
         raise ConfigError(
@@ -89,7 +91,10 @@ def raw_dataset(params: Params) -> RawDataset:
             "(see DATA_FORMATS.md / README 'Bring your own data')"
         )
     return RawDataset(
-        source=params.data.source, root=root, scene_ids=_select(found, params, root), generated=False
+        source=params.data.source,
+        root=root,
+        scene_ids=_select(found, params, root),
+        generated=False,
     )
 
 
@@ -107,7 +112,8 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
         tmp = reg.with_suffix(".json.tmp")
         tmp.write_text(
             json.dumps(
-                {"source": ds.source, "root": str(ds.root), "scene_ids": list(ds.scene_ids)}, indent=2
+                {"source": ds.source, "root": str(ds.root), "scene_ids": list(ds.scene_ids)},
+                indent=2,
             )
         )
         os.replace(tmp, reg)

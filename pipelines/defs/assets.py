@@ -1,6 +1,5 @@
 """Assets by stage. Each resolves its inputs, calls one ``urbex`` function, returns metadata."""
 
-
 import dagster as dg
 
 from pipelines.defs.partitions import SCENES
@@ -10,7 +9,9 @@ from urbex.viz.thumbnails import thumbnail_markdown
 
 
 @dg.asset(group_name="raw", kinds={"python"})
-def raw_dataset(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> dg.MaterializeResult:
+def raw_dataset(
+    context: dg.AssetExecutionContext, urbex_params: UrbexParams
+) -> dg.MaterializeResult:
     """The raw data set: the synthetic city (default) or a registered CityRefer/STPLS3D/LAS root."""
     ds = stage_raw(urbex_params.load(), progress=False)
     context.instance.add_dynamic_partitions(SCENES.name, list(ds.scene_ids))
@@ -26,7 +27,9 @@ def raw_dataset(context: dg.AssetExecutionContext, urbex_params: UrbexParams) ->
 
 
 @dg.asset(partitions_def=SCENES, deps=[raw_dataset], group_name="scenes", kinds={"python"})
-def scene_caches(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> dg.MaterializeResult:
+def scene_caches(
+    context: dg.AssetExecutionContext, urbex_params: UrbexParams
+) -> dg.MaterializeResult:
     """One scene cache: cell-sorted points, full-resolution BEV rasters, global view, instances."""
     params = urbex_params.load()
     b = build_scene(params, context.partition_key)
@@ -38,7 +41,9 @@ def scene_caches(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -
             "bev_size": f"{b.meta['bev_width']}×{b.meta['bev_height']} px",
             "cache_dir": dg.MetadataValue.path(str(b.cache_dir)),
             "preview": dg.MetadataValue.md(
-                thumbnail_markdown(scene_cache_dir(params, context.partition_key) / "global_view.png")
+                thumbnail_markdown(
+                    scene_cache_dir(params, context.partition_key) / "global_view.png"
+                )
             ),
         }
     )

@@ -137,6 +137,36 @@ TABLES: dict[str, TableSpec] = {
                 ("n_invalid", "BIGINT"),
                 ("latency_s", "DOUBLE"),
                 ("reward", "DOUBLE"),
+                ("scene_id", "VARCHAR"),
+                ("object_id", "VARCHAR"),
+                ("class_name", "VARCHAR"),
+                ("seed", "BIGINT"),
+                ("valid_answer", "BOOLEAN"),
+                ("answer_view_id", "VARCHAR"),
+                ("pred_x_min", "DOUBLE"),
+                ("pred_y_min", "DOUBLE"),
+                ("pred_z_min", "DOUBLE"),
+                ("pred_x_max", "DOUBLE"),
+                ("pred_y_max", "DOUBLE"),
+                ("pred_z_max", "DOUBLE"),
+                ("point_precision", "DOUBLE"),
+                ("point_recall", "DOUBLE"),
+                ("target_rank_nz", "BIGINT"),
+                ("target_rank_ciou", "BIGINT"),
+                ("hit1_iou25", "BOOLEAN"),
+                ("area_ratio", "DOUBLE"),
+                ("n_candidates", "BIGINT"),
+                ("n_pos_overlap", "BIGINT"),
+                ("n_iou25", "BIGINT"),
+                ("n_landmark_query", "BIGINT"),
+                ("n_zoom_in", "BIGINT"),
+                ("n_oblique_render", "BIGINT"),
+                ("env_s", "DOUBLE"),
+                ("policy_s", "DOUBLE"),
+                ("terminated", "BOOLEAN"),
+                ("truncated", "BOOLEAN"),
+                ("timed_out", "BOOLEAN"),
+                ("stop_reason", "VARCHAR"),
             ),
         ),
         TableSpec(
@@ -151,6 +181,12 @@ TABLES: dict[str, TableSpec] = {
                 ("valid", "BOOLEAN"),
                 ("error", "VARCHAR"),
                 ("latency_s", "DOUBLE"),
+                ("scene_id", "VARCHAR"),
+                ("view_id", "VARCHAR"),
+                ("reward", "DOUBLE"),
+                ("env_s", "DOUBLE"),
+                ("policy_s", "DOUBLE"),
+                ("model_text", "VARCHAR"),
             ),
         ),
         TableSpec(
@@ -171,6 +207,23 @@ TABLES: dict[str, TableSpec] = {
                 ("area_ratio_median", "DOUBLE"),
                 ("area_ratio_p90", "DOUBLE"),
                 ("latency_s", "DOUBLE"),
+                ("valid_rate", "DOUBLE"),
+                ("hit1_nz", "DOUBLE"),
+                ("hit3_nz", "DOUBLE"),
+                ("hit5_nz", "DOUBLE"),
+                ("hit1_ciou", "DOUBLE"),
+                ("hit3_ciou", "DOUBLE"),
+                ("hit5_ciou", "DOUBLE"),
+                ("center_dist_m", "DOUBLE"),
+                ("n_pos_overlap_mean", "DOUBLE"),
+                ("n_iou25_median", "DOUBLE"),
+                ("turns", "DOUBLE"),
+                ("n_invalid", "DOUBLE"),
+                ("latency_p50_s", "DOUBLE"),
+                ("latency_p90_s", "DOUBLE"),
+                ("env_s", "DOUBLE"),
+                ("policy_s", "DOUBLE"),
+                ("reward", "DOUBLE"),
             ),
         ),
     )
@@ -247,17 +300,23 @@ def connect(assets: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnectio
 
 
 def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
-    """The ``scenes`` row for a scene cache's ``meta.json`` content (world metres)."""
-    b = meta["bounds"]
+    """The ``scenes`` row for a scene cache's ``meta.json`` content.
+
+    ``meta["bounds"]`` is ``[x_min, y_min, z_min, x_max, y_max, z_max]`` in world metres
+    (``xyz + offset``), as :class:`urbex.scene.meta.CacheMeta` writes it.
+    """
+    b = [float(v) for v in meta["bounds"]]
+    if len(b) != 6:
+        raise ValueError(f"meta.json bounds: expected 6 values, got {len(b)}")
     return {
         "scene_id": scene_id,
         "n_points": int(meta["n_points"]),
-        "x_min": float(b["x_min"]),
-        "y_min": float(b["y_min"]),
-        "z_min": float(b["z_min"]),
-        "x_max": float(b["x_max"]),
-        "y_max": float(b["y_max"]),
-        "z_max": float(b["z_max"]),
+        "x_min": b[0],
+        "y_min": b[1],
+        "z_min": b[2],
+        "x_max": b[3],
+        "y_max": b[4],
+        "z_max": b[5],
         "bev_width": int(meta["bev_width"]),
         "bev_height": int(meta["bev_height"]),
         "resolution": float(meta["resolution"]),

@@ -1,0 +1,32 @@
+"""A tiny urbex project on disk (params.yaml + assets/) for CLI and pipeline tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+SMALL_PARAMS = {
+    "paths": {"assets": "assets"},
+    "data": {"source": "synthetic", "root": None, "scenes": None},
+    "synth": {
+        "scenes": 2,
+        "seed": 3,
+        "density": 4.0,
+        "size": 60.0,
+        "las_copy": False,
+        "stpls3d_scenes": 0,
+    },
+    "scene": {"resolution": 0.25, "global_view_size": 256},
+}
+
+
+def write_small_project(root: Path, **updates: dict) -> Path:
+    """Write ``root/params.yaml`` for a 2-scene, 60 m synthetic city; return its path."""
+    params = {k: dict(v) for k, v in SMALL_PARAMS.items()}
+    for key, upd in updates.items():
+        params.setdefault(key, {}).update(upd)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path

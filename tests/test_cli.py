@@ -1,0 +1,83 @@
+import json
+
+import duckdb
+import pytest
+
+from tests.small_project import write_small_project
+from urbex.cli import main
+
+
+def test_cli_synth_then_cache_registers_scenes(tmp_path, capsys):
+    params = write_small_project(tmp_path)
+    assert main(["--params", str(params), "-q", "synth"]) == 0
+    raw = tmp_path / "assets" / "raw" / "synthetic"
+    assert (raw / "scans" / "synthville_block_0" / "synthville_block_0.ply").exists()
+    assert main(["--params", str(params), "-q", "cache"]) == 0
+    out = capsys.readouterr().out
+    assert "synthville_block_1" in out and "built in" in out
+    con = duckdb.connect(str(tmp_path / "assets" / "warehouse.duckdb"), read_only=True)
+    rows = con.execute("SELECT scene_id, n_points, resolution FROM scenes ORDER BY 1").fetchall()
+    assert [r[0] for r in rows] == ["synthville_block_0", "synthville_block_1"]
+    assert all(r[1] > 1000 and r[2] == 0.25 for r in rows)
+    n_inst = con.execute("SELECT count(*) FROM instances").fetchone()[0]
+    assert n_inst > 0
+    con.close()
+    # second run reuses the fresh caches
+    assert main(["--params", str(params), "-q", "cache", "--scene", "synthville_block_0"]) == 0
+    assert "reused" in capsys.readouterr().out
+    # warehouse command prints JSON row counts
+    assert main(["--params", str(params), "warehouse"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert counts["scenes"] == 2
+
+
+def test_cli_unknown_scene_is_a_clear_error(tmp_path, capsys):
+    params = write_small_project(tmp_path)
+    assert main(["--params", str(params), "-q", "cache", "--scene", "atlantis"]) == 2
+    err = capsys.readouterr().err
+    assert "atlantis" in err and "synthville_block_0" in err
+
+
+def test_cli_bad_params_exit_2_with_field(tmp_path, capsys):
+    p = tmp_path / "params.yaml"
+    p.write_text("scene:\n  resolution: zero\n")
+    assert main(["--params", str(p), "warehouse"]) == 2
+    assert "scene.resolution" in capsys.readouterr().err
+
+
+def test_cli_synth_to_explicit_dir_writes_layout(tmp_path):
+    out = tmp_path / "city"
+    assert (
+        main(
+            [
+                "-q",
+                "synth",
+                str(out),
+                "--scenes",
+                "1",
+                "--size",
+                "50",
+                "--density",
+                "3",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
+    assert (out / "meta_data").is_dir() and (
+        out / "box3d" / "synthville_block_0_bbox.json"
+    ).exists()
+
+
+def test_cli_registered_root_must_exist(tmp_path, capsys):
+    params = write_small_project(tmp_path, data={"source": "las", "root": str(tmp_path / "nope")})
+    assert main(["--params", str(params), "-q", "synth"]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["cache", "--help"], ["synth", "--help"]])
+def test_cli_help_exits_zero(argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
