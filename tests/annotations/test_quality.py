@@ -1,0 +1,109 @@
+"""Tests of urbex.annotations.quality (great-expectations suites, stage → check → publish)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from urbex.annotations.quality import (
+    QualityCheckError,
+    publish_checked,
+    validate_landmarks,
+    validate_queries,
+    validate_splits,
+    write_report,
+)
+from urbex.config import Params
+from urbex.errors import DataQualityError
+from urbex.landmarks import landmarks_from_instances
+
+
+def _queries() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "query_id": ["s:1:0", "s:2:0", "s:3:0"],
+            "scene_id": ["s", "s", "s"],
+            "object_id": ["1", "2", "3"],
+            "class_name": ["Car", "Building", "Car"],
+            "description": [
+                "the red car near the hall",
+                "the tall building by the park",
+                "a blue car on the road",
+            ],
+            "split": ["train", "test_nd", "train"],
+        }
+    )
+
+
+INSTANCES = pl.DataFrame({"scene_id": ["s"] * 3, "object_id": ["1", "2", "3"]})
+
+
+def _failed(report) -> set[tuple[str, str | None]]:
+    return {(f["expectation"], f["column"]) for f in report.failed}
+
+
+def test_validate_queries_clean_table_passes() -> None:
+    r = validate_queries(_queries(), params=Params(), instances=INSTANCES)
+    assert r.success and r.failed == ()
+    assert r.statistics["rows"] == 3 and r.statistics["unsuccessful_expectations"] == 0
+
+
+def test_validate_queries_corrupted_table_lists_failures() -> None:
+    bad = _queries().with_columns(
+        pl.Series("query_id", ["s:1:0", "s:1:0", None]),
+        pl.Series("class_name", ["Car", "Tree", "Car"]),
+        pl.Series("description", ["ok enough text here", "short", "a blue car on the road"]),
+        pl.Series("object_id", ["1", "2", "99"]),
+    )
+    r = validate_queries(bad, params=Params(), instances=INSTANCES)
+    assert not r.success
+    got = _failed(r)
+    assert ("expect_column_values_to_not_be_null", "query_id") in got
+    assert ("expect_column_values_to_be_unique", "query_id") in got
+    assert ("expect_column_values_to_be_in_set", "class_name") in got
+    assert ("expect_column_value_lengths_to_be_between", "description") in got
+    assert ("expect_column_values_to_be_in_set", "object_in_scene") in got
+    assert "Tree" in r.summary()
+
+
+def test_validate_splits_detects_bad_split_and_leak() -> None:
+    bad = _queries().with_columns(
+        pl.Series("split", ["train", "test_nd", "holdout"]),
+        pl.Series(
+            "description",
+            ["same text for both rows", "Same text for both rows.", "a blue car on the road"],
+        ),
+    )
+    r = validate_splits(bad, params=Params(), instances=INSTANCES)
+    got = _failed(r)
+    assert ("expect_column_values_to_be_in_set", "split") in got
+    assert ("expect_column_values_to_be_in_set", "no_leak") in got
+    assert validate_splits(_queries(), params=Params(), instances=INSTANCES).success
+
+
+def test_validate_landmarks_bounds() -> None:
+    inst = pl.DataFrame(
+        {"object_id": ["1", "2"], "class_name": ["Building"] * 2, "landmark_name": ["A Hall", "B Hall"],
+         "x_min": [0.0, 500.0], "y_min": [0.0, 500.0], "x_max": [10.0, 510.0], "y_max": [10.0, 510.0]}
+    )  # fmt: skip
+    t = landmarks_from_instances(inst, scene_id="s")
+    ok = validate_landmarks(t.head(1), bounds={"s": [0, 0, 100, 100]})
+    assert ok.success
+    bad = validate_landmarks(t, bounds={"s": [0, 0, 100, 100]}, margin=5.0)
+    assert ("expect_column_values_to_be_in_set", "inside_bounds") in _failed(bad)
+
+
+def test_publish_checked_failure_leaves_published_file(tmp_path) -> None:
+    dest = tmp_path / "splits" / "queries.parquet"
+    good = validate_queries(_queries(), params=Params())
+    publish_checked(_queries(), dest, good)
+    before = dest.read_bytes()
+    corrupted = _queries().with_columns(pl.lit("s:1:0").alias("query_id"))
+    report = validate_queries(corrupted, params=Params())
+    with pytest.raises(DataQualityError, match="expect_column_values_to_be_unique") as ei:
+        publish_checked(corrupted, dest, report)
+    assert isinstance(ei.value, QualityCheckError) and ei.value.report is report
+    assert dest.read_bytes() == before
+    assert [p.name for p in dest.parent.iterdir()] == ["queries.parquet"]  # no temp files left
+    rp = write_report(report, tmp_path / "quality" / "queries.json")
+    assert '"success": false' in rp.read_text()

@@ -1,0 +1,367 @@
+"""Stage functions for landmarks, cleaning, splits and STPLS3D-Refer: one call per asset.
+
+Each stage reads the raw data set (:func:`urbex.raw.raw_dataset`) and the scene caches
+(``<assets>/scenes/<id>/``), builds its table in memory, runs its great-expectations suite, and
+publishes only if the suite passed (stage → check → publish). A failed suite raises
+:class:`~urbex.annotations.quality.QualityCheckError` (a ``DataQualityError``) and leaves the
+published files untouched; the suite's report is always written to
+``<assets>/quality/<suite>.json`` (Dagster asset checks read it for their metadata).
+
+========================= ======================================================================
+function                  writes
+========================= ======================================================================
+build_landmark_tables     ``<assets>/landmarks/<scene_id>.parquet``
+build_clean_annotations   ``<assets>/splits/clean_queries.parquet``, ``annotation_drops.parquet``
+build_splits              ``<assets>/splits/queries.parquet`` (with ``split``), ``split_counts.csv``
+build_stpls3d_refer       ``<assets>/stpls3d_refer/`` (CityRefer layout + ``summary.json``)
+========================= ======================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from urbex.config import Params
+from urbex.errors import AnnotationError, ConfigError
+
+__all__ = [
+    "build_clean_annotations",
+    "build_landmark_tables",
+    "build_splits",
+    "build_stpls3d_refer",
+    "load_instances",
+    "quality_report_path",
+]
+
+
+def quality_report_path(params: Params, suite: str) -> Path:
+    """``<assets>/quality/<suite>.json`` — where a stage writes its suite report."""
+    return params.assets / "quality" / f"{suite}.json"
+
+
+def _manifest_scene(root: Path, scene_id: str) -> dict[str, Any] | None:
+    """The synthetic manifest entry (crs, offset) of a scene, if a manifest exists."""
+    for cand in (root / "synth_manifest.json", root.parent / "synth_manifest.json"):
+        if cand.is_file():
+            for s in json.loads(cand.read_text(encoding="utf-8")).get("scenes", []):
+                if s.get("scene_id") == scene_id:
+                    return s
+    return None
+
+
+def _landmark_file(source: str, root: Path, scene_id: str) -> Path | None:
+    p = (
+        root / f"{scene_id}.geojson"
+        if source == "las"
+        else root / "landmarks" / f"{scene_id}.geojson"
+    )
+    return p if p.is_file() else None
+
+
+def load_instances(params: Params, scene_ids: list[str]) -> pl.DataFrame:
+    """Concatenated instance tables of the scene caches (``CacheError`` if one is missing)."""
+    from urbex.scene.cache import SceneCache
+
+    frames = [SceneCache.open(params.assets / "scenes" / s).instances for s in scene_ids]
+    if not frames:
+        return pl.DataFrame(
+            schema={"scene_id": pl.String, "object_id": pl.String, "class_name": pl.String}
+        )
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def build_landmark_tables(params: Params) -> list[Path]:
+    """Build, check and publish one landmark table per scene.
+
+    Rows come from the cache's instances that carry a landmark name (footprint = convex hull of
+    their points) and, if ``landmarks.use_geojson``, the scene's GeoJSON registered into the
+    cache's world frame. Suite: :func:`~urbex.annotations.quality.validate_landmarks` with the
+    cache bounds.
+
+    Returns
+    -------
+    list of Path
+        ``<assets>/landmarks/<scene_id>.parquet`` per scene.
+    """
+    from urbex.annotations.quality import publish_checked, validate_landmarks, write_report
+    from urbex.landmarks import (
+        landmarks_from_geojson,
+        landmarks_from_instances,
+        merge_landmark_tables,
+        registration_offset,
+    )
+    from urbex.raw import raw_dataset
+    from urbex.scene.cache import SceneCache
+
+    ds = raw_dataset(params)
+    out: list[Path] = []
+    for sid in ds.scene_ids:
+        cache = SceneCache.open(params.assets / "scenes" / sid)
+        inst = cache.instances
+        named = inst.filter(pl.col("landmark_name").fill_null("") != "")
+        xy_parts, id_parts = [], []
+        for r in named.iter_rows(named=True):
+            crop = cache.crop_points([r["x_min"], r["y_min"], r["x_max"], r["y_max"]])
+            if crop.instance is None or len(crop) == 0:
+                continue
+            keep = crop.instance == int(r["object_id"])
+            xy_parts.append(crop.world_xyz()[keep, :2])
+            id_parts.append(crop.instance[keep])
+        xy = np.concatenate(xy_parts) if xy_parts else None
+        pid = np.concatenate(id_parts) if id_parts else None
+        tables = [landmarks_from_instances(inst, scene_id=sid, xy=xy, point_instance=pid)]
+        b = cache.bounds
+        bounds = [float(b[0]), float(b[1]), float(b[3]), float(b[4])]
+        gj = _landmark_file(ds.source, ds.root, sid) if params.landmarks.use_geojson else None
+        if gj is not None:
+            entry = _manifest_scene(ds.root, sid)
+            crs = cache.meta.crs or (entry or {}).get("crs")
+            cands = [(0.0, 0.0, 0.0)] + ([tuple(entry["offset"])] if entry else [])
+            off = registration_offset(gj, scene_crs=crs, bounds=bounds, candidates=cands)
+            tables.append(
+                landmarks_from_geojson(gj, scene_id=sid, scene_crs=crs, offset=off, bounds=bounds)
+            )
+        table = merge_landmark_tables(*tables)
+        report = validate_landmarks(
+            table, bounds={sid: bounds}, margin=params.landmarks.bounds_margin_m
+        )
+        write_report(report, quality_report_path(params, f"landmarks_{sid}"))
+        out.append(publish_checked(table, params.assets / "landmarks" / f"{sid}.parquet", report))
+    return out
+
+
+def build_clean_annotations(params: Params) -> Path:
+    """Clean the CityRefer annotations of the data set, check and publish them.
+
+    Reads ``meta_data/CityRefer_{train,val,test}.json`` (rows of scenes outside
+    ``raw_dataset(params).scene_ids`` are out of scope, not drops), the scene caches' instance
+    tables, ``false_segments/`` and the landmark tables (for ``landmark_mentions``).
+
+    Returns
+    -------
+    Path
+        ``<assets>/splits/clean_queries.parquet``; drops go to ``annotation_drops.parquet``.
+
+    Raises
+    ------
+    AnnotationError
+        The data root has no CityRefer annotation file.
+    QualityCheckError
+        The ``queries`` suite failed (nothing published).
+    """
+    from urbex.annotations.clean import annotations_frame, clean_annotations
+    from urbex.annotations.quality import publish_checked, validate_queries, write_report
+    from urbex.io.cityrefer import read_annotations, read_false_segments
+    from urbex.io.datasets import annotation_files
+    from urbex.landmarks import LandmarkIndex, read_landmark_table
+    from urbex.raw import raw_dataset
+
+    ds = raw_dataset(params)
+    files = annotation_files(ds.root)
+    if not files:
+        raise AnnotationError(
+            f"no meta_data/CityRefer_{{train,val,test}}.json under the data root (source {ds.source!r})",
+            path=ds.root,
+        )
+    frames = [
+        annotations_frame(read_annotations(p), file_split=split)
+        for split, p in sorted(files.items())
+    ]
+    anns = pl.concat(frames, how="vertical").filter(pl.col("scene_id").is_in(list(ds.scene_ids)))
+    scenes = sorted(set(anns["scene_id"].to_list()))
+    instances = load_instances(params, scenes)
+    fs_dir = ds.root / "false_segments"
+    false_segments = read_false_segments(fs_dir) if fs_dir.is_dir() else []
+    lm_paths = [params.assets / "landmarks" / f"{s}.parquet" for s in scenes]
+    lm_paths = [p for p in lm_paths if p.is_file()]
+    index = None
+    if lm_paths:
+        table = pl.concat([read_landmark_table(p) for p in lm_paths], how="vertical")
+        index = LandmarkIndex.from_params(table, params)
+    res = clean_annotations(
+        anns,
+        instances=instances,
+        false_segments=false_segments,
+        landmark_index=index,
+        params=params,
+    )
+    report = validate_queries(res.queries, params=params, instances=instances)
+    write_report(report, quality_report_path(params, "queries"))
+    path = publish_checked(res.queries, params.assets / "splits" / "clean_queries.parquet", report)
+    publish_checked(res.drops, params.assets / "splits" / "annotation_drops.parquet", report)
+    return path
+
+
+def build_splits(params: Params) -> Path:
+    """Split the cleaned queries, check and publish them.
+
+    Returns
+    -------
+    Path
+        ``<assets>/splits/queries.parquet`` (cleaned queries + ``split``); the per split × class
+        counts go to ``split_counts.csv``.
+    """
+    from urbex.annotations.quality import publish_checked, validate_splits, write_report
+    from urbex.annotations.splits import make_splits, split_counts
+
+    src = params.assets / "splits" / "clean_queries.parquet"
+    if not src.is_file():
+        raise AnnotationError(
+            "cleaned queries not found; run the clean_annotations stage first", path=src
+        )
+    queries = pl.read_parquet(src)
+    frame = make_splits(queries, params=params)
+    instances = load_instances(params, sorted(set(frame["scene_id"].to_list())))
+    report = validate_splits(frame, params=params, instances=instances)
+    write_report(report, quality_report_path(params, "splits"))
+    path = publish_checked(frame, params.assets / "splits" / "queries.parquet", report)
+    publish_checked(split_counts(frame), params.assets / "splits" / "split_counts.csv", report)
+    return path
+
+
+def _stpls3d_root(params: Params) -> Path:
+    if params.data.source == "synthetic":
+        return params.assets / "raw" / "synthetic" / "stpls3d"
+    if params.data.source == "stpls3d" and params.data_root is not None:
+        return params.data_root
+    raise ConfigError(
+        f"STPLS3D-Refer needs STPLS3D scenes: data.source is {params.data.source!r} "
+        "(use 'synthetic' or 'stpls3d')",
+        field="data.source",
+    )
+
+
+def build_stpls3d_refer(params: Params) -> Path:
+    """Build STPLS3D-Refer from the STPLS3D scenes of the data set; check and publish it.
+
+    Scenes: ``stpls3d_refer.scenes`` or all under ``<root>/RealWorldData``. CRS/offset:
+    ``stpls3d_refer.crs``/``offset`` if set, else the synthetic manifest, else the landmark
+    file's CRS with offset 0. Hidden truth ``<root>/hidden/<ID>_instances.npy`` (synthetic)
+    adds cluster precision/recall to ``summary.json``. Everything is written to a staging
+    directory, the generated queries are checked (suite ``stpls3d_refer``), and the directory
+    replaces ``<assets>/stpls3d_refer`` only if the suite passed.
+
+    Returns
+    -------
+    Path
+        ``<assets>/stpls3d_refer``.
+    """
+    from urbex.annotations.quality import QualityCheckError, validate_queries, write_report
+    from urbex.annotations.stpls3d_refer import make_refer_scene, write_refer_scene
+    from urbex.io.datasets import list_scenes, read_scene
+    from urbex.landmarks import empty_landmark_table, landmarks_from_geojson, registration_offset
+
+    p = params.stpls3d_refer
+    root = _stpls3d_root(params)
+    found = list_scenes("stpls3d", root)
+    scenes = list(p.scenes) if p.scenes is not None else found
+    missing = sorted(set(scenes) - set(found))
+    if missing:
+        raise ConfigError(
+            f"stpls3d_refer.scenes lists {missing}; {root} holds {found}",
+            field="stpls3d_refer.scenes",
+        )
+    final = params.assets / "stpls3d_refer"
+    stage = final.with_name(f".stpls3d_refer.staging-{os.getpid()}")
+    if stage.exists():
+        shutil.rmtree(stage)
+    summaries = []
+    try:
+        for sid in scenes:
+            raw = read_scene("stpls3d", root, sid)
+            cloud = raw.cloud
+            w = cloud.world_xyz()
+            bounds = [
+                float(w[:, 0].min()),
+                float(w[:, 1].min()),
+                float(w[:, 0].max()),
+                float(w[:, 1].max()),
+            ]
+            entry = _manifest_scene(root, sid) or {}
+            crs = p.crs or entry.get("crs") or cloud.crs
+            cands = (
+                [tuple(p.offset)]
+                if p.offset is not None
+                else [(0.0, 0.0, 0.0)] + ([tuple(entry["offset"])] if "offset" in entry else [])
+            )
+            off: tuple[float, ...] = tuple(cands[0])
+            lm = empty_landmark_table()
+            if raw.landmark_file is not None:
+                if crs is None:
+                    import geopandas as gpd
+
+                    crs = str(gpd.read_file(raw.landmark_file).crs or "") or None
+                off = registration_offset(
+                    raw.landmark_file, scene_crs=crs, bounds=bounds, candidates=cands
+                )
+                lm = landmarks_from_geojson(
+                    raw.landmark_file, scene_id=sid, scene_crs=crs, offset=off, bounds=bounds
+                )
+            truth_path = root / "hidden" / f"{sid}_instances.npy"
+            truth = np.load(truth_path) if truth_path.is_file() else None
+            scene = make_refer_scene(
+                cloud,
+                scene_id=sid,
+                landmarks=lm,
+                params=p,
+                register_offset=off,
+                crs=crs,
+                true_instance=truth,
+            )
+            write_refer_scene(scene, stage, landmark_file=raw.landmark_file)
+            summaries.append(scene.summary)
+        exprs = [pl.read_parquet(f) for f in sorted((stage / "expressions").glob("*.parquet"))]
+        q = (
+            pl.concat(exprs, how="vertical")
+            if exprs
+            else pl.DataFrame(
+                schema={
+                    "scene_id": pl.String,
+                    "object_id": pl.String,
+                    "object_name": pl.String,
+                    "ann_id": pl.Int64,
+                    "description": pl.String,
+                }
+            )
+        )
+        q = q.with_columns(
+            (
+                pl.col("scene_id")
+                + ":"
+                + pl.col("object_id")
+                + ":"
+                + pl.col("ann_id").cast(pl.String)
+            ).alias("query_id"),
+            pl.col("object_name").alias("class_name"),
+        )
+        inst = [
+            pl.read_parquet(f).with_columns(pl.lit(f.stem).alias("scene_id"))
+            for f in sorted((stage / "pseudo_instances").glob("*.parquet"))
+        ]
+        report = validate_queries(q, params=params, instances=pl.concat(inst) if inst else None, target_classes=["Building", "Car"])  # fmt: skip
+        report_path = quality_report_path(params, "stpls3d_refer")
+        write_report(report, report_path)
+        if not report.success:
+            raise QualityCheckError(report, path=final)
+        (stage / "summary.json").write_text(
+            json.dumps({"scenes": summaries}, indent=1, default=float), encoding="utf-8"
+        )
+        if final.exists():
+            old = final.with_name(f".stpls3d_refer.old-{os.getpid()}")
+            os.replace(final, old)
+            os.replace(stage, final)
+            shutil.rmtree(old)
+        else:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage, final)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage)
+    return final

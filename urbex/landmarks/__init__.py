@@ -1,0 +1,58 @@
+"""Landmark tables and landmark-name lookup.
+
+A *landmark* is a named place of a scene: an instance whose box3d entry carries an OSM name
+(its footprint is the convex hull of its own points) or a feature of an OSM-style GeoJSON file
+registered into the scene frame. One table per scene, one row per landmark:
+
+========== ============== ==========================================================
+column     dtype          meaning
+========== ============== ==========================================================
+scene_id   str
+landmark_id str           ``<scene>:box3d:<object_id>`` or ``<scene>:geojson:<n>``
+name       str            as written in the source
+name_norm  str            :func:`normalize_name` of ``name``
+aliases    list[str]      other names (OSM ``alt_name``/``short_name``/...)
+kind       str            one of :data:`LANDMARK_KINDS`
+footprint_wkt str         polygon / line / point, **world metres** (scene frame, offset removed)
+x, y       float64        world centroid, metres (a line's midpoint)
+source     str            ``box3d`` or ``geojson``
+object_id  str            the instance's object_id (``""`` for GeoJSON rows)
+========== ============== ==========================================================
+
+:class:`LandmarkIndex` answers ``lookup(name)`` by exact, normalised and fuzzy matching and never
+returns a wrong landmark silently: a weak or ambiguous match comes back ``found=False`` with the
+closest names. ``mentions(description, scene_id)`` lists the landmark names a text refers to.
+
+Submodules: :mod:`~urbex.landmarks.names` (normalisation, kinds), :mod:`~urbex.landmarks.table`
+(building/registering/reading tables), :mod:`~urbex.landmarks.lookup` (:class:`LandmarkIndex`).
+"""
+
+from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match
+from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
+from urbex.landmarks.table import (
+    LANDMARK_SCHEMA,
+    empty_landmark_table,
+    landmarks_from_geojson,
+    landmarks_from_instances,
+    merge_landmark_tables,
+    read_landmark_table,
+    registration_offset,
+    write_landmark_table,
+)
+
+__all__ = [
+    "LANDMARK_KINDS",
+    "LANDMARK_SCHEMA",
+    "LandmarkIndex",
+    "LookupResult",
+    "Match",
+    "empty_landmark_table",
+    "landmark_kind",
+    "landmarks_from_geojson",
+    "landmarks_from_instances",
+    "merge_landmark_tables",
+    "normalize_name",
+    "read_landmark_table",
+    "registration_offset",
+    "write_landmark_table",
+]

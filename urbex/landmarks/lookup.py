@@ -1,0 +1,354 @@
+"""Landmark-name lookup: exact → normalised → fuzzy, never a wrong landmark silently.
+
+:meth:`LandmarkIndex.lookup` returns ranked candidates with scores (0–1) and ``found=False`` with
+the closest names when the best match is weak or ambiguous; :meth:`LandmarkIndex.mentions` lists
+the landmark names a description mentions (n-gram fuzzy matching). Coordinates are world metres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from urbex.landmarks.names import GENERIC_WORDS, distinctive_tokens, normalize_name
+from urbex.landmarks.table import read_landmark_table
+
+__all__ = ["LandmarkIndex", "LookupResult", "Match"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Match:
+    """One lookup candidate.
+
+    Attributes
+    ----------
+    name : str
+        The landmark's name (as in its source).
+    score : float
+        0–1; 1.0 for exact and normalised matches.
+    method : str
+        ``exact``, ``normalized`` or ``fuzzy``.
+    landmark_id, scene_id : str
+    x, y : float
+        World centroid, metres (scene frame).
+    row : dict
+        The whole landmark-table row.
+    """
+
+    name: str
+    score: float
+    method: str
+    landmark_id: str
+    scene_id: str
+    x: float
+    y: float
+    row: dict[str, Any] = field(repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"Match.score must be in [0, 1], got {self.score}")
+        if self.method not in ("exact", "normalized", "fuzzy"):
+            raise ValueError(f"Match.method must be exact/normalized/fuzzy, got {self.method!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LookupResult:
+    """The answer to :meth:`LandmarkIndex.lookup`.
+
+    Attributes
+    ----------
+    query : str
+    found : bool
+        True when the best candidate is an exact/normalised match, or a fuzzy match scoring at
+        least the threshold with no *different* name within the ambiguity margin.
+    candidates : tuple[Match, ...]
+        Ranked best first (method, then score).
+    closest_names : tuple[str, ...]
+        Distinct names of the best candidates, filled when not found.
+    status : str
+        ``exact``, ``normalized``, ``fuzzy``, ``ambiguous``, ``below_threshold`` or ``no_landmarks``.
+    """
+
+    query: str
+    found: bool
+    candidates: tuple[Match, ...]
+    closest_names: tuple[str, ...] = ()
+    status: str = ""
+
+    @property
+    def best(self) -> Match | None:
+        """The matched landmark when found, else None."""
+        return self.candidates[0] if self.found and self.candidates else None
+
+
+_METHOD_RANK = {"exact": 0, "normalized": 1, "fuzzy": 2}
+
+
+class LandmarkIndex:
+    """Name lookup over the landmark tables of one or many scenes.
+
+    Parameters
+    ----------
+    table
+        Landmark rows (:data:`LANDMARK_SCHEMA`).
+    threshold
+        Minimum fuzzy score (0–1) for ``found``.
+    ambiguity_margin
+        If a candidate with a different normalised name scores within this margin of the best
+        fuzzy candidate, the lookup is ambiguous (not found).
+    mention_threshold
+        Minimum score (0–1) of a description n-gram to count as a mention.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"scene_id": ["s"], "name": ["Merton Hall"], "x": [1.0], "y": [2.0]})
+    >>> idx = LandmarkIndex(t)
+    >>> idx.lookup("mertn hall").best.name
+    'Merton Hall'
+    >>> idx.lookup("Town Hall").found, idx.lookup("Town Hall").closest_names
+    (False, ('Merton Hall',))
+    """
+
+    def __init__(
+        self,
+        table: pl.DataFrame,
+        *,
+        threshold: float = 0.85,
+        ambiguity_margin: float = 0.03,
+        mention_threshold: float = 0.9,
+    ) -> None:
+        table = table.with_row_index("_i") if "_i" not in table.columns else table
+        if "name_norm" not in table.columns:
+            table = table.with_columns(
+                pl.col("name")
+                .map_elements(normalize_name, return_dtype=pl.String)
+                .alias("name_norm")
+            )
+        if "aliases" not in table.columns:
+            table = table.with_columns(pl.lit([], dtype=pl.List(pl.String)).alias("aliases"))
+        if "landmark_id" not in table.columns:
+            table = table.with_columns(
+                (pl.col("scene_id") + ":" + pl.col("_i").cast(pl.String)).alias("landmark_id")
+            )
+        self._table = table
+        self.threshold = float(threshold)
+        self.ambiguity_margin = float(ambiguity_margin)
+        self.mention_threshold = float(mention_threshold)
+        self._rows = table.drop("_i").to_dicts()
+        self._scene = np.array(table["scene_id"].to_list(), dtype=object)
+        # Flat list of searchable strings: each row's name plus its aliases.
+        strings, owner, raw = [], [], []
+        for i, r in enumerate(self._rows):
+            for s in [r["name"], *(r["aliases"] or [])]:
+                strings.append(normalize_name(s))
+                raw.append(str(s).strip())
+                owner.append(i)
+        self._strings = strings
+        self._raw = raw
+        self._owner = np.array(owner, dtype=np.int64)
+        self._tokens = [s.split() for s in strings]
+
+    @classmethod
+    def from_params(cls, table: pl.DataFrame, params: Any) -> LandmarkIndex:
+        """Build with the thresholds of a :class:`urbex.config.Params` (``params.landmarks``)."""
+        p = params.landmarks
+        return cls(
+            table,
+            threshold=p.threshold,
+            ambiguity_margin=p.ambiguity_margin,
+            mention_threshold=p.mention_threshold,
+        )
+
+    @classmethod
+    def from_path(cls, path: str | Path, **kwargs: Any) -> LandmarkIndex:
+        """Load a landmark Parquet file or a directory of them (see :func:`read_landmark_table`)."""
+        return cls(read_landmark_table(path), **kwargs)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The landmark rows (all scenes)."""
+        return self._table.drop("_i")
+
+    @property
+    def scene_ids(self) -> list[str]:
+        """Scenes present in the index, sorted."""
+        return sorted(set(self._scene.tolist()))
+
+    def _string_mask(self, scene_id: str | None) -> NDArray[np.bool_]:
+        if scene_id is None:
+            return np.ones(len(self._strings), dtype=bool)
+        return self._scene[self._owner] == scene_id
+
+    def _score(self, q: str, js: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Fuzzy score (0–1) of normalised query ``q`` against strings ``js``.
+
+        The maximum of the whole-string ratio, the token-sort ratio and the token-set ratio;
+        the token-set ratio (which is 100 for any subset) is discounted unless the query's
+        distinctive words are all in the name or the name's distinctive words are all in the
+        query, so that "Hall" does not find "Merton Hall".
+        """
+        from rapidfuzz import fuzz, process
+
+        choices = [self._strings[j] for j in js]
+        full = process.cdist([q], choices, scorer=fuzz.ratio)[0]
+        srt = process.cdist([q], choices, scorer=fuzz.token_sort_ratio)[0]
+        tset = process.cdist([q], choices, scorer=fuzz.token_set_ratio)[0]
+        qt = q.split()
+        qd = [t for t in qt if t not in GENERIC_WORDS]
+        cov = np.zeros(len(js))
+        if qd:
+            for k, j in enumerate(js):
+                toks = self._tokens[j]
+                lc = np.mean(
+                    [max(fuzz.ratio(t, u) for u in qt) >= 80 for t in distinctive_tokens(toks)]
+                )
+                qp = np.mean([max(fuzz.ratio(t, u) for u in toks) >= 80 for t in qd])
+                cov[k] = max(lc, qp)
+        return np.maximum.reduce([full, srt, tset * (0.6 + 0.4 * cov)]) / 100.0
+
+    def _correct(self, q: str, js: NDArray[np.int64]) -> str:
+        """``q`` with each word of 3+ letters replaced by the closest landmark word (ratio ≥ 85)."""
+        from rapidfuzz import fuzz, process
+
+        vocab = sorted({t for j in js for t in self._tokens[j]})
+        out = []
+        for t in q.split():
+            if len(t) >= 3 and t not in vocab:
+                m = process.extractOne(t, vocab, scorer=fuzz.ratio, score_cutoff=85)
+                t = m[0] if m is not None else t
+            out.append(t)
+        return " ".join(out)
+
+    def lookup(self, name: str, *, scene_id: str | None = None, limit: int = 5) -> LookupResult:
+        """Find a landmark by name: exact, then normalised, then fuzzy.
+
+        Parameters
+        ----------
+        name
+            The name as the agent/user wrote it.
+        scene_id
+            Restrict to one scene (None: all scenes of the index).
+        limit
+            Number of ranked candidates returned.
+        """
+        q_raw = str(name).strip()
+        q = normalize_name(q_raw)
+        js = np.flatnonzero(self._string_mask(scene_id))
+        if js.size == 0 or not q:
+            status = "no_landmarks" if js.size == 0 else "below_threshold"
+            return LookupResult(query=q_raw, found=False, candidates=(), status=status)
+        fuzzy = self._score(q, js)
+        q2 = self._correct(q, js)
+        if q2 != q:  # spelling-corrected query, slightly discounted
+            fuzzy = np.maximum(fuzzy, 0.98 * self._score(q2, js))
+        best: dict[int, tuple[int, float]] = {}  # row -> (method rank, score)
+        for j, s in zip(js.tolist(), fuzzy.tolist()):
+            if self._raw[j] == q_raw:
+                cand = (0, 1.0)
+            elif self._strings[j] == q:
+                cand = (1, 1.0)
+            else:
+                cand = (2, min(float(s), 1.0))
+            i = int(self._owner[j])
+            if i not in best or (cand[0], -cand[1]) < (best[i][0], -best[i][1]):
+                best[i] = cand
+        order = sorted(best, key=lambda i: (best[i][0], -best[i][1], i))
+        methods = ("exact", "normalized", "fuzzy")
+        cands = [
+            Match(
+                name=self._rows[i]["name"],
+                score=round(best[i][1], 4),
+                method=methods[best[i][0]],
+                landmark_id=self._rows[i]["landmark_id"],
+                scene_id=self._rows[i]["scene_id"],
+                x=float(self._rows[i]["x"]),
+                y=float(self._rows[i]["y"]),
+                row=self._rows[i],
+            )
+            for i in order
+        ]
+        top = cands[0]
+        if top.method != "fuzzy":
+            found, status = True, top.method
+        elif top.score < self.threshold:
+            found, status = False, "below_threshold"
+        else:
+            top_norm = self._rows[order[0]]["name_norm"]
+            rival = any(
+                c.score >= top.score - self.ambiguity_margin and c.row["name_norm"] != top_norm
+                for c in cands[1:]
+            )
+            found, status = (False, "ambiguous") if rival else (True, "fuzzy")
+        closest = () if found else tuple(dict.fromkeys(c.name for c in cands))[:limit]
+        return LookupResult(
+            query=q_raw,
+            found=found,
+            candidates=tuple(cands[:limit]),
+            closest_names=closest,
+            status=status,
+        )
+
+    def mentions(self, description: str, scene_id: str) -> list[str]:
+        """Landmark names of ``scene_id`` that ``description`` mentions, in order of appearance.
+
+        Every n-gram of the normalised description whose length is within one token of a
+        landmark name is compared with it (rapidfuzz ratio); a score of at least
+        ``mention_threshold`` counts. Overlapping mentions keep the best-scoring, longest one.
+
+        Examples
+        --------
+        >>> t = pl.DataFrame({"scene_id": ["s", "s"], "name": ["St Mary's Church", "Kings Parade"],
+        ...                   "x": [0.0, 1.0], "y": [0.0, 1.0]})
+        >>> LandmarkIndex(t).mentions("the red car on kings pde west of saint marys church", "s")
+        ['Kings Parade', "St Mary's Church"]
+        """
+        from rapidfuzz import fuzz, process
+
+        words = normalize_name(description).split()
+        js = np.flatnonzero(self._string_mask(scene_id))
+        if not words or js.size == 0:
+            return []
+        # Prefilter: a landmark string qualifies if one of its distinctive tokens is (fuzzily) there.
+        vocab = sorted({t for j in js for t in distinctive_tokens(self._tokens[j])})
+        present = process.cdist(vocab, sorted(set(words)), scorer=fuzz.ratio).max(axis=1) >= 80
+        have = {t for t, p in zip(vocab, present) if p}
+        js = np.array(
+            [j for j in js if have.intersection(distinctive_tokens(self._tokens[j]))], np.int64
+        )
+        if js.size == 0:
+            return []
+        ks = {len(self._tokens[j]) for j in js}
+        sizes = sorted({n for k in ks for n in (k - 1, k, k + 1) if 1 <= n <= len(words)})
+        grams = [(a, n) for n in sizes for a in range(len(words) - n + 1)]
+        texts = [" ".join(words[a : a + n]) for a, n in grams]
+        if not texts:
+            return []
+        scores = process.cdist(texts, [self._strings[j] for j in js], scorer=fuzz.ratio) / 100.0
+        glen = np.array([n for _, n in grams])
+        hits: list[tuple[float, int, int, int]] = []  # (score, n, start, row)
+        for c, j in enumerate(js.tolist()):
+            k = len(self._tokens[j])
+            col = np.where(np.abs(glen - k) <= 1, scores[:, c], 0.0)
+            g = int(np.argmax(col))
+            if col[g] >= self.mention_threshold:
+                hits.append((float(col[g]), grams[g][1], grams[g][0], int(self._owner[j])))
+        taken = np.zeros(len(words), dtype=bool)
+        kept: list[tuple[int, str]] = []
+        for _s, n, a, i in sorted(hits, key=lambda h: (-h[0], -h[1], h[2])):
+            if taken[a : a + n].any():
+                continue
+            taken[a : a + n] = True
+            kept.append((a, self._rows[i]["name"]))
+        return list(dict.fromkeys(name for _, name in sorted(kept)))
+
+    def mentions_many(
+        self, descriptions: Iterable[str], scene_ids: Iterable[str]
+    ) -> list[list[str]]:
+        """:meth:`mentions` over parallel sequences of descriptions and scene ids."""
+        return [self.mentions(d, s) for d, s in zip(descriptions, scene_ids, strict=True)]

@@ -1,0 +1,149 @@
+"""Landmark-name normalisation and landmark kinds.
+
+:func:`normalize_name` maps spelling variants of one place name to one key (case, accents,
+punctuation, possessives, abbreviations); :func:`landmark_kind` classifies a landmark.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "GENERIC_WORDS",
+    "LANDMARK_KINDS",
+    "distinctive_tokens",
+    "landmark_kind",
+    "normalize_name",
+]
+
+LANDMARK_KINDS: tuple[str, ...] = ("building", "road", "park", "parking", "ground", "other")
+
+_ABBREV: dict[str, str] = {
+    "str": "street", "rd": "road", "ave": "avenue", "av": "avenue",
+    "pde": "parade", "ln": "lane", "sq": "square", "pl": "place", "ct": "court",
+    "cres": "crescent", "dr": "drive", "mt": "mount", "bldg": "building", "ctr": "centre",
+    "center": "centre", "hosp": "hospital", "univ": "university", "coll": "college",
+    "stn": "station", "hwy": "highway", "blvd": "boulevard", "pk": "park", "gdns": "gardens",
+    "gdn": "garden", "terr": "terrace", "tce": "terrace", "cl": "close", "ch": "church",
+}  # fmt: skip
+_DROP = frozenset({"the"})
+# Words that name a kind of place, not a particular one: a match on them alone is weak.
+GENERIC_WORDS = frozenset(
+    "saint street road avenue lane parade square place court crescent drive mount building centre "
+    "hospital university college station highway boulevard park gardens garden terrace close "
+    "church hall house tower bridge market school library museum hotel pub cafe shop store "
+    "bank office stadium ground field way hill car parking lot and of north south east west "
+    "new old great little upper lower main green common walk row gate parkway auditorium "
+    "pavilion gymnasium quad lawn plaza structure leisure community town playing fields ride "
+    "recreation".split()
+)
+_APOSTROPHES = re.compile(r"['’‘`´]")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalize_name(name: str) -> str:
+    """Normalise a place name for matching.
+
+    Unicode accents are stripped, case is folded, possessives lose their apostrophe
+    ("King's" → "kings"), punctuation becomes space, "&" becomes "and", common abbreviations take
+    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word and
+    "saint" elsewhere) and "the" is dropped.
+
+    Examples
+    --------
+    >>> normalize_name("St. Mary's Church")
+    'saint marys church'
+    >>> normalize_name("Saint Marys  Church")
+    'saint marys church'
+    >>> normalize_name("St Andrew's St")
+    'saint andrews street'
+    >>> normalize_name("King's Parade") == normalize_name("Kings Pde")
+    True
+    >>> normalize_name("The Café & Bar")
+    'cafe and bar'
+    >>> normalize_name("")
+    ''
+    """
+    s = unicodedata.normalize("NFKD", str(name))
+    s = "".join(c for c in s if not unicodedata.combining(c)).casefold()
+    s = _APOSTROPHES.sub("", s).replace("&", " and ")
+    toks = [_ABBREV.get(t, t) for t in _NON_WORD.sub(" ", s).split()]
+    toks = [("street" if i == len(toks) - 1 and i > 0 else "saint") if t == "st" else t
+            for i, t in enumerate(toks)]  # fmt: skip
+    return " ".join(t for t in toks if t not in _DROP)
+
+
+def distinctive_tokens(tokens: Sequence[str]) -> list[str]:
+    d = [t for t in tokens if t not in GENERIC_WORDS]
+    return d if d else list(tokens)
+
+
+_KIND_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("road", frozenset("saint street road avenue lane parade drive highway boulevard way close crescent terrace".split())),
+    ("parking", frozenset("parking car lot structure ride".split())),
+    ("park", frozenset("park gardens garden common green recreation quad lawn plaza".split())),
+    ("ground", frozenset("ground field pitch stadium track".split())),
+)  # fmt: skip
+_OBJECT_KINDS = {"building": "building", "ground": "ground", "parking": "parking"}
+
+
+def landmark_kind(
+    name: str,
+    *,
+    object_name: str | None = None,
+    tags: Mapping[str, Any] | None = None,
+    geom_type: str | None = None,
+) -> str:
+    """Classify a landmark into one of :data:`LANDMARK_KINDS`.
+
+    Priority: an explicit ``kind`` tag, OSM tags (``building``, ``highway``, ``leisure=park``,
+    ``amenity=parking``, ...), the instance's class (Building/Ground/Parking), a line geometry
+    (→ road), then the last matching word of the name.
+
+    Examples
+    --------
+    >>> landmark_kind("Merton Hall", object_name="Building")
+    'building'
+    >>> landmark_kind("Kings Pde", geom_type="LineString")
+    'road'
+    >>> landmark_kind("Jesus Green")
+    'park'
+    >>> landmark_kind("Big Ben")
+    'other'
+    """
+    tags = {k: v for k, v in (tags or {}).items() if v is not None and v == v}
+    k = str(tags.get("kind", "")).lower()
+    if k in LANDMARK_KINDS:
+        return k
+    if tags.get("building") not in (None, "", "no"):
+        return "building"
+    if tags.get("highway") not in (None, ""):
+        return "road"
+    if tags.get("amenity") == "parking":
+        return "parking"
+    if tags.get("leisure") in ("park", "garden", "common") or tags.get("landuse") in (
+        "grass",
+        "recreation_ground",
+        "village_green",
+    ):
+        return "park"
+    if tags.get("leisure") in ("pitch", "stadium", "track", "sports_centre"):
+        return "ground"
+    if object_name is not None:
+        ok = _OBJECT_KINDS.get(object_name.strip().lower().rstrip("s"))
+        if ok is not None:
+            return ok
+    if geom_type is not None and "LineString" in geom_type:
+        return "road"
+    norm = normalize_name(name)
+    if "car park" in norm or "park and ride" in norm or "parking" in norm:
+        return "parking"
+    toks = norm.split()
+    for tok in reversed(toks):
+        for kind, words in _KIND_WORDS:
+            if tok in words:
+                return kind
+    return "other"

@@ -1,0 +1,385 @@
+"""Landmark tables: build from instances and OSM-style GeoJSON, merge, read and write.
+
+Frames: every coordinate is **world metres** of the scene frame (the scene cache's world,
+``xyz + offset``); GeoJSON is registered into it with pyproj (via geopandas) and an offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from urbex.errors import LandmarkError
+from urbex.landmarks.names import landmark_kind, normalize_name
+
+__all__ = [
+    "LANDMARK_SCHEMA",
+    "empty_landmark_table",
+    "landmarks_from_geojson",
+    "landmarks_from_instances",
+    "merge_landmark_tables",
+    "read_landmark_table",
+    "registration_offset",
+    "write_landmark_table",
+]
+
+#: Column → polars dtype of a landmark table.
+LANDMARK_SCHEMA: dict[str, Any] = {
+    "scene_id": pl.String,
+    "landmark_id": pl.String,
+    "name": pl.String,
+    "name_norm": pl.String,
+    "aliases": pl.List(pl.String),
+    "kind": pl.String,
+    "footprint_wkt": pl.String,
+    "x": pl.Float64,
+    "y": pl.Float64,
+    "source": pl.String,
+    "object_id": pl.String,
+}
+
+# Canonical forms of abbreviations ("st" is resolved by position in normalize_name).
+
+
+def empty_landmark_table() -> pl.DataFrame:
+    """A landmark table with no rows and the :data:`LANDMARK_SCHEMA` columns."""
+    return pl.DataFrame(schema=LANDMARK_SCHEMA)
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    if not rows:
+        return empty_landmark_table()
+    return pl.DataFrame(rows, schema=LANDMARK_SCHEMA)
+
+
+def _hull_wkt(xy: NDArray[np.floating]) -> tuple[str, float, float]:
+    import shapely
+
+    pts = np.unique(np.round(xy, 2), axis=0)  # centimetre snapping; shrinks dense clouds
+    geom = shapely.convex_hull(shapely.multipoints(pts))
+    c = geom.centroid
+    return geom.wkt, float(c.x), float(c.y)
+
+
+def landmarks_from_instances(
+    instances: pl.DataFrame,
+    *,
+    scene_id: str,
+    xy: NDArray[np.floating] | None = None,
+    point_instance: NDArray[np.integer] | None = None,
+) -> pl.DataFrame:
+    """Landmark rows for the instances whose ``landmark_name`` is non-empty.
+
+    Parameters
+    ----------
+    instances
+        Instance table of one scene: ``object_id`` (str), ``class_name``, ``landmark_name``
+        (``""``/null when none) and the XY box ``x_min, y_min, x_max, y_max`` (world metres).
+    scene_id
+        Written into every row.
+    xy : ndarray, shape (N, 2), float, optional
+        Point XY in world metres (scene frame). With ``point_instance`` the footprint is the
+        convex hull of the instance's points; otherwise it is the instance's XY box.
+    point_instance : ndarray, shape (N,), int, optional
+        Instance id of each point (-1 = none), equal to ``int(object_id)``.
+
+    Returns
+    -------
+    polars.DataFrame
+        Landmark table (:data:`LANDMARK_SCHEMA`), ``source="box3d"``.
+    """
+    need = {"object_id", "landmark_name", "x_min", "y_min", "x_max", "y_max"}
+    missing = need - set(instances.columns)
+    if missing:
+        raise LandmarkError(
+            f"instance table lacks columns {sorted(missing)}; expected {sorted(need)}",
+            field="instances",
+        )
+    named = instances.filter(pl.col("landmark_name").fill_null("").str.strip_chars() != "")
+    if named.is_empty():
+        return empty_landmark_table()
+    hulls: dict[int, tuple[str, float, float]] = {}
+    if xy is not None and point_instance is not None:
+        xy = np.asarray(xy, dtype=np.float64)
+        inst = np.asarray(point_instance)
+        if xy.ndim != 2 or xy.shape[1] != 2 or inst.shape != (xy.shape[0],):
+            raise ValueError(
+                f"xy must be (N, 2) and point_instance (N,), got {xy.shape}, {inst.shape}"
+            )
+        ids = np.array(
+            [int(o) for o in named["object_id"].to_list() if str(o).lstrip("-").isdigit()]
+        )
+        sel = np.flatnonzero(np.isin(inst, ids))
+        order = sel[np.argsort(inst[sel], kind="stable")]
+        uniq, starts = np.unique(inst[order], return_index=True)
+        ends = np.append(starts[1:], order.size)
+        for u, a, b in zip(uniq.tolist(), starts.tolist(), ends.tolist()):
+            if b - a >= 3:
+                hulls[int(u)] = _hull_wkt(xy[order[a:b]])
+    rows: list[dict[str, Any]] = []
+    for r in named.iter_rows(named=True):
+        oid = str(r["object_id"])
+        name = str(r["landmark_name"]).strip()
+        key = int(oid) if oid.lstrip("-").isdigit() else None
+        if key is not None and key in hulls:
+            wkt, x, y = hulls[key]
+        else:
+            x0, y0, x1, y1 = (float(r[c]) for c in ("x_min", "y_min", "x_max", "y_max"))
+            wkt = f"POLYGON (({x0} {y0}, {x1} {y0}, {x1} {y1}, {x0} {y1}, {x0} {y0}))"
+            x, y = (x0 + x1) / 2, (y0 + y1) / 2
+        rows.append(
+            {
+                "scene_id": scene_id,
+                "landmark_id": f"{scene_id}:box3d:{oid}",
+                "name": name,
+                "name_norm": normalize_name(name),
+                "aliases": [],
+                "kind": landmark_kind(name, object_name=r.get("class_name")),
+                "footprint_wkt": wkt,
+                "x": x,
+                "y": y,
+                "source": "box3d",
+                "object_id": oid,
+            }
+        )
+    return _frame(rows)
+
+
+_ALIAS_KEYS = ("alt_name", "short_name", "official_name", "old_name", "loc_name", "name:en")
+
+
+def landmarks_from_geojson(
+    source: str | Path | Any,
+    *,
+    scene_id: str,
+    scene_crs: str | None,
+    offset: Sequence[float] | NDArray[np.floating] = (0.0, 0.0, 0.0),
+    bounds: Sequence[float] | None = None,
+) -> pl.DataFrame:
+    """Register an OSM-style landmark file into the scene frame.
+
+    Geometries are transformed (pyproj, via geopandas) to ``scene_crs`` and the scene offset is
+    subtracted, giving world metres of the scene frame. Features without a ``name`` are skipped;
+    with ``bounds`` features outside the scene are skipped and the rest are clipped to it.
+
+    Parameters
+    ----------
+    source
+        A path geopandas can read, or a GeoDataFrame. Needs a ``name`` column; ``kind``, OSM tag
+        columns and alias columns (``alt_name``, ``short_name``, ...) are used when present.
+    scene_id
+        Written into every row.
+    scene_crs
+        CRS of ``xyz + offset`` of the scene (authority string or WKT). None: the file must
+        also have no CRS and is taken to be in the scene's absolute frame already.
+    offset : sequence of 3 float
+        Scene offset (absolute world metres); its XY is subtracted.
+    bounds : [x_min, y_min, x_max, y_max], optional
+        Scene XY extent, world metres (scene frame).
+
+    Raises
+    ------
+    LandmarkError
+        The file cannot be read, has no ``name`` column, or cannot be registered.
+    """
+    import geopandas as gpd
+    import shapely
+
+    path = None
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            gdf = gpd.read_file(path)
+        except Exception as exc:  # pyogrio raises several types; re-raise typed
+            raise LandmarkError(f"cannot read landmark file: {exc}", path=path) from exc
+    else:
+        gdf = source
+    if "name" not in gdf.columns:
+        raise LandmarkError(
+            f"expected a 'name' property, found columns {list(gdf.columns)}",
+            path=path,
+            field="name",
+        )
+    gdf = gdf[gdf["name"].notna() & (gdf["name"].astype(str).str.strip() != "")]
+    gdf = gdf[gdf.geometry.notna() & ~gdf.geometry.is_empty]
+    if gdf.empty:
+        return empty_landmark_table()
+    if gdf.crs is None and scene_crs is not None:
+        raise LandmarkError(
+            f"landmark file has no CRS; cannot register it to the scene CRS {scene_crs!r}",
+            path=path,
+        )
+    if gdf.crs is not None:
+        if scene_crs is None:
+            raise LandmarkError(
+                f"scene {scene_id!r} has no CRS; cannot register landmarks given in {gdf.crs}",
+                path=path,
+            )
+        try:
+            gdf = gdf.to_crs(scene_crs)
+        except Exception as exc:
+            raise LandmarkError(f"cannot transform to {scene_crs!r}: {exc}", path=path) from exc
+    off = np.asarray(offset, dtype=np.float64)[:2]
+    geoms = shapely.transform(np.asarray(gdf.geometry.values, dtype=object), lambda c: c - off)
+    box = None if bounds is None else shapely.box(*[float(b) for b in bounds])
+    rows: list[dict[str, Any]] = []
+    records = gdf.drop(columns=gdf.geometry.name).to_dict("records")
+    for i, (geom, props) in enumerate(zip(geoms, records)):
+        if box is not None:
+            if not geom.intersects(box):
+                continue
+            geom = geom.intersection(box)
+            if geom.is_empty:
+                continue
+        name = str(props["name"]).strip()
+        aliases: list[str] = []
+        for k in _ALIAS_KEYS:
+            v = props.get(k)
+            if isinstance(v, str) and v.strip():
+                aliases += [a.strip() for a in v.split(";") if a.strip() and a.strip() != name]
+        gt = geom.geom_type
+        c = geom.interpolate(0.5, normalized=True) if "LineString" in gt else geom.centroid
+        if "LineString" in gt and gt.startswith("Multi"):
+            c = shapely.line_merge(geom).centroid
+        fid = props.get("id", props.get("osm_id", i))
+        rows.append(
+            {
+                "scene_id": scene_id,
+                "landmark_id": f"{scene_id}:geojson:{fid}",
+                "name": name,
+                "name_norm": normalize_name(name),
+                "aliases": list(dict.fromkeys(aliases)),
+                "kind": landmark_kind(name, tags=props, geom_type=gt),
+                "footprint_wkt": geom.wkt,
+                "x": float(c.x),
+                "y": float(c.y),
+                "source": "geojson",
+                "object_id": "",
+            }
+        )
+    return _frame(rows)
+
+
+def registration_offset(
+    path: str | Path,
+    *,
+    scene_crs: str | None,
+    bounds: Sequence[float],
+    candidates: Sequence[Sequence[float]],
+) -> tuple[float, float, float]:
+    """Pick the offset (CRS coordinate of the scene's world zero) that registers a landmark file.
+
+    Data sets disagree on whether a scene's world frame is the CRS frame (offset 0) or a local
+    frame whose origin a manifest records; this tries each candidate and keeps the one under which
+    the file's extent overlaps the scene's XY ``bounds`` the most.
+
+    Parameters
+    ----------
+    path
+        Landmark file (GeoJSON or anything geopandas reads).
+    scene_crs
+        CRS the candidates are expressed in (None: the file's own).
+    bounds : [x_min, y_min, x_max, y_max]
+        Scene XY extent, world metres.
+    candidates : sequence of (3,) offsets, metres
+
+    Raises
+    ------
+    LandmarkError
+        No candidate makes the file overlap the scene.
+    """
+    import geopandas as gpd
+
+    try:
+        gdf = gpd.read_file(path)
+    except Exception as exc:
+        raise LandmarkError(f"cannot read landmark file: {exc}", path=path) from exc
+    if gdf.crs is not None and scene_crs is not None:
+        gdf = gdf.to_crs(scene_crs)
+    x0, y0, x1, y1 = (float(v) for v in gdf.total_bounds)
+    best, best_area = None, 0.0
+    for off in candidates:
+        o = [float(v) for v in off] + [0.0] * (3 - len(off))
+        w = min(x1 - o[0], bounds[2]) - max(x0 - o[0], bounds[0])
+        h = min(y1 - o[1], bounds[3]) - max(y0 - o[1], bounds[1])
+        area = max(w, 0.0) * max(h, 0.0) + (1e-9 if w >= 0 and h >= 0 else 0.0)
+        if area > best_area:
+            best, best_area = (o[0], o[1], o[2]), area
+    if best is None:
+        raise LandmarkError(
+            f"landmark extent {[x0, y0, x1, y1]} overlaps the scene bounds {list(bounds)} under none "
+            f"of the offsets {[list(c) for c in candidates]}; set the scene CRS/offset",
+            path=path,
+        )
+    return best
+
+
+def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
+    """Concatenate tables; a GeoJSON landmark whose normalised name already exists as a box3d
+    landmark of the same scene is dropped (the instance's own geometry wins), its aliases kept.
+    Landmark ids are made unique by suffixing ``#2``, ``#3``, ...
+    """
+    df = pl.concat([t.select(list(LANDMARK_SCHEMA)) for t in tables if t.height], how="vertical")
+    if not tables or df.is_empty():
+        return empty_landmark_table()
+    box = df.filter(pl.col("source") == "box3d")
+    geo = df.filter(pl.col("source") != "box3d")
+    dup = geo.join(box.select("scene_id", "name_norm").unique(), on=["scene_id", "name_norm"])
+    extra = dup.group_by("scene_id", "name_norm").agg(
+        pl.col("aliases").list.explode(keep_nulls=False, empty_as_null=False).alias("_extra")
+    )
+    box = (
+        box.join(extra, on=["scene_id", "name_norm"], how="left")
+        .with_columns(
+            pl.concat_list("aliases", pl.col("_extra").fill_null([])).list.unique(
+                maintain_order=True
+            )
+        )
+        .drop("_extra")
+    )
+    geo = geo.join(
+        box.select("scene_id", "name_norm").unique(), on=["scene_id", "name_norm"], how="anti"
+    )
+    out = pl.concat([box, geo], how="vertical")
+    n = pl.col("landmark_id").cum_count().over("landmark_id")
+    return out.with_columns(
+        pl.when(n > 1)
+        .then(pl.col("landmark_id") + "#" + n.cast(pl.String))
+        .otherwise(pl.col("landmark_id"))
+        .alias("landmark_id")
+    )
+
+
+def write_landmark_table(table: pl.DataFrame, path: str | Path) -> Path:
+    """Write a landmark table as Parquet, atomically (temp file + ``os.replace``)."""
+    from urbex.io._atomic import atomic_path
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        table.select(list(LANDMARK_SCHEMA)).write_parquet(tmp)
+    return path
+
+
+def read_landmark_table(path: str | Path) -> pl.DataFrame:
+    """Read one (file) or all (``*.parquet`` in a directory) landmark tables.
+
+    Raises
+    ------
+    LandmarkError
+        A file lacks a column of :data:`LANDMARK_SCHEMA`.
+    """
+    path = Path(path)
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    frames = []
+    for f in files:
+        df = pl.read_parquet(f)
+        missing = set(LANDMARK_SCHEMA) - set(df.columns)
+        if missing:
+            raise LandmarkError(f"missing landmark columns {sorted(missing)}", path=f)
+        frames.append(df.select(list(LANDMARK_SCHEMA)).cast(LANDMARK_SCHEMA))  # type: ignore[arg-type]
+    return pl.concat(frames, how="vertical") if frames else empty_landmark_table()
