@@ -193,6 +193,9 @@ class EvalParams(_Strict):
         16, ge=1, description="episodes per Parquet shard (the resume granularity)"
     )
     workers: int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
+    parallel_min_episodes: int = Field(
+        200, ge=1, description="fewer pending episodes run in-process (a process pool costs seconds to start)"
+    )
     episode_timeout_s: float = Field(600.0, gt=0, description="wall-clock limit of one episode")
     candidate_classes: list[str] | None = Field(
         None,

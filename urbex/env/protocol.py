@@ -258,10 +258,10 @@ def _number(v: Any, where: str) -> tuple[float | None, str | None]:
 def _check_box(v: Any, where: str) -> tuple[tuple[float, float, float, float] | None, str | None]:
     if not isinstance(v, list | tuple) or len(v) != 4:
         return None, f"{where} must be a list of 4 numbers [x1, y1, x2, y2], got {_describe(v)}"
-    vals = []
+    vals: list[float] = []
     for i, x in enumerate(v):
         f, err = _number(x, f"{where}[{i}]")
-        if err:
+        if err or f is None:
             return None, err
         vals.append(f)
     x1, y1, x2, y2 = vals
@@ -324,7 +324,9 @@ def validate_tool_call(
     'zoom_in: bbox_2d must satisfy x1 < x2 and y1 < y2 (top-left then bottom-right), got [9, 0, 5, 5]'
     """
     try:
-        return _validate_tool_call(name, arguments, known_views, oblique_views, default_elevation_deg)
+        return _validate_tool_call(
+            name, arguments, known_views, oblique_views, default_elevation_deg
+        )
     except Exception as exc:  # pragma: no cover - safety net: the parser must never raise
         return Invalid(reason=f"could not validate the tool call ({type(exc).__name__})")
 
@@ -375,7 +377,9 @@ def _validate_tool_call(
             out[key] = box
         elif schema.get("type") == "string":
             if not isinstance(value, str):
-                return Invalid(reason=f"{name}: {where} must be a string, got {_describe(value)}", tool=name)
+                return Invalid(
+                    reason=f"{name}: {where} must be a string, got {_describe(value)}", tool=name
+                )
             s = value.strip()
             if not s or len(s) > _MAX_NAME_CHARS:
                 return Invalid(
@@ -385,7 +389,7 @@ def _validate_tool_call(
             out[key] = s
         elif schema.get("type") == "number":
             f, err = _number(value, where)
-            if err:
+            if err or f is None:
                 return Invalid(reason=f"{name}: {err}", tool=name)
             lo, hi = schema.get("exclusiveMinimum"), schema.get("maximum")
             if (lo is not None and not f > lo) or (hi is not None and not f <= hi):
@@ -494,7 +498,9 @@ def _parse(
         return Invalid(reason=err, tool="answer" if tag == "answer" else None)
     if tag == "answer":
         if not isinstance(obj, dict):
-            return Invalid(reason=f"<answer> must hold a JSON object, got {_describe(obj)}", tool="answer")
+            return Invalid(
+                reason=f"<answer> must hold a JSON object, got {_describe(obj)}", tool="answer"
+            )
         extra = sorted(str(k)[:40] for k in obj if k not in ("view_id", "bbox_2d"))
         if extra or "view_id" not in obj or "bbox_2d" not in obj:
             return Invalid(
@@ -512,7 +518,9 @@ def _parse(
         return Invalid(
             reason='<tool_call> must have the keys "name" and "arguments"'
             + (f"; unexpected {extra}" if extra else ""),
-            tool=obj.get("name") if isinstance(obj.get("name"), str) and obj.get("name") in TOOLS else None,
+            tool=obj.get("name")
+            if isinstance(obj.get("name"), str) and obj.get("name") in TOOLS
+            else None,
         )
     return validate_tool_call(
         obj["name"],

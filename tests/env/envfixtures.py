@@ -1,0 +1,255 @@
+"""A small city for environment tests: scene cache, landmark index, queries (session fixtures).
+
+Used by ``tests/env`` and ``tests/agents`` (imported by their conftest files). The city is made
+here (seeded) so the env tests do not depend on the synthetic generator's evolving layout:
+ground, box buildings with walls and roofs (named landmarks), and cars, with instance ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from urbex.config import EnvParams, SceneParams
+from urbex.env.episode import GroundingEnv, Query
+from urbex.io.cityrefer import BoxRecord
+from urbex.landmarks import LandmarkIndex, landmarks_from_instances
+from urbex.pointcloud import PointCloud
+
+SCENE_ID = "toy_block_0"
+BUILDING_NAMES = ("Merton Hall", "St Mary's Church", "Kings College Library", "Perry Barr Stadium")
+
+
+def _surface(rng: np.random.Generator, x0, y0, x1, y1, z, density) -> np.ndarray:
+    n = max(int((x1 - x0) * (y1 - y0) * density), 1)
+    xy = rng.uniform([x0, y0], [x1, y1], size=(n, 2))
+    return np.column_stack([xy, np.full(n, z) + rng.normal(0, 0.02, n)])
+
+
+def _walls(rng: np.random.Generator, x0, y0, x1, y1, z0, z1, density) -> np.ndarray:
+    per = 2 * ((x1 - x0) + (y1 - y0))
+    n = max(int(per * (z1 - z0) * density), 4)
+    s = rng.uniform(0, per, n)
+    z = rng.uniform(z0, z1, n)
+    w, h = x1 - x0, y1 - y0
+    x = np.where(
+        s < w, x0 + s, np.where(s < w + h, x1, np.where(s < 2 * w + h, x1 - (s - w - h), x0))
+    )
+    y = np.where(
+        s < w,
+        y0,
+        np.where(s < w + h, y0 + (s - w), np.where(s < 2 * w + h, y1, y1 - (s - 2 * w - h))),
+    )
+    return np.column_stack([x, y, z])
+
+
+def make_city(
+    size: float = 100.0, density: float = 10.0, seed: int = 0
+) -> tuple[PointCloud, list[BoxRecord]]:
+    """Ground + 4 named buildings + cars on a 4×4 grid of lots. World frame starts at (1000, 2000, 10)."""
+    rng = np.random.default_rng(seed)
+    cell = size / 4
+    parts, sem, inst, rgb, boxes = [], [], [], [], []
+    occupied = []
+    next_id = 1
+    cells = [(i, j) for i in range(4) for j in range(4)]
+    order = rng.permutation(len(cells))
+    b_cells = [cells[k] for k in order[:4]]
+    c_cells = [cells[k] for k in order[4:]]
+    for name, (i, j) in zip(BUILDING_NAMES, b_cells):
+        w, d = rng.uniform(0.45, 0.8, 2) * cell
+        cx = (i + 0.5) * cell + rng.uniform(-0.05, 0.05) * cell
+        cy = (j + 0.5) * cell + rng.uniform(-0.05, 0.05) * cell
+        h = rng.uniform(8, 20)
+        x0, y0, x1, y1 = cx - w / 2, cy - d / 2, cx + w / 2, cy + d / 2
+        p = np.vstack(
+            [
+                _surface(rng, x0, y0, x1, y1, h, density),
+                _walls(rng, x0, y0, x1, y1, 0.0, h, density / 2),
+            ]
+        )
+        col = rng.integers(90, 230, 3)
+        parts.append(p)
+        sem.append(np.full(len(p), 2))
+        inst.append(np.full(len(p), next_id))
+        rgb.append(np.clip(col + rng.normal(0, 8, (len(p), 3)), 0, 255))
+        occupied.append((x0, y0, x1, y1))
+        boxes.append((next_id, "Building", name))
+        next_id += 1
+    for i, j in c_cells[:8]:
+        ax = int(rng.integers(0, 2))
+        L, W, H = 4.5, 1.9, 1.5
+        w, d = (L, W) if ax == 0 else (W, L)
+        cx = (i + 0.5) * cell + rng.uniform(-0.3, 0.3) * cell
+        cy = (j + 0.5) * cell + rng.uniform(-0.3, 0.3) * cell
+        x0, y0, x1, y1 = cx - w / 2, cy - d / 2, cx + w / 2, cy + d / 2
+        p = np.vstack(
+            [
+                _surface(rng, x0, y0, x1, y1, H, density * 3),
+                _walls(rng, x0, y0, x1, y1, 0.2, H, density * 2),
+            ]
+        )
+        col = rng.integers(20, 255, 3)
+        parts.append(p)
+        sem.append(np.full(len(p), 9))
+        inst.append(np.full(len(p), next_id))
+        rgb.append(np.clip(col + rng.normal(0, 5, (len(p), 3)), 0, 255))
+        occupied.append((x0, y0, x1, y1))
+        boxes.append((next_id, "Car", ""))
+        next_id += 1
+    g = _surface(rng, 0, 0, size, size, 0.0, density)
+    keep = np.ones(len(g), bool)
+    for x0, y0, x1, y1 in occupied:
+        keep &= ~((g[:, 0] >= x0) & (g[:, 0] <= x1) & (g[:, 1] >= y0) & (g[:, 1] <= y1))
+    g = g[keep]
+    parts.append(g)
+    sem.append(np.zeros(len(g)))
+    inst.append(np.full(len(g), -1))
+    rgb.append(np.clip(np.array([110, 120, 100]) + rng.normal(0, 10, (len(g), 3)), 0, 255))
+    xyz = np.vstack(parts)
+    offset = np.array([1000.0, 2000.0, 10.0])
+    cloud = PointCloud(
+        xyz=xyz.astype(np.float32),
+        offset=offset,
+        rgb=np.vstack(rgb).astype(np.uint8),
+        semantic=np.concatenate(sem).astype(np.int32),
+        instance=np.concatenate(inst).astype(np.int32),
+        class_scheme="sensaturban",
+        source="toy",
+    )
+    inst_all = cloud.instance
+    recs = []
+    for oid, cname, lm in boxes:
+        p = xyz[inst_all == oid] + offset
+        lo, hi = p.min(0), p.max(0)
+        recs.append(
+            BoxRecord(
+                object_id=str(oid),
+                object_name=cname,
+                landmark=lm,
+                center=tuple((lo + hi) / 2),
+                size=tuple(hi - lo),
+                label_id=2 if cname == "Building" else 9,
+                instance_id=oid,
+            )
+        )
+    return cloud, recs
+
+
+def build_city_cache(root: Path, *, size: float = 100.0, density: float = 10.0, seed: int = 0):
+    """Build the cache under ``root/SCENE_ID``; returns (SceneCache, LandmarkIndex)."""
+    from urbex.scene import SceneCache, build_scene_cache
+
+    cloud, recs = make_city(size, density, seed)
+    out = root / SCENE_ID
+    build_scene_cache(
+        cloud, out, SceneParams(resolution=0.1, global_view_size=512), scene_id=SCENE_ID, boxes=recs
+    )
+    cache = SceneCache.open(out)
+    lm = landmarks_from_instances(cache.instances, scene_id=SCENE_ID)
+    return cache, LandmarkIndex(lm)
+
+
+def queries_from_cache(cache, index: LandmarkIndex) -> list[Query]:
+    """One query per instance; cars are described relative to the nearest named building."""
+    inst: pl.DataFrame = cache.instances
+    named = inst.filter(pl.col("landmark_name") != "")
+    out = []
+    for r in inst.iter_rows(named=True):
+        b3 = [r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]]
+        if r["landmark_name"]:
+            desc = f"the building called {r['landmark_name']}"
+        else:
+            d = (named["cx"] - r["cx"]) ** 2 + (named["cy"] - r["cy"]) ** 2
+            near = named["landmark_name"][int(d.arg_min())]
+            desc = f"the car parked near {near}"
+        out.append(
+            Query(
+                query_id=f"q{r['object_id']}",
+                scene_id=SCENE_ID,
+                object_id=r["object_id"],
+                description=desc,
+                target_box_2d=np.array([b3[0], b3[1], b3[3], b3[4]]),
+                target_box_3d=np.array(b3),
+                class_name=r["class_name"],
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="session")
+def city(tmp_path_factory):
+    """(SceneCache, LandmarkIndex, [Query]) of the toy block (100 m, 10 pts/m², 0.1 m BEV)."""
+    cache, index = build_city_cache(tmp_path_factory.mktemp("scenes"))
+    return cache, index, queries_from_cache(cache, index)
+
+
+@pytest.fixture()
+def env(city) -> GroundingEnv:
+    cache, index, _ = city
+    params = EnvParams(global_view_size=(256, 256), zoom_size=(128, 128), oblique_size=(96, 96))
+    return GroundingEnv(params, lambda sid: cache, index)
+
+
+def build_synth_cache(root: Path, *, seed: int = 3, size: float = 100.0, density: float = 10.0):
+    """A block of the project's synthetic generator as a scene cache + landmark index + queries.
+
+    Targets are the cache's instance boxes (world metres, points' extent); descriptions come from
+    :func:`urbex.synth.scene_queries`.
+    """
+    from urbex.scene import SceneCache, build_scene_cache
+    from urbex.synth import generate_block, scene_queries
+
+    block = generate_block(seed, size=size, density=density)
+    off = np.asarray(block.cloud.offset, dtype=np.float64)
+    o = block.objects
+    recs = [
+        BoxRecord(
+            object_id=str(int(iid)),
+            object_name=name,
+            landmark=lm,
+            center=tuple((o.box[k, :3] + o.box[k, 3:]) / 2 + off),
+            size=tuple(o.box[k, 3:] - o.box[k, :3]),
+            label_id=int(o.label_id[k]),
+            instance_id=int(iid),
+        )
+        for k, (iid, name, lm) in enumerate(zip(o.instance_id, o.object_name, o.landmark))
+    ]
+    out = root / block.scene_id
+    build_scene_cache(
+        block.cloud,
+        out,
+        SceneParams(resolution=0.1, global_view_size=512),
+        scene_id=block.scene_id,
+        boxes=recs,
+    )
+    cache = SceneCache.open(out)
+    index = LandmarkIndex(landmarks_from_instances(cache.instances, scene_id=block.scene_id))
+    inst = {r["object_id"]: r for r in cache.instances.iter_rows(named=True)}
+    queries = []
+    for i, sq in enumerate(
+        scene_queries(block, seed=seed, max_targets_per_class=6, max_per_target=2)
+    ):
+        r = inst[sq.object_id]
+        b3 = np.array([r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]])
+        queries.append(
+            Query(
+                query_id=f"{block.scene_id}:{i}",
+                scene_id=block.scene_id,
+                object_id=sq.object_id,
+                description=sq.description,
+                target_box_2d=b3[[0, 1, 3, 4]],
+                target_box_3d=b3,
+                class_name=sq.object_name,
+            )
+        )
+    return cache, index, queries
+
+
+@pytest.fixture(scope="session")
+def synth_city(tmp_path_factory):
+    """(SceneCache, LandmarkIndex, [Query]) of a synthetic block (100 m, 10 pts/m², 0.1 m BEV)."""
+    return build_synth_cache(tmp_path_factory.mktemp("synth_scenes"))

@@ -1,0 +1,143 @@
+"""The trl adapter: one real GRPOTrainer step on a tiny offline Qwen3-VL with the real tools."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+from urbex.config import EnvParams
+from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
+
+SMALL = EnvParams(global_view_size=(64, 64), zoom_size=(64, 64), oblique_size=(64, 64), max_turns=3)
+
+
+def test_environment_class_public_methods_are_the_tools(city):
+    cache, index, _ = city
+    cls = make_environment_class(SMALL, lambda sid: cache, index)
+    names = {
+        n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_")
+    }
+    assert names == {"reset", "get_reward", "landmark_query", "zoom_in", "oblique_render"}
+
+
+def test_environment_class_tools_return_content_blocks(city):
+    cache, index, queries = city
+    cls = make_environment_class(SMALL, lambda sid: cache, index)
+    env = cls()
+    row = grpo_rows(queries[:1], lambda sid: cache, SMALL)[0]
+    assert env.reset(**row) is None
+    assert "Merton Hall" in env.landmark_query(name="merton hall", view_id="global")
+    out = env.zoom_in(view_id="global", bbox_2d=[0, 0, 500, 500])
+    assert out[0]["type"] == "image" and out[0]["image"].size == (64, 64)
+    assert 'view "zoom_1"' in out[-1]["text"]
+    bad = env.zoom_in(view_id="oblique_9", bbox_2d=[0, 0, 5, 5])
+    assert isinstance(bad, str) and "not a known view" in bad
+    # budget 3: two tool turns used; the third call ends the episode (truncated), later ones refused
+    env.landmark_query(name="nowhere", view_id="global")
+    assert "episode is over" in env.zoom_in(view_id="global", bbox_2d=[0, 0, 5, 5])
+    assert env.get_reward() == pytest.approx(env.env.episode_return)
+    assert answer_reward(["<answer>{}</answer>"], environments=[env]) == [0.0]
+
+
+def test_answer_reward_scores_final_answer(city):
+    cache, index, queries = city
+    env = make_environment_class(SMALL, lambda sid: cache, index)()
+    q = queries[0]
+    env.reset(**q.to_row())
+    g = env.env.views["global"]
+    box = [round(v) for v in np.clip(g.from_world_box(q.target_box_2d), 0, 1000)]
+    completion = [
+        {
+            "role": "assistant",
+            "content": f'<answer>{{"view_id": "global", "bbox_2d": {box}}}</answer>',
+        }
+    ]
+    (r,) = answer_reward([completion], environments=[env])
+    assert r > 1.0 and env.env.done
+    env.reset(**q.to_row())
+    (r_bad,) = answer_reward([[{"role": "assistant", "content": "no idea"}]], environments=[env])
+    assert r_bad < 0
+
+
+def _scripted_generate(model, tokenizer):
+    """Replace ``model.generate`` by a script: zoom on turn 1, answer on turn 2 (good/bad alternating)."""
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    pad = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    resp = tokenizer.convert_tokens_to_ids("<tool_response>")
+    import torch
+
+    def generate(input_ids=None, **kwargs):
+        rows = []
+        for i, ids in enumerate(input_ids.tolist()):
+            if resp in ids:  # after a tool response: answer
+                box = [200, 200, 800, 800] if i % 2 == 0 else [0, 0, 5, 5]
+                text = f'<answer>{{"view_id": "zoom_1", "bbox_2d": {box}}}</answer>'
+            else:
+                text = '<tool_call>\n{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}\n</tool_call>'
+            rows.append([*tokenizer.encode(text, add_special_tokens=False), eos])
+        n = max(len(r) for r in rows)
+        comp = torch.tensor([r + [pad] * (n - len(r)) for r in rows], dtype=input_ids.dtype)
+        return torch.cat([input_ids, comp], dim=1)
+
+    model.generate = generate
+
+
+def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from trl import GRPOConfig, GRPOTrainer
+
+    from urbex.train.tiny import make_tiny_model
+
+    cache, index, queries = city
+    path = make_tiny_model(tmp_path / "tiny", seed=0)
+    processor = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
+    _scripted_generate(model, processor.tokenizer)
+    provider = lambda sid: cache  # noqa: E731
+    rows = grpo_rows([queries[0], queries[-1]], provider, SMALL)
+    ds = Dataset.from_list(rows)
+    env_cls = make_environment_class(SMALL, provider, index)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=1024,
+        max_tool_calling_iterations=SMALL.max_turns - 1,
+        max_steps=1,
+        learning_rate=1e-2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[answer_reward],
+        args=args,
+        train_dataset=ds,
+        processing_class=processor,
+        environment_factory=env_cls,
+    )
+    trainer.train()
+    assert trainer.state.global_step == 1
+    envs = trainer.environments
+    assert len(envs) == 4 and all(e.env.done for e in envs)
+    assert all(any(r.tool == "zoom_in" and r.valid for r in e.env.log) for e in envs)
+    returns = sorted(e.env.episode_return for e in envs)
+    assert returns[0] < returns[-1]  # good and bad answers differ → non-zero advantages
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert any("lm_head" in n for n in changed)
+    assert any("language_model.layers.1" in n for n in changed)
+    assert len(changed) >= 0.5 * len(before)

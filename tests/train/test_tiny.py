@@ -1,0 +1,61 @@
+"""The tiny offline Qwen3-VL builder."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+
+def test_make_tiny_model_round_trips_offline(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from trl.chat_template_utils import qwen3_vl_chat_template, supports_tool_calling
+
+    from urbex.train.tiny import make_tiny_model
+
+    path = make_tiny_model(tmp_path / "tiny", seed=1)
+    assert (path / "config.json").exists() and (path / "model.safetensors").exists()
+    proc = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path)
+    assert proc.chat_template == qwen3_vl_chat_template and supports_tool_calling(proc)
+    tok = proc.tokenizer
+    for t in ("<tool_call>", "</tool_call>", "<|image_pad|>", "<think>"):
+        assert len(tok.encode(t, add_special_tokens=False)) == 1, t
+    text = "Zürich — 東京 <answer>{}</answer>"
+    assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "where?"}]}]
+    prompt = proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    inputs = proc(
+        text=[prompt],
+        images=[Image.fromarray(np.zeros((64, 64, 3), np.uint8))],
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=4, do_sample=False)
+    assert out.shape[1] > inputs["input_ids"].shape[1]
+    assert sum(p.numel() for p in model.parameters()) < 500_000
+
+
+def test_make_tiny_model_is_seeded(tmp_path):
+    pytest.importorskip("torch")
+    from safetensors.numpy import load_file
+
+    from urbex.train.tiny import make_tiny_model
+
+    a = load_file(make_tiny_model(tmp_path / "a", seed=3) / "model.safetensors")
+    b = load_file(make_tiny_model(tmp_path / "b", seed=3) / "model.safetensors")
+    c = load_file(make_tiny_model(tmp_path / "c", seed=4) / "model.safetensors")
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert any(not np.array_equal(a[k], c[k]) for k in a)
+
+
+def test_make_tiny_model_rejects_bad_size(tmp_path):
+    from urbex.train.tiny import make_tiny_model
+
+    with pytest.raises(ValueError, match="hidden_size"):
+        make_tiny_model(tmp_path / "x", hidden_size=12)
+    assert not os.path.exists(tmp_path / "x")

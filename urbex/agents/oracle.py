@@ -1,0 +1,138 @@
+"""The oracle policy: the environment's end-to-end correctness check (not a baseline).
+
+It reads the ground truth of the episode it plays (privileged) and follows the paper's
+landmark → zoom → oblique → answer pattern:
+
+1. ``landmark_query`` for a landmark the description mentions (else the landmark nearest the
+   target, else it skips this step);
+2. ``zoom_in`` on the global view over a window ``zoom_factor`` × the target (at least
+   ``min_window_m``), rounded outwards to integer view units;
+3. ``oblique_render`` of the target box in that zoom view, seen from the south;
+4. ``<answer>`` with the target box in the zoom view (or the global view with
+   ``answer_view="global"``), rounded to integer view units — the only loss is the 0–1000
+   quantisation of the view it answers in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.views import EpisodeView
+
+__all__ = ["OraclePolicy"]
+
+
+def _call(tool: str, **arguments: Any) -> str:
+    return f"<tool_call>{json.dumps({'name': tool, 'arguments': arguments})}</tool_call>"
+
+
+def _outward(units: NDArray[np.float64]) -> list[int]:
+    """Round a view-unit box outwards and clip to [0, 1000], keeping x1 < x2 and y1 < y2."""
+    x1, y1 = (max(0, min(999, math.floor(v))) for v in units[:2])
+    x2, y2 = (max(1, min(1000, math.ceil(v))) for v in units[2:])
+    return [x1, y1, max(x2, x1 + 1), max(y2, y1 + 1)]
+
+
+def _nearest(units: NDArray[np.float64]) -> list[int]:
+    """Round a view-unit box to the nearest integers, clipped to [0, 1000], non-degenerate."""
+    x1, y1, x2, y2 = (round(float(np.clip(v, 0, 1000))) for v in units)
+    if x2 <= x1:
+        x2 = min(x1 + 1, 1000)
+        x1 = x2 - 1
+    if y2 <= y1:
+        y2 = min(y1 + 1, 1000)
+        y1 = y2 - 1
+    return [x1, y1, x2, y2]
+
+
+class OraclePolicy:
+    """Ground-truth policy bound to one environment (it reads ``env.query`` and ``env.views``).
+
+    Parameters
+    ----------
+    env : GroundingEnv
+        The environment it plays in (privileged access to the query and views).
+    answer_view : {"zoom", "global"}
+        Where to answer: in its zoom view (BEV IoU limited by zoom-view quantisation) or in
+        the global view (shows the 0–1000 quantisation loss at city scale).
+    zoom_factor : float
+        Zoom window side / target side.
+    min_window_m : float
+        Smallest zoom window side, metres.
+    use_tools : bool
+        False: answer directly on turn 1 (no landmark/zoom/oblique).
+    """
+
+    def __init__(
+        self,
+        env: GroundingEnv,
+        *,
+        answer_view: Literal["zoom", "global"] = "zoom",
+        zoom_factor: float = 2.0,
+        min_window_m: float = 8.0,
+        use_tools: bool = True,
+    ) -> None:
+        if answer_view not in ("zoom", "global"):
+            raise ValueError(f"answer_view: expected 'zoom' or 'global', got {answer_view!r}")
+        if not zoom_factor >= 1.0:
+            raise ValueError(f"zoom_factor: expected >= 1, got {zoom_factor}")
+        self.env = env
+        self.answer_view = answer_view
+        self.zoom_factor = float(zoom_factor)
+        self.min_window_m = float(min_window_m)
+        self.use_tools = use_tools
+
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        """The next action for the env's current state (``messages``/``images`` are ignored)."""
+        env = self.env
+        q = env.query
+        done = {r.tool for r in env.log if r.valid}
+        zoom = env.views.last("zoom")
+        if self.use_tools:
+            if "landmark_query" not in done and "zoom_in" not in done:
+                name = self._landmark_name()
+                if name is not None:
+                    return _call("landmark_query", name=name, view_id="global")
+            if zoom is None:
+                return _call(
+                    "zoom_in", view_id="global", bbox_2d=self._zoom_box(env.views["global"])
+                )
+            if "oblique_render" not in done:
+                box = _outward(zoom.from_world_box(q.target_box_2d))
+                return _call("oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=180)
+        view = zoom if (self.answer_view == "zoom" and zoom is not None) else env.views["global"]
+        box = _nearest(view.from_world_box(q.target_box_2d))
+        return f"<answer>{json.dumps({'view_id': view.view_id, 'bbox_2d': box})}</answer>"
+
+    def _landmark_name(self) -> str | None:
+        env = self.env
+        idx = env.landmarks
+        if idx is None:
+            return None
+        q = env.query
+        names = idx.mentions(q.description, q.scene_id)
+        if names:
+            return names[0]
+        table = idx.table
+        rows = table.filter(table["scene_id"] == q.scene_id)
+        if rows.height == 0:
+            return None
+        tc = (q.target_box_2d[:2] + q.target_box_2d[2:]) / 2
+        d = (rows["x"].to_numpy() - tc[0]) ** 2 + (rows["y"].to_numpy() - tc[1]) ** 2
+        return str(rows["name"][int(np.argmin(d))])
+
+    def _zoom_box(self, view: EpisodeView) -> list[int]:
+        t = self.env.query.target_box_2d
+        c = (t[:2] + t[2:]) / 2
+        half = np.maximum((t[2:] - t[:2]) * self.zoom_factor, self.min_window_m) / 2
+        window = np.concatenate([c - half, c + half])
+        return _outward(view.from_world_box(window))

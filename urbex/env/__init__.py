@@ -1,0 +1,27 @@
+"""The interactive grounding environment: views, tools, action protocol, episodes, rewards.
+
+Heavy dependencies (scene caches, trl, PIL) are imported lazily inside functions.
+"""
+
+from urbex.env.episode import CachedSceneProvider, GroundingEnv, Query, StepRecord, make_global_view
+from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action, system_prompt, user_prompt
+from urbex.env.tools import TOOLS, openai_tool_schemas
+from urbex.env.views import EpisodeView, ViewRegistry
+
+__all__ = [
+    "TOOLS",
+    "Answer",
+    "CachedSceneProvider",
+    "EpisodeView",
+    "GroundingEnv",
+    "Invalid",
+    "Query",
+    "StepRecord",
+    "ToolCall",
+    "ViewRegistry",
+    "make_global_view",
+    "openai_tool_schemas",
+    "parse_action",
+    "system_prompt",
+    "user_prompt",
+]

@@ -1,0 +1,549 @@
+"""One grounding episode, shaped like a Gymnasium environment.
+
+``reset(query=...) -> (observation, info)`` shows the global BEV view and the query;
+``step(model_text) -> (observation, reward, terminated, truncated, info)`` parses one assistant
+turn (:func:`urbex.env.protocol.parse_action`), runs the tool or scores the answer, and logs a
+:class:`StepRecord`. ``terminated`` = answered; ``truncated`` = turn budget used up. Invalid
+actions cost a turn and a penalty and return an error text; they never raise. Calling
+``step`` after the episode ended is caller misuse and raises ``RuntimeError``.
+
+Frames: boxes in actions are view units (0–1000); ``Query`` boxes and every box in ``info`` are
+world metres (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min, z_min, x_max, y_max,
+z_max]``), in the scene cache's world frame. Ground truth is used for rewards and ``info``
+only, never in observations.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from urbex.config import EnvParams, Params
+from urbex.env import rewards as R
+from urbex.env.protocol import Action, Answer, Invalid, ToolCall, parse_action, user_prompt
+from urbex.env.records import Query, StepRecord
+from urbex.env.tools import TOOLS, ToolResult
+from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
+from urbex.errors import ToolCallError
+from urbex.geometry import center_distance_2d, iou_2d, iou_3d
+
+__all__ = [
+    "CachedSceneProvider",
+    "GroundingEnv",
+    "Observation",
+    "Query",
+    "SceneProvider",
+    "StepRecord",
+    "make_global_view",
+]
+
+#: A callable scene_id → opened scene cache (``urbex.scene.SceneCache``).
+SceneProvider = Callable[[str], Any]
+
+#: ``{"text": str, "images": list[PIL.Image.Image], "view_ids": list[str]}`` — the new content.
+Observation = dict[str, Any]
+
+
+class CachedSceneProvider:
+    """Opens scene caches ``root/<scene_id>`` on demand and keeps the ``maxsize`` most recent.
+
+    Parameters
+    ----------
+    root : path
+        Directory holding one cache directory per scene (``assets/scenes``).
+    maxsize : int
+        Opened caches kept (least recently used dropped first).
+    """
+
+    def __init__(self, root: str | Path, *, maxsize: int = 8) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize: expected >= 1, got {maxsize}")
+        self.root = Path(root)
+        self.maxsize = maxsize
+        self._open: OrderedDict[str, Any] = OrderedDict()
+
+    def __call__(self, scene_id: str) -> Any:
+        if scene_id in self._open:
+            self._open.move_to_end(scene_id)
+            return self._open[scene_id]
+        from urbex.scene import SceneCache
+
+        cache = SceneCache.open(self.root / scene_id)
+        self._open[scene_id] = cache
+        while len(self._open) > self.maxsize:
+            self._open.popitem(last=False)
+        return cache
+
+
+def _env_params(params: EnvParams | Params | None) -> EnvParams:
+    if params is None:
+        return EnvParams()
+    if isinstance(params, Params):
+        return params.env
+    if isinstance(params, EnvParams):
+        return params
+    raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
+
+
+def _scene_box2d(scene: Any) -> NDArray[np.float64]:
+    b = np.asarray(scene.bounds, dtype=np.float64).reshape(-1)
+    return b[[0, 1, 3, 4]] if b.size == 6 else b[:4]
+
+
+def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> EpisodeView:
+    """The fixed-size ``global`` view of a scene: its whole BEV, north up, letterboxed to the
+    image aspect (``params.env.global_view_size``) and resampled from the full-resolution raster.
+    """
+    p = _env_params(params)
+    w, h = p.global_view_size
+    world = expand_to_aspect(_scene_box2d(scene), w / h)
+    bev = scene.bev_window(world, out_size=(w, h))
+    from urbex.env.tools import _fixed, _to_pil
+
+    return EpisodeView(
+        view_id="global",
+        kind="global",
+        image=_fixed(_to_pil(bev.image), (w, h)),
+        world_box=np.asarray(bev.world_box, dtype=np.float64),
+        transform=bev.transform,
+        parent=None,
+        turn=0,
+    )
+
+
+@dataclass(slots=True)
+class _Ctx:
+    """The tool context: what handlers may see (no ground truth)."""
+
+    scene: Any
+    scene_id: str
+    landmarks: Any
+    views: ViewRegistry
+    params: EnvParams
+    turn: int = 0
+
+
+@dataclass(slots=True)
+class _Outcome:
+    text: str
+    images: list[Any] = field(default_factory=list)
+    view_ids: list[str] = field(default_factory=list)
+    shaping: float = 0.0
+    terminal: float = 0.0
+    terminated: bool = False
+    error: str | None = None
+    view_id: str | None = None
+
+
+class GroundingEnv:
+    """The interactive grounding environment (one episode at a time).
+
+    Parameters
+    ----------
+    params : EnvParams or Params
+        ``params.env`` (budget, image sizes, reward weights).
+    scene_provider : callable
+        ``scene_id → SceneCache`` (e.g. :class:`CachedSceneProvider`).
+    landmark_index : urbex.landmarks.LandmarkIndex or None
+        Landmark lookup for ``landmark_query`` (None: every lookup is "not found").
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(
+        self,
+        params: EnvParams | Params | None,
+        scene_provider: SceneProvider,
+        landmark_index: Any = None,
+    ) -> None:
+        self.params = _env_params(params)
+        self.scene_provider = scene_provider
+        self.landmarks = landmark_index
+        self.np_random = np.random.default_rng()
+        self._globals: OrderedDict[tuple[str, int], EpisodeView] = OrderedDict()
+        self._query: Query | None = None
+        self._ctx: _Ctx | None = None
+        self._turn = 0
+        self._done = True
+        self._log: list[StepRecord] = []
+        self._shaping_total = 0.0
+        self._terminal: float | None = None
+        self._final: dict[str, Any] = {}
+        self._point_f1 = False
+
+    # ---------------------------------------------------------------- state (read-only)
+    @property
+    def query(self) -> Query:
+        if self._query is None:
+            raise RuntimeError("GroundingEnv: call reset(query=...) first")
+        return self._query
+
+    @property
+    def views(self) -> ViewRegistry:
+        if self._ctx is None:
+            raise RuntimeError("GroundingEnv: call reset(query=...) first")
+        return self._ctx.views
+
+    @property
+    def scene(self) -> Any:
+        if self._ctx is None:
+            raise RuntimeError("GroundingEnv: call reset(query=...) first")
+        return self._ctx.scene
+
+    @property
+    def turn(self) -> int:
+        """Assistant turns used so far."""
+        return self._turn
+
+    @property
+    def turns_left(self) -> int:
+        return max(self.params.max_turns - self._turn, 0)
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def log(self) -> list[StepRecord]:
+        """Every step so far (a copy)."""
+        return list(self._log)
+
+    @property
+    def shaping_total(self) -> float:
+        """Sum of the tool-shaping and invalid-action rewards so far."""
+        return self._shaping_total
+
+    @property
+    def terminal_reward(self) -> float | None:
+        """The terminal reward once the episode ended, else None."""
+        return self._terminal
+
+    @property
+    def episode_return(self) -> float:
+        return self._shaping_total + (self._terminal or 0.0)
+
+    # ---------------------------------------------------------------- life cycle
+    def reset(
+        self, *, query: Query, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode on ``query``.
+
+        Parameters
+        ----------
+        query
+            The query (its ground truth feeds rewards and ``info`` only).
+        seed
+            Re-seeds the environment's RNG (``np_random``) when given.
+        options
+            ``{"point_f1": True}`` also computes point-level F1 at termination (needs instance
+            ids in the scene cache).
+
+        Returns
+        -------
+        observation : dict
+            ``text`` (the user prompt), ``images`` ([global view]), ``view_ids`` (["global"]).
+        info : dict
+            ``query_id``, ``scene_id``, ``max_turns``.
+        """
+        if not isinstance(query, Query):
+            raise TypeError(f"reset(query=...): expected a Query, got {type(query).__name__}")
+        if seed is not None:
+            self.np_random = np.random.default_rng(seed)
+        opts = dict(options or {})
+        unknown = set(opts) - {"point_f1"}
+        if unknown:
+            raise ValueError(
+                f"reset(options=...): unknown keys {sorted(unknown)}; known: ['point_f1']"
+            )
+        self._point_f1 = bool(opts.get("point_f1", False))
+        scene = self.scene_provider(query.scene_id)
+        views = ViewRegistry()
+        views.add(self._global_view(query.scene_id, scene))
+        self._ctx = _Ctx(
+            scene=scene,
+            scene_id=query.scene_id,
+            landmarks=self.landmarks,
+            views=views,
+            params=self.params,
+        )
+        self._query = query
+        self._turn = 0
+        self._done = False
+        self._log = []
+        self._shaping_total = 0.0
+        self._terminal = None
+        self._final = {}
+        g = views["global"]
+        obs = {
+            "text": user_prompt(query.description, max_turns=self.params.max_turns),
+            "images": [g.image],
+            "view_ids": ["global"],
+        }
+        info = {
+            "query_id": query.query_id,
+            "scene_id": query.scene_id,
+            "max_turns": self.params.max_turns,
+        }
+        return obs, info
+
+    def _global_view(self, scene_id: str, scene: Any) -> EpisodeView:
+        key = (scene_id, id(scene))
+        v = self._globals.get(key)
+        if v is None:
+            v = make_global_view(scene, self.params)
+            self._globals[key] = v
+            while len(self._globals) > 4:
+                self._globals.popitem(last=False)
+        else:
+            self._globals.move_to_end(key)
+        return v
+
+    def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Play one assistant turn: parse ``model_text`` and act on it.
+
+        Returns
+        -------
+        observation : dict
+            ``text`` (tool output or error, plus turns left), ``images`` (new views' images),
+            ``view_ids`` (their ids).
+        reward : float
+            Shaping of this turn, plus the terminal reward on the last turn.
+        terminated : bool
+            The agent answered.
+        truncated : bool
+            The turn budget is used up without an answer.
+        info : dict
+            ``step`` (the :class:`StepRecord`); at the end also ``iou_bev``, ``iou_3d``,
+            ``center_dist_m``, ``pred_box_2d``, ``pred_box_3d`` (world m), ``answered``,
+            ``turns``, ``n_invalid``, ``reward_terminal``, ``reward_shaping``, ``return``.
+        """
+        t0 = time.perf_counter()
+        self._begin_turn()
+        action = parse_action(
+            model_text,
+            known_views=self.views.ids,
+            oblique_views=self.views.oblique_ids,
+            turns_left=self.params.max_turns - self._turn + 1,
+            default_elevation_deg=self.params.oblique_elevation_deg,
+        )
+        return self._play(action, t0, raw=model_text)
+
+    def step_action(self, action: Action) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Like :meth:`step` for an action already parsed/validated against this episode
+        (:func:`~urbex.env.protocol.validate_tool_call` / ``validate_answer``; trl adapter)."""
+        if not isinstance(action, ToolCall | Answer | Invalid):
+            raise TypeError(
+                f"step_action: expected ToolCall/Answer/Invalid, got {type(action).__name__}"
+            )
+        t0 = time.perf_counter()
+        self._begin_turn()
+        return self._play(action, t0, raw=None)
+
+    def end_without_answer(self) -> float:
+        """End a running episode without an answer (e.g. a trainer stopped generating).
+
+        Scores it like a truncation (IoU 0, no distance term, step cost of the turns used) and
+        returns that terminal reward; no turn is consumed and no step is logged. Raises
+        ``RuntimeError`` when the episode already ended.
+        """
+        if self._ctx is None or self._done:
+            raise RuntimeError(
+                "GroundingEnv.end_without_answer: no running episode; call reset() first"
+            )
+        self._terminal = self._finish(None)
+        self._done = True
+        return self._terminal
+
+    def _begin_turn(self) -> None:
+        if self._ctx is None:
+            raise RuntimeError("GroundingEnv.step: call reset(query=...) first")
+        if self._done:
+            raise RuntimeError(
+                "GroundingEnv.step: the episode has ended (terminated or truncated); call reset() "
+                "before stepping again"
+            )
+        self._turn += 1
+        self._ctx.turn = self._turn
+
+    # ---------------------------------------------------------------- turn logic
+    def _play(
+        self, action: Action, t0: float, raw: str | None
+    ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        if isinstance(action, Invalid):
+            out = self._invalid(action.reason)
+            tool, args = action.tool or "invalid", json.dumps({"raw": (raw or "")[:2000]})
+        elif isinstance(action, ToolCall):
+            out = self._tool(action)
+            tool, args = action.name, json.dumps(action.arguments)
+        else:
+            out = self._answer(action)
+            tool = "answer"
+            args = json.dumps({"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)})
+        truncated = False
+        if not out.terminated and self._turn >= self.params.max_turns:
+            truncated = True
+            out.terminal = self._finish(None)
+            out.text += "\nThe turn budget is used up: the episode ends without an answer."
+        elif not out.terminated:
+            left = self.turns_left
+            out.text += f"\nTurns left: {left}." + (" Answer now." if left == 1 else "")
+        self._shaping_total += out.shaping
+        if out.terminated or truncated:
+            self._terminal = out.terminal
+            self._done = True
+        reward = out.shaping + out.terminal
+        rec = StepRecord(
+            turn=self._turn,
+            tool=tool,
+            arguments=args,
+            valid=out.error is None,
+            error=out.error,
+            latency_s=time.perf_counter() - t0,
+            reward=reward,
+            reward_shaping=out.shaping,
+            reward_terminal=out.terminal,
+            view_id=out.view_id,
+        )
+        self._log.append(rec)
+        info: dict[str, Any] = {"step": rec}
+        if self._done:
+            info.update(self._final)
+            info.update(
+                turns=self._turn,
+                n_invalid=sum(not r.valid for r in self._log),
+                reward_terminal=self._terminal,
+                reward_shaping=self._shaping_total,
+                **{"return": self.episode_return},
+            )
+        obs = {"text": out.text, "images": out.images, "view_ids": out.view_ids}
+        return obs, float(reward), out.terminated, truncated, info
+
+    def _invalid(self, reason: str) -> _Outcome:
+        text = f"Invalid action: {reason}"
+        return _Outcome(
+            text=text,
+            shaping=float(R.invalid_reward(1, penalty=self.params.invalid_penalty)),
+            error=reason,
+        )
+
+    def _tool(self, call: ToolCall) -> _Outcome:
+        assert self._ctx is not None
+        spec = TOOLS[call.name]
+        try:
+            res: ToolResult = spec.handler(self._ctx, call.arguments)
+        except ToolCallError as exc:
+            return self._invalid(str(exc))
+        out = _Outcome(text=res.text)
+        if res.view is not None:
+            prev = self._shaping_anchor()
+            self._ctx.views.add(res.view)
+            out.images, out.view_ids, out.view_id = (
+                [res.view.image],
+                [res.view.view_id],
+                res.view.view_id,
+            )
+            out.shaping = self._view_shaping(res.view, prev)
+        return out
+
+    def _shaping_anchor(self) -> NDArray[np.float64]:
+        """Centre (world XY) the next zoom is compared with: last zoom, else the global view."""
+        last = self.views.last("zoom") or self.views["global"]
+        return last.center_world()
+
+    def _view_shaping(self, view: EpisodeView, prev_center: NDArray[np.float64]) -> float:
+        p = self.params
+        tgt = self.query.target_box_2d
+        tc = (tgt[:2] + tgt[2:]) / 2
+        if view.kind == "zoom":
+            d_prev = float(np.hypot(*(prev_center - tc)))
+            d_new = float(np.hypot(*(view.center_world() - tc)))
+            return float(
+                R.zoom_shaping(
+                    d_prev, d_new, tau_m=p.tau_m, scale=p.zoom_shaping_scale, cap=p.zoom_shaping_cap
+                )
+            )
+        if view.kind == "oblique":
+            ov = R.oblique_overlap(view.world_box, tgt)
+            return float(
+                R.oblique_shaping(ov, scale=p.oblique_shaping_scale, cap=p.oblique_shaping_cap)
+            )
+        return 0.0
+
+    def _answer(self, ans: Answer) -> _Outcome:
+        view = self.views[ans.view_id]
+        pred2d = view.to_world_box(ans.bbox_2d)
+        terminal = self._finish(pred2d)
+        text = (
+            f'Answer received: box {[round(v) for v in ans.bbox_2d]} in view "{ans.view_id}". '
+            "The episode is over."
+        )
+        return _Outcome(text=text, terminal=terminal, terminated=True)
+
+    def _finish(self, pred2d: NDArray[np.float64] | None) -> float:
+        """Score the episode (``pred2d`` None = no answer); fills ``self._final``; returns R_term."""
+        q = self.query
+        p = self.params
+        if pred2d is None:
+            iou_b, iou3, dist = 0.0, 0.0, float("inf")
+            self._final = {
+                "answered": False,
+                "pred_box_2d": None,
+                "pred_box_3d": None,
+                "iou_bev": 0.0,
+                "iou_3d": 0.0,
+                "center_dist_m": float("inf"),
+            }
+            if self._point_f1:
+                self._final["point_f1"] = 0.0
+        else:
+            pred3d, mask_info = self._lift(pred2d)
+            iou_b = float(iou_2d(pred2d, q.target_box_2d))
+            iou3 = float(iou_3d(pred3d, q.target_box_3d))
+            dist = float(center_distance_2d(pred2d, q.target_box_2d))
+            self._final = {
+                "answered": True,
+                "pred_box_2d": pred2d.tolist(),
+                "pred_box_3d": pred3d.tolist(),
+                "iou_bev": iou_b,
+                "iou_3d": iou3,
+                "center_dist_m": dist,
+                **mask_info,
+            }
+        return float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(p)))
+
+    def _lift(self, pred2d: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, Any]]:
+        """BEV box → 3D box from the z-range of the points under it (+ point-F1 when asked)."""
+        pts = self.scene.crop_points(pred2d)
+        n = int(pts.xyz.shape[0])
+        extra: dict[str, Any] = {"n_pred_points": n}
+        if n:
+            z = pts.xyz[:, 2].astype(np.float64) + float(np.asarray(pts.offset)[2])
+            z0, z1 = float(z.min()), float(z.max())
+        else:
+            z0 = z1 = float(
+                np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2]
+            )  # flat box
+        pred3d = np.array([pred2d[0], pred2d[1], z0, pred2d[2], pred2d[3], z1])
+        if self._point_f1:
+            extra["point_f1"] = self._point_f1_score(pts)
+        return pred3d, extra
+
+    def _point_f1_score(self, pred_pts: Any) -> float:
+        """F1 of predicted points (all points in the predicted 3D box) vs the target instance."""
+        oid = self.query.object_id
+        if pred_pts.instance is None or not oid.lstrip("-").isdigit():
+            return float("nan")
+        tid = int(oid)
+        tp = int(np.count_nonzero(pred_pts.instance == tid))
+        gt_pts = self.scene.crop_points(self.query.target_box_2d)
+        n_gt = int(np.count_nonzero(gt_pts.instance == tid)) if gt_pts.instance is not None else 0
+        denom = int(pred_pts.xyz.shape[0]) + n_gt
+        return 2.0 * tp / denom if denom else 0.0

@@ -1,0 +1,181 @@
+"""Rewards of the grounding environment (paper §3.3). Pure, vectorised, no I/O.
+
+Terminal (one per episode)::
+
+    R_term = λ_iou · IoU(b̂, b*) + λ_dist · exp(−d(b̂, b*) / τ) − λ_step · T / T_max
+
+with ``d`` the BEV centre distance in world metres and ``T`` the assistant turns used. No
+answer means IoU 0 and ``d = ∞`` (only the step cost remains). Tool shaping (per call, summed
+into the episode return, never shown to the agent):
+
+* zoom: ``clip(scale · (d_prev − d_new) / τ, −cap, cap)`` — ``d_*`` the distance (m) from the
+  previous zoom centre (the global view centre for the first zoom) and from the new zoom centre
+  to the target centre;
+* oblique: ``min(scale · |rendered region ∩ target| / |target|, cap)`` (BEV areas);
+* invalid action: ``−penalty``.
+
+All weights come from ``params.env`` (:class:`urbex.config.EnvParams`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from urbex.config import EnvParams
+from urbex.geometry import area_2d, intersection_2d
+
+__all__ = [
+    "RewardFn",
+    "invalid_reward",
+    "oblique_overlap",
+    "oblique_shaping",
+    "terminal_reward",
+    "weights",
+    "zoom_shaping",
+]
+
+
+class RewardFn(Protocol):
+    """A batch reward function in trl's shape: completions in, one float (or None) each out."""
+
+    def __call__(self, completions: list, **kwargs: object) -> list[float | None]: ...
+
+
+def _out(x: NDArray[np.float64]) -> NDArray[np.float64] | float:
+    return float(x) if x.ndim == 0 else x
+
+
+def terminal_reward(
+    iou: ArrayLike,
+    center_dist_m: ArrayLike,
+    turns: ArrayLike,
+    *,
+    max_turns: int,
+    lambda_iou: float = 1.0,
+    lambda_dist: float = 0.5,
+    tau_m: float = 20.0,
+    lambda_step: float = 0.1,
+) -> NDArray[np.float64] | float:
+    """``λ_iou·IoU + λ_dist·exp(−d/τ) − λ_step·T/T_max``, vectorised.
+
+    Parameters
+    ----------
+    iou : array_like
+        BEV IoU in [0, 1] (NaN counts as 0).
+    center_dist_m : array_like
+        BEV centre distance, world metres, ≥ 0; ``inf`` (or NaN) when there is no answer.
+    turns : array_like
+        Assistant turns used, ``1 ≤ T ≤ max_turns``.
+    max_turns : int
+        ``T_max`` (> 0).
+
+    Examples
+    --------
+    >>> terminal_reward(1.0, 0.0, 1, max_turns=8)  # perfect answer on turn 1
+    1.4875
+    >>> terminal_reward(0.0, float("inf"), 8, max_turns=8)  # no answer, budget used
+    -0.1
+    >>> terminal_reward([0.5, 0.0], [20.0, 40.0], [4, 4], max_turns=8).round(4).tolist()
+    [0.6339, 0.0177]
+    """
+    if max_turns <= 0:
+        raise ValueError(f"max_turns: expected > 0, got {max_turns}")
+    if not tau_m > 0:
+        raise ValueError(f"tau_m: expected > 0 metres, got {tau_m}")
+    i = np.nan_to_num(np.asarray(iou, dtype=np.float64), nan=0.0)
+    d = np.asarray(center_dist_m, dtype=np.float64)
+    d = np.where(np.isnan(d), np.inf, d)
+    t = np.asarray(turns, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        r = lambda_iou * i + lambda_dist * np.exp(-d / tau_m) - lambda_step * t / max_turns
+    return _out(np.asarray(r, dtype=np.float64))
+
+
+def zoom_shaping(
+    prev_dist_m: ArrayLike,
+    new_dist_m: ArrayLike,
+    *,
+    tau_m: float = 20.0,
+    scale: float = 0.05,
+    cap: float = 0.1,
+) -> NDArray[np.float64] | float:
+    """Zoom progress: ``clip(scale·(d_prev − d_new)/τ, −cap, cap)``; + when the new zoom is closer.
+
+    Parameters
+    ----------
+    prev_dist_m, new_dist_m : array_like
+        Distance (world metres) from the previous view centre / the new zoom centre to the
+        target centre.
+
+    Examples
+    --------
+    >>> zoom_shaping(100.0, 20.0)  # 80 m closer = 4 τ → capped
+    0.1
+    >>> zoom_shaping(20.0, 30.0)  # 10 m farther
+    -0.025
+    >>> zoom_shaping([5.0, 5.0], [5.0, 1000.0]).tolist()
+    [0.0, -0.1]
+    """
+    if not tau_m > 0:
+        raise ValueError(f"tau_m: expected > 0 metres, got {tau_m}")
+    p = np.asarray(prev_dist_m, dtype=np.float64)
+    n = np.asarray(new_dist_m, dtype=np.float64)
+    return _out(np.clip(scale * (p - n) / tau_m, -cap, cap))
+
+
+def oblique_overlap(region_box: ArrayLike, target_box: ArrayLike) -> NDArray[np.float64] | float:
+    """``|region ∩ target| / |target|`` of BEV boxes (world m), in [0, 1]; 0 for a degenerate target.
+
+    >>> oblique_overlap([0, 0, 10, 10], [5, 5, 15, 15])
+    0.25
+    >>> oblique_overlap([0, 0, 10, 10], [2, 2, 2, 8])  # zero-area target
+    0.0
+    """
+    inter = np.asarray(intersection_2d(region_box, target_box), dtype=np.float64)
+    area = np.asarray(area_2d(target_box), dtype=np.float64)
+    out = np.zeros(np.broadcast(inter, area).shape)
+    np.divide(inter, area, out=out, where=area > 0)
+    return _out(np.clip(out, 0.0, 1.0))
+
+
+def oblique_shaping(
+    overlap: ArrayLike, *, scale: float = 0.1, cap: float = 0.1
+) -> NDArray[np.float64] | float:
+    """Oblique render shaping: ``min(scale · overlap, cap)`` with ``overlap`` in [0, 1].
+
+    >>> oblique_shaping(1.0, scale=0.2, cap=0.1)
+    0.1
+    >>> oblique_shaping([0.0, 0.5]).tolist()
+    [0.0, 0.05]
+    """
+    o = np.clip(np.nan_to_num(np.asarray(overlap, dtype=np.float64), nan=0.0), 0.0, 1.0)
+    return _out(np.minimum(scale * o, cap))
+
+
+def invalid_reward(
+    n_invalid: ArrayLike = 1, *, penalty: float = 0.1
+) -> NDArray[np.float64] | float:
+    """``−penalty · n_invalid``.
+
+    >>> invalid_reward(2, penalty=0.1)
+    -0.2
+    """
+    return _out(-penalty * np.asarray(n_invalid, dtype=np.float64))
+
+
+def weights(params: EnvParams) -> dict[str, Any]:
+    """The reward keyword arguments of :func:`terminal_reward` from ``params.env``.
+
+    >>> sorted(weights(EnvParams()))
+    ['lambda_dist', 'lambda_iou', 'lambda_step', 'max_turns', 'tau_m']
+    """
+    return {
+        "max_turns": params.max_turns,
+        "lambda_iou": params.lambda_iou,
+        "lambda_dist": params.lambda_dist,
+        "tau_m": params.tau_m,
+        "lambda_step": params.lambda_step,
+    }

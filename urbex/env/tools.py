@@ -1,0 +1,378 @@
+"""The agent's tools, each defined ONCE: name, description, JSON schema, handler.
+
+The same definitions feed the Python episode API (:class:`urbex.env.episode.GroundingEnv`),
+OpenAI-style tool schemas (:func:`openai_tool_schemas`) and the trl ``environment_factory``
+class (:mod:`urbex.env.trl_adapter`). Handlers receive *validated* arguments
+(:func:`urbex.env.protocol.validate_tool_call`) and never see the ground truth; they raise
+:class:`~urbex.errors.ToolCallError` with an agent-readable message when a valid call cannot be
+carried out (e.g. an empty region), which the episode turns into an error text.
+
+Frames: ``bbox_2d`` is in view units (0–1000 of the named view's width/height); world boxes are
+``[x_min, y_min, x_max, y_max]`` metres; azimuth is degrees clockwise from north (0 = camera
+north of the region looking south, 90 = camera east looking west); elevation is degrees above
+the horizon.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from urbex.config import EnvParams
+from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
+from urbex.errors import CacheError, ToolCallError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = [
+    "ANSWER_SCHEMA",
+    "TOOLS",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "ToolSpec",
+    "openai_tool_schemas",
+]
+
+
+class ToolContext(Protocol):
+    """What a handler may use: the scene, the landmark index, the views. No ground truth."""
+
+    scene: Any  # urbex.scene.SceneCache
+    scene_id: str
+    landmarks: Any  # urbex.landmarks.LandmarkIndex | None
+    views: ViewRegistry
+    params: EnvParams
+    turn: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """A tool's output: text for the agent and, for zoom/oblique, the new view."""
+
+    text: str
+    view: EpisodeView | None = None
+
+
+class Tool(Protocol):
+    """A tool handler: validated arguments in, a :class:`ToolResult` out."""
+
+    def __call__(self, ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """One tool: its name, description, JSON schema of the arguments, and handler."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Tool = field(repr=False)
+
+    def openai_schema(self) -> dict[str, Any]:
+        """``{"type": "function", "function": {name, description, parameters}}``."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": json.loads(json.dumps(self.parameters)),
+            },
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# schemas
+# --------------------------------------------------------------------------------------------
+
+_VIEW_ID = {
+    "type": "string",
+    "description": 'id of a BEV view you have seen: "global" or "zoom_N" (not "oblique_N")',
+}
+_BBOX = {
+    "type": "array",
+    "description": "box [x1, y1, x2, y2] in that view, integers 0-1000 normalised to the view's "
+    "width/height, top-left origin, x1 < x2 and y1 < y2",
+    "items": {"type": "number", "minimum": 0, "maximum": 1000},
+    "minItems": 4,
+    "maxItems": 4,
+}
+
+_LANDMARK_PARAMS = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "landmark name, e.g. a street or building"},
+        "view_id": _VIEW_ID,
+    },
+    "required": ["name", "view_id"],
+    "additionalProperties": False,
+}
+_ZOOM_PARAMS = {
+    "type": "object",
+    "properties": {"view_id": _VIEW_ID, "bbox_2d": _BBOX},
+    "required": ["view_id", "bbox_2d"],
+    "additionalProperties": False,
+}
+_OBLIQUE_PARAMS = {
+    "type": "object",
+    "properties": {
+        "view_id": _VIEW_ID,
+        "bbox_2d": _BBOX,
+        "azimuth_deg": {
+            "type": "number",
+            "description": "camera direction, degrees clockwise from north (0 = from the north, "
+            "90 = from the east)",
+        },
+        "elevation_deg": {
+            "type": "number",
+            "description": "camera elevation above the horizon, degrees (0, 90]; default 45",
+            "exclusiveMinimum": 0,
+            "maximum": 90,
+        },
+    },
+    "required": ["view_id", "bbox_2d", "azimuth_deg"],
+    "additionalProperties": False,
+}
+
+#: The final answer's schema (an ``<answer>`` tag, or an ``answer`` function for API models).
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "view_id": {"type": "string", "description": 'a BEV view: "global" or "zoom_N"'},
+        "bbox_2d": _BBOX,
+    },
+    "required": ["view_id", "bbox_2d"],
+    "additionalProperties": False,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# handlers
+# --------------------------------------------------------------------------------------------
+
+
+def _u(x: float) -> int:
+    return round(float(x))
+
+
+def _units_box(b: np.ndarray) -> list[int]:
+    return [_u(v) for v in b]
+
+
+def _to_pil(image: Any) -> Image.Image:
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image.convert("RGB") if image.mode != "RGB" else image
+    arr = np.asarray(image)
+    if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
+        raise ValueError(f"expected an (H, W, 3) uint8 image, got {arr.shape} {arr.dtype}")
+    return Image.fromarray(np.ascontiguousarray(arr), "RGB")
+
+
+def _fixed(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """Guard the fixed-size contract (the scene renders at the asked size; resize if not)."""
+    w, h = int(size[0]), int(size[1])
+    return image if image.size == (w, h) else image.resize((w, h))
+
+
+def _bev_view(ctx: ToolContext, args: Mapping[str, Any]) -> EpisodeView:
+    view = ctx.views[args["view_id"]]
+    if not view.is_bev:  # the validator already rejects this; keep handlers safe on their own
+        raise ToolCallError(f"view {view.view_id!r} is oblique; use a global or zoom view")
+    return view
+
+
+def _footprint_bounds(row: Mapping[str, Any]) -> np.ndarray | None:
+    wkt = row.get("footprint_wkt")
+    if not wkt:
+        return None
+    from shapely import wkt as shapely_wkt
+
+    try:
+        geom = shapely_wkt.loads(wkt)
+    except Exception:  # malformed WKT in a landmark table: report the point only
+        return None
+    if geom.is_empty:
+        return None
+    b = np.asarray(geom.bounds, dtype=np.float64)
+    return b if b[2] > b[0] and b[3] > b[1] else None
+
+
+def _landmark_query(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+    view = _bev_view(ctx, args)
+    name = args["name"]
+    if ctx.landmarks is None:
+        return ToolResult(
+            text=f"landmark_query: no landmark is known in this scene; {name!r} not found."
+        )
+    res = ctx.landmarks.lookup(name, scene_id=ctx.scene_id, limit=ctx.params.landmark_limit)
+    best = res.best if res.found else None
+    if best is None:
+        closest = ", ".join(repr(n) for n in list(res.closest_names)[:5]) or "none"
+        return ToolResult(text=f"landmark_query: {name!r} not found; closest names: {closest}.")
+    norm = best.row.get("name_norm")
+    matches = [best] + [
+        m for m in res.candidates[1:] if norm is not None and m.row.get("name_norm") == norm
+    ]
+    lines = [f"landmark_query: {len(matches)} match(es) for {name!r}:"]
+    for i, m in enumerate(matches, 1):
+        row = m.row
+        x, y = float(m.x), float(m.y)
+        kind = row.get("kind") or "landmark"
+        uu, vv = view.world_to_units(x, y)
+        u, v = float(uu), float(vv)
+        where = f"world XY ({x:.1f}, {y:.1f}) m"
+        fb = _footprint_bounds(row)
+        if fb is not None:
+            ub = view.from_world_box(fb)
+            inside = ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000
+            if inside:
+                cb = np.clip(ub, 0, 1000)
+                where += f'; in view "{view.view_id}": box {_units_box(cb)}'
+                if (0 <= u <= 1000) and (0 <= v <= 1000):
+                    where += f", centre [{_u(u)}, {_u(v)}]"
+            else:
+                where += f'; outside view "{view.view_id}"'
+        elif (0 <= u <= 1000) and (0 <= v <= 1000):
+            where += f'; in view "{view.view_id}": point [{_u(u)}, {_u(v)}]'
+        else:
+            where += f'; outside view "{view.view_id}"'
+        lines.append(f"{i}. {m.name!r} ({kind}): {where}")
+    return ToolResult(text="\n".join(lines))
+
+
+def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+    src = _bev_view(ctx, args)
+    w, h = ctx.params.zoom_size
+    asked = src.to_world_box(args["bbox_2d"])
+    world = expand_to_aspect(asked, w / h, min_extent=ctx.params.min_zoom_extent_m)
+    try:
+        bev = ctx.scene.bev_window(world, out_size=(w, h))
+    except CacheError as exc:
+        raise ToolCallError(f"zoom_in failed: {exc}") from exc
+    vid = ctx.views.next_id("zoom")
+    view = EpisodeView(
+        view_id=vid,
+        kind="zoom",
+        image=_fixed(_to_pil(bev.image), (w, h)),
+        world_box=np.asarray(bev.world_box, dtype=np.float64)[:4]
+        if np.asarray(bev.world_box).shape == (4,)
+        else world,
+        transform=bev.transform,
+        parent=src.view_id,
+        turn=ctx.turn,
+    )
+    ew, eh = view.world_box[2] - view.world_box[0], view.world_box[3] - view.world_box[1]
+    text = (
+        f'zoom_in: new view "{vid}" ({w}x{h} px), a full-resolution crop of "{src.view_id}" box '
+        f"{_units_box(np.asarray(args['bbox_2d']))}, covering {ew:.1f} m x {eh:.1f} m"
+        " (widened to the image aspect and a minimum size when needed)."
+    )
+    return ToolResult(text=text, view=view)
+
+
+_COMPASS = (
+    "north",
+    "north-east",
+    "east",
+    "south-east",
+    "south",
+    "south-west",
+    "west",
+    "north-west",
+)
+
+
+def _oblique_render(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+    src = _bev_view(ctx, args)
+    w, h = ctx.params.oblique_size
+    world = src.to_world_box(args["bbox_2d"])
+    az = float(args["azimuth_deg"]) % 360.0
+    el = float(args.get("elevation_deg", ctx.params.oblique_elevation_deg))
+    try:
+        render = ctx.scene.render_oblique(world, az, elevation_deg=el, size=(w, h))
+    except CacheError as exc:
+        raise ToolCallError(f"oblique_render failed: {exc}") from exc
+    vid = ctx.views.next_id("oblique")
+    view = EpisodeView(
+        view_id=vid,
+        kind="oblique",
+        image=_fixed(_to_pil(render.image), (w, h)),
+        world_box=world,
+        transform=None,
+        parent=src.view_id,
+        turn=ctx.turn,
+        camera=getattr(render, "camera", None),
+    )
+    compass = _COMPASS[int((az + 22.5) // 45) % 8]
+    text = (
+        f'oblique_render: new view "{vid}" ({w}x{h} px), the points under "{src.view_id}" box '
+        f"{_units_box(np.asarray(args['bbox_2d']))} seen from the {compass} (azimuth {az:.0f} deg, "
+        f"elevation {el:.0f} deg). Evidence only: boxes and answers cannot use oblique views."
+    )
+    return ToolResult(text=text, view=view)
+
+
+#: Every tool, by name.
+TOOLS: dict[str, ToolSpec] = {
+    s.name: s
+    for s in (
+        ToolSpec(
+            name="landmark_query",
+            description="Look up a named landmark (street, building, park, ...); returns its world "
+            "position and its box/point in the given view (0-1000), or the closest known names.",
+            parameters=_LANDMARK_PARAMS,
+            handler=_landmark_query,
+        ),
+        ToolSpec(
+            name="zoom_in",
+            description="Crop a box of a BEV view from the full-resolution bird's-eye image; "
+            'returns a new view "zoom_N" with finer detail.',
+            parameters=_ZOOM_PARAMS,
+            handler=_zoom_in,
+        ),
+        ToolSpec(
+            name="oblique_render",
+            description="Render the 3D points under a box of a BEV view in perspective, seen from "
+            'a compass direction; returns a new view "oblique_N" to check shape and height.',
+            parameters=_OBLIQUE_PARAMS,
+            handler=_oblique_render,
+        ),
+    )
+}
+
+
+def openai_tool_schemas(*, include_answer: bool = False) -> list[dict[str, Any]]:
+    """OpenAI-style ``tools=[...]`` for prompted API models.
+
+    Parameters
+    ----------
+    include_answer
+        Also expose the final answer as an ``answer`` function (for APIs that can only act
+        through function calls); otherwise the model answers with an ``<answer>`` tag.
+
+    Examples
+    --------
+    >>> [t["function"]["name"] for t in openai_tool_schemas(include_answer=True)]
+    ['landmark_query', 'zoom_in', 'oblique_render', 'answer']
+    """
+    out = [s.openai_schema() for s in TOOLS.values()]
+    if include_answer:
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": "answer",
+                    "description": "Commit the final box around the target in a BEV view; ends "
+                    "the episode.",
+                    "parameters": json.loads(json.dumps(ANSWER_SCHEMA)),
+                },
+            }
+        )
+    return out

@@ -1,0 +1,268 @@
+"""The grounding environment as a trl ``GRPOTrainer(environment_factory=...)`` class.
+
+trl 1.16 (``trainer/grpo_trainer.py``) creates one instance per rollout with a zero-argument
+factory, calls ``reset(**row)`` with every dataset column, exposes every other public function
+of the class as a tool (schema from type hints + Google docstring via transformers'
+``get_json_schema``), feeds a tool's return value back as the tool message (a list of content
+blocks may carry images), and calls ``get_reward()`` once per finished rollout as an extra
+reward source. The final answer is the last assistant message (no tool call): it is scored by
+:func:`answer_reward`, passed in ``reward_funcs``. Per rollout::
+
+    get_reward()  = Σ rewards of the tool turns (zoom/oblique shaping, invalid penalties)
+    answer_reward = reward of the final turn (terminal reward; + invalid penalty if it is not a
+                    valid answer)
+
+so their sum is :attr:`GroundingEnv.episode_return`. Every tool call counts as one turn; set
+``max_tool_calling_iterations = params.env.max_turns - 1``.
+
+Build the dataset with :func:`grpo_rows` (conversational ``prompt`` + ``image`` = global view +
+the query fields ``reset`` needs; never apply the chat template beforehand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from urbex.config import EnvParams, Params
+from urbex.env.episode import GroundingEnv, Query, SceneProvider, _env_params, make_global_view
+from urbex.env.protocol import (
+    Invalid,
+    ToolCall,
+    parse_action,
+    system_prompt,
+    user_prompt,
+    validate_tool_call,
+)
+
+__all__ = ["answer_reward", "grpo_rows", "make_environment_class"]
+
+_OVER = "Error: the episode is over (turn budget used up); no more tool calls are accepted."
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def _final_text(completion: Any) -> str:
+    """The last assistant message's text of a trl completion (list of messages or str)."""
+    if isinstance(completion, str):
+        return completion
+    for msg in reversed(list(completion or [])):
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            return _content_text(msg.get("content"))
+    return ""
+
+
+class _Base:
+    """Shared machinery; the public tool methods are added by :func:`make_environment_class`."""
+
+    _params: EnvParams
+    _scene_provider: SceneProvider
+    _landmarks: Any
+
+    def __init__(self) -> None:
+        self._env = GroundingEnv(self._params, self._scene_provider, self._landmarks)
+        self._tool_reward = 0.0
+
+    @property
+    def env(self) -> GroundingEnv:
+        """The wrapped :class:`GroundingEnv` (its log, views and final info)."""
+        return self._env
+
+    def _run(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
+        env = self._env
+        if env.done:
+            return _OVER
+        action = validate_tool_call(
+            name,
+            arguments,
+            known_views=env.views.ids,
+            oblique_views=env.views.oblique_ids,
+            default_elevation_deg=self._params.oblique_elevation_deg,
+        )
+        obs, reward, _, _, _ = env.step_action(action)
+        self._tool_reward += reward
+        if not obs["images"]:
+            return obs["text"]
+        return [
+            *({"type": "image", "image": im} for im in obs["images"]),
+            {"type": "text", "text": obs["text"]},
+        ]
+
+    def _finish(self, text: str) -> float:
+        """Score the final assistant message; returns the reward of that last turn."""
+        env = self._env
+        if env.done:
+            return 0.0
+        action = parse_action(
+            text,
+            known_views=env.views.ids,
+            oblique_views=env.views.oblique_ids,
+            default_elevation_deg=self._params.oblique_elevation_deg,
+        )
+        if isinstance(action, ToolCall):
+            action = Invalid(
+                reason="the last message must be an <answer>, not a tool call", tool=action.name
+            )
+        _, reward, _, _, _ = env.step_action(action)
+        if not env.done:
+            reward += env.end_without_answer()
+        return float(reward)
+
+
+def make_environment_class(
+    params: EnvParams | Params | None,
+    scene_provider: SceneProvider,
+    landmark_index: Any = None,
+) -> type:
+    """A class for ``GRPOTrainer(environment_factory=Cls)`` bound to these scenes and params.
+
+    Parameters
+    ----------
+    params
+        ``params.env`` (budget, fixed image sizes, reward weights).
+    scene_provider
+        ``scene_id → SceneCache``; shared by every instance (keep it an LRU of opened caches).
+    landmark_index
+        ``urbex.landmarks.LandmarkIndex`` (or None).
+
+    Returns
+    -------
+    type
+        Public methods: ``reset(**row)``, the tools ``landmark_query``, ``zoom_in``,
+        ``oblique_render``, and ``get_reward()``; ``.env`` is the wrapped episode.
+    """
+    p = _env_params(params)
+    default_el = float(p.oblique_elevation_deg)
+
+    class UrbexGroundingEnv(_Base):
+        _params = p
+        _scene_provider = staticmethod(scene_provider)  # type: ignore[assignment]
+        _landmarks = landmark_index
+
+        def reset(self, **row: Any) -> str | None:
+            """Start an episode from a dataset row (query fields; see :class:`Query`)."""
+            self._env.reset(query=Query.from_row(row))
+            self._tool_reward = 0.0
+            return None
+
+        def landmark_query(self, name: str, view_id: str) -> str:
+            """Look up a named landmark (street, building, park) and locate it in a view.
+
+            Args:
+                name: The landmark name as written in the query, e.g. "St Mary's Church".
+                view_id: A BEV view id ("global" or "zoom_N") to project the landmark into.
+
+            Returns:
+                The matched landmark(s) with world position and box/point in the view (0-1000),
+                or "not found" with the closest known names.
+            """
+            out = self._run("landmark_query", {"name": name, "view_id": view_id})
+            return out if isinstance(out, str) else _content_text(out)
+
+        def zoom_in(self, view_id: str, bbox_2d: list[int]) -> str | list[dict]:
+            """Crop a box of a BEV view from the full-resolution bird's-eye image (a new view "zoom_N").
+
+            Args:
+                view_id: The BEV view the box is drawn in ("global" or "zoom_N").
+                bbox_2d: The box [x1, y1, x2, y2], integers 0-1000 of the view's width/height, x1 < x2, y1 < y2.
+
+            Returns:
+                The new zoom view image and its id, or an error text.
+            """
+            return self._run("zoom_in", {"view_id": view_id, "bbox_2d": bbox_2d})
+
+        def oblique_render(
+            self,
+            view_id: str,
+            bbox_2d: list[int],
+            azimuth_deg: float,
+            elevation_deg: float = default_el,
+        ) -> str | list[dict]:
+            """Render the 3D points under a box of a BEV view in perspective (a new view "oblique_N").
+
+            Args:
+                view_id: The BEV view the box is drawn in ("global" or "zoom_N").
+                bbox_2d: The box [x1, y1, x2, y2], integers 0-1000 of the view's width/height, x1 < x2, y1 < y2.
+                azimuth_deg: Camera direction in degrees clockwise from north (0 = from the north, 90 = from the east).
+                elevation_deg: Camera elevation above the horizon in degrees, in (0, 90].
+
+            Returns:
+                The oblique image and its id (evidence only), or an error text.
+            """
+            return self._run(
+                "oblique_render",
+                {
+                    "view_id": view_id,
+                    "bbox_2d": bbox_2d,
+                    "azimuth_deg": azimuth_deg,
+                    "elevation_deg": elevation_deg,
+                },
+            )
+
+        def get_reward(self) -> float:
+            """Summed reward of this rollout's tool turns (shaping and invalid penalties)."""
+            return float(self._tool_reward)
+
+    return UrbexGroundingEnv
+
+
+def answer_reward(
+    completions: list[Any], environments: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """trl reward function: score each rollout's final ``<answer>`` in its environment.
+
+    Returns the reward of the final turn: the terminal reward
+    ``λ_iou·IoU + λ_dist·exp(−d/τ) − λ_step·T/T_max`` (see :mod:`urbex.env.rewards`), plus the
+    invalid penalty when the last message is not a valid answer. ``None`` for rollouts whose
+    environment is not ours (mixed-environment training).
+
+    Examples
+    --------
+    >>> answer_reward(["<answer>{}</answer>"], environments=[object()])
+    [None]
+    """
+    if environments is None:
+        raise ValueError(
+            "answer_reward: needs environments=[...] (pass environment_factory to GRPOTrainer)"
+        )
+    out: list[float | None] = []
+    for comp, env in zip(completions, environments, strict=True):
+        out.append(env._finish(_final_text(comp)) if isinstance(env, _Base) else None)
+    return out
+
+
+def grpo_rows(
+    queries: Iterable[Query],
+    scene_provider: SceneProvider,
+    params: EnvParams | Params | None = None,
+) -> list[dict[str, Any]]:
+    """Dataset rows for trl: conversational ``prompt``, ``image`` (the global view, PIL, fixed
+    size) and the query fields (``query_id``, ``scene_id``, ``object_id``, ``description``,
+    ``target_box_2d``, ``target_box_3d`` world metres, ``class_name``) for ``reset``.
+
+    The system prompt omits the tool schemas: trl's Qwen3-VL chat template lists them.
+    """
+    p = _env_params(params)
+    sys = system_prompt(p)
+    rows = []
+    cache: dict[str, Any] = {}
+    for q in queries:
+        if q.scene_id not in cache:
+            cache[q.scene_id] = make_global_view(scene_provider(q.scene_id), p).image
+        rows.append(
+            {
+                "prompt": [
+                    {"role": "system", "content": sys},
+                    {"role": "user", "content": user_prompt(q.description, max_turns=p.max_turns)},
+                ],
+                "image": cache[q.scene_id],
+                **q.to_row(),
+            }
+        )
+    return rows
