@@ -2,11 +2,10 @@
 
 import dagster as dg
 
-from pipelines.defs import assets, checks, jobs, resources
+from pipelines.defs import annotations, assets, jobs, resources
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([assets]),
-    asset_checks=dg.load_asset_checks_from_modules([checks]),
+    assets=dg.load_assets_from_modules([assets, annotations]),
     resources=resources.RESOURCES,
     jobs=jobs.JOBS,
     schedules=jobs.SCHEDULES,

@@ -72,6 +72,41 @@ def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
+    import polars as pl
+
+    from urbex.stages import stage_landmarks
+
+    for path in stage_landmarks(params):
+        print(f"{path.stem}: {pl.read_parquet(path).height} landmarks → {path}")
+    return 0
+
+
+def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
+    import polars as pl
+
+    from urbex.stages import stage_clean_annotations, stage_splits
+
+    clean = stage_clean_annotations(params)
+    drops = pl.read_parquet(clean.with_name("annotation_drops.parquet"))
+    print(f"cleaned: {pl.read_parquet(clean).height} queries kept, {drops.height} dropped")
+    for reason, n in drops.group_by("reason").len().sort("reason").iter_rows():
+        print(f"  dropped {n:4d} × {reason}")
+    path = stage_splits(params)
+    for split, n in pl.read_parquet(path).group_by("split").len().sort("split").iter_rows():
+        print(f"  {split:8s} {n:5d} queries")
+    print(f"splits → {path}")
+    return 0
+
+
+def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
+    from urbex.stages import stage_stpls3d_refer
+
+    path = stage_stpls3d_refer(params)
+    print(f"STPLS3D-Refer → {path}")
+    return 0
+
+
 def _cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import refresh
 
@@ -106,6 +141,13 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--scene", help="one scene id (default: all)")
     c.add_argument("--force", action="store_true", help="rebuild even if fresh")
     c.set_defaults(func=_cmd_cache)
+
+    lm = sub.add_parser("landmarks", help="landmark tables (checked with great-expectations)")
+    lm.set_defaults(func=_cmd_landmarks)
+    sp = sub.add_parser("splits", help="clean the annotations and split them (checked)")
+    sp.set_defaults(func=_cmd_splits)
+    sr = sub.add_parser("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
+    sr.set_defaults(func=_cmd_stpls3d_refer)
 
     w = sub.add_parser("warehouse", help="refresh the DuckDB views and print row counts")
     w.set_defaults(func=_cmd_warehouse)

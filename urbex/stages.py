@@ -15,7 +15,17 @@ from typing import Any
 from urbex.config import Params
 from urbex.raw import RawDataset, materialize_raw, raw_dataset
 
-__all__ = ["SceneBuild", "build_scene", "refresh", "scene_cache_dir", "stage_raw"]
+__all__ = [
+    "SceneBuild",
+    "build_scene",
+    "refresh",
+    "scene_cache_dir",
+    "stage_clean_annotations",
+    "stage_landmarks",
+    "stage_raw",
+    "stage_splits",
+    "stage_stpls3d_refer",
+]
 
 
 def stage_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
@@ -98,3 +108,37 @@ def refresh(params: Params) -> dict[str, int]:
     from urbex.eval.warehouse import refresh_warehouse
 
     return refresh_warehouse(params.assets)
+
+
+def stage_landmarks(params: Params) -> list[Path]:
+    """Landmark tables of every scene (checked, then published), then the warehouse views."""
+    from urbex.annotations.stages import build_landmark_tables
+
+    out = build_landmark_tables(params)
+    refresh(params)
+    return out
+
+
+def stage_clean_annotations(params: Params) -> Path:
+    """Cleaned annotations + drops (checked, then published), then the warehouse views."""
+    from urbex.annotations.stages import build_clean_annotations
+
+    out = build_clean_annotations(params)
+    refresh(params)
+    return out
+
+
+def stage_splits(params: Params) -> Path:
+    """train/val/test_nd/test_no (checked, then published), then the warehouse views."""
+    from urbex.annotations.stages import build_splits
+
+    out = build_splits(params)
+    refresh(params)
+    return out
+
+
+def stage_stpls3d_refer(params: Params) -> Path:
+    """STPLS3D-Refer in the CityRefer layout under ``<assets>/stpls3d_refer``."""
+    from urbex.annotations.stages import build_stpls3d_refer
+
+    return build_stpls3d_refer(params)

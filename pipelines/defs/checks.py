@@ -1,1 +1,0 @@
-"""Asset checks (blocking where bad data must not flow downstream)."""
