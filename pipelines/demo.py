@@ -18,7 +18,9 @@ from pipelines.defs.resources import RESOURCES
 STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"]]
 
 
-def _run(instance: dg.DagsterInstance, selection: list[str], partition_key: str | None = None) -> None:
+def _run(
+    instance: dg.DagsterInstance, selection: list[str], partition_key: str | None = None
+) -> None:
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
     print(f"▶ materializing {label}", flush=True)
     result = dg.materialize(

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import yaml
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: Overrides of the repository's params.yaml (every section stays present, as DVC needs).
 SMALL_PARAMS = {
     "paths": {"assets": "assets"},
     "data": {"source": "synthetic", "root": None, "scenes": None},
@@ -23,7 +26,9 @@ SMALL_PARAMS = {
 
 def write_small_project(root: Path, **updates: dict) -> Path:
     """Write ``root/params.yaml`` for a 2-scene, 60 m synthetic city; return its path."""
-    params = {k: dict(v) for k, v in SMALL_PARAMS.items()}
+    params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    for key, upd in SMALL_PARAMS.items():
+        params.setdefault(key, {}).update(upd)
     for key, upd in updates.items():
         params.setdefault(key, {}).update(upd)
     root.mkdir(parents=True, exist_ok=True)

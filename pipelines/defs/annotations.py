@@ -14,7 +14,9 @@ from urbex.stages import (
 )
 
 
-@dg.asset(deps=[scene_caches], group_name="annotations", check_specs=[quality_spec("landmark_tables")])
+@dg.asset(
+    deps=[scene_caches], group_name="annotations", check_specs=[quality_spec("landmark_tables")]
+)
 def landmark_tables(urbex_params: UrbexParams):
     """One landmark table per scene (box3d landmark instances + registered GeoJSON)."""
     params = urbex_params.load()
@@ -27,7 +29,11 @@ def landmark_tables(urbex_params: UrbexParams):
     )
 
 
-@dg.asset(deps=[landmark_tables], group_name="annotations", check_specs=[quality_spec("clean_annotations")])
+@dg.asset(
+    deps=[landmark_tables],
+    group_name="annotations",
+    check_specs=[quality_spec("clean_annotations")],
+)
 def clean_annotations(urbex_params: UrbexParams):
     """CityRefer annotations without duplicates, low-quality rows, false segments or missing ids."""
     params = urbex_params.load()

@@ -48,5 +48,7 @@ def run_checked(
         raise
     yield dg.MaterializeResult(
         metadata=metadata(out),
-        check_results=[dg.AssetCheckResult(check_name=QUALITY, passed=True, metadata={"n_failed": 0})],
+        check_results=[
+            dg.AssetCheckResult(check_name=QUALITY, passed=True, metadata={"n_failed": 0})
+        ],
     )

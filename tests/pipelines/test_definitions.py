@@ -7,7 +7,14 @@ from pipelines.definitions import defs
 
 #: Every asset key the code location defines. A change here is a change to the graph: update
 #: this snapshot deliberately.
-EXPECTED_ASSET_KEYS = {"raw_dataset", "scene_caches"}
+EXPECTED_ASSET_KEYS = {
+    "raw_dataset",
+    "scene_caches",
+    "landmark_tables",
+    "clean_annotations",
+    "splits",
+    "stpls3d_refer",
+}
 
 
 def test_definitions_asset_key_snapshot():

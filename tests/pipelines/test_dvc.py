@@ -20,7 +20,11 @@ def dvc_project(tmp_path, repo_root):
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "dvc").exists() or not (bin_dir / "urbex").exists():
         pytest.skip("dvc / urbex console scripts are not installed in this environment")
-    write_small_project(tmp_path, data={"scenes": ["synthville_block_0", "synthville_block_1"]})
+    write_small_project(
+        tmp_path,
+        data={"scenes": ["synthville_block_0", "synthville_block_1"]},
+        synth={"stpls3d_scenes": 1},
+    )
     shutil.copy(repo_root / "dvc.yaml", tmp_path / "dvc.yaml")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.update(
@@ -36,10 +40,12 @@ def dvc_project(tmp_path, repo_root):
 
 def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     root, env, dvc = dvc_project
-    _run([str(dvc), "repro", "-q"], root, env)
+    _run([str(dvc), "repro"], root, env)
     for sid in ("synthville_block_0", "synthville_block_1"):
         assert (root / "assets" / "scenes" / sid / "meta.json").exists()
     assert (root / "dvc.lock").exists()
+    assert (root / "assets" / "splits" / "queries.parquet").exists()
+    assert (root / "assets" / "stpls3d_refer" / "summary.json").exists()
     status = _run([str(dvc), "status"], root, env)
     assert "up to date" in status.lower()
     # a changed scene param invalidates exactly the cache stages

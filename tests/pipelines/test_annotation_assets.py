@@ -1,0 +1,66 @@
+import dagster as dg
+import pytest
+
+from pipelines.definitions import defs
+from pipelines.defs.partitions import SCENES
+from pipelines.defs.resources import UrbexParams
+from tests.small_project import write_small_project
+
+STAGES = ["landmark_tables", "clean_annotations", "splits"]
+
+
+def _materialize(instance, params_path, selection, partition_key=None):
+    return dg.materialize(
+        list(defs.assets or []),
+        instance=instance,
+        resources={"urbex_params": UrbexParams(params_path=str(params_path))},
+        selection=selection,
+        partition_key=partition_key,
+        raise_on_error=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("proj")
+    params = write_small_project(root, synth={"scenes": 3, "size": 80.0})
+    instance = dg.DagsterInstance.ephemeral()
+    assert _materialize(instance, params, ["raw_dataset"]).success
+    for key in instance.get_dynamic_partitions(SCENES.name):
+        assert _materialize(instance, params, ["scene_caches"], key).success
+    return root, params, instance
+
+
+def test_annotation_assets_pass_their_quality_checks(built):
+    root, params, instance = built
+    res = _materialize(instance, params, STAGES)
+    assert res.success
+    evals = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations()}
+    assert set(evals) == set(STAGES)
+    assert all(e.passed for e in evals.values())
+    assert (root / "assets" / "splits" / "queries.parquet").exists()
+
+
+def test_failing_suite_blocks_downstream_and_publishes_nothing(built, tmp_path):
+    root, _, instance = built
+    splits = root / "assets" / "splits" / "queries.parquet"
+    before = splits.read_bytes() if splits.exists() else None
+    clean = root / "assets" / "splits" / "clean_queries.parquet"
+    clean_before = clean.read_bytes() if clean.exists() else None
+    # descriptions must now be ≥ 500 characters: the cleaned-annotation suite fails
+    bad = write_small_project(
+        tmp_path, synth={"scenes": 3, "size": 80.0}, annotations={"min_chars": 500}
+    )
+    text = bad.read_text().replace("assets: assets", f"assets: {root / 'assets'}")
+    bad.write_text(text)
+    res = _materialize(instance, bad, STAGES)
+    assert not res.success
+    evals = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations()}
+    failed = evals["clean_annotations"]
+    assert not failed.passed
+    listed = failed.metadata["failed_expectations"].value
+    assert any("length" in f["expectation"] for f in listed)
+    materialized = {m.asset_key.to_user_string() for m in res.get_asset_materialization_events()}
+    assert "splits" not in materialized and "clean_annotations" not in materialized
+    assert (clean.read_bytes() if clean.exists() else None) == clean_before
+    assert (splits.read_bytes() if splits.exists() else None) == before
