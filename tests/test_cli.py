@@ -81,3 +81,9 @@ def test_cli_help_exits_zero(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 0
+
+
+def test_cli_make_tiny_model_writes_a_loadable_checkpoint(tmp_path, capsys):
+    assert main(["make-tiny-model", str(tmp_path / "tiny")]) == 0
+    assert (tmp_path / "tiny" / "config.json").exists()
+    assert (tmp_path / "tiny" / "model.safetensors").exists()

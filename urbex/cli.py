@@ -107,6 +107,14 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.tiny import make_tiny_model
+
+    path = make_tiny_model(args.path, seed=args.seed)
+    print(f"tiny Qwen3-VL (random weights, offline) → {path}")
+    return 0
+
+
 def _cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import refresh
 
@@ -148,6 +156,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_splits)
     sr = sub.add_parser("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
     sr.set_defaults(func=_cmd_stpls3d_refer)
+
+    tm = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
+    tm.add_argument("path", type=Path)
+    tm.add_argument("--seed", type=int, default=0)
+    tm.set_defaults(func=_cmd_make_tiny_model)
 
     w = sub.add_parser("warehouse", help="refresh the DuckDB views and print row counts")
     w.set_defaults(func=_cmd_warehouse)
