@@ -7,6 +7,7 @@ types to a Python function) raises the usual ``ValueError`` / ``TypeError`` inst
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = [
@@ -37,7 +38,13 @@ class UrbexError(Exception):
         The field/property/column the error is about, if any.
     """
 
-    def __init__(self, message: str, *, path: str | Path | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        field: str | None = None,
+    ):
         self.path = None if path is None else Path(path)
         self.field = field
         prefix = ""

@@ -5,6 +5,23 @@ one assistant turn of raw text.
 """
 
 from urbex.agents.base import Policy, rollout
+from urbex.agents.heuristics import LandmarkPriorPolicy
+from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.oracle import OraclePolicy
+from urbex.agents.registry import POLICY_NAMES, make_policy, policy_info, register_policy
+from urbex.agents.vlm import VLMPolicy
+from urbex.agents.workflow import WorkflowPolicy
 
-__all__ = ["OraclePolicy", "Policy", "rollout"]
+__all__ = [
+    "POLICY_NAMES",
+    "LandmarkPriorPolicy",
+    "OpenAIPolicy",
+    "OraclePolicy",
+    "Policy",
+    "VLMPolicy",
+    "WorkflowPolicy",
+    "make_policy",
+    "policy_info",
+    "register_policy",
+    "rollout",
+]

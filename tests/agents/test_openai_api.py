@@ -1,0 +1,242 @@
+"""The OpenAI-compatible policy against a canned local HTTP server (127.0.0.1, started here)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from PIL import Image
+
+from urbex.agents.openai_api import OpenAIPolicy, from_openai_message, to_openai_messages
+from urbex.env.protocol import Answer, ToolCall, parse_action
+from urbex.errors import ConfigError, PolicyError
+
+SECRET = "sk-test-DO-NOT-LEAK-123"
+
+
+class _Canned:
+    """Replies served in order: (status, json body, delay seconds)."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, object, float]] = []
+        self.requests: list[dict] = []
+
+
+def _reply(message: dict) -> dict:
+    return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+
+
+@pytest.fixture
+def server():
+    canned = _Canned()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # silence
+            pass
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(n))
+            canned.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            status, payload, delay = (
+                canned.replies.pop(0) if canned.replies else (500, {"error": "none"}, 0)
+            )
+            if delay:
+                time.sleep(delay)
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    canned.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield canned
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _conversation():
+    img = Image.new("RGB", (32, 32), (200, 10, 10))
+    msgs = [
+        {"role": "system", "content": "You are an agent."},
+        {
+            "role": "user",
+            "content": [{"type": "image"}, {"type": "text", "text": "Query: the red car"}],
+        },
+    ]
+    return msgs, [img]
+
+
+def _policy(url, **kw):
+    kw.setdefault("sleep", lambda s: None)
+    return OpenAIPolicy(base_url=url, model="m", api_key_env="URBEX_TEST_KEY", **kw)
+
+
+def test_openai_act_tool_call_reply_becomes_valid_tool_call(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    args = {"view_id": "global", "bbox_2d": [100, 100, 400, 300]}
+    server.replies.append(
+        (
+            200,
+            _reply(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "zoom_in", "arguments": json.dumps(args)},
+                        }
+                    ],
+                }
+            ),
+            0,
+        )
+    )
+    pol = _policy(server.url)
+    pol.begin_episode(seed=7)
+    text = pol.act(*_conversation())
+    action = parse_action(text, known_views={"global"})
+    assert isinstance(action, ToolCall) and action.name == "zoom_in"
+    req = server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["Authorization"] == f"Bearer {SECRET}"
+    body = req["body"]
+    assert body["model"] == "m" and body["seed"] == 7
+    assert {t["function"]["name"] for t in body["tools"]} == {
+        "landmark_query",
+        "zoom_in",
+        "oblique_render",
+        "answer",
+    }
+    user = body["messages"][1]["content"]
+    assert user[0]["type"] == "image_url"
+    assert user[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert SECRET not in repr(pol) and SECRET not in str(vars(pol))
+
+
+def test_openai_act_answer_function_becomes_answer(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies.append(
+        (
+            200,
+            _reply(
+                {
+                    "role": "assistant",
+                    "content": "found it",
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {
+                                "name": "answer",
+                                "arguments": '{"view_id": "global", "bbox_2d": [1, 2, 30, 40]}',
+                            },
+                        }
+                    ],
+                }
+            ),
+            0,
+        )
+    )
+    text = _policy(server.url).act(*_conversation())
+    assert isinstance(parse_action(text, known_views={"global"}), Answer)
+
+
+def test_openai_act_retries_5xx_then_succeeds(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies += [
+        (503, {"error": "overloaded"}, 0),
+        (429, {"error": "slow down"}, 0),
+        (200, _reply({"role": "assistant", "content": "<answer>{}</answer>"}), 0),
+    ]
+    slept: list[float] = []
+    pol = _policy(server.url, backoff_s=0.5, sleep=slept.append)
+    assert pol.act(*_conversation()) == "<answer>{}</answer>"
+    assert len(server.requests) == 3 and slept == [0.5, 1.0]
+
+
+def test_openai_act_timeout_retries_then_raises(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies += [(200, _reply({"content": "late"}), 1.0)] * 2
+    pol = _policy(server.url, timeout_s=0.2, max_retries=1)
+    with pytest.raises(PolicyError, match=r"after 2 attempts.*Timeout"):
+        pol.act(*_conversation())
+
+
+def test_openai_act_client_error_raises_without_key(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies.append((401, {"error": "bad key"}, 0))
+    with pytest.raises(PolicyError, match="HTTP 401") as ei:
+        _policy(server.url).act(*_conversation())
+    assert SECRET not in str(ei.value)
+    assert len(server.requests) == 1  # 4xx is not retried
+
+
+def test_openai_act_missing_key_env_raises_config_error(server, monkeypatch):
+    monkeypatch.delenv("URBEX_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match="URBEX_TEST_KEY"):
+        _policy(server.url).act(*_conversation())
+    assert server.requests == []
+
+
+def test_openai_keyless_endpoint_sends_no_authorization(server):
+    server.replies.append((200, _reply({"content": "hi"}), 0))
+    pol = OpenAIPolicy(base_url=server.url, model="m", api_key_env=None)
+    assert pol.act(*_conversation()) == "hi"
+    assert "Authorization" not in server.requests[0]["headers"]
+
+
+def test_to_openai_messages_tool_round_trip_uses_tool_role():
+    img = Image.new("RGB", (8, 8))
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "q"}]},
+        {
+            "role": "assistant",
+            "content": 'think <tool_call>{"name": "zoom_in", "arguments": '
+            '{"view_id": "global", "bbox_2d": [0, 0, 9, 9]}}</tool_call>',
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "image"},
+                {"type": "text", "text": "<tool_response>\nnew view\n</tool_response>"},
+            ],
+        },
+        {"role": "assistant", "content": "no action"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "<tool_response>\nInvalid\n</tool_response>"}],
+        },
+    ]
+    out = to_openai_messages(msgs, [img, img])
+    roles = [m["role"] for m in out]
+    assert roles == ["system", "user", "assistant", "tool", "user", "assistant", "user"]
+    assert out[2]["tool_calls"][0]["id"] == out[3]["tool_call_id"] == "call_1"
+    assert out[2]["content"] == "think"
+    assert out[3]["content"] == "new view"
+    assert out[4]["content"][1]["type"] == "image_url"
+
+
+def test_to_openai_messages_image_count_mismatch_raises():
+    with pytest.raises(ValueError, match="1 image placeholders, got 0"):
+        to_openai_messages([{"role": "user", "content": [{"type": "image"}]}], [])
+
+
+def test_from_openai_message_malformed_arguments_reach_env_as_invalid():
+    text = from_openai_message(
+        {"tool_calls": [{"function": {"name": "zoom_in", "arguments": "{bad"}}]}
+    )
+    assert not isinstance(parse_action(text, known_views={"global"}), ToolCall | Answer)

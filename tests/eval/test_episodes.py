@@ -1,0 +1,90 @@
+"""Episode/step records and their shards."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from urbex.errors import CacheError
+from urbex.eval.episodes import (
+    EpisodeRecord,
+    StepRow,
+    finished_query_ids,
+    read_episodes,
+    read_steps,
+    run_dir,
+    write_chunk,
+)
+
+
+def _ep(qid: str, **kw) -> EpisodeRecord:
+    base = dict(
+        run_id="r", policy="p", split="test_no", query_id=qid, scene_id="s", object_id="1",
+        class_name="Car", seed=0, valid_answer=False, answer_view_id=None, pred_x_min=None,
+        pred_y_min=None, pred_z_min=None, pred_x_max=None, pred_y_max=None, pred_z_max=None,
+        iou_bev=0.0, iou_3d=0.0, point_precision=0.0, point_recall=0.0, point_f1=0.0,
+        center_dist_m=math.nan, target_rank=0, target_rank_nz=0, target_rank_ciou=0, hit1=False,
+        hit3=False, hit5=False, hit1_iou25=False, area_ratio=math.nan, n_candidates=3,
+        n_pos_overlap=0, n_iou25=0, turns=8, n_landmark_query=0, n_zoom_in=0,
+        n_oblique_render=0, n_invalid=8, latency_s=1.0, env_s=0.5, policy_s=0.5, reward=-0.9,
+        terminated=False, truncated=True, timed_out=False, stop_reason="budget",
+    )  # fmt: skip
+    base.update(kw)
+    return EpisodeRecord(**base)
+
+
+def _step(qid: str) -> StepRow:
+    return StepRow(
+        run_id="r",
+        query_id=qid,
+        scene_id="s",
+        turn=1,
+        tool="invalid",
+        arguments="{}",
+        valid=False,
+        error="no action",
+        view_id=None,
+        reward=-0.1,
+        latency_s=0.1,
+        env_s=0.05,
+        policy_s=0.05,
+        model_text="x" * 5000,
+    )
+
+
+def test_episode_record_nan_and_rank_zero_become_null(tmp_path):
+    e = _ep("q1")
+    assert e.center_dist_m is None and e.target_rank is None and e.area_ratio is None
+    write_chunk(tmp_path, [e], [_step("q1")])
+    df = read_episodes(tmp_path)
+    assert df["center_dist_m"].null_count() == 1 and df["target_rank"].null_count() == 1
+    assert read_steps(tmp_path)["model_text"].str.len_chars()[0] == 4000
+
+
+def test_episode_record_validates():
+    with pytest.raises(ValueError, match="stop_reason"):
+        _ep("q", stop_reason="crash")
+    with pytest.raises(ValueError, match="pred_"):
+        _ep("q", valid_answer=True)
+
+
+def test_finished_query_ids_deletes_orphan_steps(tmp_path):
+    write_chunk(tmp_path, [_ep("q1"), _ep("q2")], [_step("q1"), _step("q2")])
+    name = write_chunk(tmp_path, [_ep("q3")], [_step("q3")])
+    (tmp_path / "episodes" / name).unlink()  # killed between the two writes
+    assert finished_query_ids(tmp_path) == {"q1", "q2"}
+    assert len(list((tmp_path / "steps").glob("*.parquet"))) == 1
+
+
+def test_read_episodes_duplicate_query_raises(tmp_path):
+    write_chunk(tmp_path, [_ep("q1")], [])
+    write_chunk(tmp_path, [_ep("q1")], [])
+    with pytest.raises(CacheError, match="evaluated twice"):
+        read_episodes(tmp_path)
+
+
+def test_run_dir_rejects_paths(tmp_path):
+    assert run_dir(tmp_path, "a-b").name == "a-b"
+    with pytest.raises(ValueError, match="plain name"):
+        run_dir(tmp_path, "../x")

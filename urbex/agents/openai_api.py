@@ -1,0 +1,402 @@
+"""The ``openai`` policy: any OpenAI-compatible ``/v1/chat/completions`` endpoint with tools and images.
+
+Works with hosted APIs and with a local vLLM server (``vllm serve ... --enable-auto-tool-choice``).
+The episode's conversation (chat format of :mod:`urbex.agents.base`) is sent as OpenAI messages:
+
+* images become ``image_url`` parts holding base64 data URLs (PNG by default);
+* an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` becomes a proper
+  ``tool_calls`` entry, and the next ``<tool_response>`` user turn becomes a ``tool`` message
+  (followed by a user message carrying the tool's images, since tool messages hold text only);
+* the tools are :func:`urbex.env.tools.openai_tool_schemas` plus an ``answer`` function.
+
+The reply is turned back into the text protocol the environment parses: a function call becomes
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (``answer`` becomes
+``<answer>{...}</answer>``), otherwise the message text is returned as is.
+
+The API key is read from the environment variable *named* in ``params.openai.api_key_env`` at
+each request; it is never stored on the object, logged, or put in an error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from urbex.errors import ConfigError, PolicyError
+
+if TYPE_CHECKING:
+    import httpx
+    from PIL import Image
+
+    from urbex.config import OpenAIParams, Params
+
+__all__ = ["OpenAIPolicy", "from_openai_message", "image_data_url", "to_openai_messages"]
+
+_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+_RESPONSE_RE = re.compile(r"^\s*<tool_response>\s*(.*?)\s*</tool_response>\s*$", re.S)
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+def image_data_url(image: Image.Image, *, fmt: str = "png") -> str:
+    """A ``data:image/...;base64,...`` URL of a PIL image (RGB)."""
+    buf = io.BytesIO()
+    im = image.convert("RGB") if image.mode != "RGB" else image
+    if fmt == "jpeg":
+        im.save(buf, format="JPEG", quality=90)
+    elif fmt == "png":
+        im.save(buf, format="PNG", compress_level=1)
+    else:
+        raise ValueError(f"fmt: expected 'png' or 'jpeg', got {fmt!r}")
+    return f"data:image/{fmt};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+
+
+def _single_tool_call(text: str) -> tuple[str, dict[str, Any], str] | None:
+    """``(name, arguments, text outside the tag)`` when ``text`` holds exactly one parseable call."""
+    found = _TOOL_CALL_RE.findall(text)
+    if len(found) != 1 or "<answer>" in text:
+        return None
+    try:
+        obj = json.loads(found[0])
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    args = obj.get("arguments", {})
+    if not isinstance(args, dict):
+        return None
+    outside = _TOOL_CALL_RE.sub("", text).strip()
+    return obj["name"], args, outside
+
+
+def to_openai_messages(
+    messages: list[dict[str, Any]], images: list[Image.Image], *, image_format: str = "png"
+) -> list[dict[str, Any]]:
+    """Convert the episode conversation to OpenAI chat messages (see the module docstring).
+
+    Parameters
+    ----------
+    messages
+        ``{"role", "content": str | [{"type": "image"} | {"type": "text", "text": ...}]}``.
+    images
+        PIL images in the order of the ``{"type": "image"}`` placeholders.
+
+    Raises
+    ------
+    ValueError
+        The placeholders and ``images`` disagree in number.
+    """
+    n_placeholders = sum(
+        1
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for part in m["content"]
+        if isinstance(part, dict) and part.get("type") == "image"
+    )
+    if n_placeholders != len(images):
+        raise ValueError(
+            f"images: the messages hold {n_placeholders} image placeholders, got {len(images)} images"
+        )
+    it = iter(images)
+    out: list[dict[str, Any]] = []
+    pending_call: str | None = None  # id of a tool call still waiting for its response
+    n_calls = 0
+    for m in messages:
+        role = m["role"]
+        content = m.get("content")
+        parts = [content] if isinstance(content, str) else list(content or [])
+        text = "".join(
+            p if isinstance(p, str) else p.get("text", "") for p in parts if not _is_image(p)
+        )
+        imgs = [image_data_url(next(it), fmt=image_format) for p in parts if _is_image(p)]
+        if role == "assistant":
+            call = _single_tool_call(text)
+            if call is not None:
+                n_calls += 1
+                pending_call = f"call_{n_calls}"
+                name, args, outside = call
+                out.append(
+                    {
+                        "role": "assistant",
+                        "content": outside or None,
+                        "tool_calls": [
+                            {
+                                "id": pending_call,
+                                "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(args)},
+                            }
+                        ],
+                    }
+                )
+            else:
+                pending_call = None
+                out.append({"role": "assistant", "content": text})
+            continue
+        resp = _RESPONSE_RE.match(text) if role == "user" else None
+        if pending_call is not None and resp is not None:
+            out.append({"role": "tool", "tool_call_id": pending_call, "content": resp.group(1)})
+            if imgs:
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "The image(s) returned by the tool call:"},
+                            *({"type": "image_url", "image_url": {"url": u}} for u in imgs),
+                        ],
+                    }
+                )
+            pending_call = None
+            continue
+        pending_call = None
+        if imgs:
+            blocks: list[dict[str, Any]] = [
+                {"type": "image_url", "image_url": {"url": u}} for u in imgs
+            ]
+            if text:
+                blocks.append({"type": "text", "text": text})
+            out.append({"role": role, "content": blocks})
+        else:
+            out.append({"role": role, "content": text})
+    return out
+
+
+def _is_image(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "image"
+
+
+def from_openai_message(message: dict[str, Any]) -> str:
+    """The environment's text protocol for an OpenAI reply message.
+
+    >>> from_openai_message({"content": None, "tool_calls": [{"function": {
+    ...     "name": "zoom_in", "arguments": '{"view_id": "global", "bbox_2d": [1, 2, 3, 4]}'}}]})
+    '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [1, 2, 3, 4]}}</tool_call>'
+    >>> from_openai_message({"content": "<answer>{}</answer>"})
+    '<answer>{}</answer>'
+    """
+    text = message.get("content") or ""
+    if isinstance(text, list):  # some servers return content parts
+        text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+    actions = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        name = fn.get("name")
+        raw = fn.get("arguments")
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        except ValueError:
+            args = raw  # the environment reports the malformed arguments to the agent
+        if name == "answer" and isinstance(args, dict):
+            actions.append(f"<answer>{json.dumps(args)}</answer>")
+        else:
+            actions.append(
+                f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
+            )
+    return "\n".join(s for s in (text.strip(), *actions) if s)
+
+
+class OpenAIPolicy:
+    """A prompted model behind an OpenAI-compatible chat endpoint.
+
+    Parameters
+    ----------
+    base_url
+        Up to and including ``/v1`` (``{base_url}/chat/completions`` is called).
+    model
+        Model name sent in each request.
+    api_key_env
+        NAME of the environment variable holding the key, read at every request; None for
+        keyless endpoints (a local vLLM server).
+    timeout_s, max_retries, backoff_s
+        Per-request timeout; retries on 408/409/425/429/5xx, timeouts and dropped connections,
+        sleeping ``backoff_s · 2**attempt`` (or the server's ``Retry-After``, at most 60 s).
+    max_tokens, temperature, image_format
+        Generation settings and the data-URL image format.
+    tool_names
+        Tools offered to the model (default: all three, plus ``answer``).
+    sleep
+        Injected for tests (default ``time.sleep``).
+    """
+
+    #: The chat template does not list tools here (the request's ``tools`` does); the runner
+    #: keeps the schemas in the system prompt too, harmless for API models.
+    template_lists_tools = False
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        image_format: str = "png",
+        tool_names: tuple[str, ...] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
+        if max_retries < 0 or timeout_s <= 0:
+            raise ValueError(
+                f"max_retries >= 0 and timeout_s > 0 expected, got {max_retries}, {timeout_s}"
+            )
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.max_tokens = int(max_tokens)
+        self.temperature = float(temperature)
+        self.image_format = image_format
+        self.tool_names = tool_names
+        self.seed: int | None = None
+        self._sleep = sleep
+        self._client: httpx.Client | None = None
+        self.n_requests = 0
+        self.n_retries = 0
+
+    @classmethod
+    def from_params(cls, params: Params | OpenAIParams, **overrides: Any) -> OpenAIPolicy:
+        """From ``params.openai`` (or an :class:`~urbex.config.OpenAIParams`)."""
+        p = getattr(params, "openai", params)
+        kw: dict[str, Any] = {
+            "base_url": p.base_url,
+            "model": p.model,
+            "api_key_env": p.api_key_env,
+            "timeout_s": p.timeout_s,
+            "max_retries": p.max_retries,
+            "backoff_s": p.backoff_s,
+            "max_tokens": p.max_tokens,
+            "temperature": p.temperature,
+            "image_format": p.image_format,
+        }
+        kw.update(overrides)
+        return cls(**kw)
+
+    def __repr__(self) -> str:
+        return f"OpenAIPolicy(url={self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+
+    def begin_episode(self, *, seed: int) -> None:
+        """Set the seed sent with the episode's requests (servers that honour ``seed``)."""
+        self.seed = int(seed)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise ConfigError(
+                    f"environment variable {self.api_key_env} is not set; export the API key there, "
+                    "or set openai.api_key_env: null for a keyless endpoint",
+                    field="openai.api_key_env",
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _tools(self) -> list[dict[str, Any]]:
+        from urbex.env.tools import openai_tool_schemas
+
+        tools = openai_tool_schemas(include_answer=True)
+        if self.tool_names is not None:
+            keep = {*self.tool_names, "answer"}
+            tools = [t for t in tools if t["function"]["name"] in keep]
+        return tools
+
+    def request_body(
+        self, messages: list[dict[str, Any]], images: list[Image.Image]
+    ) -> dict[str, Any]:
+        """The JSON body of the chat-completions request for this turn."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(messages, images, image_format=self.image_format),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        tools = self._tools()
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = "auto"
+        if self.seed is not None:
+            body["seed"] = self.seed
+        return body
+
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        """One assistant turn: POST the conversation, return the reply in the text protocol.
+
+        Raises
+        ------
+        PolicyError
+            A non-retryable HTTP status, a malformed reply, or every retry failed.
+        ConfigError
+            The key's environment variable is not set.
+        """
+        reply = self._post(self.request_body(messages, images))
+        try:
+            message = reply["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise PolicyError(
+                f"{self.url}: reply has no choices[0].message ({str(reply)[:200]})"
+            ) from exc
+        return from_openai_message(message)
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            self.n_requests += 1
+            delay = self.backoff_s * 2**attempt
+            try:
+                r = self._client.post(self.url, headers=self._headers(), json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}"
+            else:
+                if r.status_code == 200:
+                    try:
+                        data = r.json()
+                    except ValueError as exc:
+                        raise PolicyError(
+                            f"{self.url}: reply is not JSON ({r.text[:200]!r})"
+                        ) from exc
+                    if not isinstance(data, dict):
+                        raise PolicyError(
+                            f"{self.url}: reply is not a JSON object ({r.text[:200]!r})"
+                        )
+                    return data
+                detail = r.text[:300]
+                if r.status_code not in _RETRY_STATUS:
+                    hint = (
+                        " (check the key in $" + str(self.api_key_env) + ")"
+                        if r.status_code in (401, 403)
+                        else ""
+                    )
+                    raise PolicyError(f"{self.url}: HTTP {r.status_code}{hint}: {detail}")
+                last = f"HTTP {r.status_code}: {detail}"
+                ra = r.headers.get("retry-after")
+                if ra is not None:
+                    try:
+                        delay = min(max(float(ra), 0.0), 60.0)
+                    except ValueError:
+                        pass
+            if attempt < self.max_retries:
+                self.n_retries += 1
+                self._sleep(delay)
+        raise PolicyError(
+            f"{self.url}: failed after {self.max_retries + 1} attempts; last error: {last}"
+        )

@@ -1,0 +1,196 @@
+"""Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
+
+Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
+``oracle``. ``workflow`` and ``no_tools`` wrap the model named by ``params.policy.backend``
+(``vlm`` or ``openai``). ``oracle`` and ``landmark_prior`` are bound to the environment they
+play in (pass ``env``); the model policies ignore it.
+
+Extension point: :func:`register_policy` adds a name (tests use it to inject failing policies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from urbex.agents.base import Policy
+    from urbex.config import Params
+    from urbex.env.episode import GroundingEnv
+
+__all__ = [
+    "POLICY_NAMES",
+    "PolicyFactory",
+    "PolicyInfo",
+    "make_policy",
+    "policy_info",
+    "register_policy",
+]
+
+
+class PolicyFactory(Protocol):
+    """Builds a policy: ``factory(params, *, env, checkpoint) -> Policy``."""
+
+    def __call__(
+        self, params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
+    ) -> Policy: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyInfo:
+    """What the runner needs to know of a policy.
+
+    Attributes
+    ----------
+    name : str
+    factory : PolicyFactory
+    parallel : bool
+        Cheap to build per process and free of shared state: the runner may run scenes in a
+        process pool. False for model policies (one model, sequential or batched).
+    needs_env : bool
+        Bound to the environment (``make_policy(..., env=...)`` is required).
+    """
+
+    name: str
+    factory: PolicyFactory
+    parallel: bool
+    needs_env: bool
+
+
+def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.oracle import OraclePolicy
+
+    assert env is not None
+    return OraclePolicy(env)
+
+
+def _landmark_prior(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.heuristics import LandmarkPriorPolicy, class_size_priors
+
+    assert env is not None
+    sizes = params.policy.class_sizes or class_size_priors(params)
+    return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=params.policy.prior_gap_m)
+
+
+def _model(
+    params: Params, checkpoint: Path | None, backend: str, tool_names: tuple[str, ...] | None
+) -> Policy:
+    if backend == "openai":
+        from urbex.agents.openai_api import OpenAIPolicy
+
+        return OpenAIPolicy.from_params(params, tool_names=tool_names)
+    from urbex.agents.vlm import VLMPolicy
+
+    return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
+
+
+def _vlm(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    return _model(params, checkpoint, "vlm", None)
+
+
+def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    return _model(params, checkpoint, "openai", None)
+
+
+def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.workflow import WorkflowPolicy
+
+    inner = _model(params, checkpoint, params.policy.backend, None)
+    return WorkflowPolicy(
+        inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
+    )
+
+
+def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.heuristics import no_tools_policy
+
+    inner = _model(params, checkpoint, params.policy.backend, ())
+    return no_tools_policy(
+        inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
+    )
+
+
+_REGISTRY: dict[str, PolicyInfo] = {
+    i.name: i
+    for i in (
+        PolicyInfo(name="vlm", factory=_vlm, parallel=False, needs_env=False),
+        PolicyInfo(name="openai", factory=_openai, parallel=False, needs_env=False),
+        PolicyInfo(name="workflow", factory=_workflow, parallel=False, needs_env=False),
+        PolicyInfo(name="no_tools", factory=_no_tools, parallel=False, needs_env=False),
+        PolicyInfo(name="landmark_prior", factory=_landmark_prior, parallel=True, needs_env=True),
+        PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
+    )
+}
+
+#: The built-in policy names.
+POLICY_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def register_policy(
+    name: str,
+    factory: PolicyFactory | Callable[..., Policy],
+    *,
+    parallel: bool = False,
+    needs_env: bool = False,
+    replace: bool = False,
+) -> None:
+    """Add a policy name (process-local: pool workers started by *spawn* do not see it)."""
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"policy {name!r} is already registered; pass replace=True to override")
+    _REGISTRY[name] = PolicyInfo(name=name, factory=factory, parallel=parallel, needs_env=needs_env)  # type: ignore[arg-type]
+
+
+def policy_info(name: str) -> PolicyInfo:
+    """The :class:`PolicyInfo` of ``name``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known ones).
+    """
+    if name not in _REGISTRY:
+        hint = (
+            " (candidate ranking is not part of the evaluation harness)"
+            if name == "ranking"
+            else ""
+        )
+        raise ValueError(f"policy: expected one of {sorted(_REGISTRY)}, got {name!r}{hint}")
+    return _REGISTRY[name]
+
+
+def make_policy(
+    name: str,
+    params: Params,
+    *,
+    env: GroundingEnv | None = None,
+    checkpoint: str | Path | None = None,
+    **_: Any,
+) -> Policy:
+    """Build the policy ``name`` from ``params``.
+
+    Parameters
+    ----------
+    name
+        One of :data:`POLICY_NAMES` (or a registered name).
+    params
+        All parameters (``policy``, ``vlm``, ``openai``, ``env`` sections).
+    env
+        The environment, required by ``oracle`` and ``landmark_prior``.
+    checkpoint
+        Local checkpoint directory for ``vlm`` (and ``workflow``/``no_tools`` on the vlm
+        backend); overrides ``params.vlm.checkpoint``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, or ``env`` missing for an environment-bound policy.
+    urbex.errors.PolicyError
+        The model backend cannot be set up (no checkpoint, unreadable checkpoint).
+    """
+    info = policy_info(name)
+    if info.needs_env and env is None:
+        raise ValueError(f"policy {name!r} is bound to an environment: pass env=GroundingEnv(...)")
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    return info.factory(params, env=env, checkpoint=ckpt)

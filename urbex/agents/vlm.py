@@ -1,0 +1,222 @@
+"""The ``vlm`` policy: a transformers vision-language model from a LOCAL checkpoint (Qwen3-VL family).
+
+Loads ``AutoProcessor`` + ``AutoModelForImageTextToText`` with ``local_files_only=True`` (urbex
+never downloads weights: pass a directory, e.g. one made by ``urbex make-tiny-model`` or a
+GRPO checkpoint). Each turn renders the conversation with the processor's chat template —
+with the tools' JSON schemas (Qwen3's ``<tools>`` block) when ``template_tools`` — feeds the
+images the ``{"type": "image"}`` placeholders stand for, and generates greedily or with seeded
+sampling. :meth:`VLMPolicy.act_batch` generates several episodes' turns in one left-padded batch.
+
+Seeding: with ``do_sample`` the torch RNG is seeded before each generate call from the episode
+seed (:meth:`VLMPolicy.begin_episode`) and the turn number, so a resumed evaluation replays the
+same samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbex.errors import PolicyError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from urbex.config import Params, VLMParams
+
+__all__ = ["VLMPolicy", "clean_generation"]
+
+_STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+def clean_generation(text: str, special_tokens: Sequence[str] = ()) -> str:
+    """Cut a decoded generation at the first end-of-turn token and drop special tokens.
+
+    Special tokens (``<|image_pad|>``, ``<|vision_start|>``, ...) must not survive into the
+    conversation: the next turn's processor would count a stray image placeholder.
+    ``<tool_call>``-style *added* tokens are kept.
+
+    >>> clean_generation('<tool_call>{"a": 1}</tool_call><|im_end|>junk')
+    '<tool_call>{"a": 1}</tool_call>'
+    >>> clean_generation("<|endoftext|>hi<|image_pad|>", ["<|image_pad|>"])
+    'hi'
+    """
+    s = text.replace("<|endoftext|>", "")
+    cut = s.find("<|im_end|>")
+    s = s if cut < 0 else s[:cut]
+    for tok in special_tokens:
+        s = s.replace(tok, "")
+    return s.strip()
+
+
+def _turn_seed(seed: int, turn: int) -> int:
+    h = hashlib.blake2b(f"{seed}:{turn}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & 0x7FFF_FFFF
+
+
+class VLMPolicy:
+    """A local transformers VLM acting through the text protocol.
+
+    Parameters
+    ----------
+    checkpoint
+        A local directory in ``save_pretrained`` layout (model + processor).
+    device
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+    dtype
+        ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"``.
+    max_new_tokens, do_sample, temperature, top_p
+        Generation settings (greedy when ``do_sample`` is False).
+    template_tools
+        Pass the tool schemas to the chat template (the template then lists them).
+    tool_names
+        Tools listed to the model (default: all). ``()`` lists none (``no_tools``).
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_new_tokens: int = 256,
+        do_sample: bool = False,
+        temperature: float = 0.7,
+        top_p: float = 0.95,
+        template_tools: bool = True,
+        tool_names: tuple[str, ...] | None = None,
+    ) -> None:
+        path = Path(checkpoint)
+        if not path.is_dir() or not (path / "config.json").is_file():
+            raise PolicyError(
+                "not a local checkpoint directory (config.json missing); urbex never downloads "
+                "weights — pass a directory, e.g. one written by `urbex make-tiny-model PATH`",
+                path=path,
+            )
+        if dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype: expected auto/float32/bfloat16/float16, got {dtype!r}")
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        try:
+            self.processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+            self.model = AutoModelForImageTextToText.from_pretrained(
+                path,
+                local_files_only=True,
+                dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+            )
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"cannot load the checkpoint: {exc}", path=path) from exc
+        self.model.to(device)
+        self.model.eval()
+        tok = self.processor.tokenizer
+        tok.padding_side = "left"
+        self.checkpoint = path
+        self.device = device
+        self.max_new_tokens = int(max_new_tokens)
+        self.do_sample = bool(do_sample)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.template_tools = bool(template_tools)
+        self.tool_names = tool_names
+        self.template_lists_tools = self.template_tools
+        self.seed = 0
+        self._pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    @classmethod
+    def from_params(
+        cls, params: Params | VLMParams, *, checkpoint: str | Path | None = None, **overrides: Any
+    ) -> VLMPolicy:
+        """From ``params.vlm``; ``checkpoint`` overrides ``vlm.checkpoint``.
+
+        Raises
+        ------
+        PolicyError
+            No checkpoint given in either place.
+        """
+        p = getattr(params, "vlm", params)
+        ckpt = checkpoint if checkpoint is not None else p.checkpoint
+        if ckpt is None:
+            raise PolicyError(
+                "the vlm policy needs a local checkpoint: pass --checkpoint PATH or set vlm.checkpoint",
+                field="vlm.checkpoint",
+            )
+        base = getattr(params, "base_dir", None)
+        ckpt = Path(ckpt)
+        if not ckpt.is_absolute() and base is not None:
+            ckpt = Path(base) / ckpt
+        kw: dict[str, Any] = {
+            "device": p.device,
+            "dtype": p.dtype,
+            "max_new_tokens": p.max_new_tokens,
+            "do_sample": p.do_sample,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "template_tools": p.template_tools,
+        }
+        kw.update(overrides)
+        return cls(ckpt, **kw)
+
+    def __repr__(self) -> str:
+        return f"VLMPolicy(checkpoint={str(self.checkpoint)!r}, device={self.device!r})"
+
+    def begin_episode(self, *, seed: int) -> None:
+        """Set the episode seed used for sampling."""
+        self.seed = int(seed)
+
+    def _tools(self) -> list[dict[str, Any]] | None:
+        if not self.template_tools:
+            return None
+        from urbex.env.tools import openai_tool_schemas
+
+        tools = openai_tool_schemas()
+        if self.tool_names is not None:
+            tools = [t for t in tools if t["function"]["name"] in self.tool_names]
+        return tools or None
+
+    def prompt_text(self, messages: list[dict[str, Any]]) -> str:
+        """The chat-template rendering of ``messages`` (with the generation prompt)."""
+        return self.processor.apply_chat_template(
+            messages, tools=self._tools(), add_generation_prompt=True, tokenize=False
+        )
+
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        """One assistant turn (raw text)."""
+        return self.act_batch([messages], [images])[0]
+
+    def act_batch(
+        self, batch_messages: list[list[dict[str, Any]]], batch_images: list[list[Image.Image]]
+    ) -> list[str]:
+        """One assistant turn for each of several episodes, generated as one left-padded batch."""
+        import torch
+
+        if len(batch_messages) != len(batch_images):
+            raise ValueError(
+                f"batch_images: expected {len(batch_messages)} image lists, got {len(batch_images)}"
+            )
+        if not batch_messages:
+            return []
+        texts = [self.prompt_text(m) for m in batch_messages]
+        flat = [im.convert("RGB") for ims in batch_images for im in ims]
+        inputs = self.processor(
+            text=texts, images=flat or None, return_tensors="pt", padding=True
+        ).to(self.device)
+        gen: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.do_sample,
+            "pad_token_id": self._pad_id,
+        }
+        if self.do_sample:
+            gen.update(temperature=self.temperature, top_p=self.top_p)
+            turn = sum(1 for m in batch_messages[0] if m.get("role") == "assistant")
+            torch.manual_seed(_turn_seed(self.seed, turn))
+        else:
+            gen.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **gen)
+        new = out[:, inputs["input_ids"].shape[1] :]
+        decoded = self.processor.batch_decode(new, skip_special_tokens=False)
+        specials = self.processor.tokenizer.all_special_tokens
+        return [clean_generation(t, specials) for t in decoded]

@@ -1,0 +1,432 @@
+"""Grounding metrics, computed the way the paper computes them (§4, appendix D.5). Pure, no I/O.
+
+Hit@k
+-----
+The scene's ground-truth instances are ranked by their overlap with the **predicted BEV box**;
+the *target rank* is the 1-based position of the query's target in that ranking, and
+``Hit@k = 1 ≤ rank ≤ k``. Three ranking rules (the paper's Table 12):
+
+``"iou"``          BEV IoU with the predicted box.
+``"iou_nonzero"``  BEV IoU, but a target with zero overlap is *unranked* (never a hit).
+``"ciou"``         Complete IoU (centre distance and aspect enter; disjoint boxes still rank).
+
+Ties are broken **against** the target: it ranks behind every candidate whose score is greater
+than *or equal to* its own. So a prediction that overlaps nothing cannot score a hit by luck of
+candidate order (with ``"iou"`` it then ranks last of the ``K`` candidates). Rank ``0`` means
+*not ranked* (no valid answer, or a zero-overlap target under ``"iou_nonzero"``).
+
+Frames: BEV boxes are ``[x_min, y_min, x_max, y_max]`` and 3D boxes
+``[x_min, y_min, z_min, x_max, y_max, z_max]``, world metres, axis-aligned.
+
+Fractions (Hit@k, IoU, F1, valid-answer rate) are in ``[0, 1]``; the report multiplies by 100.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from urbex.geometry import area_2d, center_distance_2d, ciou_2d, iou_2d, iou_3d
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = [
+    "GROUP_KEYS",
+    "RANK_RULES",
+    "RankRule",
+    "aggregate",
+    "area_ratio",
+    "candidate_scores",
+    "episode_metrics",
+    "hit_at_k",
+    "point_f1",
+    "points_in_box_3d",
+    "target_ranks",
+]
+
+RankRule = Literal["iou", "iou_nonzero", "ciou"]
+#: The ranking rules of Hit@k (see the module docstring).
+RANK_RULES: tuple[RankRule, ...] = ("iou", "iou_nonzero", "ciou")
+#: The grouping keys of :func:`aggregate` (one metrics row per run × split).
+GROUP_KEYS: tuple[str, ...] = ("run_id", "policy", "split")
+
+
+def _check_rule(rule: str) -> None:
+    if rule not in RANK_RULES:
+        raise ValueError(f"rule: expected one of {RANK_RULES}, got {rule!r}")
+
+
+def candidate_scores(
+    pred_box: ArrayLike, gt_boxes: ArrayLike, *, rule: RankRule = "iou"
+) -> NDArray[np.float64]:
+    """The ranking score of every GT candidate against the predicted BEV box.
+
+    Parameters
+    ----------
+    pred_box : array_like, shape (..., 4)
+        Predicted BEV box(es), world metres.
+    gt_boxes : array_like, shape (..., K, 4)
+        The candidates (every GT instance of the scene), world metres.
+    rule : {"iou", "iou_nonzero", "ciou"}
+        ``"iou"`` and ``"iou_nonzero"`` score by BEV IoU in [0, 1]; ``"ciou"`` by CIoU in
+        [-1.5, 1].
+
+    Returns
+    -------
+    ndarray, shape (..., K), float64
+
+    Examples
+    --------
+    >>> candidate_scores([0, 0, 2, 2], [[0, 0, 2, 2], [1, 1, 3, 3], [5, 5, 6, 6]]).round(4).tolist()
+    [1.0, 0.1429, 0.0]
+    """
+    _check_rule(rule)
+    p = np.asarray(pred_box, dtype=np.float64)[..., None, :]
+    g = np.asarray(gt_boxes, dtype=np.float64)
+    fn = ciou_2d if rule == "ciou" else iou_2d
+    return np.asarray(fn(p, g), dtype=np.float64)
+
+
+def target_ranks(
+    pred_boxes: ArrayLike,
+    gt_boxes: ArrayLike,
+    target_index: ArrayLike,
+    *,
+    valid: ArrayLike | None = None,
+    candidate_mask: ArrayLike | None = None,
+    rule: RankRule = "iou",
+) -> NDArray[np.int64]:
+    """The 1-based rank of each episode's target among its scene's GT instances (0 = unranked).
+
+    Vectorised over episodes: pad scenes with fewer instances and mask the padding out with
+    ``candidate_mask``.
+
+    Parameters
+    ----------
+    pred_boxes : array_like, shape (E, 4)
+        Predicted BEV boxes, world metres (rows of invalid episodes are ignored).
+    gt_boxes : array_like, shape (E, K, 4)
+        Candidate boxes per episode, world metres.
+    target_index : array_like, shape (E,), int
+        Index of the target among the ``K`` candidates.
+    valid : array_like, shape (E,), bool, optional
+        False where the episode has no valid answer (→ rank 0). Default: all True.
+    candidate_mask : array_like, shape (E, K), bool, optional
+        False for padding candidates. Default: all True.
+    rule : {"iou", "iou_nonzero", "ciou"}
+
+    Returns
+    -------
+    ndarray, shape (E,), int64
+        ``1 + #{other candidates scoring >= the target}``; 0 when unranked.
+
+    Examples
+    --------
+    Three instances; the prediction overlaps the second most:
+
+    >>> gt = [[[0, 0, 4, 4], [3, 0, 7, 4], [20, 20, 24, 24]]]
+    >>> target_ranks([[2, 0, 6, 4]], gt, [1]).tolist()
+    [1]
+    >>> target_ranks([[2, 0, 6, 4]], gt, [0]).tolist()
+    [2]
+    >>> target_ranks([[2, 0, 6, 4]], gt, [2]).tolist()  # zero overlap: ranks last ...
+    [3]
+    >>> target_ranks([[2, 0, 6, 4]], gt, [2], rule="iou_nonzero").tolist()  # ... or unranked
+    [0]
+    >>> target_ranks([[2, 0, 6, 4]], gt, [1], valid=[False]).tolist()
+    [0]
+    """
+    _check_rule(rule)
+    p = np.asarray(pred_boxes, dtype=np.float64)
+    g = np.asarray(gt_boxes, dtype=np.float64)
+    t = np.asarray(target_index, dtype=np.int64)
+    if p.ndim != 2 or p.shape[1] != 4:
+        raise ValueError(f"pred_boxes: expected shape (E, 4), got {p.shape}")
+    e = p.shape[0]
+    if g.ndim != 3 or g.shape[0] != e or g.shape[2] != 4:
+        raise ValueError(f"gt_boxes: expected shape ({e}, K, 4), got {g.shape}")
+    k = g.shape[1]
+    if t.shape != (e,):
+        raise ValueError(f"target_index: expected shape ({e},), got {t.shape}")
+    if e and (t.min() < 0 or t.max() >= k):
+        raise ValueError(f"target_index: expected values in [0, {k}), got {t.min()}..{t.max()}")
+    ok = np.ones(e, dtype=bool) if valid is None else np.asarray(valid, dtype=bool).reshape(e)
+    cm = (
+        np.ones((e, k), dtype=bool)
+        if candidate_mask is None
+        else np.asarray(candidate_mask, dtype=bool)
+    )
+    if cm.shape != (e, k):
+        raise ValueError(f"candidate_mask: expected shape ({e}, {k}), got {cm.shape}")
+    if e == 0:
+        return np.zeros(0, dtype=np.int64)
+    p_safe = np.where(ok[:, None] & np.isfinite(p), p, 0.0)
+    s = candidate_scores(p_safe, g, rule=rule)
+    rows = np.arange(e)
+    st = s[rows, t]
+    others = cm.copy()
+    others[rows, t] = False
+    rank = 1 + ((s >= st[:, None]) & others).sum(axis=1)
+    unranked = ~ok | ~cm[rows, t]
+    if rule == "iou_nonzero":
+        unranked |= st <= 0.0
+    return np.where(unranked, 0, rank).astype(np.int64)
+
+
+def hit_at_k(ranks: ArrayLike, k: int) -> NDArray[np.bool_]:
+    """``1 ≤ rank ≤ k`` (rank 0 = unranked = miss).
+
+    >>> hit_at_k([1, 3, 0, 6], 3).tolist()
+    [True, True, False, False]
+    """
+    if k < 1:
+        raise ValueError(f"k: expected >= 1, got {k}")
+    r = np.asarray(ranks, dtype=np.int64)
+    return (r >= 1) & (r <= k)
+
+
+def points_in_box_3d(xyz: ArrayLike, box: ArrayLike) -> NDArray[np.bool_]:
+    """Which points lie in an axis-aligned 3D box (bounds inclusive).
+
+    Parameters
+    ----------
+    xyz : array_like, shape (N, 3)
+        Points, world metres (or any frame shared with ``box``).
+    box : array_like, shape (6,)
+        ``[x_min, y_min, z_min, x_max, y_max, z_max]``.
+
+    Returns
+    -------
+    ndarray, shape (N,), bool
+
+    >>> points_in_box_3d([[0, 0, 0], [1, 1, 1], [2, 0, 0]], [0, 0, 0, 1, 1, 1]).tolist()
+    [True, True, False]
+    """
+    p = np.asarray(xyz, dtype=np.float64).reshape(-1, 3)
+    b = np.asarray(box, dtype=np.float64)
+    if b.shape != (6,):
+        raise ValueError(f"box: expected shape (6,), got {b.shape}")
+    return np.all((p >= b[:3]) & (p <= b[3:]), axis=1)
+
+
+def point_f1(in_pred: ArrayLike, in_target: ArrayLike) -> tuple[float, float, float]:
+    """Point-level precision, recall and F1 of a predicted region against the target's points.
+
+    Parameters
+    ----------
+    in_pred : array_like, shape (N,), bool
+        Point lies in the predicted 3D box.
+    in_target : array_like, shape (N,), bool
+        Point belongs to the target instance.
+
+    Returns
+    -------
+    (precision, recall, f1) : floats in [0, 1]; 0.0 (never NaN) when a side is empty.
+
+    Examples
+    --------
+    >>> point_f1([True, True, False, False], [True, False, True, False])
+    (0.5, 0.5, 0.5)
+    >>> point_f1([False, False], [True, True])
+    (0.0, 0.0, 0.0)
+    """
+    a = np.asarray(in_pred, dtype=bool)
+    b = np.asarray(in_target, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"in_pred/in_target: shapes differ, {a.shape} vs {b.shape}")
+    tp = int(np.count_nonzero(a & b))
+    npred, ntgt = int(np.count_nonzero(a)), int(np.count_nonzero(b))
+    prec = tp / npred if npred else 0.0
+    rec = tp / ntgt if ntgt else 0.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
+    return prec, rec, f1
+
+
+def area_ratio(pred_box: ArrayLike, target_box: ArrayLike) -> NDArray[np.float64] | float:
+    """Predicted / target BEV area (NaN when the target area is 0).
+
+    >>> area_ratio([0, 0, 4, 2], [0, 0, 2, 2])
+    2.0
+    """
+    pa = np.asarray(area_2d(pred_box), dtype=np.float64)
+    ta = np.asarray(area_2d(target_box), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(ta > 0, pa / np.where(ta > 0, ta, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def episode_metrics(
+    pred_box_2d: ArrayLike | None,
+    gt_boxes_2d: ArrayLike,
+    target_index: int,
+    *,
+    pred_box_3d: ArrayLike | None = None,
+    gt_box_3d: ArrayLike | None = None,
+    in_pred: ArrayLike | None = None,
+    in_target: ArrayLike | None = None,
+) -> dict[str, Any]:
+    """Every per-episode metric of one answer.
+
+    Parameters
+    ----------
+    pred_box_2d : array_like, shape (4,), or None
+        The answer's world BEV box (metres); None when the episode has no valid answer.
+    gt_boxes_2d : array_like, shape (K, 4)
+        BEV boxes of all the scene's GT instances, world metres.
+    target_index : int
+        The target's row in ``gt_boxes_2d``.
+    pred_box_3d, gt_box_3d : array_like, shape (6,), optional
+        The answer lifted to 3D (z-range of the points under its footprint) and the target's 3D
+        box, world metres. ``iou_3d`` is 0.0 without them.
+    in_pred, in_target : array_like, shape (N,), bool, optional
+        For point F1: points (of any region covering both boxes) inside ``pred_box_3d`` / of the
+        target instance. ``point_f1`` is 0.0 without them.
+
+    Returns
+    -------
+    dict
+        ``valid_answer, iou_bev, iou_3d, point_precision, point_recall, point_f1,
+        center_dist_m (NaN without answer), target_rank, target_rank_nz, target_rank_ciou (0 =
+        unranked), hit1, hit3, hit5, hit1_iou25, area_ratio (NaN without answer),
+        n_candidates, n_pos_overlap, n_iou25``.
+
+    Examples
+    --------
+    >>> gt = [[0, 0, 4, 4], [3, 0, 7, 4], [20, 20, 24, 24]]
+    >>> m = episode_metrics([2, 0, 6, 4], gt, 1)
+    >>> m["target_rank"], m["hit1"], round(m["iou_bev"], 4), m["n_pos_overlap"]
+    (1, True, 0.6, 2)
+    >>> episode_metrics(None, gt, 1)["hit5"]
+    False
+    """
+    g = np.asarray(gt_boxes_2d, dtype=np.float64).reshape(-1, 4)
+    k = g.shape[0]
+    if not 0 <= int(target_index) < k:
+        raise ValueError(f"target_index: expected 0..{k - 1}, got {target_index}")
+    target = g[int(target_index)]
+    valid = pred_box_2d is not None
+    out: dict[str, Any] = {"valid_answer": valid, "n_candidates": k}
+    if not valid:
+        out.update(
+            iou_bev=0.0, iou_3d=0.0, point_precision=0.0, point_recall=0.0, point_f1=0.0,
+            center_dist_m=float("nan"), target_rank=0, target_rank_nz=0, target_rank_ciou=0,
+            hit1=False, hit3=False, hit5=False, hit1_iou25=False, area_ratio=float("nan"),
+            n_pos_overlap=0, n_iou25=0,
+        )  # fmt: skip
+        return out
+    p = np.asarray(pred_box_2d, dtype=np.float64).reshape(4)
+    ious = candidate_scores(p, g, rule="iou")
+    ranks = {
+        rule: int(target_ranks(p[None], g[None], [int(target_index)], rule=rule)[0])
+        for rule in RANK_RULES
+    }
+    iou_b = float(ious[int(target_index)])
+    iou3 = 0.0
+    if pred_box_3d is not None and gt_box_3d is not None:
+        iou3 = float(iou_3d(pred_box_3d, gt_box_3d))
+    prec = rec = f1 = 0.0
+    if in_pred is not None and in_target is not None:
+        prec, rec, f1 = point_f1(in_pred, in_target)
+    r = ranks["iou"]
+    out.update(
+        iou_bev=iou_b,
+        iou_3d=iou3,
+        point_precision=prec,
+        point_recall=rec,
+        point_f1=f1,
+        center_dist_m=float(center_distance_2d(p, target)),
+        target_rank=r,
+        target_rank_nz=ranks["iou_nonzero"],
+        target_rank_ciou=ranks["ciou"],
+        hit1=bool(hit_at_k(r, 1)),
+        hit3=bool(hit_at_k(r, 3)),
+        hit5=bool(hit_at_k(r, 5)),
+        hit1_iou25=bool(hit_at_k(r, 1)) and iou_b >= 0.25,
+        area_ratio=float(area_ratio(p, target)),
+        n_pos_overlap=int(np.count_nonzero(ious > 0)),
+        n_iou25=int(np.count_nonzero(ious >= 0.25)),
+    )
+    return out
+
+
+def aggregate(episodes: pl.DataFrame, *, by: tuple[str, ...] = GROUP_KEYS) -> pl.DataFrame:
+    """One metrics row per group (default: run × policy × split) from per-episode rows.
+
+    Parameters
+    ----------
+    episodes : polars.DataFrame
+        Rows as written by the runner (:mod:`urbex.eval.episodes`); needs ``by`` columns and
+        ``valid_answer, target_rank, target_rank_nz, target_rank_ciou, iou_bev, iou_3d,
+        point_f1, hit1_iou25, center_dist_m, area_ratio, n_pos_overlap, n_iou25, turns,
+        n_invalid, latency_s, reward``; ``env_s``/``policy_s`` are used when present.
+
+    Returns
+    -------
+    polars.DataFrame
+        Sorted by ``by``. Columns: the keys, ``n``, ``valid_rate``, ``hit1/3/5`` (IoU rule),
+        ``hit1_nz/hit3_nz/hit5_nz`` (zero-overlap excluded), ``hit1_ciou/hit3_ciou/hit5_ciou``,
+        means of ``iou_bev, iou_3d, point_f1`` (no answer counts 0), ``hit1_iou25``,
+        ``center_dist_m`` (mean over valid answers), ``area_ratio_median``,
+        ``area_ratio_p90`` (valid answers), ``n_pos_overlap_mean``, ``n_iou25_median``,
+        ``turns``, ``n_invalid``, ``latency_s`` (mean), ``latency_p50_s``, ``latency_p90_s``,
+        ``env_s``, ``policy_s``, ``reward`` (means). Fractions in [0, 1].
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ep = pl.DataFrame({
+    ...     "run_id": ["r", "r"], "policy": ["p", "p"], "split": ["test_no", "test_no"],
+    ...     "valid_answer": [True, False], "target_rank": [1, 0], "target_rank_nz": [1, 0],
+    ...     "target_rank_ciou": [2, 0], "iou_bev": [0.5, 0.0], "iou_3d": [0.2, 0.0],
+    ...     "point_f1": [0.4, 0.0], "hit1_iou25": [True, False], "center_dist_m": [1.0, None],
+    ...     "area_ratio": [2.0, None], "n_pos_overlap": [3, 0], "n_iou25": [1, 0],
+    ...     "turns": [3, 8], "n_invalid": [0, 8], "latency_s": [1.0, 3.0], "reward": [1.0, -0.9]})
+    >>> row = aggregate(ep).row(0, named=True)
+    >>> row["n"], row["hit1"], row["hit1_ciou"], row["iou_bev"], row["valid_rate"]
+    (2, 0.5, 0.0, 0.25, 0.5)
+    """
+    import polars as pl
+
+    missing = [c for c in by if c not in episodes.columns]
+    if missing:
+        raise ValueError(f"episodes: missing grouping columns {missing}")
+    df = episodes
+    for opt in ("env_s", "policy_s"):
+        if opt not in df.columns:
+            df = df.with_columns(pl.lit(None, dtype=pl.Float64).alias(opt))
+
+    def hit(col: str, k: int) -> pl.Expr:
+        r = pl.col(col).fill_null(0)
+        return ((r >= 1) & (r <= k)).cast(pl.Float64).mean()
+
+    valid = pl.col("valid_answer").fill_null(False)
+    ratio = pl.when(valid).then(pl.col("area_ratio").fill_nan(None))
+    dist = pl.when(valid).then(pl.col("center_dist_m").fill_nan(None))
+    exprs = [
+        pl.len().cast(pl.Int64).alias("n"),
+        valid.cast(pl.Float64).mean().alias("valid_rate"),
+        *(hit("target_rank", k).alias(f"hit{k}") for k in (1, 3, 5)),
+        *(hit("target_rank_nz", k).alias(f"hit{k}_nz") for k in (1, 3, 5)),
+        *(hit("target_rank_ciou", k).alias(f"hit{k}_ciou") for k in (1, 3, 5)),
+        pl.col("iou_bev").fill_null(0.0).mean().alias("iou_bev"),
+        pl.col("iou_3d").fill_null(0.0).mean().alias("iou_3d"),
+        pl.col("point_f1").fill_null(0.0).mean().alias("point_f1"),
+        pl.col("hit1_iou25").fill_null(False).cast(pl.Float64).mean().alias("hit1_iou25"),
+        dist.mean().alias("center_dist_m"),
+        ratio.median().alias("area_ratio_median"),
+        ratio.quantile(0.9, interpolation="linear").alias("area_ratio_p90"),
+        pl.col("n_pos_overlap").cast(pl.Float64).mean().alias("n_pos_overlap_mean"),
+        pl.when(valid).then(pl.col("n_iou25")).cast(pl.Float64).median().alias("n_iou25_median"),
+        pl.col("turns").cast(pl.Float64).mean().alias("turns"),
+        pl.col("n_invalid").cast(pl.Float64).mean().alias("n_invalid"),
+        pl.col("latency_s").mean().alias("latency_s"),
+        pl.col("latency_s").quantile(0.5, interpolation="linear").alias("latency_p50_s"),
+        pl.col("latency_s").quantile(0.9, interpolation="linear").alias("latency_p90_s"),
+        pl.col("env_s").mean().alias("env_s"),
+        pl.col("policy_s").mean().alias("policy_s"),
+        pl.col("reward").mean().alias("reward"),
+    ]
+    return df.group_by(list(by), maintain_order=False).agg(exprs).sort(list(by))

@@ -1,0 +1,181 @@
+"""The Table-1-shaped comparison: rows = runs (policy), columns = split × metric.
+
+Read from the warehouse's ``metrics`` view (DuckDB over ``<assets>/eval/runs/*/metrics.parquet``;
+an in-memory connection, so a run writing Parquet meanwhile is never blocked), printed, and
+written as ``<assets>/eval/report.md`` and ``<assets>/eval/report.csv`` (atomically).
+
+Fractions (Hit@k, IoU, F1, rates) are shown in percent with one decimal, as in the paper;
+latency in seconds per query (warm online); ``n`` as a count. The CSV keeps full precision (in
+the same units as the Markdown: percent for fractions).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from urbex.config import Params
+
+__all__ = ["METRIC_LABELS", "report", "report_table", "to_markdown"]
+
+#: Column labels of the metrics the report knows (others are shown under their own name).
+METRIC_LABELS: dict[str, str] = {
+    "n": "n",
+    "valid_rate": "Valid",
+    "hit1": "Hit@1",
+    "hit3": "Hit@3",
+    "hit5": "Hit@5",
+    "hit1_nz": "Hit@1 (nz)",
+    "hit1_ciou": "Hit@1 (CIoU)",
+    "hit1_iou25": "Hit@1 (IoU≥.25)",
+    "iou_bev": "IoU",
+    "iou_3d": "3D IoU",
+    "point_f1": "Point F1",
+    "area_ratio_median": "Area ratio (med)",
+    "area_ratio_p90": "Area ratio (P90)",
+    "center_dist_m": "Dist (m)",
+    "latency_s": "s/query",
+    "turns": "Turns",
+}
+_PERCENT = {"valid_rate", "iou_bev", "iou_3d", "point_f1"}
+_SPLIT_LABELS = {"test_nd": "ND", "test_no": "NO", "val": "Val", "train": "Train"}
+
+
+def _is_percent(metric: str) -> bool:
+    return metric in _PERCENT or metric.startswith("hit")
+
+
+def report_table(
+    params: Params, *, splits: Sequence[str] | None = None, metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The comparison as a frame: ``run_id, policy`` then ``<split>_<metric>`` columns.
+
+    Parameters
+    ----------
+    splits
+        Column groups (default ``params.eval.report_splits``; those without any run are dropped,
+        and if none has a run, every split present is used).
+    metrics
+        Metrics per split (default ``params.eval.report_metrics``), columns of the ``metrics``
+        table.
+
+    Raises
+    ------
+    ValueError
+        A metric is not a column of the ``metrics`` table.
+    """
+    import duckdb
+    import polars as pl
+
+    from urbex.eval.warehouse import refresh_warehouse
+
+    con = duckdb.connect(":memory:")
+    try:
+        refresh_warehouse(params.assets, con=con)
+        df = pl.from_arrow(
+            con.cursor()
+            .sql("SELECT * FROM metrics ORDER BY policy, run_id, split")
+            .to_arrow_table()
+        )
+    finally:
+        con.close()
+    mets = list(metrics or params.eval.report_metrics)
+    missing = [m for m in mets if m not in df.columns]
+    if missing:
+        raise ValueError(
+            f"metrics: {missing} are not columns of the metrics table; known: {df.columns}"
+        )
+    present = df["split"].unique().to_list() if df.height else []
+    wanted = list(splits or params.eval.report_splits)
+    cols = [s for s in wanted if s in present] or sorted(present)
+    rows = df.select("run_id", "policy").unique(maintain_order=True)
+    for s in cols:
+        part = df.filter(pl.col("split") == s).select(
+            "run_id",
+            *(
+                (pl.col(m).cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(f"{s}_{m}")
+                for m in mets
+            ),
+        )
+        rows = rows.join(part, on="run_id", how="left")
+    return rows.sort(["policy", "run_id"])
+
+
+def to_markdown(table: pl.DataFrame) -> str:
+    """A Markdown table of :func:`report_table`'s frame (labels like ``NO Hit@1``).
+
+    >>> import polars as pl
+    >>> print(to_markdown(pl.DataFrame({"run_id": ["r"], "policy": ["oracle"], "test_no_hit1": [100.0],
+    ...                                 "test_no_n": [20.0]})))
+    | run | policy | NO Hit@1 | NO n |
+    |---|---|---:|---:|
+    | r | oracle | 100.0 | 20 |
+    """
+    heads, fmts = ["run", "policy"], []
+    for c in table.columns[2:]:
+        split, metric = _split_metric(c)
+        heads.append(f"{_SPLIT_LABELS.get(split, split)} {METRIC_LABELS.get(metric, metric)}")
+        fmts.append(metric)
+    lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(fmts)]
+    for row in table.iter_rows():
+        cells = [str(row[0]), str(row[1])]
+        for v, m in zip(row[2:], fmts):
+            cells.append(_fmt(v, m))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _split_metric(col: str) -> tuple[str, str]:
+    for split in _SPLIT_LABELS:
+        if col.startswith(split + "_"):
+            return split, col[len(split) + 1 :]
+    head, _, tail = col.partition("_")
+    return head, tail
+
+
+def _fmt(v: float | None, metric: str) -> str:
+    if v is None or v != v:
+        return "–"
+    if metric == "n":
+        return f"{int(v)}"
+    if metric.endswith("_s"):
+        return f"{v:.3g}"
+    return f"{v:.1f}"
+
+
+def _write_atomic(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def report(params: Params, *, echo: bool = True) -> Path:
+    """Build the comparison, print it (``echo``), write ``report.md`` + ``report.csv``.
+
+    Returns
+    -------
+    Path
+        ``<assets>/eval/report.md`` (``report.csv`` sits next to it).
+    """
+    table = report_table(params)
+    md = to_markdown(table)
+    out = params.assets / "eval" / "report.md"
+    _write_atomic(
+        "# Evaluation report\n\nRows: runs; columns: split × metric (percent, except n and "
+        "s/query = warm-online seconds per query).\n\n" + md + "\n",
+        out,
+    )
+    csv_path = out.with_suffix(".csv")
+    tmp = csv_path.with_name(f".{csv_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    table.write_csv(tmp)
+    os.replace(tmp, csv_path)
+    if echo:
+        print(md)
+    return out

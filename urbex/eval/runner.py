@@ -1,0 +1,455 @@
+"""The evaluation runner: a policy over a split, resumable, parallel across scenes where allowed.
+
+:func:`evaluate` loads the split's queries (``<assets>/splits/queries.parquet`` joined with each
+scene's instance table for the target boxes), skips the queries the run already finished, plays
+the rest in chunks of ``params.eval.chunk_size`` episodes — each chunk written as Parquet shards
+(:mod:`urbex.eval.episodes`) — then aggregates ``metrics.parquet``, updates ``run.json`` and
+refreshes the DuckDB warehouse.
+
+* **Resumable**: the run directory is keyed by ``run_id`` (default ``<policy>-<split>``, plus the
+  checkpoint's name); a restarted run skips every query already in an episodes shard, so a kill
+  loses at most the chunk in flight (a policy error flushes the chunk's finished episodes first,
+  then propagates). Per-episode seeds derive from ``(eval.seed, query_id)``, so a resumed run
+  plays each episode exactly as an uninterrupted one would.
+* **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
+  process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
+  ``eval.parallel_min_episodes`` episodes are pending; model policies
+  run in this process (``vlm`` with ``vlm.batch_size > 1`` plays episodes in lockstep batches).
+* **Bounded**: each episode stops at the env's turn budget or after ``eval.episode_timeout_s``
+  (checked between turns; a timed-out episode counts as unanswered).
+* **Latency** ("warm online", as the paper): model + environment time per query, excluding
+  offline scene preparation — each scene is opened and its global view built by an untimed warm
+  reset before its first timed episode. Recorded per step and per episode (``env_s``,
+  ``policy_s``, ``latency_s``). With lockstep batches a step's policy time is the batch's wall
+  time divided by the episodes in the batch.
+
+Frames: boxes in world metres (see :mod:`urbex.eval.metrics`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from urbex.errors import AnnotationError, CacheError, ConfigError
+from urbex.eval.episodes import (
+    EpisodeRecord,
+    StepRow,
+    finished_query_ids,
+    read_episodes,
+    run_dir,
+    write_chunk,
+    write_json_atomic,
+    write_table_atomic,
+)
+from urbex.eval.play import EpisodePlayer, episode_seed
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from urbex.agents.base import Policy
+    from urbex.config import Params
+    from urbex.env.episode import Query
+
+__all__ = [
+    "RunResult",
+    "default_run_id",
+    "episode_seed",
+    "evaluate",
+    "finalize_run",
+    "load_queries",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """What :func:`evaluate` did.
+
+    Attributes
+    ----------
+    run_id, policy, split : str
+    run_dir : Path
+        ``<assets>/eval/runs/<run_id>``.
+    n_queries : int
+        Queries selected (the split, or its seeded sample when ``limit`` is set).
+    n_skipped : int
+        Already finished by an earlier (interrupted) run.
+    n_played : int
+        Episodes played now.
+    seconds : float
+        Wall time of this call.
+    metrics : polars.DataFrame
+        The run's metrics rows (one per split), as in ``metrics.parquet``.
+    """
+
+    run_id: str
+    policy: str
+    split: str
+    run_dir: Path
+    n_queries: int
+    n_skipped: int
+    n_played: int
+    seconds: float
+    metrics: pl.DataFrame = field(repr=False)
+
+
+def default_run_id(policy: str, split: str, checkpoint: Path | None = None) -> str:
+    """``<policy>-<split>`` (+ ``-<checkpoint dir name>``): re-running resumes the same run.
+
+    >>> default_run_id("vlm", "test_no", Path("/ck/step-300"))
+    'vlm-test_no-step-300'
+    """
+    rid = f"{policy}-{split}"
+    if checkpoint is not None:
+        rid += "-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(checkpoint).name)
+    return rid
+
+
+# ---------------------------------------------------------------------------------------------
+# queries
+# ---------------------------------------------------------------------------------------------
+
+
+def _instances(params: Params, scene_id: str) -> pl.DataFrame:
+    import polars as pl
+
+    p = params.assets / "scenes" / scene_id / "instances.parquet"
+    if not p.is_file():
+        raise CacheError(
+            f"scene cache of {scene_id!r} not found; build it with `urbex cache`", path=p
+        )
+    return pl.read_parquet(p)
+
+
+def load_queries(
+    params: Params, split: str, *, limit: int | None = None, sample_seed: int = 0
+) -> list[Query]:
+    """The split's queries with their target boxes (world metres), sorted by ``query_id``.
+
+    Parameters
+    ----------
+    split
+        ``train``, ``val``, ``test_nd``, ``test_no`` (any value of the ``split`` column).
+    limit
+        Keep a seeded random sample of this many queries (``sample_seed``), still sorted.
+
+    Raises
+    ------
+    AnnotationError
+        No split table, an unknown split, or a query whose object is not in its scene.
+    CacheError
+        A query's scene cache is missing.
+    """
+    import polars as pl
+
+    from urbex.env.episode import Query
+
+    qpath = params.assets / "splits" / "queries.parquet"
+    if not qpath.is_file():
+        raise AnnotationError("split table not found; build it with `urbex splits`", path=qpath)
+    q = pl.read_parquet(qpath)
+    known = sorted(q["split"].unique().to_list())
+    q = q.filter(pl.col("split") == split).sort("query_id")
+    if q.height == 0:
+        raise AnnotationError(
+            f"no queries in split {split!r}; splits present: {known}", path=qpath, field="split"
+        )
+    if limit is not None and limit < q.height:
+        rng = np.random.default_rng(sample_seed)
+        keep = np.sort(rng.choice(q.height, size=limit, replace=False))
+        q = q[keep.tolist()]
+    out: list[Query] = []
+    for sid in q["scene_id"].unique().sort().to_list():
+        inst = _instances(params, sid).select(
+            "object_id", "class_name", "x_min", "y_min", "z_min", "x_max", "y_max", "z_max"
+        )
+        rows = q.filter(pl.col("scene_id") == sid).join(
+            inst.rename({"class_name": "_inst_class"}), on="object_id", how="left"
+        )
+        bad = rows.filter(pl.col("x_min").is_null())
+        if bad.height:
+            raise AnnotationError(
+                f"queries {bad['query_id'].to_list()[:5]} name objects missing from scene {sid!r}'s "
+                "instance table; rebuild the splits against the current caches",
+                path=qpath,
+                field="object_id",
+            )
+        for r in rows.iter_rows(named=True):
+            b3 = [r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]]
+            out.append(
+                Query(
+                    query_id=str(r["query_id"]),
+                    scene_id=sid,
+                    object_id=str(r["object_id"]),
+                    description=str(r["description"]),
+                    target_box_2d=np.array([b3[0], b3[1], b3[3], b3[4]]),
+                    target_box_3d=np.array(b3),
+                    class_name=str(r.get("class_name") or r["_inst_class"] or ""),
+                )
+            )
+    return sorted(out, key=lambda x: x.query_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# chunks (in-process or in a pool worker)
+# ---------------------------------------------------------------------------------------------
+
+_WORKER: dict[str, EpisodePlayer] = {}  # per-process player cache (pool workers)
+
+
+def _play_chunk(
+    player: EpisodePlayer, queries: Sequence[Query], directory: Path, batch: int = 1
+) -> int:
+    """Play and write one chunk; on an error, write the finished episodes, then re-raise."""
+    eps: list[EpisodeRecord] = []
+    steps: list[StepRow] = []
+    try:
+        if batch > 1 and hasattr(player.policy, "act_batch"):
+            for rec, st in player.play_batch(queries, batch):
+                eps.append(rec)
+                steps.extend(st)
+        else:
+            for q in queries:
+                rec, st = player.play(q)
+                eps.append(rec)
+                steps.extend(st)
+    finally:
+        write_chunk(directory, eps, steps)
+    return len(eps)
+
+
+def _pool_chunk(args: tuple[Any, ...]) -> int:
+    params, policy_name, split, run_id, checkpoint, queries, directory = args
+    key = f"{run_id}:{policy_name}"
+    player = _WORKER.get(key)
+    if player is None:
+        _WORKER.clear()
+        player = _WORKER[key] = EpisodePlayer(params, policy_name, split, run_id, checkpoint)
+    return _play_chunk(player, queries, directory)
+
+
+def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
+    """Chunks of at most ``size`` queries, never spanning two scenes (scene-local workers)."""
+    by_scene: dict[str, list[Query]] = defaultdict(list)
+    for q in queries:
+        by_scene[q.scene_id].append(q)
+    out: list[list[Query]] = []
+    for sid in sorted(by_scene):
+        qs = by_scene[sid]
+        out += [qs[i : i + size] for i in range(0, len(qs), size)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+
+def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[str, Any]:
+    """The settings a resumed run must share with the run it continues."""
+    fp: dict[str, Any] = {
+        "env": params.section_dict("env"),
+        "policy": params.section_dict("policy"),
+        "candidate_classes": params.eval.candidate_classes,
+        "seed": params.eval.seed,
+        "checkpoint": None if checkpoint is None else str(checkpoint),
+    }
+    if policy in ("vlm", "workflow", "no_tools"):
+        fp["vlm"] = {
+            k: v
+            for k, v in params.section_dict("vlm").items()
+            if k not in ("batch_size", "device", "checkpoint")
+        }
+    if policy == "openai" or (
+        policy in ("workflow", "no_tools") and params.policy.backend == "openai"
+    ):
+        fp["openai"] = {
+            k: v
+            for k, v in params.section_dict("openai").items()
+            if k not in ("timeout_s", "max_retries", "backoff_s")
+        }
+    return fp
+
+
+def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> dict[str, Any]:
+    path = directory / "run.json"
+    if not path.is_file():
+        return {}
+    meta = json.loads(path.read_text())
+    if meta.get("policy") != policy or meta.get("split") != split:
+        raise ConfigError(
+            f"run {directory.name!r} is policy={meta.get('policy')!r} split={meta.get('split')!r}; "
+            f"got policy={policy!r} split={split!r}. Pass another run_id.",
+            path=path,
+        )
+    old = json.loads(json.dumps(meta.get("fingerprint", {})))
+    new = json.loads(json.dumps(fp, default=str))
+    if old != new:
+        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise ConfigError(
+            f"params changed since run {directory.name!r} started ({diff}); resuming would mix "
+            "settings. Pass another run_id, or delete the run directory.",
+            path=path,
+        )
+    return meta
+
+
+def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
+    """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows."""
+    from urbex.eval.metrics import aggregate
+
+    d = run_dir(params.assets, run_id)
+    eps = read_episodes(d)
+    metrics = aggregate(eps)
+    write_table_atomic(metrics.to_arrow(), d / "metrics.parquet")
+    return metrics
+
+
+def evaluate(
+    params: Params,
+    *,
+    policy: str,
+    split: str,
+    run_id: str | None = None,
+    limit: int | None = None,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    refresh: bool = True,
+    policy_obj: Policy | None = None,
+) -> RunResult:
+    """Run ``policy`` over ``split`` (or a seeded sample), resumably; write episodes, steps, metrics.
+
+    Parameters
+    ----------
+    params
+        All parameters (``eval``, ``env``, ``policy``, ``vlm``/``openai`` sections).
+    policy
+        A name of :data:`urbex.agents.registry.POLICY_NAMES`.
+    split
+        ``train``, ``val``, ``test_nd`` or ``test_no``.
+    run_id
+        The run directory name (default :func:`default_run_id`): reusing it resumes the run.
+    limit
+        Evaluate a seeded sample of this many queries (default ``params.eval.limit``).
+    checkpoint
+        Local checkpoint for model policies (overrides ``params.vlm.checkpoint``).
+    progress
+        Show a tqdm bar.
+    workers
+        Processes for parallel-safe policies (default ``params.eval.workers``; 1 = in-process).
+    refresh
+        Refresh the DuckDB warehouse views at the end.
+    policy_obj
+        A ready policy instance to use instead of building ``policy`` (in-process only; the
+        name is still recorded). For tests and notebooks.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    ConfigError
+        The run exists with another policy/split or other settings.
+    AnnotationError, CacheError
+        The split table or a scene cache is missing.
+    urbex.errors.PolicyError
+        The model backend failed (finished chunks stay written; rerun to resume).
+    """
+    from tqdm.auto import tqdm
+
+    from urbex.agents.registry import policy_info
+
+    t_start = time.perf_counter()
+    info = policy_info(policy)
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    rid = run_id or default_run_id(policy, split, ckpt)
+    d = run_dir(params.assets, rid)
+    fp = _fingerprint(params, policy, ckpt)
+    meta = _check_run(d, policy, split, fp)
+    lim = limit if limit is not None else params.eval.limit
+    queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
+    done = finished_query_ids(d)
+    todo = [q for q in queries if q.query_id not in done]
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    meta = {
+        **meta,
+        "run_id": rid,
+        "policy": policy,
+        "split": split,
+        "checkpoint": None if ckpt is None else str(ckpt),
+        "fingerprint": fp,
+        "created": meta.get("created", now),
+        "updated": now,
+        "limit": lim,
+        "status": "running",
+    }
+    write_json_atomic(meta, d / "run.json")
+    n_workers = workers if workers is not None else params.eval.workers
+    chunks = _chunks(todo, params.eval.chunk_size)
+    played = 0
+    bar = tqdm(total=len(todo), desc=f"{policy}/{split}", unit="ep", disable=not progress)
+    try:
+        pool_ok = len(todo) >= params.eval.parallel_min_episodes and len(chunks) > 1
+        if info.parallel and policy_obj is None and n_workers > 1 and pool_ok:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ctx = mp.get_context("spawn")
+            with ProcessPoolExecutor(
+                max_workers=min(n_workers, len(chunks)), mp_context=ctx
+            ) as pool:
+                futs = [
+                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, c, d))
+                    for c in chunks
+                ]
+                try:
+                    for fut in as_completed(futs):
+                        n = fut.result()
+                        played += n
+                        bar.update(n)
+                except BaseException:
+                    for f in futs:
+                        f.cancel()
+                    raise
+        elif chunks:
+            player = EpisodePlayer(params, policy, split, rid, ckpt, policy=policy_obj)
+            batch = params.vlm.batch_size if policy in ("vlm",) else 1
+            for c in chunks:
+                n = _play_chunk(player, c, d, batch=batch)
+                played += n
+                bar.update(n)
+    finally:
+        bar.close()
+    metrics = finalize_run(params, rid)
+    meta.update(
+        status="complete",
+        updated=datetime.now(UTC).isoformat(timespec="seconds"),
+        n_queries=len(queries),
+        n_episodes=int(metrics["n"].sum()) if metrics.height else 0,
+    )
+    write_json_atomic(meta, d / "run.json")
+    if refresh:
+        from urbex.eval.warehouse import refresh_warehouse
+
+        refresh_warehouse(params.assets)
+    return RunResult(
+        run_id=rid,
+        policy=policy,
+        split=split,
+        run_dir=d,
+        n_queries=len(queries),
+        n_skipped=len(queries) - len(todo),
+        n_played=played,
+        seconds=time.perf_counter() - t_start,
+        metrics=metrics,
+    )
