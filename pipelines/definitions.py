@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from pipelines.defs import annotations, assets, jobs, resources
+from pipelines.defs import annotations, assets, evaluation, jobs, resources
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([assets, annotations]),
+    assets=dg.load_assets_from_modules([assets, annotations, evaluation]),
     resources=resources.RESOURCES,
     jobs=jobs.JOBS,
     schedules=jobs.SCHEDULES,

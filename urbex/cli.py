@@ -107,6 +107,31 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
+    from urbex.eval.runner import evaluate
+
+    r = evaluate(
+        params,
+        policy=args.policy or params.eval.policy,
+        split=args.split or params.eval.split,
+        run_id=args.run_id,
+        limit=args.limit,
+        checkpoint=args.checkpoint,
+        progress=not args.quiet,
+    )
+    print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
+    print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace, params: Params) -> int:
+    from urbex.eval.report import report
+
+    path = report(params, echo=True)
+    print(f"report → {path} (+ .csv)")
+    return 0
+
+
 def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.tiny import make_tiny_model
 
@@ -156,6 +181,22 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_splits)
     sr = sub.add_parser("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
     sr.set_defaults(func=_cmd_stpls3d_refer)
+
+    from urbex.agents.registry import POLICY_NAMES
+
+    ev = sub.add_parser("evaluate", help="run a policy over a split; write episodes/steps/metrics")
+    ev.add_argument("--policy", choices=POLICY_NAMES, help="default: eval.policy in params")
+    ev.add_argument(
+        "--split",
+        choices=["train", "val", "test_nd", "test_no"],
+        help="default: eval.split in params",
+    )
+    ev.add_argument("--checkpoint", type=Path, help="LOCAL model directory (vlm/workflow)")
+    ev.add_argument("--run-id", help="default: <policy>-<split>[-<checkpoint>]; reruns resume")
+    ev.add_argument("--limit", type=int, help="a seeded sample of this many queries")
+    ev.set_defaults(func=_cmd_evaluate)
+    rp = sub.add_parser("report", help="the Table-1-shaped comparison (Markdown + CSV)")
+    rp.set_defaults(func=_cmd_report)
 
     tm = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
     tm.add_argument("path", type=Path)

@@ -64,3 +64,16 @@ def test_failing_suite_blocks_downstream_and_publishes_nothing(built, tmp_path):
     assert "splits" not in materialized and "clean_annotations" not in materialized
     assert (clean.read_bytes() if clean.exists() else None) == clean_before
     assert (splits.read_bytes() if splits.exists() else None) == before
+
+
+def test_evaluation_partition_then_warehouse_and_report(built):
+    root, params, instance = built
+    assert _materialize(instance, params, STAGES).success
+    key = dg.MultiPartitionKey({"policy": "oracle", "split": "test_no"})
+    res = _materialize(instance, params, ["evaluation"], key)
+    assert res.success
+    md = res.asset_materializations_for_node("evaluation")[0].metadata
+    assert md["n"].value > 0 and md["hit1"].value == 1.0
+    res = _materialize(instance, params, ["warehouse", "evaluation_report"])
+    assert res.success
+    assert "oracle" in (root / "assets" / "eval" / "report.md").read_text()

@@ -14,6 +14,9 @@ EXPECTED_ASSET_KEYS = {
     "clean_annotations",
     "splits",
     "stpls3d_refer",
+    "evaluation",
+    "warehouse",
+    "evaluation_report",
 }
 
 

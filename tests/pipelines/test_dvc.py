@@ -46,6 +46,8 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     assert (root / "dvc.lock").exists()
     assert (root / "assets" / "splits" / "queries.parquet").exists()
     assert (root / "assets" / "stpls3d_refer" / "summary.json").exists()
+    assert (root / "assets" / "eval" / "runs" / "oracle-test_no" / "metrics.parquet").exists()
+    assert "oracle" in (root / "assets" / "eval" / "report.md").read_text()
     status = _run([str(dvc), "status"], root, env)
     assert "up to date" in status.lower()
     # a changed scene param invalidates exactly the cache stages

@@ -1,0 +1,58 @@
+"""Evaluation runs (policy × split), the warehouse views and the comparison report."""
+
+import dagster as dg
+
+from pipelines.defs.annotations import landmark_tables, splits
+from pipelines.defs.resources import UrbexParams
+from urbex.agents.registry import POLICY_NAMES
+from urbex.eval.report import report
+from urbex.eval.runner import evaluate
+from urbex.stages import refresh
+
+EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
+    {
+        "policy": dg.StaticPartitionsDefinition(list(POLICY_NAMES)),
+        "split": dg.StaticPartitionsDefinition(["val", "test_nd", "test_no"]),
+    }
+)
+
+
+@dg.asset(partitions_def=EVAL_PARTITIONS, deps=[splits, landmark_tables], group_name="evaluation")
+def evaluation(
+    context: dg.AssetExecutionContext, urbex_params: UrbexParams
+) -> dg.MaterializeResult:
+    """One evaluation run: episodes, steps and metrics of a policy on a split (resumable)."""
+    key = context.partition_key.keys_by_dimension
+    r = evaluate(urbex_params.load(), policy=key["policy"], split=key["split"], progress=False)
+    m = r.metrics.row(0, named=True) if r.metrics.height else {}
+    return dg.MaterializeResult(
+        metadata={
+            "run_id": r.run_id,
+            "n": r.n_queries,
+            "played": r.n_played,
+            "resumed": r.n_skipped,
+            "hit1": float(m.get("hit1") or 0.0),
+            "hit3": float(m.get("hit3") or 0.0),
+            "iou_bev": float(m.get("iou_bev") or 0.0),
+            "run_dir": dg.MetadataValue.path(str(r.run_dir)),
+        }
+    )
+
+
+@dg.asset(deps=[evaluation], group_name="evaluation")
+def warehouse(urbex_params: UrbexParams) -> dg.MaterializeResult:
+    """``assets/warehouse.duckdb``: DuckDB views over every Parquet table."""
+    counts = refresh(urbex_params.load())
+    return dg.MaterializeResult(metadata={f"rows_{k}": v for k, v in counts.items()})
+
+
+@dg.asset(deps=[warehouse], group_name="evaluation")
+def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
+    """The Table-1-shaped comparison, as ``assets/eval/report.md`` and ``report.csv``."""
+    path = report(urbex_params.load(), echo=False)
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.md(path.read_text()),
+            "path": dg.MetadataValue.path(str(path)),
+        }
+    )
