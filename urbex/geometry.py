@@ -93,11 +93,11 @@ def intersection_2d(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64] | float:
     return float(out) if out.ndim == 0 else out
 
 
-def _safe_ratio(num: NDArray, den: NDArray) -> NDArray[np.float64]:
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast(num, den).shape, dtype=np.float64)
-    np.divide(num, den, out=out, where=den > 0)
+def _safe_ratio(num: ArrayLike, den: ArrayLike) -> NDArray[np.float64]:
+    n = np.asarray(num, dtype=np.float64)
+    d = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(n, d).shape, dtype=np.float64)
+    np.divide(n, d, out=out, where=d > 0)
     return out
 
 

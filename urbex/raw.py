@@ -72,11 +72,11 @@ def raw_dataset(params: Params) -> RawDataset:
     from urbex.io.datasets import list_scenes
 
     if params.data.source == "synthetic":
-        root = params.assets / "raw" / "synthetic"
+        synth_root = params.assets / "raw" / "synthetic"
         ids = synthetic_scene_ids(params)
         if params.data.scenes is not None:
             ids = [s for s in params.data.scenes]
-        return RawDataset(source="cityrefer", root=root, scene_ids=tuple(ids), generated=True)
+        return RawDataset(source="cityrefer", root=synth_root, scene_ids=tuple(ids), generated=True)
     root = params.data_root
     if root is None:
         raise ConfigError(f"data.root must be set when data.source is {params.data.source!r}")

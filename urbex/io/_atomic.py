@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = ["atomic_path", "atomic_write"]
 
@@ -47,7 +47,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "wb", **kwargs: object) -> Iterator[IO]:
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any
+) -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path`` for writing; move it onto ``path`` on success.
 
     Parameters

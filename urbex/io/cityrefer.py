@@ -381,16 +381,16 @@ def read_segs(path: PathLike) -> dict[int, NDArray[np.int64]]:
 
 def write_segs(path: PathLike, segs: Mapping[int, NDArray | Sequence[int]]) -> None:
     """Write ``{"segGroups": [{"id": int, "pointIds": [...]}, ...]}`` (atomic)."""
-    groups = [
-        {"id": int(k), "pointIds": np.ascontiguousarray(v, dtype=np.int64)} for k, v in segs.items()
-    ]
+    arrays = [(int(k), np.ascontiguousarray(v, dtype=np.int64)) for k, v in segs.items()]
     try:
         import orjson
 
-        payload = orjson.dumps({"segGroups": groups}, option=orjson.OPT_SERIALIZE_NUMPY)
+        payload = orjson.dumps(
+            {"segGroups": [{"id": i, "pointIds": a} for i, a in arrays]},
+            option=orjson.OPT_SERIALIZE_NUMPY,
+        )
     except ImportError:
-        for g in groups:
-            g["pointIds"] = g["pointIds"].tolist()
+        groups = [{"id": i, "pointIds": a.tolist()} for i, a in arrays]
         payload = json.dumps({"segGroups": groups}).encode("utf-8")
     with atomic_write(path, "wb") as fh:
         fh.write(payload)

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +43,9 @@ from urbex.io._ply_header import (
     read_header_bytes,
 )
 from urbex.pointcloud import PointCloud
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PLY_TYPES",
@@ -122,9 +125,9 @@ class PlyReader:
                     "(expected scalar properties only)",
                     field=p.name,
                 )
-        names = {p.name for p in vertex.properties}
+        prop_names = {p.name for p in vertex.properties}
         for axis in ("x", "y", "z"):
-            if axis not in names:
+            if axis not in prop_names:
                 raise _err(
                     self._src,
                     f"vertex element has no {axis!r} property; properties are "
@@ -135,10 +138,10 @@ class PlyReader:
         self._rows: NDArray | None = None  # binary: structured view of the vertex rows
         self._ascii_skip = 0
         if self.header.format == "ascii":
-            for e in self.header.elements:
-                if e.name == "vertex":
+            for el in self.header.elements:
+                if el.name == "vertex":
                     break
-                self._ascii_skip += e.count
+                self._ascii_skip += el.count
         else:
             self._rows = self._map_binary(raw)
 
@@ -271,7 +274,7 @@ class PlyReader:
 
     # -- ascii ------------------------------------------------------------------------------
 
-    def _ascii_frames(self, chunksize: int | None) -> Iterator[object]:
+    def _ascii_frames(self, chunksize: int | None) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
         self._fh.seek(self._base + self.header.data_start)
@@ -340,10 +343,10 @@ class PlyReader:
                 rows = self._rows[start : start + n]
                 yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset)
             return
-        offset: NDArray | None = None
+        ascii_offset: NDArray | None = None
         for df in self._ascii_frames(n):
-            chunk = self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, offset)
-            offset = chunk.offset
+            chunk = self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, ascii_offset)
+            ascii_offset = chunk.offset
             yield chunk
 
     def close(self) -> None:

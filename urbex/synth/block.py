@@ -332,15 +332,19 @@ def generate_block(
                     geometry=_ring(plan.part_box[plan.part_building == b]),
                 )
             )
-    for kind, inst_arr, names, box_arr in (
+    area_sets: tuple[
+        tuple[Literal["park", "parking"], NDArray[np.int32], tuple[str, ...], NDArray[np.float64]],
+        ...,
+    ] = (
         ("park", plan.park_instance, plan.park_name, plan.park_box),
         ("parking", plan.parking_instance, plan.parking_name, plan.parking_box),
-    ):
+    )
+    for kind, inst_arr, names, box_arr in area_sets:
         for iid, name, bx in zip(inst_arr, names, box_arr):
             if name and int(iid) in present:
                 landmarks.append(
                     Landmark(name=name, kind=kind, instance_id=int(iid), geometry=_ring(bx[None]))
-                )  # type: ignore[arg-type]
+                )
     for r in plan.roads:
         landmarks.append(Landmark(name=r.name, kind="road", instance_id=-1, geometry=r.line()))
     return Block(

@@ -202,6 +202,24 @@ def _landmarks_gdf(block: Block) -> Any:
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=block.cloud.crs)
 
 
+def _labels(block: Block) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+    """The block cloud's ``(semantic, instance)`` arrays, both (N,) int32; both must be set."""
+    c = block.cloud
+    if c.semantic is None or c.instance is None:
+        raise ValueError(
+            f"block {block.scene_id!r}: expected a cloud with semantic and instance labels, got "
+            f"semantic={'set' if c.semantic is not None else None}, "
+            f"instance={'set' if c.instance is not None else None}"
+        )
+    return c.semantic, c.instance
+
+
+def _offset3(offset: NDArray[np.float64]) -> tuple[float, float, float]:
+    """A (3,) offset array as a plain ``(x, y, z)`` tuple of floats, metres."""
+    x, y, z = (float(v) for v in offset)
+    return (x, y, z)
+
+
 def _segs(instance: NDArray[np.int32]) -> dict[int, NDArray[np.int64]]:
     order = np.argsort(instance, kind="stable")
     ids = instance[order]
@@ -280,7 +298,8 @@ def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
     write_ply(
         scan / f"{sid}.ply", PointCloud(xyz=c.xyz, rgb=c.rgb, semantic=c.semantic, source=c.source)
     )
-    write_segs(scan / f"{sid}.segs.json", _segs(c.instance))
+    semantic, instance = _labels(block)
+    write_segs(scan / f"{sid}.segs.json", _segs(instance))
     center = (o.box[:, :3] + o.box[:, 3:]) / 2
     size = o.box[:, 3:] - o.box[:, :3]
     boxes = [
@@ -299,7 +318,7 @@ def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
     gdf = _landmarks_gdf(block)
     write_landmarks_geojson(tmp / "landmarks" / f"{sid}.geojson", gdf)
     if las:
-        sem = asprs_from_sensaturban(c.semantic)
+        sem = asprs_from_sensaturban(semantic)
         write_las(
             tmp / "las" / f"{sid}.laz",
             PointCloud(
@@ -333,7 +352,8 @@ def _write_stpls3d_scene(tmp: Path, block: Block) -> None:
     keep = np.array([n in ("Building", "Car") for n in o.object_name], bool)
     hidden = np.full(int(o.instance_id.max(initial=-1)) + 2, -1, np.int32)
     hidden[o.instance_id[keep]] = o.instance_id[keep]
-    inst = hidden[np.where(c.instance >= 0, c.instance, len(hidden) - 1)]
+    _, instance = _labels(block)
+    inst = hidden[np.where(instance >= 0, instance, len(hidden) - 1)]
     (root / "hidden").mkdir(parents=True, exist_ok=True)
     with atomic_write(root / "hidden" / f"{sid}_instances.npy", "wb") as fh:
         np.save(fh, inst)
@@ -480,7 +500,7 @@ def generate_dataset(
                     style=block.style,
                     seed=bseed,
                     crs=str(block.cloud.crs),
-                    offset=tuple(float(v) for v in block.cloud.offset),
+                    offset=_offset3(block.cloud.offset),
                     n_points=block.cloud.n_points,
                     n_instances=len(block.objects),
                     n_queries=len(queries),
@@ -503,7 +523,7 @@ def generate_dataset(
                     style=block.style,
                     seed=bseed,
                     crs=str(block.cloud.crs),
-                    offset=tuple(float(v) for v in block.cloud.offset),
+                    offset=_offset3(block.cloud.offset),
                     n_points=block.cloud.n_points,
                     n_instances=len(block.objects),
                     n_queries=0,

@@ -17,6 +17,7 @@ centre to the object's centre is within ±45° of north.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -335,7 +336,7 @@ _IN_ANY_LOT = ("in a parking lot", "parked in a car park", "in a parking area")
 _NAMED = ("the {noun} called {name}", "the {noun} known as {name}", "the {noun} named {name}")
 
 
-def _relation(f: Filter, cls: str, pick: callable) -> str:  # type: ignore[valid-type]
+def _relation(f: Filter, cls: str, pick: Callable[[tuple[str, ...]], str]) -> str:
     if isinstance(f, OnRoad):
         return pick(_ON_ROAD[cls]).format(r=f.road)
     if isinstance(f, AtCorner):

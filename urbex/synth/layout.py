@@ -14,7 +14,7 @@ block's ground-height offset (10–40 m, like SensatUrban), so z is a plausible 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,7 +44,26 @@ _ROOF_COLOUR_P = {
     "stpls3d": np.array([0.2, 0.3, 0.1, 0.3, 0.05, 0.05]),
 }
 
-_STYLE_KNOBS: dict[str, dict[str, tuple[float, float] | float]] = {
+
+class _StyleKnobs(TypedDict):
+    """Per-style layout knobs: ``(lo, hi)`` ranges in metres, ``*_p`` probabilities."""
+
+    road_spacing: tuple[float, float]
+    road_width: tuple[float, float]
+    footpath: float
+    lot_max: float
+    setback: tuple[float, float]
+    height: tuple[float, float]
+    tall_p: float
+    gable_p: float
+    l_shape_p: float
+    park_p: float
+    parking_p: float
+    curb_park_p: float
+    street_tree_p: float
+
+
+_STYLE_KNOBS: dict[str, _StyleKnobs] = {
     "sensaturban": {
         "road_spacing": (62.0, 95.0),
         "road_width": (6.5, 9.0),
@@ -218,7 +237,13 @@ def _make_terrain(rng: np.random.Generator, size: float) -> Terrain:
     # Smooth with a 3×3 box filter twice: gentle relief of a few metres.
     for _ in range(2):
         pad = np.pad(raw, 1, mode="edge")
-        raw = sum(pad[dy : dy + n, dx : dx + n] for dy in range(3) for dx in range(3)) / 9.0
+        raw = (
+            sum(
+                (pad[dy : dy + n, dx : dx + n] for dy in range(3) for dx in range(3)),
+                np.zeros((n, n)),
+            )
+            / 9.0
+        )
     slope = rng.normal(0.0, 0.004, 2)
     jj, ii = np.meshgrid(np.arange(n) * spacing, np.arange(n) * spacing)
     grid = base + 2.5 * raw + slope[0] * jj + slope[1] * ii
@@ -290,7 +315,7 @@ def _add_building(
     b: _Builder,
     rng: np.random.Generator,
     lot: tuple[float, ...],
-    k: dict,
+    k: _StyleKnobs,
     terrain: Terrain,
     style: str,
 ) -> None:
@@ -413,7 +438,8 @@ def plan_city(rng: np.random.Generator, size: float, style: str = "sensaturban")
     xs = _road_positions(rng, size, k["road_spacing"])  # y-running roads at these x
     ys = _road_positions(rng, size, k["road_spacing"])  # x-running roads at these y
     roads: list[Road] = []
-    for axis, coords in (("x", ys), ("y", xs)):
+    road_sets: tuple[tuple[Literal["x", "y"], list[float]], ...] = (("x", ys), ("y", xs))
+    for axis, coords in road_sets:
         for c in coords:
             roads.append(
                 Road(
@@ -491,14 +517,13 @@ def plan_city(rng: np.random.Generator, size: float, style: str = "sensaturban")
                 if p or m:
                     across = r.coord + side * (r.width / 2 - 1.2 if p else r.width / 4)
                     along = s + rng.uniform(-0.5, 0.5)
-                    _add_car(b, rng, *((along, across) if ax == 0 else (across, along)), ax)
+                    cx, cy = (along, across) if ax == 0 else (across, along)
+                    _add_car(b, rng, cx, cy, ax)
             tree_at = free & (rng.random(len(slots)) < k["street_tree_p"] / 2)
             edge = r.coord + side * (r.width / 2 + r.footpath - 0.3)
             for s in slots[tree_at]:
-                b.trees.append(
-                    ((s, edge) if ax == 0 else (edge, s))
-                    + (rng.uniform(1.8, 3.2), rng.uniform(5.0, 8.0))
-                )
+                tx, ty = (s, edge) if ax == 0 else (edge, s)
+                b.trees.append((tx, ty, rng.uniform(1.8, 3.2), rng.uniform(5.0, 8.0)))
         lamp_edge = r.coord + (r.width / 2 + 0.4)
         for s in np.arange(r.start + 10.0, r.end - 5.0, 26.0):
             if not any(lo < s < hi for lo, hi in clear):

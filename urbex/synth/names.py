@@ -7,6 +7,8 @@ drawn without replacement from a :class:`NamePool`, so one scene never repeats a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 __all__ = ["NAME_STYLES", "NamePool"]
@@ -337,7 +339,7 @@ class NamePool:
         words = self._words[key]
         return words[int(self._rng.integers(len(words)))]
 
-    def _unique(self, make: callable, what: str) -> str:  # type: ignore[valid-type]
+    def _unique(self, make: Callable[[], str], what: str) -> str:
         for _ in range(200):
             name = make()
             if name not in self._used:
