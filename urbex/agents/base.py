@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from urbex.env.episode import GroundingEnv, Query, StepRecord
 
-__all__ = ["Policy", "rollout"]
+__all__ = ["BatchPolicy", "Policy", "rollout"]
 
 
 @runtime_checkable
@@ -24,6 +24,15 @@ class Policy(Protocol):
     """A grounding policy: the conversation so far in, one assistant turn (raw text) out."""
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str: ...
+
+
+@runtime_checkable
+class BatchPolicy(Policy, Protocol):
+    """A :class:`Policy` that can also generate one turn for each of several episodes at once."""
+
+    def act_batch(
+        self, batch_messages: list[list[dict[str, Any]]], batch_images: list[list[Image.Image]]
+    ) -> list[str]: ...
 
 
 def _user(text: str, n_images: int) -> dict[str, Any]:

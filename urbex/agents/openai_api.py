@@ -266,7 +266,9 @@ class OpenAIPolicy:
     @classmethod
     def from_params(cls, params: Params | OpenAIParams, **overrides: Any) -> OpenAIPolicy:
         """From ``params.openai`` (or an :class:`~urbex.config.OpenAIParams`)."""
-        p = getattr(params, "openai", params)
+        from urbex.config import Params
+
+        p: OpenAIParams = params.openai if isinstance(params, Params) else params
         kw: dict[str, Any] = {
             "base_url": p.base_url,
             "model": p.model,

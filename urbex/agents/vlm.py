@@ -109,7 +109,9 @@ class VLMPolicy:
             )
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot load the checkpoint: {exc}", path=path) from exc
-        self.model.to(device)
+        # transformers decorates PreTrainedModel.to with functools.wraps; typeshed's _Wrapped
+        # is not a descriptor, so mypy does not bind ``self`` (stub gap, not a real mismatch).
+        self.model.to(device)  # type: ignore[arg-type]
         self.model.eval()
         tok = self.processor.tokenizer
         tok.padding_side = "left"
@@ -136,7 +138,9 @@ class VLMPolicy:
         PolicyError
             No checkpoint given in either place.
         """
-        p = getattr(params, "vlm", params)
+        from urbex.config import Params
+
+        p: VLMParams = params.vlm if isinstance(params, Params) else params
         ckpt = checkpoint if checkpoint is not None else p.checkpoint
         if ckpt is None:
             raise PolicyError(

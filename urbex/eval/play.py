@@ -218,8 +218,15 @@ class EpisodePlayer:
         self, queries: Sequence[Query], size: int
     ) -> Iterator[tuple[EpisodeRecord, list[StepRow]]]:
         """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each)."""
+        from urbex.agents.base import BatchPolicy
         from urbex.env.episode import GroundingEnv
 
+        policy = self.policy
+        if not isinstance(policy, BatchPolicy):
+            raise TypeError(
+                f"play_batch: the policy must have act_batch (a BatchPolicy), "
+                f"got {type(policy).__name__}"
+            )
         envs = [self.env] + [
             GroundingEnv(self.params, self.env.scene_provider, self.env.landmarks)
             for _ in range(size - 1)
@@ -236,9 +243,9 @@ class EpisodePlayer:
                 if not active:
                     break
                 tp = time.perf_counter()
-                texts = self.policy.act_batch(
+                texts = policy.act_batch(
                     [lv.messages for lv in active], [lv.images for lv in active]
-                )  # type: ignore[attr-defined]
+                )
                 dt = (time.perf_counter() - tp) / len(active)
                 for lv, text in zip(active, texts):
                     self._advance(lv, text, dt)

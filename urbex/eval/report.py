@@ -85,6 +85,8 @@ def report_table(
         )
     finally:
         con.close()
+    if not isinstance(df, pl.DataFrame):  # from_arrow of a Table is always a DataFrame
+        raise TypeError(f"metrics table: expected a polars DataFrame, got {type(df).__name__}")
     mets = list(metrics or params.eval.report_metrics)
     missing = [m for m in mets if m not in df.columns]
     if missing:
