@@ -115,20 +115,22 @@ def gather_sorted(
 
 
 @nb.njit(cache=True, nogil=True)
-def scatter_band(
-    xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner
-):  # pragma: no cover
-    """ "Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows (phase 1).
+def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner):
+    """ "Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows.
 
     The band holds raster rows ``row0 : row0 + zmax.shape[0]``; points whose row falls outside
-    are skipped. ``zmax`` must start at ``-inf``, ``zmin`` at ``+inf``, ``winner`` at −1; on
+    are skipped. ``zmax``, ``zmin`` and ``winner`` may come in uninitialised (``np.empty``): rows
+    are set to −inf / +inf / −1 just before the first point lands in them (points are
+    cell-sorted, so rows are reached from the bottom of the band up and each row is initialised
+    while it is about to be hot in cache), and rows no point reaches are set at the end. On
     return ``winner`` holds the index of the highest point per pixel. Ties keep the first point
     in cache order (``>``, not ``>=``), so the result is deterministic. Points lie inside the
     raster's extent (``x ≥ bx0``, ``y ≤ by1``), so truncation equals ``floor``; the far edge is
     clamped. Only 12 bytes per pixel are touched here; :func:`resolve_band` gathers attributes.
-    """
+    """  # pragma: no cover
     nrows = zmax.shape[0]
     inv = 1.0 / res
+    init_lo = nrows  # rows init_lo: are initialised
     for i in range(lo, hi):
         row = int((by1 - np.float64(xyz[i, 1])) * inv)
         if row >= height:
@@ -136,6 +138,9 @@ def scatter_band(
         row -= row0
         if row < 0 or row >= nrows:
             continue
+        if row < init_lo:
+            _init_rows(zmax, zmin, winner, row, init_lo)
+            init_lo = row
         col = int((np.float64(xyz[i, 0]) - bx0) * inv)
         if col >= width:
             col = width - 1
@@ -145,6 +150,16 @@ def scatter_band(
             winner[row, col] = i
         if z < zmin[row, col]:
             zmin[row, col] = z
+    _init_rows(zmax, zmin, winner, 0, init_lo)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _init_rows(zmax, zmin, winner, r0, r1):  # pragma: no cover - compiled
+    for r in range(r0, r1):
+        for c in range(zmax.shape[1]):
+            zmax[r, c] = -np.inf
+            zmin[r, c] = np.inf
+            winner[r, c] = -1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -186,59 +201,151 @@ def resolve_band(
 
 
 @nb.njit(cache=True, nogil=True)
-def finish_and_fill(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: no cover
-    """Turn empty pixels (``zmax == -inf``) into NaN, then fill holes from the highest neighbour.
+def fill_holes(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: no cover
+    """Fill empty pixels (``zmax == -inf``) from their highest valid 8-neighbour.
 
     Each pass fills every empty pixel that has at least one valid 8-neighbour (valid at the
     start of the pass) with all layers of the neighbour with the highest ``zmax`` (first in
     scan order on ties) and sets ``filled``. At most ``iterations`` passes; stops early when a
     pass fills nothing. A pixel's result depends only on input within ``iterations`` pixels.
+    Only the still-empty pixels are visited in each pass (a list of candidates), and a pass
+    first picks every source, then copies (so the picks see the start-of-pass state).
     """
     h, w = zmax.shape
+    if iterations <= 0:
+        return
+    n = 0
     for r in range(h):
         for c in range(w):
             if zmax[r, c] == -np.inf:
-                zmax[r, c] = np.nan
-                zmin[r, c] = np.nan
-    if iterations <= 0:
-        return
-    valid = np.empty((h, w), np.bool_)
+                n += 1
+    cr = np.empty(n, np.int32)
+    cc_ = np.empty(n, np.int32)
+    n = 0
+    for r in range(h):
+        for c in range(w):
+            if zmax[r, c] == -np.inf:
+                cr[n] = r
+                cc_[n] = c
+                n += 1
+    sdr = np.empty(n, np.int8)
+    sdc = np.empty(n, np.int8)
     for _ in range(iterations):
-        for r in range(h):
-            for c in range(w):
-                valid[r, c] = not np.isnan(zmax[r, c])
         changed = False
-        for r in range(h):
-            for c in range(w):
-                if valid[r, c]:
+        for k in range(n):
+            r = cr[k]
+            c = cc_[k]
+            best = -np.inf
+            bdr = 2
+            bdc = 0
+            for dr in range(-1, 2):
+                rr = r + dr
+                if rr < 0 or rr >= h:
                     continue
-                best = -np.inf
-                br = -1
-                bc = -1
-                for dr in range(-1, 2):
-                    rr = r + dr
-                    if rr < 0 or rr >= h:
+                for dc in range(-1, 2):
+                    cc = c + dc
+                    if cc < 0 or cc >= w:
                         continue
-                    for dc in range(-1, 2):
-                        cc = c + dc
-                        if cc < 0 or cc >= w or not valid[rr, cc]:
-                            continue
-                        if zmax[rr, cc] > best:
-                            best = zmax[rr, cc]
-                            br = rr
-                            bc = cc
-                if br >= 0:
-                    zmax[r, c] = zmax[br, bc]
-                    zmin[r, c] = zmin[br, bc]
-                    rgb[r, c, 0] = rgb[br, bc, 0]
-                    rgb[r, c, 1] = rgb[br, bc, 1]
-                    rgb[r, c, 2] = rgb[br, bc, 2]
-                    sem[r, c] = sem[br, bc]
-                    inst[r, c] = inst[br, bc]
-                    filled[r, c] = True
-                    changed = True
+                    v = zmax[rr, cc]
+                    if v > best:
+                        best = v
+                        bdr = dr
+                        bdc = dc
+            sdr[k] = bdr
+            sdc[k] = bdc
+            if bdr != 2:
+                changed = True
         if not changed:
             return
+        m = 0
+        for k in range(n):
+            r = cr[k]
+            c = cc_[k]
+            if sdr[k] == 2:
+                cr[m] = r
+                cc_[m] = c
+                m += 1
+                continue
+            rr = r + sdr[k]
+            cc = c + sdc[k]
+            zmax[r, c] = zmax[rr, cc]
+            zmin[r, c] = zmin[rr, cc]
+            rgb[r, c, 0] = rgb[rr, cc, 0]
+            rgb[r, c, 1] = rgb[rr, cc, 1]
+            rgb[r, c, 2] = rgb[rr, cc, 2]
+            sem[r, c] = sem[rr, cc]
+            inst[r, c] = inst[rr, cc]
+            filled[r, c] = True
+        n = m
+
+
+@nb.njit(cache=True, nogil=True)
+def rasterize_band(
+    xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst,
+    bx0, by1, res, width, height, row0, nrows, zlo, zhi, iterations, z_origin, winner,
+):  # pragma: no cover  # fmt: skip
+    """All BEV layers of raster rows ``row0 : row0 + nrows`` from points ``lo:hi``.
+
+    :func:`scatter_band`, :func:`resolve_band`, :func:`fill_holes`, then heights to world
+    metres (``+ float32(z_origin)``) with NaN where still empty. ``winner`` is scratch, shape
+    ``(nrows, width)``, int32 (int64 beyond 2³¹ points), any content. Returns ``(zmax, zmin,
+    rgb, semantic int16, instance int32, filled bool)``.
+    """
+    zmax = np.empty((nrows, width), np.float32)
+    zmin = np.empty((nrows, width), np.float32)
+    scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner)
+    o_rgb = np.empty((nrows, width, 3), np.uint8)
+    o_sem = np.empty((nrows, width), np.int16)
+    o_inst = np.empty((nrows, width), np.int32)
+    resolve_band(
+        winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, o_rgb, o_sem, o_inst
+    )
+    filled = np.zeros((nrows, width), np.bool_)
+    fill_holes(zmax, zmin, o_rgb, o_sem, o_inst, filled, iterations)
+    zo = np.float32(z_origin)
+    for r in range(nrows):
+        for c in range(width):
+            if zmax[r, c] == -np.inf:
+                zmax[r, c] = np.nan
+                zmin[r, c] = np.nan
+            else:
+                zmax[r, c] = zmax[r, c] + zo
+                zmin[r, c] = zmin[r, c] + zo
+    return zmax, zmin, o_rgb, o_sem, o_inst, filled
+
+
+@nb.njit(cache=True, nogil=True)
+def _overlaps(start, step, n_out, s0, s1):  # pragma: no cover - compiled
+    """Source/output overlaps along one axis, as CSR lists per source index ``s0:s1``.
+
+    Output ``o`` covers ``[start + o·step, start + (o+1)·step)``, source ``s`` covers
+    ``[s, s+1)``. Returns ``(ptr, out_idx, weight)``: for source ``s``, entries
+    ``ptr[s-s0]:ptr[s-s0+1]`` list the outputs it overlaps (ascending) and the overlap length.
+    """
+    ns = s1 - s0
+    ptr = np.zeros(ns + 1, np.int64)
+    for s in range(s0, s1):
+        o_lo = max(0, int(np.floor((s - start) / step)))
+        o_hi = min(n_out - 1, int(np.ceil((s + 1 - start) / step)) - 1)
+        m = 0
+        for o in range(o_lo, o_hi + 1):
+            wgt = min(s + 1.0, start + (o + 1) * step) - max(float(s), start + o * step)
+            if wgt > 0.0:
+                m += 1
+        ptr[s - s0 + 1] = ptr[s - s0] + m
+    idx = np.empty(ptr[ns], np.int64)
+    wts = np.empty(ptr[ns], np.float64)
+    for s in range(s0, s1):
+        o_lo = max(0, int(np.floor((s - start) / step)))
+        o_hi = min(n_out - 1, int(np.ceil((s + 1 - start) / step)) - 1)
+        m = ptr[s - s0]
+        for o in range(o_lo, o_hi + 1):
+            wgt = min(s + 1.0, start + (o + 1) * step) - max(float(s), start + o * step)
+            if wgt > 0.0:
+                idx[m] = o
+                wts[m] = wgt
+                m += 1
+    return ptr, idx, wts
 
 
 @nb.njit(cache=True, nogil=True)
@@ -251,28 +358,23 @@ def area_accumulate(
     ``[col, col+1) × [row, row+1)`` in source pixel units; output pixel ``(o, p)`` covers rows
     ``[y_start + o·sy, y_start + (o+1)·sy)`` and columns ``[x_start + p·sx, ...)``. Each valid
     source pixel (``src_z`` not NaN) adds ``overlap_area · rgb`` to ``acc[o, p]`` and
-    ``overlap_area`` to ``wsum[o, p]``. Works for down- and up-sampling; can be called band by band.
+    ``overlap_area`` to ``wsum[o, p]``. Works for down- and up-sampling; can be called band by
+    band (each output pixel sums its sources in row-major source order).
     """
     ho, wo = wsum.shape
-    for rr in range(src_rgb.shape[0]):
-        k = src_r0 + rr
-        o_lo = max(0, int(np.floor((k - y_start) / sy)))
-        o_hi = min(ho - 1, int(np.ceil((k + 1 - y_start) / sy)) - 1)
-        for o in range(o_lo, o_hi + 1):
-            wy = min(k + 1.0, y_start + (o + 1) * sy) - max(float(k), y_start + o * sy)
-            if wy <= 0.0:
-                continue
-            for cc in range(src_rgb.shape[1]):
+    nr, nc = src_rgb.shape[0], src_rgb.shape[1]
+    rptr, ridx, rwt = _overlaps(y_start, sy, ho, src_r0, src_r0 + nr)
+    cptr, cidx, cwt = _overlaps(x_start, sx, wo, src_c0, src_c0 + nc)
+    for rr in range(nr):
+        for e in range(rptr[rr], rptr[rr + 1]):
+            o = ridx[e]
+            wy = rwt[e]
+            for cc in range(nc):
                 if np.isnan(src_z[rr, cc]):
                     continue
-                c = src_c0 + cc
-                p_lo = max(0, int(np.floor((c - x_start) / sx)))
-                p_hi = min(wo - 1, int(np.ceil((c + 1 - x_start) / sx)) - 1)
-                for p in range(p_lo, p_hi + 1):
-                    wx = min(c + 1.0, x_start + (p + 1) * sx) - max(float(c), x_start + p * sx)
-                    if wx <= 0.0:
-                        continue
-                    wgt = wx * wy
+                for f in range(cptr[cc], cptr[cc + 1]):
+                    p = cidx[f]
+                    wgt = cwt[f] * wy
                     acc[o, p, 0] += wgt * src_rgb[rr, cc, 0]
                     acc[o, p, 1] += wgt * src_rgb[rr, cc, 1]
                     acc[o, p, 2] += wgt * src_rgb[rr, cc, 2]
@@ -292,6 +394,66 @@ def area_finish(acc, wsum):  # pragma: no cover - compiled
                     v = acc[o, p, k] / wgt + 0.5
                     out[o, p, k] = np.uint8(min(max(v, 0.0), 255.0))
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _transpose_csr(ptr, idx, wts, n_out, s0):  # pragma: no cover - compiled
+    """Per-output lists of ``(source, weight)`` from per-source lists, sources ascending."""
+    cnt = np.zeros(n_out + 1, np.int64)
+    for e in range(idx.shape[0]):
+        cnt[idx[e] + 1] += 1
+    for o in range(n_out):
+        cnt[o + 1] += cnt[o]
+    pos = cnt[:-1].copy()
+    src = np.empty(idx.shape[0], np.int64)
+    w = np.empty(idx.shape[0], np.float64)
+    for s in range(ptr.shape[0] - 1):
+        for e in range(ptr[s], ptr[s + 1]):
+            o = idx[e]
+            src[pos[o]] = s + s0
+            w[pos[o]] = wts[e]
+            pos[o] += 1
+    return cnt, src, w
+
+
+@nb.njit(cache=True, nogil=True)
+def area_window(src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, out, o_lo, o_hi):
+    """Fused area resampling of rows ``o_lo:o_hi`` of ``out`` (H, W, 3 uint8), no accumulators.
+
+    Same weights and the same summation order per output pixel as :func:`area_accumulate`
+    followed by :func:`area_finish` (so the same bytes), but each output pixel sums its few
+    source pixels in registers. ``src_rgb``/``src_z`` may be strided views of the memory-mapped
+    raster (source pixel ``(src_r0 + rr, src_c0 + cc)``); untouched outputs are left as they are
+    (black when ``out`` starts zeroed).
+    """  # pragma: no cover
+    ho, wo = out.shape[0], out.shape[1]
+    nr, nc = src_rgb.shape[0], src_rgb.shape[1]
+    rptr, ridx, rwt = _overlaps(y_start, sy, ho, src_r0, src_r0 + nr)
+    cptr, cidx, cwt = _overlaps(x_start, sx, wo, src_c0, src_c0 + nc)
+    rcnt, rsrc, rw = _transpose_csr(rptr, ridx, rwt, ho, src_r0)
+    ccnt, csrc, cw = _transpose_csr(cptr, cidx, cwt, wo, src_c0)
+    for o in range(o_lo, o_hi):
+        for p in range(wo):
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            ws = 0.0
+            for e in range(rcnt[o], rcnt[o + 1]):
+                rr = rsrc[e] - src_r0
+                wy = rw[e]
+                for f in range(ccnt[p], ccnt[p + 1]):
+                    cc = csrc[f] - src_c0
+                    if np.isnan(src_z[rr, cc]):
+                        continue
+                    wgt = cw[f] * wy
+                    a0 += wgt * src_rgb[rr, cc, 0]
+                    a1 += wgt * src_rgb[rr, cc, 1]
+                    a2 += wgt * src_rgb[rr, cc, 2]
+                    ws += wgt
+            if ws > 0.0:
+                out[o, p, 0] = np.uint8(min(max(a0 / ws + 0.5, 0.0), 255.0))
+                out[o, p, 1] = np.uint8(min(max(a1 / ws + 0.5, 0.0), 255.0))
+                out[o, p, 2] = np.uint8(min(max(a2 / ws + 0.5, 0.0), 255.0))
 
 
 @nb.njit(cache=True, nogil=True)

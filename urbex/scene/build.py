@@ -24,7 +24,9 @@ import os
 import shutil
 import time
 import warnings
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_shape"]
 
-_BAND_PIXELS = 6_000_000  # pixels per raster band (~140 MB of band buffers)
+_BAND_PIXELS = 3_000_000  # pixels per raster band (~60 MB of band layers + fill scratch)
+_RASTER_THREADS = 2  # bands rasterised concurrently (+ one being written)
 _MAX_CELLS = 1 << 26
 
 
@@ -77,7 +80,7 @@ def content_hash(cloud: PointCloud, params: SceneParams, input_hash: str = "") -
             continue
         a = np.ascontiguousarray(arr)
         arrays.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        arrays.update(memoryview(a.reshape(-1)).cast("B"))
+        arrays.update(a.reshape(-1).view(np.uint8).data)
     arrays.update(f"scheme:{cloud.class_scheme};crs:{cloud.crs};".encode())
     h = hashlib.sha256()
     h.update(f"urbex-scene-cache-v{CACHE_FORMAT_VERSION}\n".encode())
@@ -428,7 +431,12 @@ def _rasterize(
     global_shape: tuple[int, int],
     z_origin: float,
 ) -> NDArray[np.uint8]:
-    """Stream the full-resolution BEV layers to ``bev_dir`` band by band; return the global view."""
+    """Stream the full-resolution BEV layers to ``bev_dir`` band by band; return the global view.
+
+    Bands are rasterised by :func:`_kernels.rasterize_band` on a small thread pool (the kernels
+    release the GIL) while this thread, in band order, adds each finished band to the global
+    view and writes it out, so the output does not depend on the thread count.
+    """
     _gx0, gy0, cs, ncx, ncy = grid
     bx0, by1, res, width, height = bev
     gh, gw = global_shape
@@ -437,51 +445,55 @@ def _rasterize(
     sy, sx = height / gh, width / gw
     band = max(8, _BAND_PIXELS // width)
     halo = max(0, iterations)
+
+    def run_band(a: int, b: int) -> tuple[int, tuple[NDArray[Any], ...]]:
+        ha, hb = max(0, a - halo), min(height, b + halo)
+        # cache-frame y range of rows [ha, hb), widened by a hair for rounding safety
+        eps = 1e-3 * res
+        y_top = by1 - ha * res + eps
+        y_bot = by1 - hb * res - eps
+        cy_lo = max(0, math.floor((y_bot - gy0) / cs))
+        cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
+        lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
+        winner = np.empty((hb - ha, width), np.int32 if len(xyz) < 2**31 else np.int64)
+        layers = K.rasterize_band(
+            xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst, bx0, by1, res, width,
+            height, ha, hb - ha, zrange[0], zrange[1], iterations, z_origin, winner,
+        )  # fmt: skip
+        return a - ha, layers
+
     files = {
         name: _npy_stream(
             bev_dir / f"{name}.npy", dtype, (height, width, 3) if name == "rgb" else (height, width)
         )
         for name, dtype in BEV_LAYERS.items()
     }
+    starts = list(range(0, height, band))
+    workers = max(1, min(_RASTER_THREADS, os.cpu_count() or 1))
     try:
-        for a in range(0, height, band):
-            b = min(height, a + band)
-            ha, hb = max(0, a - halo), min(height, b + halo)
-            rows = hb - ha
-            # cache-frame y range of rows [ha, hb), widened by a hair for rounding safety
-            eps = 1e-3 * res
-            y_top = by1 - ha * res + eps
-            y_bot = by1 - hb * res - eps
-            cy_lo = max(0, math.floor((y_bot - gy0) / cs))
-            cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
-            lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
-            zmax = np.full((rows, width), -np.inf, np.float32)
-            zmin = np.full((rows, width), np.inf, np.float32)
-            winner = np.full((rows, width), -1, np.int32 if len(xyz) < 2**31 else np.int64)
-            K.scatter_band(xyz, lo, hi, bx0, by1, res, width, height, ha, zmax, zmin, winner)
-            out_rgb = np.empty((rows, width, 3), np.uint8)
-            out_sem = np.empty((rows, width), np.int16)
-            out_inst = np.empty((rows, width), np.int32)
-            filled = np.zeros((rows, width), np.bool_)
-            K.resolve_band(
-                winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zrange[0], zrange[1],
-                out_rgb, out_sem, out_inst,
-            )  # fmt: skip
-            del winner
-            K.finish_and_fill(zmax, zmin, out_rgb, out_sem, out_inst, filled, iterations)
-            core = slice(a - ha, a - ha + (b - a))
-            zmax += z_origin  # cache-frame → world metres (NaN stays NaN)
-            zmin += z_origin
-            for name, arr in (
-                ("rgb", out_rgb),
-                ("z_max", zmax),
-                ("z_min", zmin),
-                ("semantic", out_sem),
-                ("instance", out_inst),
-                ("filled", filled),
-            ):
-                files[name].write(np.ascontiguousarray(arr[core]).data)
-            K.area_accumulate(out_rgb[core], zmax[core], a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pending: deque[tuple[int, int, Future[Any]]] = deque()
+            nxt = 0
+            while nxt < len(starts) or pending:
+                while nxt < len(starts) and len(pending) < workers + 1:
+                    a = starts[nxt]
+                    b = min(height, a + band)
+                    pending.append((a, b, pool.submit(run_band, a, b)))
+                    nxt += 1
+                a, b, fut = pending.popleft()
+                off, (zmax, zmin, out_rgb, out_sem, out_inst, filled) = fut.result()
+                core = slice(off, off + (b - a))
+                for name, arr in (
+                    ("rgb", out_rgb),
+                    ("z_max", zmax),
+                    ("z_min", zmin),
+                    ("semantic", out_sem),
+                    ("instance", out_inst),
+                    ("filled", filled),
+                ):
+                    files[name].write(np.ascontiguousarray(arr[core]).data)
+                K.area_accumulate(out_rgb[core], zmax[core], a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+                del zmax, zmin, out_rgb, out_sem, out_inst, filled, fut
     finally:
         for f in files.values():
             f.close()

@@ -14,7 +14,10 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba as nb
@@ -319,14 +322,58 @@ def render_oblique(
     M = np.concatenate([cam.R, (cam.R @ off + cam.t)[:, None]], axis=1)
     area = max((box[2] - box[0]) * (box[3] - box[1]), 1e-6)
     spacing = 1.5 * math.sqrt(area / n)
-    depth = np.full((h, w), np.inf, np.float32)
-    img = np.empty((h, w, 3), np.uint8)
-    img[:] = np.asarray(background, dtype=np.uint8)
     has_rgb = points.rgb is not None
-    rgb = points.rgb if has_rgb else np.zeros((1, 3), np.uint8)
-    _splat(
-        xyz, rgb, has_rgb, zlo_rel, zhi_rel, M,
-        cam.K[0, 0], cam.K[1, 1], cam.K[0, 2], cam.K[1, 2], 1e-3,
-        int(point_size or 0), spacing, _MAX_POINT_SIZE, depth, img,
-    )  # fmt: skip
+    rgb = np.ascontiguousarray(points.rgb) if has_rgb else np.zeros((1, 3), np.uint8)
+    bg = np.asarray(background, dtype=np.uint8)
+    # split the points into contiguous chunks, each splatted into its own z-buffer on a thread
+    # (the kernel releases the GIL), then merged in chunk order keeping the first on equal
+    # depth: the same image as one sequential pass ("nearest wins, first on ties").
+    workers = _render_threads() if n >= _PARALLEL_MIN_POINTS else 1
+    bounds = np.linspace(0, n, workers + 1).astype(np.int64)
+
+    def run(k: int) -> tuple[NDArray[np.float32], NDArray[np.uint8]]:
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        depth = np.full((h, w), np.inf, np.float32)
+        img = np.empty((h, w, 3), np.uint8)
+        img[:] = bg
+        _splat(
+            xyz[a:b], rgb[a:b] if has_rgb else rgb, has_rgb, zlo_rel, zhi_rel, M,
+            cam.K[0, 0], cam.K[1, 1], cam.K[0, 2], cam.K[1, 2], 1e-3,
+            int(point_size or 0), spacing, _MAX_POINT_SIZE, depth, img,
+        )  # fmt: skip
+        return depth, img
+
+    if workers == 1:
+        _, img = run(0)
+    else:
+        parts = list(_pool().map(run, range(workers)))
+        depth, img = parts[0]
+        for d_k, i_k in parts[1:]:
+            _merge_nearest(depth, img, d_k, i_k)
     return ObliqueRender(image=img, camera=cam)
+
+
+_PARALLEL_MIN_POINTS = 200_000
+
+
+def _render_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """A process-wide pool for render chunks (created on first use, never at import)."""
+    return ThreadPoolExecutor(max_workers=_render_threads(), thread_name_prefix="urbex-oblique")
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_nearest(depth, img, depth2, img2):  # pragma: no cover - compiled
+    """Pixels where ``depth2`` is strictly nearer take ``img2`` (ties keep the first buffer)."""
+    h, w = depth.shape
+    for r in range(h):
+        for c in range(w):
+            if depth2[r, c] < depth[r, c]:
+                depth[r, c] = depth2[r, c]
+                img[r, c, 0] = img2[r, c, 0]
+                img[r, c, 1] = img2[r, c, 1]
+                img[r, c, 2] = img2[r, c, 2]
