@@ -16,8 +16,9 @@ setup:
 demo: setup  ## generate the synthetic city and materialize every asset (Dagster, in-process)
 	$(BIN)/python -m pipelines.demo
 
-test: setup  ## lint + the whole test suite
+test: setup  ## lint + type check + the whole test suite
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 lint: setup
