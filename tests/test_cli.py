@@ -87,3 +87,29 @@ def test_cli_make_tiny_model_writes_a_loadable_checkpoint(tmp_path, capsys):
     assert main(["make-tiny-model", str(tmp_path / "tiny")]) == 0
     assert (tmp_path / "tiny" / "config.json").exists()
     assert (tmp_path / "tiny" / "model.safetensors").exists()
+
+
+def test_cli_ground_oracle_prints_summary_and_writes_outputs(tmp_path, capsys):
+    from tests.env.envfixtures import build_synth_cache
+    from urbex.landmarks import write_landmark_table
+
+    params = write_small_project(tmp_path)
+    cache, index, queries = build_synth_cache(
+        tmp_path / "assets" / "scenes", seed=3, size=60, density=4
+    )
+    write_landmark_table(
+        index.table, tmp_path / "assets" / "landmarks" / f"{cache.scene_id}.parquet"
+    )
+    q = queries[0]
+    out = tmp_path / "g"
+    argv = ["--params", str(params), "-q", "ground", "--scene", cache.scene_id]
+    argv += ["--query", q.description, "--policy", "oracle", "--object-id", q.object_id]
+    assert main([*argv, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "turn 1:" in text and "IoU_bev" in text and str(out) in text
+    for name in ("steps.jsonl", "answer.json", "trajectory.png", "views/global.png"):
+        assert (out / name).is_file(), name
+    # no cache for this scene: exit 2 with a one-line error naming what to run
+    assert main(["--params", str(params), "ground", "--scene", "nowhere", "--query", "a car",
+                 "--policy", "landmark_prior"]) == 2  # fmt: skip
+    assert "urbex cache --scene nowhere" in capsys.readouterr().err

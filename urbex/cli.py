@@ -124,6 +124,40 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
+    from urbex.eval.ground import ground
+
+    r = ground(
+        params,
+        scene_id=args.scene,
+        query=args.query,
+        policy=args.policy,
+        object_id=args.object_id,
+        checkpoint=args.checkpoint,
+        out_dir=args.out,
+    )
+    print(f"{r.scene_id} | {r.policy} | {r.query!r}")
+    for s in r.steps:
+        state = "ok" if s.valid else f"INVALID: {s.error}"
+        made = f" -> {s.view_id}" if s.view_id else ""
+        print(
+            f"  turn {s.turn}: {s.tool} {json.dumps(s.arguments)}{made}  "
+            f"[{state}, {s.latency_s:.2f} s]"
+        )
+    if r.answered and r.pred_box_2d is not None:
+        world = ", ".join(f"{v:.1f}" for v in r.pred_box_2d)
+        print(f"answer: {r.answer_view_id} {r.bbox_2d} -> world BEV [{world}] m")
+    else:
+        print("answer: none (the turn budget ran out)")
+    if r.iou_bev is not None:
+        print(f"IoU_bev {r.iou_bev:.3f}, IoU_3d {r.iou_3d:.3f} against object {r.object_id}")
+    print(
+        f"{r.turns} turns, {r.seconds:.2f} s -> {r.out_dir} (trajectory.png, steps.jsonl, "
+        f"answer.json, views/)"
+    )
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.report import report
 
@@ -195,6 +229,18 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--run-id", help="default: <policy>-<split>[-<checkpoint>]; reruns resume")
     ev.add_argument("--limit", type=int, help="a seeded sample of this many queries")
     ev.set_defaults(func=_cmd_evaluate)
+    gr = sub.add_parser("ground", help="one query: its steps, answer and trajectory picture")
+    gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
+    gr.add_argument("--query", required=True, help="the description, free text")
+    gr.add_argument("--policy", required=True, choices=POLICY_NAMES)
+    gr.add_argument(
+        "--object-id", help="target object of the scene's instance table (ground truth: IoU)"
+    )
+    gr.add_argument("--checkpoint", type=Path, help="LOCAL model directory (vlm/workflow)")
+    gr.add_argument(
+        "--out", type=Path, help="output directory (default <assets>/ground/<scene>-<time>)"
+    )
+    gr.set_defaults(func=_cmd_ground)
     rp = sub.add_parser("report", help="the Table-1-shaped comparison (Markdown + CSV)")
     rp.set_defaults(func=_cmd_report)
 

@@ -194,7 +194,9 @@ class EvalParams(_Strict):
     )
     workers: int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
     parallel_min_episodes: int = Field(
-        2000, ge=1, description="fewer pending episodes run in-process (a process pool costs seconds to start)"
+        2000,
+        ge=1,
+        description="fewer pending episodes run in-process (a process pool costs seconds to start)",
     )
     episode_timeout_s: float = Field(600.0, gt=0, description="wall-clock limit of one episode")
     candidate_classes: list[str] | None = Field(

@@ -186,3 +186,61 @@ def test_observations_never_contain_ground_truth(env, city):
             texts.append(o["text"])
         blob = "\n".join(texts)
         assert _leaks(blob, q) == [], (q.query_id, _leaks(blob, q))
+
+
+# --- free-text queries (no ground truth) -----------------------------------------------------
+
+
+def _free(city, text="the car parked near Merton Hall"):
+    return Query(query_id="free", scene_id=city[2][0].scene_id, description=text)
+
+
+def test_free_text_answer_maps_to_world_box_without_iou(env, city):
+    q = _free(city)
+    assert not q.has_target and q.object_id == ""
+    env.reset(query=q, options={"point_f1": True})
+    _, r_zoom, *_ = env.step(call("zoom_in", view_id="global", bbox_2d=[200, 200, 600, 600]))
+    _, r_obl, *_ = env.step(
+        call("oblique_render", view_id="zoom_1", bbox_2d=[100, 100, 900, 900], azimuth_deg=90)
+    )
+    assert r_zoom == 0.0 and r_obl == 0.0  # shaping needs ground truth
+    box = [100, 200, 500, 700]
+    _, r, terminated, truncated, info = env.step(
+        f"<answer>{json.dumps({'view_id': 'zoom_1', 'bbox_2d': box})}</answer>"
+    )
+    assert terminated and not truncated and info["answered"]
+    np.testing.assert_allclose(info["pred_box_2d"], env.views["zoom_1"].to_world_box(box))
+    p3 = info["pred_box_3d"]
+    assert p3[5] >= p3[2] and p3[0] == info["pred_box_2d"][0]
+    assert not {"iou_bev", "iou_3d", "center_dist_m", "point_f1"} & set(info)
+    p = env.params
+    assert r == pytest.approx(-p.lambda_step * 3 / p.max_turns)  # only the step cost is left
+    assert info["return"] == pytest.approx(r)
+
+
+def test_free_text_budget_runs_out_without_exception(city):
+    cache, index, _ = city
+    env = GroundingEnv(EnvParams(global_view_size=(128, 128), max_turns=2), lambda s: cache, index)
+    env.reset(query=_free(city))
+    env.step("no idea")
+    _, r, terminated, truncated, info = env.step(call("landmark_query", name="x", view_id="global"))
+    assert truncated and not terminated and info["answered"] is False
+    assert info["pred_box_2d"] is None and "iou_bev" not in info
+    assert r == pytest.approx(-env.params.lambda_step)  # step cost 2/2; "x" is a valid call
+
+
+def test_oracle_refuses_a_free_text_query(env, city):
+    from urbex.errors import PolicyError
+
+    with pytest.raises(PolicyError, match=r"ground-truth target.*--object-id"):
+        rollout(env, OraclePolicy(env), _free(city))
+
+
+def test_query_targets_both_or_neither_and_rows_round_trip(city):
+    q = city[2][0]
+    with pytest.raises(ValueError, match="both"):
+        Query(query_id="a", scene_id="s", description="x", target_box_2d=q.target_box_2d)
+    free = _free(city)
+    assert Query.from_row(free.to_row()) == free
+    back = Query.from_row(q.to_row())
+    assert back.has_target and np.array_equal(back.target_box_3d, q.target_box_3d)

@@ -11,6 +11,9 @@ landmark → zoom → oblique → answer pattern:
 4. ``<answer>`` with the target box in the zoom view (or the global view with
    ``answer_view="global"``), rounded to integer view units — the only loss is the 0–1000
    quantisation of the view it answers in.
+
+It cannot play a free-text query (no ground truth): :meth:`OraclePolicy.act` raises
+:class:`~urbex.errors.PolicyError` then.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+from urbex.errors import PolicyError
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -91,10 +96,28 @@ class OraclePolicy:
         self.min_window_m = float(min_window_m)
         self.use_tools = use_tools
 
+    def _target(self) -> NDArray[np.float64]:
+        """The target BEV box (world metres); :class:`PolicyError` for a free-text query."""
+        q = self.env.query
+        if q.target_box_2d is None:
+            raise PolicyError(
+                f"the oracle policy reads the ground-truth target, but query {q.query_id!r} "
+                f"(scene {q.scene_id!r}) has none (a free-text query); name the target object "
+                "(urbex ground --object-id ID) or use a policy that needs no ground truth, "
+                "e.g. landmark_prior"
+            )
+        return q.target_box_2d
+
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
-        """The next action for the env's current state (``messages``/``images`` are ignored)."""
+        """The next action for the env's current state (``messages``/``images`` are ignored).
+
+        Raises
+        ------
+        PolicyError
+            The query has no ground truth (free-text query).
+        """
         env = self.env
-        q = env.query
+        target = self._target()
         done = {r.tool for r in env.log if r.valid}
         zoom = env.views.last("zoom")
         if self.use_tools:
@@ -107,10 +130,10 @@ class OraclePolicy:
                     "zoom_in", view_id="global", bbox_2d=self._zoom_box(env.views["global"])
                 )
             if "oblique_render" not in done:
-                box = _outward(zoom.from_world_box(q.target_box_2d))
+                box = _outward(zoom.from_world_box(target))
                 return _call("oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=180)
         view = zoom if (self.answer_view == "zoom" and zoom is not None) else env.views["global"]
-        box = _nearest(view.from_world_box(q.target_box_2d))
+        box = _nearest(view.from_world_box(target))
         return f"<answer>{json.dumps({'view_id': view.view_id, 'bbox_2d': box})}</answer>"
 
     def _landmark_name(self) -> str | None:
@@ -126,12 +149,13 @@ class OraclePolicy:
         rows = table.filter(table["scene_id"] == q.scene_id)
         if rows.height == 0:
             return None
-        tc = (q.target_box_2d[:2] + q.target_box_2d[2:]) / 2
+        t = self._target()
+        tc = (t[:2] + t[2:]) / 2
         d = (rows["x"].to_numpy() - tc[0]) ** 2 + (rows["y"].to_numpy() - tc[1]) ** 2
         return str(rows["name"][int(np.argmin(d))])
 
     def _zoom_box(self, view: EpisodeView) -> list[int]:
-        t = self.env.query.target_box_2d
+        t = self._target()
         c = (t[:2] + t[2:]) / 2
         half = np.maximum((t[2:] - t[:2]) * self.zoom_factor, self.min_window_m) / 2
         window = np.concatenate([c - half, c + half])

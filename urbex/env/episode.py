@@ -11,6 +11,12 @@ Frames: boxes in actions are view units (0–1000); ``Query`` boxes and every bo
 world metres (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min, z_min, x_max, y_max,
 z_max]``), in the scene cache's world frame. Ground truth is used for rewards and ``info``
 only, never in observations.
+
+Free-text queries (``query.has_target`` False, no ground truth): the episode runs the same way,
+but every reward term that needs ground truth is 0 — tool shaping (zoom progress, oblique
+overlap) and the terminal IoU and distance terms; the step cost ``−λ_step·T/T_max`` and the
+invalid-action penalty still apply. The final ``info`` then has the predicted boxes but no
+``iou_bev``, ``iou_3d``, ``center_dist_m`` or ``point_f1``.
 """
 
 from __future__ import annotations
@@ -322,8 +328,9 @@ class GroundingEnv:
             The turn budget is used up without an answer.
         info : dict
             ``step`` (the :class:`StepRecord`); at the end also ``iou_bev``, ``iou_3d``,
-            ``center_dist_m``, ``pred_box_2d``, ``pred_box_3d`` (world m), ``answered``,
-            ``turns``, ``n_invalid``, ``reward_terminal``, ``reward_shaping``, ``return``.
+            ``center_dist_m`` (only when the query has ground truth), ``pred_box_2d``,
+            ``pred_box_3d`` (world m), ``answered``, ``turns``, ``n_invalid``,
+            ``reward_terminal``, ``reward_shaping``, ``return``.
         """
         t0 = time.perf_counter()
         self._begin_turn()
@@ -461,6 +468,8 @@ class GroundingEnv:
     def _view_shaping(self, view: EpisodeView, prev_center: NDArray[np.float64]) -> float:
         p = self.params
         tgt = self.query.target_box_2d
+        if tgt is None:  # free-text query: shaping needs ground truth
+            return 0.0
         tc = (tgt[:2] + tgt[2:]) / 2
         if view.kind == "zoom":
             d_prev = float(np.hypot(*(prev_center - tc)))
@@ -488,9 +497,22 @@ class GroundingEnv:
         return _Outcome(text=text, terminal=terminal, terminated=True)
 
     def _finish(self, pred2d: NDArray[np.float64] | None) -> float:
-        """Score the episode (``pred2d`` None = no answer); fills ``self._final``; returns R_term."""
+        """Score the episode (``pred2d`` None = no answer); fills ``self._final``; returns R_term.
+
+        Without ground truth (free-text query) the IoU and distance terms are 0 and ``_final``
+        holds no IoU/distance keys.
+        """
         q = self.query
         p = self.params
+        if q.target_box_2d is None or q.target_box_3d is None:
+            self._final = {"answered": pred2d is not None, "pred_box_2d": None, "pred_box_3d": None}
+            if pred2d is not None:
+                pred3d, mask_info = self._lift(pred2d)
+                mask_info.pop("point_f1", None)
+                self._final.update(
+                    pred_box_2d=pred2d.tolist(), pred_box_3d=pred3d.tolist(), **mask_info
+                )
+            return float(R.terminal_reward(0.0, float("inf"), self._turn, **R.weights(p)))
         if pred2d is None:
             iou_b, iou3, dist = 0.0, 0.0, float("inf")
             self._final = {
@@ -539,11 +561,12 @@ class GroundingEnv:
     def _point_f1_score(self, pred_pts: Any) -> float:
         """F1 of predicted points (all points in the predicted 3D box) vs the target instance."""
         oid = self.query.object_id
-        if pred_pts.instance is None or not oid.lstrip("-").isdigit():
+        target = self.query.target_box_2d
+        if pred_pts.instance is None or target is None or not oid.lstrip("-").isdigit():
             return float("nan")
         tid = int(oid)
         tp = int(np.count_nonzero(pred_pts.instance == tid))
-        gt_pts = self.scene.crop_points(self.query.target_box_2d)
+        gt_pts = self.scene.crop_points(target)
         n_gt = int(np.count_nonzero(gt_pts.instance == tid)) if gt_pts.instance is not None else 0
         denom = int(pred_pts.xyz.shape[0]) + n_gt
         return 2.0 * tp / denom if denom else 0.0

@@ -282,7 +282,8 @@ def _check_box_or_raise(v: Any) -> None:
 
 
 def _fmt(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else x
+    # huge integral floats stay floats: int(1e269) would print 270 digits into the error text
+    return int(x) if float(x).is_integer() and abs(x) < 1e15 else x
 
 
 def _check_view(

@@ -1,7 +1,10 @@
-"""The records of an episode: the query (with its ground truth) and one logged step.
+"""The records of an episode: the query (with its ground truth, when known) and one logged step.
 
 Frames: every box is world metres — BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
 z_min, x_max, y_max, z_max]`` — in the scene cache's world frame.
+
+A *free-text* query (a user's sentence, ``urbex ground``) has no ground truth: both target boxes
+are None and :attr:`Query.has_target` is False.
 """
 
 from __future__ import annotations
@@ -28,27 +31,35 @@ def _box(v: Any, n: int, name: str) -> NDArray[np.float64]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Query:
-    """One grounding query and its ground truth.
+    """One grounding query and its ground truth (None for a free-text query).
 
     Attributes
     ----------
-    query_id, scene_id, object_id : str
+    query_id, scene_id : str
+    object_id : str
+        The target instance (``""`` for a free-text query).
     description : str
         The referring expression shown to the agent.
-    target_box_2d : ndarray, shape (4,), float64
-        Target BEV box ``[x_min, y_min, x_max, y_max]``, world metres.
-    target_box_3d : ndarray, shape (6,), float64
-        Target 3D box ``[x_min, y_min, z_min, x_max, y_max, z_max]``, world metres.
+    target_box_2d : ndarray, shape (4,), float64, or None
+        Target BEV box ``[x_min, y_min, x_max, y_max]``, world metres; None = no ground truth.
+    target_box_3d : ndarray, shape (6,), float64, or None
+        Target 3D box ``[x_min, y_min, z_min, x_max, y_max, z_max]``, world metres; None = no
+        ground truth. Give both boxes or neither.
     class_name : str
         Target class (``Building``, ``Car``, ...), for diagnostics.
+
+    Examples
+    --------
+    >>> Query(query_id="q", scene_id="s", description="the red car").has_target
+    False
     """
 
     query_id: str
     scene_id: str
-    object_id: str
+    object_id: str = ""
     description: str
-    target_box_2d: NDArray[np.float64]
-    target_box_3d: NDArray[np.float64]
+    target_box_2d: NDArray[np.float64] | None = None
+    target_box_3d: NDArray[np.float64] | None = None
     class_name: str = ""
 
     def __post_init__(self) -> None:
@@ -59,27 +70,39 @@ class Query:
                 )
         if not self.description.strip():
             raise ValueError("Query.description: expected a non-empty referring expression")
-        object.__setattr__(self, "target_box_2d", _box(self.target_box_2d, 4, "target_box_2d"))
-        object.__setattr__(self, "target_box_3d", _box(self.target_box_3d, 6, "target_box_3d"))
+        if (self.target_box_2d is None) != (self.target_box_3d is None):
+            raise ValueError(
+                "Query.target_box_2d/target_box_3d: expected both (ground truth) or neither "
+                f"(free-text query), got 2d={self.target_box_2d!r}, 3d={self.target_box_3d!r}"
+            )
+        if self.target_box_2d is not None and self.target_box_3d is not None:
+            object.__setattr__(self, "target_box_2d", _box(self.target_box_2d, 4, "target_box_2d"))
+            object.__setattr__(self, "target_box_3d", _box(self.target_box_3d, 6, "target_box_3d"))
+
+    @property
+    def has_target(self) -> bool:
+        """True when the query carries ground truth (target boxes)."""
+        return self.target_box_2d is not None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Query:
         """From a dict/dataset row with the field names above (extra keys ignored).
 
-        A missing ``target_box_2d`` is taken from the 3D box's footprint.
+        A missing ``target_box_2d`` is taken from the 3D box's footprint; a missing or None
+        ``target_box_3d`` makes a free-text query (no ground truth).
         """
-        b3 = row["target_box_3d"]
+        b3 = row.get("target_box_3d")
         b2 = row.get("target_box_2d")
-        if b2 is None:
+        if b3 is not None and b2 is None:
             a = np.asarray(b3, dtype=np.float64)
             b2 = [a[0], a[1], a[3], a[4]]
         return cls(
             query_id=str(row["query_id"]),
             scene_id=str(row["scene_id"]),
-            object_id=str(row["object_id"]),
+            object_id=str(row.get("object_id") or ""),
             description=str(row["description"]),
-            target_box_2d=np.asarray(b2, dtype=np.float64),
-            target_box_3d=np.asarray(b3, dtype=np.float64),
+            target_box_2d=None if b2 is None else np.asarray(b2, dtype=np.float64),
+            target_box_3d=None if b3 is None else np.asarray(b3, dtype=np.float64),
             class_name=str(row.get("class_name") or ""),
         )
 
@@ -90,8 +113,8 @@ class Query:
             "scene_id": self.scene_id,
             "object_id": self.object_id,
             "description": self.description,
-            "target_box_2d": self.target_box_2d.tolist(),
-            "target_box_3d": self.target_box_3d.tolist(),
+            "target_box_2d": None if self.target_box_2d is None else self.target_box_2d.tolist(),
+            "target_box_3d": None if self.target_box_3d is None else self.target_box_3d.tolist(),
             "class_name": self.class_name,
         }
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.errors import AnnotationError
 from urbex.eval.episodes import EpisodeRecord, StepRow, tool_counts
 
 if TYPE_CHECKING:
@@ -55,6 +56,17 @@ def _user(text: str, n_images: int) -> dict[str, Any]:
         "role": "user",
         "content": [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}],
     }
+
+
+def _targets(q: Query) -> tuple[np.ndarray, np.ndarray]:
+    """The query's target boxes (BEV, 3D; world m); evaluation needs ground truth."""
+    if q.target_box_2d is None or q.target_box_3d is None:
+        raise AnnotationError(
+            f"query {q.query_id!r} has no ground truth (a free-text query); evaluation scores "
+            "against target boxes — use `urbex ground` for free text",
+            field="target_box_3d",
+        )
+    return q.target_box_2d, q.target_box_3d
 
 
 @dataclass(slots=True)
@@ -147,6 +159,7 @@ class EpisodePlayer:
         self._warm.add(query.scene_id)
 
     def _start(self, query: Query, env: GroundingEnv) -> _Live:
+        _targets(query)  # fail before playing a query that cannot be scored
         seed = episode_seed(self.params.eval.seed, query.query_id)
         hook = getattr(self.policy, "begin_episode", None)
         if hook is not None:
@@ -257,6 +270,7 @@ class EpisodePlayer:
         from urbex.eval.metrics import episode_metrics
 
         q = live.query
+        tgt2, tgt3 = _targets(q)
         env = live.env
         latency = time.perf_counter() - live.t0
         info = live.info
@@ -266,7 +280,7 @@ class EpisodePlayer:
         ctx = self._scenes[q.scene_id]
         boxes, t = ctx.boxes, ctx.row.get(q.object_id)
         if t is None:  # target outside the ranked classes: rank it anyway
-            boxes, t = np.vstack([boxes, q.target_box_2d[None]]), len(boxes)
+            boxes, t = np.vstack([boxes, tgt2[None]]), len(boxes)
         in_pred = in_target = None
         if (
             pred2d is not None
@@ -275,8 +289,8 @@ class EpisodePlayer:
         ):
             union = np.concatenate(
                 [
-                    np.minimum(pred2d[:2], q.target_box_2d[:2]),
-                    np.maximum(pred2d[2:], q.target_box_2d[2:]),
+                    np.minimum(pred2d[:2], tgt2[:2]),
+                    np.maximum(pred2d[2:], tgt2[2:]),
                 ]
             )
             pts = env.scene.crop_points(union)
@@ -296,7 +310,7 @@ class EpisodePlayer:
             boxes,
             t,
             pred_box_3d=pred3d,
-            gt_box_3d=q.target_box_3d,
+            gt_box_3d=tgt3,
             in_pred=in_pred,
             in_target=in_target,
         )

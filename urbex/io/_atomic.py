@@ -12,7 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write"]
+__all__ = ["atomic_path", "atomic_write", "umask_mode"]
+
+
+def umask_mode(*, directory: bool = False) -> int:
+    """The permission bits a plain ``open``/``mkdir`` would give under the current umask.
+
+    ``tempfile`` creates files 0600 and directories 0700; files we publish must look like any
+    other file the user writes, so we re-apply the umask before renaming them into place.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
 
 
 @contextlib.contextmanager
@@ -40,6 +51,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        if tmp.exists():
+            os.chmod(tmp, umask_mode())
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.errors import AnnotationError
+from urbex.io._atomic import umask_mode
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
 from urbex.synth.expressions import (
@@ -440,6 +441,7 @@ def generate_dataset(
     out = Path(out_dir).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    os.chmod(tmp, umask_mode(directory=True))
     params = {
         "scenes": scenes,
         "seed": seed,

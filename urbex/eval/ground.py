@@ -1,0 +1,442 @@
+"""One query, played and shown: the library side of ``urbex ground``.
+
+:func:`ground` runs one episode of a policy on a built project (scene cache + landmark table) for
+a free-text query — or, with ``object_id``, for a target taken from the scene's instance table,
+so that ``oracle`` can play and the IoU is reported — and writes::
+
+    <out>/steps.jsonl      one JSON line per step: turn, tool, arguments, valid, error, latency
+    <out>/answer.json      the answer: view box (0–1000), world BEV box, 3D box, iou if known
+    <out>/trajectory.png   the trajectory picture (urbex.viz.trajectory)
+    <out>/views/<view_id>.png   every view the agent saw (global, zoom_N, oblique_N)
+
+Frames: ``bbox_2d`` is in view units (0–1000 of the answer view); every other box is world
+metres in the scene cache's frame (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
+z_min, x_max, y_max, z_max]``).
+
+Latency per step = the policy's time for that turn + the environment's (parse, tool, scoring),
+seconds; the scene is opened and its global view built before the clock starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
+from urbex.io._atomic import atomic_path, atomic_write
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+    from urbex.env.episode import GroundingEnv, Query
+    from urbex.env.records import StepRecord
+
+__all__ = ["GroundResult", "GroundStep", "ground", "landmark_hits"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroundStep:
+    """One step as written to ``steps.jsonl``.
+
+    Attributes
+    ----------
+    turn : int
+        1-based assistant turn.
+    tool : str
+        ``landmark_query``, ``zoom_in``, ``oblique_render``, ``answer`` or ``invalid``.
+    arguments : dict
+        The validated arguments (``{"raw": text}`` when unparseable); boxes in view units.
+    valid : bool
+    error : str or None
+    view_id : str or None
+        The view the step created.
+    latency_s, policy_s, env_s : float
+        Policy + environment seconds for the turn, and its two parts.
+    reward : float
+        The step's reward (shaping + terminal).
+    model_text : str
+        The policy's raw output for the turn.
+    """
+
+    turn: int
+    tool: str
+    arguments: dict[str, Any]
+    valid: bool
+    error: str | None
+    view_id: str | None
+    latency_s: float
+    policy_s: float
+    env_s: float
+    reward: float
+    model_text: str
+
+    def to_row(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroundResult:
+    """What :func:`ground` did.
+
+    Attributes
+    ----------
+    scene_id, query, policy : str
+    object_id : str or None
+        The target instance when given (ground truth known).
+    out_dir : Path
+        Where the files were written.
+    answered : bool
+    answer_view_id : str or None
+        The view the answer was given in.
+    bbox_2d : list of float or None
+        The answer box in that view, view units 0–1000.
+    pred_box_2d, pred_box_3d : list of float or None
+        World BEV / 3D box of the answer, metres.
+    target_box_2d, target_box_3d : list of float or None
+        Ground truth (``object_id`` given), metres.
+    iou_bev, iou_3d, center_dist_m : float or None
+        Set when the ground truth is known and the agent answered.
+    turns : int
+    episode_return : float
+    steps : tuple of GroundStep
+    view_ids : tuple of str
+    seconds : float
+        Wall time of the episode (policy + environment).
+    """
+
+    scene_id: str
+    query: str
+    policy: str
+    object_id: str | None
+    out_dir: Path
+    answered: bool
+    answer_view_id: str | None
+    bbox_2d: list[float] | None
+    pred_box_2d: list[float] | None
+    pred_box_3d: list[float] | None
+    target_box_2d: list[float] | None
+    target_box_3d: list[float] | None
+    iou_bev: float | None
+    iou_3d: float | None
+    center_dist_m: float | None
+    turns: int
+    episode_return: float
+    steps: tuple[GroundStep, ...] = field(repr=False)
+    view_ids: tuple[str, ...]
+    seconds: float
+
+    @property
+    def picture(self) -> Path:
+        return self.out_dir / "trajectory.png"
+
+    def answer_row(self) -> dict[str, Any]:
+        """The content of ``answer.json``."""
+        return {
+            "scene_id": self.scene_id,
+            "query": self.query,
+            "policy": self.policy,
+            "object_id": self.object_id,
+            "answered": self.answered,
+            "view_id": self.answer_view_id,
+            "bbox_2d": self.bbox_2d,
+            "pred_box_2d": self.pred_box_2d,
+            "pred_box_3d": self.pred_box_3d,
+            "target_box_2d": self.target_box_2d,
+            "target_box_3d": self.target_box_3d,
+            "iou_bev": self.iou_bev,
+            "iou_3d": self.iou_3d,
+            "center_dist_m": self.center_dist_m,
+            "turns": self.turns,
+            "return": self.episode_return,
+            "seconds": self.seconds,
+            "frames": {
+                "bbox_2d": "view units 0-1000 of view_id (x right, y down)",
+                "pred_box_2d": "world metres [x_min, y_min, x_max, y_max]",
+                "pred_box_3d": "world metres [x_min, y_min, z_min, x_max, y_max, z_max]",
+            },
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
+    """The scene cache directory and landmark table of ``scene_id``, or a clear error."""
+    scenes = params.assets / "scenes"
+    cache = scenes / scene_id
+    if not (cache / "meta.json").is_file():
+        known = sorted(p.name for p in scenes.glob("*") if (p / "meta.json").is_file())
+        hint = f"; built scenes: {known}" if known else ""
+        raise CacheError(
+            f"scene cache of {scene_id!r} not found; run `urbex synth` and "
+            f"`urbex cache --scene {scene_id}` (or `make demo`) first{hint}",
+            path=cache,
+        )
+    table = params.assets / "landmarks" / f"{scene_id}.parquet"
+    if not table.is_file():
+        raise LandmarkError(
+            f"landmark table of {scene_id!r} not found; run `urbex landmarks` first", path=table
+        )
+    return cache, table
+
+
+def _make_query(scene: Any, scene_id: str, text: str, object_id: str | None) -> Query:
+    import polars as pl
+
+    from urbex.env.episode import Query
+
+    if not text.strip():
+        raise ConfigError("--query: expected a non-empty description", field="query")
+    qid = "ground:" + hashlib.blake2b(f"{scene_id}\n{text}".encode(), digest_size=6).hexdigest()
+    if object_id is None:
+        return Query(query_id=qid, scene_id=scene_id, description=text)
+    inst = scene.instances
+    rows = inst.filter(pl.col("object_id") == str(object_id))
+    if rows.height == 0:
+        known = inst["object_id"].to_list()
+        raise AnnotationError(
+            f"object {object_id!r} is not in scene {scene_id!r}'s instance table "
+            f"({len(known)} objects, e.g. {known[:10]})",
+            path=Path(scene.path) / "instances.parquet",
+            field="object_id",
+        )
+    r = rows.row(0, named=True)
+    b3 = np.array([r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]])
+    return Query(
+        query_id=qid,
+        scene_id=scene_id,
+        object_id=str(object_id),
+        description=text,
+        target_box_2d=b3[[0, 1, 3, 4]],
+        target_box_3d=b3,
+        class_name=str(r.get("class_name") or ""),
+    )
+
+
+def landmark_hits(
+    index: Any, scene_id: str, steps: list[StepRecord]
+) -> list[tuple[str, float, float]]:
+    """``(name, x, y)`` (world metres) of the best match of every valid ``landmark_query`` step
+    that found one, in turn order, without repeats (the lookup is deterministic)."""
+    out: list[tuple[str, float, float]] = []
+    if index is None:
+        return out
+    for s in steps:
+        if s.tool != "landmark_query" or not s.valid:
+            continue
+        name = json.loads(s.arguments).get("name")
+        if not isinstance(name, str):
+            continue
+        res = index.lookup(name, scene_id=scene_id, limit=1)
+        best = res.best if res.found else None
+        if best is not None and best.name not in {n for n, _, _ in out}:
+            out.append((str(best.name), float(best.x), float(best.y)))
+    return out
+
+
+def _play(
+    env: GroundingEnv, policy: Any, query: Query, seed: int, timeout_s: float
+) -> tuple[dict[str, Any], list[GroundStep], float]:
+    """One episode (like :func:`urbex.agents.base.rollout`, timing policy and env per turn)."""
+    from urbex.agents.base import _user
+    from urbex.env.protocol import system_prompt
+
+    env.reset(query=query, seed=seed)  # untimed warm-up: open the scene, build the global view
+    schemas = not bool(getattr(policy, "template_lists_tools", False))
+    hook = getattr(policy, "begin_episode", None)
+    if hook is not None:
+        hook(seed=seed)
+    t0 = time.perf_counter()
+    obs, info = env.reset(query=query, seed=seed)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(env.params, include_tool_schemas=schemas)},
+        _user(obs["text"], len(obs["images"])),
+    ]
+    images = list(obs["images"])
+    steps: list[GroundStep] = []
+    while True:
+        tp = time.perf_counter()
+        text = policy.act(messages, images)
+        te = time.perf_counter()
+        obs, _, terminated, truncated, info = env.step(text)
+        env_s, policy_s = time.perf_counter() - te, te - tp
+        rec = info["step"]
+        steps.append(
+            GroundStep(
+                turn=rec.turn,
+                tool=rec.tool,
+                arguments=json.loads(rec.arguments),
+                valid=rec.valid,
+                error=rec.error,
+                view_id=rec.view_id,
+                latency_s=policy_s + env_s,
+                policy_s=policy_s,
+                env_s=env_s,
+                reward=rec.reward,
+                model_text=text,
+            )
+        )
+        messages.append({"role": "assistant", "content": text})
+        if terminated or truncated:
+            break
+        if time.perf_counter() - t0 > timeout_s:
+            env.end_without_answer()
+            info = {"answered": False, "turns": env.turn, "return": env.episode_return}
+            break
+        images.extend(obs["images"])
+        messages.append(
+            _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
+        )
+    return info, steps, time.perf_counter() - t0
+
+
+def _default_out(params: Params, scene_id: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    base = params.assets / "ground" / f"{scene_id}-{stamp}"
+    out, k = base, 1
+    while out.exists():
+        out, k = base.with_name(f"{base.name}-{k}"), k + 1
+    return out
+
+
+def _finite(v: Any) -> float | None:
+    return None if v is None or not math.isfinite(float(v)) else float(v)
+
+
+def ground(
+    params: Params,
+    *,
+    scene_id: str,
+    query: str,
+    policy: str,
+    object_id: str | None = None,
+    checkpoint: str | Path | None = None,
+    out_dir: str | Path | None = None,
+) -> GroundResult:
+    """Play one query in one scene with ``policy`` and write its steps, answer and picture.
+
+    Parameters
+    ----------
+    params
+        Project parameters (``paths.assets``, ``env``, ``policy``, ``landmarks``, ``eval.seed``).
+    scene_id
+        A scene with a built cache (``<assets>/scenes/<scene_id>``) and landmark table
+        (``<assets>/landmarks/<scene_id>.parquet``).
+    query
+        The description shown to the agent (free text).
+    policy
+        A policy name (:data:`urbex.agents.registry.POLICY_NAMES`).
+    object_id
+        Target instance of the scene's instance table: its box becomes the ground truth (the
+        oracle can play; IoU is reported). None: a free-text query without ground truth.
+    checkpoint
+        Local model directory for the ``vlm`` backend.
+    out_dir
+        Output directory (default ``<assets>/ground/<scene_id>-<UTC timestamp>``).
+
+    Raises
+    ------
+    CacheError
+        No scene cache (the message says to run ``urbex cache``).
+    LandmarkError
+        No landmark table (``urbex landmarks``).
+    AnnotationError
+        ``object_id`` is not in the scene's instance table.
+    ConfigError
+        Unknown policy name, or an empty query.
+    PolicyError
+        ``oracle`` without ``object_id`` (it needs ground truth), or a model backend failure.
+    """
+    from urbex.agents.registry import make_policy, policy_info
+    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.eval.play import episode_seed
+    from urbex.landmarks import LandmarkIndex, read_landmark_table
+    from urbex.viz.trajectory import trajectory_picture
+
+    try:
+        policy_info(policy)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="policy") from exc
+    if policy == "oracle" and object_id is None:
+        raise PolicyError(
+            "the oracle policy needs ground truth: name the target with object_id "
+            "(--object-id ID, an object of the scene's instance table) or pick another policy, "
+            "e.g. landmark_prior"
+        )
+    cache_dir, table = _require_project(params, scene_id)
+    provider = CachedSceneProvider(cache_dir.parent, maxsize=1)
+    scene = provider(scene_id)
+    q = _make_query(scene, scene_id, query, None if object_id is None else str(object_id))
+    index = LandmarkIndex.from_params(read_landmark_table(table), params)
+    env = GroundingEnv(params, provider, index)
+    pol = make_policy(policy, params, env=env, checkpoint=checkpoint)
+    info, steps, seconds = _play(
+        env, pol, q, episode_seed(params.eval.seed, q.query_id), params.eval.episode_timeout_s
+    )
+
+    answered = bool(info.get("answered", False))
+    last = steps[-1] if steps else None
+    ans_view = ans_box = None
+    if answered and last is not None and last.tool == "answer":
+        ans_view = str(last.arguments["view_id"])
+        ans_box = [float(v) for v in last.arguments["bbox_2d"]]
+    has_gt = q.has_target and answered
+    result = GroundResult(
+        scene_id=scene_id,
+        query=query,
+        policy=policy,
+        object_id=q.object_id or None,
+        out_dir=Path(out_dir) if out_dir is not None else _default_out(params, scene_id),
+        answered=answered,
+        answer_view_id=ans_view,
+        bbox_2d=ans_box,
+        pred_box_2d=info.get("pred_box_2d") if answered else None,
+        pred_box_3d=info.get("pred_box_3d") if answered else None,
+        target_box_2d=None if q.target_box_2d is None else q.target_box_2d.tolist(),
+        target_box_3d=None if q.target_box_3d is None else q.target_box_3d.tolist(),
+        iou_bev=_finite(info.get("iou_bev")) if has_gt else None,
+        iou_3d=_finite(info.get("iou_3d")) if has_gt else None,
+        center_dist_m=_finite(info.get("center_dist_m")) if has_gt else None,
+        turns=int(info.get("turns", len(steps))),
+        episode_return=float(info.get("return", env.episode_return)),
+        steps=tuple(steps),
+        view_ids=tuple(env.views.ids),
+        seconds=seconds,
+    )
+    picture = trajectory_picture(
+        env.scene,
+        env.log,
+        env.views,
+        query_text=query,
+        pred_box_2d=result.pred_box_2d,
+        target_box_2d=result.target_box_2d,
+        landmarks=landmark_hits(index, scene_id, env.log),
+        subtitle=f"policy {policy}"
+        + (f"  |  object {q.object_id} ({q.class_name})" if q.has_target else ""),
+    )
+    _write(result, picture, env)
+    return result
+
+
+def _write(result: GroundResult, picture: Any, env: GroundingEnv) -> None:
+    """Every output file, each written atomically (temp file + rename)."""
+    out = result.out_dir
+    (out / "views").mkdir(parents=True, exist_ok=True)
+    with atomic_write(out / "steps.jsonl", "w", encoding="utf-8") as fh:
+        for s in result.steps:
+            fh.write(json.dumps(s.to_row()) + "\n")
+    with atomic_write(out / "answer.json", "w", encoding="utf-8") as fh:
+        json.dump(result.answer_row(), fh, indent=2)
+        fh.write("\n")
+    for v in env.views:
+        with atomic_path(out / "views" / f"{v.view_id}.png") as tmp:
+            v.image.save(tmp, format="PNG")
+    with atomic_path(out / "trajectory.png") as tmp:
+        picture.save(tmp, format="PNG", optimize=True)
