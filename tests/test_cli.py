@@ -113,3 +113,14 @@ def test_cli_ground_oracle_prints_summary_and_writes_outputs(tmp_path, capsys):
     assert main(["--params", str(params), "ground", "--scene", "nowhere", "--query", "a car",
                  "--policy", "landmark_prior"]) == 2  # fmt: skip
     assert "urbex cache --scene nowhere" in capsys.readouterr().err
+
+
+def test_cli_failing_quality_suite_exits_2_and_publishes_nothing(tmp_path, capsys):
+    params = write_small_project(tmp_path, annotations={"min_chars": 500})
+    for cmd in (["synth"], ["cache"], ["landmarks"]):
+        assert main(["--params", str(params), "-q", *cmd]) == 0
+    assert main(["--params", str(params), "-q", "splits"]) == 2
+    err = capsys.readouterr().err
+    assert "quality suite" in err and "not published" in err
+    assert not (tmp_path / "assets" / "splits" / "clean_queries.parquet").exists()
+    assert not (tmp_path / "assets" / "splits" / "queries.parquet").exists()
