@@ -244,3 +244,32 @@ def test_query_targets_both_or_neither_and_rows_round_trip(city):
     assert Query.from_row(free.to_row()) == free
     back = Query.from_row(q.to_row())
     assert back.has_target and np.array_equal(back.target_box_3d, q.target_box_3d)
+
+
+@pytest.mark.parametrize("xy", [[[5.0, 5.0]], [[5.0, 5.0], [5.0, 5.0]]])
+def test_reset_on_zero_extent_scene_shows_its_one_pixel(tmp_path, xy):
+    """A scene whose points share one XY (a single point) has a 1-px BEV: reset must not raise
+    (the global view covers that pixel) and answering it in the global view works."""
+    from urbex.config import SceneParams
+    from urbex.pointcloud import PointCloud
+    from urbex.scene import SceneCache, build_scene_cache
+
+    n = len(xy)
+    cloud = PointCloud(
+        xyz=np.column_stack([np.asarray(xy), np.arange(n, dtype=float)]).astype(np.float32),
+        offset=np.array([100.0, 200.0, 0.0]),
+        rgb=np.full((n, 3), 255, np.uint8),
+        class_scheme="sensaturban",
+        source="test",
+    )
+    build_scene_cache(cloud, tmp_path / "s", SceneParams(global_view_size=64), scene_id="s")
+    cache = SceneCache.open(tmp_path / "s")
+    env = GroundingEnv(EnvParams(global_view_size=(64, 32)), lambda s: cache)
+    env.reset(query=Query(query_id="q", scene_id="s", description="the point"))
+    g = env.views["global"]
+    assert g.image.size == (64, 32) and np.asarray(g.image).max() == 255  # the pixel is shown
+    assert g.world_box[2] > g.world_box[0] and g.world_box[3] > g.world_box[1]
+    _, _, terminated, _, info = env.step(
+        '<answer>{"view_id": "global", "bbox_2d": [0, 0, 1000, 1000]}</answer>'
+    )
+    assert terminated and info["n_pred_points"] == n

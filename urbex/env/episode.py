@@ -100,12 +100,18 @@ def _env_params(params: EnvParams | Params | None) -> EnvParams:
 
 
 def _scene_box2d(scene: Any) -> NDArray[np.float64]:
+    """World BEV box of the whole full-resolution raster (≥ 1 px per axis, unlike the points'
+    bounds, which have zero extent for a single point); the points' bounds without a raster."""
+    t, shape = getattr(scene, "bev_transform", None), getattr(scene, "bev_shape", None)
+    if t is not None and shape is not None:
+        h, w = shape
+        return np.asarray(t.box_to_world([0.0, 0.0, float(w), float(h)]), dtype=np.float64)
     b = np.asarray(scene.bounds, dtype=np.float64).reshape(-1)
     return b[[0, 1, 3, 4]] if b.size == 6 else b[:4]
 
 
 def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> EpisodeView:
-    """The fixed-size ``global`` view of a scene: its whole BEV, north up, letterboxed to the
+    """The fixed-size ``global`` view of a scene: its whole BEV raster, north up, letterboxed to the
     image aspect (``params.env.global_view_size``) and resampled from the full-resolution raster.
     """
     p = _env_params(params)
