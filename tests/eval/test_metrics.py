@@ -180,3 +180,24 @@ def test_aggregate_groups_by_run_and_split():
 def test_aggregate_missing_group_column_raises():
     with pytest.raises(ValueError, match="missing grouping columns"):
         aggregate(_episodes().drop("split"))
+
+
+def test_target_ranks_nonfinite_prediction_is_unranked():
+    # a NaN coordinate must not be replaced by 0 and ranked (here: it became the target's box)
+    bad = [[np.nan, 0, 4, 4], [0, 0, np.inf, 4]]
+    gt = np.stack([GT, GT])
+    for rule in ("iou", "iou_nonzero", "ciou"):
+        assert target_ranks(bad, gt, [0, 0], rule=rule).tolist() == [0, 0]
+
+
+def test_episode_metrics_nonfinite_prediction_is_no_answer():
+    m = episode_metrics([np.nan, 0, 4, 4], GT, 0)
+    assert m["valid_answer"] is False and m["target_rank"] == 0
+    assert not (m["hit1"] or m["hit3"] or m["hit5"] or m["hit1_iou25"])
+
+
+def test_aggregate_positive_overlap_count_over_valid_answers():
+    # like n_iou25_median (and the paper's Table 14), counts are over predictions made:
+    # valid answers have 2, 2, 0 positive-overlap candidates; the unanswered episode has none
+    row = aggregate(_episodes()).row(0, named=True)
+    assert row["n_pos_overlap_mean"] == pytest.approx(4 / 3)

@@ -297,3 +297,31 @@ def test_evaluate_vlm_lockstep_batch_matches_sequential_greedy(assets, tiny_mode
     assert bat.n_played == 2
     a, b = read_steps(seq.run_dir), read_steps(bat.run_dir)
     assert a["tool"].to_list() == b["tool"].to_list() and a.height == b.height
+
+
+def test_evaluate_resume_with_another_sample_never_mixes_samples(assets):
+    p = _params(assets)
+    evaluate(p, policy="landmark_prior", split="test_no", run_id="grow", limit=2, progress=False)
+    r = evaluate(
+        p, policy="landmark_prior", split="test_no", run_id="grow", limit=3, progress=False
+    )
+    want = {q.query_id for q in load_queries(p, "test_no", limit=3, sample_seed=0)}
+    assert set(read_episodes(r.run_dir)["query_id"].to_list()) == want
+    assert r.n_skipped == 2 and r.metrics["n"][0] == 3
+    # a smaller sample than the run holds would silently keep the extra episodes in the metrics
+    with pytest.raises(ConfigError, match="outside the selected queries"):
+        evaluate(
+            p, policy="landmark_prior", split="test_no", run_id="grow", limit=2, progress=False
+        )
+
+
+def test_evaluate_resume_with_point_metrics_toggled_raises(assets):
+    evaluate(
+        _params(assets), policy="landmark_prior", split="test_no", run_id="pm", limit=1,
+        progress=False,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="params changed"):
+        evaluate(
+            _params(assets, point_metrics=False), policy="landmark_prior", split="test_no",
+            run_id="pm", progress=False,
+        )  # fmt: skip

@@ -218,3 +218,19 @@ def test_read_false_segments_bad_input_raises(tmp_path: Path, text: str, field: 
     with pytest.raises(AnnotationError) as info:
         read_false_segments(tmp_path / "f.csv")
     assert info.value.field == field and "f.csv" in str(info.value)
+
+
+def test_read_false_segments_bom_and_spaced_header(tmp_path: Path) -> None:
+    # spreadsheet exports: a UTF-8 byte-order mark and spaces after the commas
+    (tmp_path / "f.csv").write_bytes(
+        "area, block_id, object_id\nbirmingham, 3, 178\n".encode("utf-8-sig")
+    )
+    assert read_false_segments(tmp_path / "f.csv") == [
+        FalseSegment(area="birmingham", block_id=3, object_id="178")
+    ]
+
+
+def test_read_false_segments_not_utf8_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "f.csv").write_bytes(b"area,block_id,object_id\n\xffbirmingham,3,1\n")
+    with pytest.raises(AnnotationError, match=r"f\.csv"):
+        read_false_segments(tmp_path / "f.csv")

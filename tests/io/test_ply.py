@@ -228,3 +228,23 @@ def test_read_ply_list_element_before_vertex_in_binary_raises(tmp_path: Path) ->
     (tmp_path / "f.ply").write_bytes(head.encode() + b"\x00" * 64)
     with pytest.raises(PointCloudFormatError, match="precedes 'vertex'"):
         read_ply(tmp_path / "f.ply")
+
+
+def test_read_ply_16bit_colours_scaled_the_same_in_every_channel(tmp_path: Path) -> None:
+    # a 16-bit file whose blue channel happens to stay <= 255 (dark blue) must still be
+    # shifted like red and green, not read as 8-bit (which would make every point blue-ish)
+    n = 4
+    dt = np.dtype([(a, "<f4") for a in "xyz"] + [(c, "<u2") for c in ("red", "green", "blue")])
+    rows = np.zeros(n, dt)
+    rows["red"] = [65535, 40000, 300, 1000]
+    rows["green"] = [30000, 512, 65535, 2000]
+    rows["blue"] = [255, 0, 200, 100]
+    head = (
+        f"ply\nformat binary_little_endian 1.0\nelement vertex {n}\n"
+        "property float x\nproperty float y\nproperty float z\n"
+        "property ushort red\nproperty ushort green\nproperty ushort blue\nend_header\n"
+    )
+    (tmp_path / "c.ply").write_bytes(head.encode() + rows.tobytes())
+    r = read_ply(tmp_path / "c.ply")
+    want = np.stack([rows[c] >> 8 for c in ("red", "green", "blue")], 1).astype(np.uint8)
+    np.testing.assert_array_equal(r.rgb, want)

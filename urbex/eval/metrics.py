@@ -107,7 +107,8 @@ def target_ranks(
     Parameters
     ----------
     pred_boxes : array_like, shape (E, 4)
-        Predicted BEV boxes, world metres (rows of invalid episodes are ignored).
+        Predicted BEV boxes, world metres (rows of invalid episodes are ignored; a row with a
+        non-finite coordinate counts as no valid answer).
     gt_boxes : array_like, shape (E, K, 4)
         Candidate boxes per episode, world metres.
     target_index : array_like, shape (E,), int
@@ -163,7 +164,8 @@ def target_ranks(
         raise ValueError(f"candidate_mask: expected shape ({e}, {k}), got {cm.shape}")
     if e == 0:
         return np.zeros(0, dtype=np.int64)
-    p_safe = np.where(ok[:, None] & np.isfinite(p), p, 0.0)
+    ok = ok & np.isfinite(p).all(axis=1)  # a non-finite box is no answer (never a hit)
+    p_safe = np.where(ok[:, None], p, 0.0)
     s = candidate_scores(p_safe, g, rule=rule)
     rows = np.arange(e)
     st = s[rows, t]
@@ -273,7 +275,8 @@ def episode_metrics(
     Parameters
     ----------
     pred_box_2d : array_like, shape (4,), or None
-        The answer's world BEV box (metres); None when the episode has no valid answer.
+        The answer's world BEV box (metres); None when the episode has no valid answer (a box
+        with a non-finite coordinate is treated the same).
     gt_boxes_2d : array_like, shape (K, 4)
         BEV boxes of all the scene's GT instances, world metres.
     target_index : int
@@ -307,7 +310,7 @@ def episode_metrics(
     if not 0 <= int(target_index) < k:
         raise ValueError(f"target_index: expected 0..{k - 1}, got {target_index}")
     target = g[int(target_index)]
-    valid = pred_box_2d is not None
+    valid = pred_box_2d is not None and bool(np.isfinite(np.asarray(pred_box_2d, float)).all())
     out: dict[str, Any] = {"valid_answer": valid, "n_candidates": k}
     if not valid:
         out.update(
@@ -370,7 +373,7 @@ def aggregate(episodes: pl.DataFrame, *, by: tuple[str, ...] = GROUP_KEYS) -> pl
         ``hit1_nz/hit3_nz/hit5_nz`` (zero-overlap excluded), ``hit1_ciou/hit3_ciou/hit5_ciou``,
         means of ``iou_bev, iou_3d, point_f1`` (no answer counts 0), ``hit1_iou25``,
         ``center_dist_m`` (mean over valid answers), ``area_ratio_median``,
-        ``area_ratio_p90`` (valid answers), ``n_pos_overlap_mean``, ``n_iou25_median``,
+        ``area_ratio_p90``, ``n_pos_overlap_mean``, ``n_iou25_median`` (valid answers),
         ``turns``, ``n_invalid``, ``latency_s`` (mean), ``latency_p50_s``, ``latency_p90_s``,
         ``env_s``, ``policy_s``, ``reward`` (means). Fractions in [0, 1].
 
@@ -418,7 +421,11 @@ def aggregate(episodes: pl.DataFrame, *, by: tuple[str, ...] = GROUP_KEYS) -> pl
         dist.mean().alias("center_dist_m"),
         ratio.median().alias("area_ratio_median"),
         ratio.quantile(0.9, interpolation="linear").alias("area_ratio_p90"),
-        pl.col("n_pos_overlap").cast(pl.Float64).mean().alias("n_pos_overlap_mean"),
+        pl.when(valid)
+        .then(pl.col("n_pos_overlap"))
+        .cast(pl.Float64)
+        .mean()
+        .alias("n_pos_overlap_mean"),
         pl.when(valid).then(pl.col("n_iou25")).cast(pl.Float64).median().alias("n_iou25_median"),
         pl.col("turns").cast(pl.Float64).mean().alias("turns"),
         pl.col("n_invalid").cast(pl.Float64).mean().alias("n_invalid"),

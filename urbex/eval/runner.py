@@ -139,7 +139,8 @@ def load_queries(
     split
         ``train``, ``val``, ``test_nd``, ``test_no`` (any value of the ``split`` column).
     limit
-        Keep a seeded random sample of this many queries (``sample_seed``), still sorted.
+        Keep a seeded random sample of this many queries (``sample_seed``), still sorted. The
+        samples are nested: a larger ``limit`` keeps every query of a smaller one.
 
     Raises
     ------
@@ -164,7 +165,7 @@ def load_queries(
         )
     if limit is not None and limit < q.height:
         rng = np.random.default_rng(sample_seed)
-        keep = np.sort(rng.choice(q.height, size=limit, replace=False))
+        keep = np.sort(rng.permutation(q.height)[:limit])  # nested across limits
         q = q[keep.tolist()]
     out: list[Query] = []
     for sid in q["scene_id"].unique().sort().to_list():
@@ -260,6 +261,7 @@ def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[s
         "policy": params.section_dict("policy"),
         "candidate_classes": params.eval.candidate_classes,
         "seed": params.eval.seed,
+        "point_metrics": params.eval.point_metrics,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
     if policy in ("vlm", "workflow", "no_tools"):
@@ -359,7 +361,8 @@ def evaluate(
     Raises
     ------
     ConfigError
-        The run exists with another policy/split or other settings.
+        The run exists with another policy/split or other settings, or holds episodes outside
+        the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
     AnnotationError, CacheError
         The split table or a scene cache is missing.
     urbex.errors.PolicyError
@@ -379,6 +382,15 @@ def evaluate(
     lim = limit if limit is not None else params.eval.limit
     queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
     done = finished_query_ids(d)
+    extra = sorted(done - {q.query_id for q in queries})
+    if extra:
+        raise ConfigError(
+            f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
+            f"({extra[:3]}): limit, eval.sample_seed or the split table changed since it "
+            "started, and its metrics would mix both. Pass another run_id, or delete the run "
+            "directory.",
+            path=d / "episodes",
+        )
     todo = [q for q in queries if q.query_id not in done]
     now = datetime.now(UTC).isoformat(timespec="seconds")
     meta = {

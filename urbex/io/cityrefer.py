@@ -467,10 +467,12 @@ class FalseSegment:
 
 def _read_false_csv(path: Path) -> list[FalseSegment]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except OSError as e:
         raise AnnotationError(f"cannot read: {e.strerror}", path=path) from e
-    reader = csv.DictReader(io.StringIO(text))
+    except UnicodeDecodeError as e:
+        raise AnnotationError(f"not UTF-8 text: {e}", path=path) from e
+    reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
     cols = reader.fieldnames or []
     for c in ("area", "block_id", "object_id"):
         if c not in cols:

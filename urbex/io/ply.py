@@ -226,8 +226,12 @@ class PlyReader:
         rgb = None
         if all(c in cols for c in ("red", "green", "blue")):
             rgb = np.empty((n, 3), np.uint8)
+            chans = [np.asarray(cols[c]) for c in ("red", "green", "blue")]
+            # one scale for all three channels (a dark channel of a 16-bit file stays 16-bit)
+            c_lo = float(min(v.min() for v in chans)) if n else 0.0
+            c_hi = float(max(v.max() for v in chans)) if n else 0.0
             for i, c in enumerate(("red", "green", "blue")):
-                rgb[:, i] = self._colour(cols[c], c)
+                rgb[:, i] = self._colour(chans[i], c, c_lo, c_hi)
         semantic = self._labels(cols, _SEMANTIC_NAMES)
         instance = self._labels(cols, _INSTANCE_NAMES)
         return PointCloud(
@@ -241,13 +245,13 @@ class PlyReader:
             source=self.source,
         )
 
-    def _colour(self, v: NDArray, name: str) -> NDArray:
+    def _colour(self, v: NDArray, name: str, lo: float, hi: float) -> NDArray:
+        """One colour channel as uint8; ``lo``/``hi`` span all three channels."""
         v = np.asarray(v)
         if v.dtype == np.uint8:
             return v
         if v.size == 0:
             return v.astype(np.uint8)
-        lo, hi = v.min(), v.max()
         if np.issubdtype(v.dtype, np.floating) and lo >= 0 and hi <= 1.0:
             return np.rint(v * 255.0).astype(np.uint8)
         if lo >= 0 and hi <= 255:
