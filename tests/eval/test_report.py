@@ -34,12 +34,29 @@ def test_report_table_rows_runs_columns_split_metric(tmp_path):
     _metrics(tmp_path, "a", "oracle", "test_nd", 0.9)
     _metrics(tmp_path, "b", "landmark_prior", "test_no", 0.25, n=8)
     t = report_table(Params(paths={"assets": tmp_path}))
-    assert t["run_id"].to_list() == ["b", "a"]  # sorted by policy
-    assert t.columns[:4] == ["run_id", "policy", "test_nd_n", "test_nd_hit1"]
-    row = t.filter(pl.col("run_id") == "a").row(0, named=True)
+    assert t["method"].to_list() == ["b", "a"]  # sorted by policy
+    assert t.columns[:4] == ["method", "policy", "test_nd_n", "test_nd_hit1"]
+    row = t.filter(pl.col("method") == "a").row(0, named=True)
     assert row["test_no_hit1"] == 100.0 and row["test_nd_hit1"] == pytest.approx(90.0)
     assert row["test_no_latency_s"] == 0.5 and row["test_no_n"] == 10
-    assert t.filter(pl.col("run_id") == "b")["test_nd_hit1"][0] is None
+    assert t.filter(pl.col("method") == "b")["test_nd_hit1"][0] is None
+
+
+def test_report_default_run_ids_of_one_policy_share_a_row(tmp_path):
+    _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0)
+    _metrics(tmp_path, "oracle-test_nd", "oracle", "test_nd", 0.9)
+    _metrics(tmp_path, "vlm-test_no-ckpt", "vlm", "test_no", 0.1)
+    t = report_table(Params(paths={"assets": tmp_path}))
+    assert t["method"].to_list() == ["oracle", "vlm-ckpt"]
+    row = t.row(0, named=True)
+    assert row["test_nd_hit1"] == pytest.approx(90.0) and row["test_no_hit1"] == 100.0
+
+
+def test_report_two_runs_for_one_method_and_split_is_an_error(tmp_path):
+    _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0)
+    _metrics(tmp_path, "oracle", "oracle", "test_no", 0.5)
+    with pytest.raises(ValueError, match="same method"):
+        report_table(Params(paths={"assets": tmp_path}))
 
 
 def test_report_writes_markdown_and_csv(tmp_path, capsys):
@@ -54,7 +71,7 @@ def test_report_writes_markdown_and_csv(tmp_path, capsys):
 
 def test_report_empty_warehouse_gives_header_only(tmp_path):
     md = to_markdown(report_table(Params(paths={"assets": tmp_path})))
-    assert md.splitlines()[0] == "| run | policy |"
+    assert md.splitlines()[0] == "| method | policy |"
 
 
 def test_report_unknown_metric_raises(tmp_path):

@@ -1,4 +1,8 @@
-"""The Table-1-shaped comparison: rows = runs (policy), columns = split × metric.
+"""The Table-1-shaped comparison: rows = methods (policy [+ checkpoint]), columns = split × metric.
+
+A *method* is a run id with its split removed: the default run ids ``oracle-test_nd`` and
+``oracle-test_no`` are one row ``oracle``; ``vlm-test_no-ckpt`` is row ``vlm-ckpt``. A run id that
+does not name its split is a row of its own.
 
 Read from the warehouse's ``metrics`` view (DuckDB over ``<assets>/eval/runs/*/metrics.parquet``;
 an in-memory connection, so a run writing Parquet meanwhile is never blocked), printed, and
@@ -22,7 +26,7 @@ if TYPE_CHECKING:
 
     from urbex.config import Params
 
-__all__ = ["METRIC_LABELS", "report", "report_table", "to_markdown"]
+__all__ = ["METRIC_LABELS", "method_name", "report", "report_table", "to_markdown"]
 
 #: Column labels of the metrics the report knows (others are shown under their own name).
 METRIC_LABELS: dict[str, str] = {
@@ -54,7 +58,7 @@ def _is_percent(metric: str) -> bool:
 def report_table(
     params: Params, *, splits: Sequence[str] | None = None, metrics: Sequence[str] | None = None
 ) -> pl.DataFrame:
-    """The comparison as a frame: ``run_id, policy`` then ``<split>_<metric>`` columns.
+    """The comparison as a frame: ``method, policy`` then ``<split>_<metric>`` columns.
 
     Parameters
     ----------
@@ -96,30 +100,54 @@ def report_table(
     present = df["split"].unique().to_list() if df.height else []
     wanted = list(splits or params.eval.report_splits)
     cols = [s for s in wanted if s in present] or sorted(present)
-    rows = df.select("run_id", "policy").unique(maintain_order=True)
+    df = df.with_columns(
+        method=pl.struct("run_id", "split").map_elements(
+            lambda r: method_name(r["run_id"], r["split"]), return_dtype=pl.String
+        )
+    )
+    dup = df.group_by("method", "split").len().filter(pl.col("len") > 1)
+    if dup.height:
+        raise ValueError(
+            f"report: several runs give the same method × split {dup.rows()[:3]}; "
+            "give them distinct --run-id values (or delete the stale run directories)"
+        )
+    rows = df.select("method", "policy").unique(maintain_order=True)
     for s in cols:
         part = df.filter(pl.col("split") == s).select(
-            "run_id",
+            "method",
             *(
                 (pl.col(m).cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(f"{s}_{m}")
                 for m in mets
             ),
         )
-        rows = rows.join(part, on="run_id", how="left")
-    return rows.sort(["policy", "run_id"])
+        rows = rows.join(part, on="method", how="left")
+    return rows.sort(["policy", "method"])
+
+
+def method_name(run_id: str, split: str) -> str:
+    """The report row of a run: its id without the ``-<split>`` part.
+
+    >>> method_name("oracle-test_no", "test_no"), method_name("vlm-test_nd-ckpt", "test_nd")
+    ('oracle', 'vlm-ckpt')
+    >>> method_name("my-run", "val")
+    'my-run'
+    """
+    parts = run_id.split("-")
+    kept = [p for p in parts if p != split]
+    return "-".join(kept) if kept and len(kept) < len(parts) else run_id
 
 
 def to_markdown(table: pl.DataFrame) -> str:
     """A Markdown table of :func:`report_table`'s frame (labels like ``NO Hit@1``).
 
     >>> import polars as pl
-    >>> print(to_markdown(pl.DataFrame({"run_id": ["r"], "policy": ["oracle"], "test_no_hit1": [100.0],
+    >>> print(to_markdown(pl.DataFrame({"method": ["r"], "policy": ["oracle"], "test_no_hit1": [100.0],
     ...                                 "test_no_n": [20.0]})))
-    | run | policy | NO Hit@1 | NO n |
+    | method | policy | NO Hit@1 | NO n |
     |---|---|---:|---:|
     | r | oracle | 100.0 | 20 |
     """
-    heads, fmts = ["run", "policy"], []
+    heads, fmts = ["method", "policy"], []
     for c in table.columns[2:]:
         split, metric = _split_metric(c)
         heads.append(f"{_SPLIT_LABELS.get(split, split)} {METRIC_LABELS.get(metric, metric)}")
