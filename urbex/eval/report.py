@@ -198,7 +198,7 @@ def report(params: Params, *, echo: bool = True) -> Path:
     md = to_markdown(table)
     out = params.assets / "eval" / "report.md"
     _write_atomic(
-        "# Evaluation report\n\nRows: runs; columns: split × metric (percent, except n and "
+        "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
         "s/query = warm-online seconds per query).\n\n" + md + "\n",
         out,
     )
