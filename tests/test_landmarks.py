@@ -262,3 +262,11 @@ def test_write_read_round_trip(tmp_path) -> None:
     assert read_landmark_table(tmp_path / "lm").height == t.height
     idx = LandmarkIndex.from_path(tmp_path / "lm")
     assert idx.lookup("Town Hal").best.name == "Town Hall"
+
+
+def test_merge_landmark_tables_of_empty_tables_is_empty():
+    from urbex.landmarks import empty_landmark_table, merge_landmark_tables
+
+    assert merge_landmark_tables().is_empty()
+    out = merge_landmark_tables(empty_landmark_table(), empty_landmark_table())
+    assert out.is_empty() and out.columns == empty_landmark_table().columns

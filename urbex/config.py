@@ -63,6 +63,9 @@ class SceneParams(_Strict):
     global_view_size: int = Field(1024, ge=64)
     hole_fill_iterations: int = Field(3, ge=0)
     cog_export: bool = False
+    max_bev_megapixels: float = Field(
+        600.0, gt=0, description="refuse BEV rasters larger than this (a units/extent guard)"
+    )
 
 
 class EnvParams(_Strict):

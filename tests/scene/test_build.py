@@ -279,3 +279,16 @@ def test_build_cog_export_writes_georeferenced_tiff(tmp_path: Path, cloud: Point
         assert ds.crs.to_epsg() == 27700
         rgb = np.load(tmp_path / "s" / "bev" / "rgb.npy")
         np.testing.assert_array_equal(np.moveaxis(ds.read(), 0, -1), rgb)
+
+
+def test_build_refuses_a_huge_sparse_bev_with_a_units_hint(tmp_path: Path) -> None:
+    # two points 5 km apart (e.g. feet read as metres): a 2.5 Gpx raster must not be attempted
+    xyz = np.array([[0.0, 0.0, 0.0], [5000.0, 5000.0, 1.0]], np.float32)
+    out = tmp_path / "huge"
+    with pytest.raises(CacheError, match=r"scene\.resolution") as exc:
+        build_scene_cache(PointCloud(xyz=xyz), out, SceneParams(), scene_id="huge")
+    assert "Mpx" in str(exc.value) and "units" in str(exc.value)
+    assert not out.exists()
+    coarse = SceneParams(resolution=5.0)
+    meta = build_scene_cache(PointCloud(xyz=xyz), out, coarse, scene_id="huge")
+    assert meta.bev_width == 1000

@@ -324,9 +324,10 @@ def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
     landmark of the same scene is dropped (the instance's own geometry wins), its aliases kept.
     Landmark ids are made unique by suffixing ``#2``, ``#3``, ...
     """
-    df = pl.concat([t.select(list(LANDMARK_SCHEMA)) for t in tables if t.height], how="vertical")
-    if not tables or df.is_empty():
+    parts = [t.select(list(LANDMARK_SCHEMA)) for t in tables if t.height]
+    if not parts:
         return empty_landmark_table()
+    df = pl.concat(parts, how="vertical")
     box = df.filter(pl.col("source") == "box3d")
     geo = df.filter(pl.col("source") != "box3d")
     dup = geo.join(box.select("scene_id", "name_norm").unique(), on=["scene_id", "name_norm"])

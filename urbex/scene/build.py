@@ -281,6 +281,17 @@ def _build(
         )
     width = max(1, math.ceil(ext[0] / res))
     height = max(1, math.ceil(ext[1] / res))
+    mpx = width * height / 1e6
+    if mpx > params.max_bev_megapixels:
+        fit = res * math.sqrt(mpx / params.max_bev_megapixels)
+        raise CacheError(
+            f"scene {scene_id!r}: a {ext[0]:.0f}×{ext[1]:.0f} m scene at {res} m/px needs a "
+            f"{width}×{height} px BEV ({mpx:,.0f} Mpx, ~{mpx * 18 / 1e3:,.1f} GB of rasters), over "
+            f"scene.max_bev_megapixels = {params.max_bev_megapixels:g}. Check the units of the "
+            f"input (feet read as metres?) or set scene.resolution ≥ {fit:.2g} m/px, or raise "
+            "scene.max_bev_megapixels",
+            field="scene.resolution",
+        )
     gx0, gy0 = float(rel_lo[0]), float(rel_lo[1])
 
     # 1. sort into grid cells: (cell << 35) | index, np.sort, gather
