@@ -49,7 +49,7 @@ class DataParams(_Strict):
 
 
 class SynthParams(_Strict):
-    scenes: int = Field(3, ge=1)
+    scenes: int = Field(5, ge=1)
     seed: int = 0
     density: float = Field(20.0, gt=0, description="points per m² of horizontal surface")
     size: float = Field(160.0, ge=40, description="block side, metres")
