@@ -17,7 +17,9 @@ from pipelines.defs.resources import RESOURCES
 #: Unpartitioned stages after the scene caches, in order (each selection is one run).
 STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"]]
 #: Evaluation partitions the demo runs (the policies that need no model checkpoint or endpoint).
-DEMO_EVALS = [(p, s) for p in ("oracle", "landmark_prior") for s in ("test_nd", "test_no")]
+DEMO_EVALS = [
+    (p, s) for p in ("oracle", "landmark_prior", "ranking") for s in ("test_nd", "test_no")
+]
 
 
 def _run(

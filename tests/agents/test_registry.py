@@ -16,7 +16,9 @@ def test_policy_names_cover_the_architecture():
         "no_tools",
         "landmark_prior",
         "oracle",
+        "ranking",
     }
+    assert policy_info("ranking").needs_env and policy_info("ranking").parallel
     assert policy_info("oracle").parallel and not policy_info("vlm").parallel
 
 

@@ -1,9 +1,11 @@
 """Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
 
 Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
-``oracle``. ``workflow`` and ``no_tools`` wrap the model named by ``params.policy.backend``
-(``vlm`` or ``openai``). ``oracle`` and ``landmark_prior`` are bound to the environment they
-play in (pass ``env``); the model policies ignore it.
+``oracle``, ``ranking``. ``workflow`` and ``no_tools`` wrap the model named by
+``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and ``ranking``
+are bound to the environment they play in (pass ``env``); the model policies ignore it.
+``ranking`` is the With-GT candidate-ranking baseline: its factory hands it the scene's GT
+instance table (from the env's scene caches) as the candidate set, never the query's target.
 
 Extension point: :func:`register_policy` adds a name (tests use it to inject failing policies).
 """
@@ -74,6 +76,18 @@ def _landmark_prior(params: Params, *, env: GroundingEnv | None, checkpoint: Pat
     return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=params.policy.prior_gap_m)
 
 
+def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.ranking import RankingPolicy
+
+    assert env is not None
+    provider = env.scene_provider
+    return RankingPolicy(
+        env,
+        instances=lambda scene_id: provider(scene_id).instances,
+        candidate_classes=params.eval.candidate_classes,
+    )
+
+
 def _model(
     params: Params, checkpoint: Path | None, backend: str, tool_names: tuple[str, ...] | None
 ) -> Policy:
@@ -121,6 +135,7 @@ _REGISTRY: dict[str, PolicyInfo] = {
         PolicyInfo(name="no_tools", factory=_no_tools, parallel=False, needs_env=False),
         PolicyInfo(name="landmark_prior", factory=_landmark_prior, parallel=True, needs_env=True),
         PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
+        PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
     )
 }
 
@@ -151,12 +166,7 @@ def policy_info(name: str) -> PolicyInfo:
         Unknown name (the message lists the known ones).
     """
     if name not in _REGISTRY:
-        hint = (
-            " (candidate ranking is not part of the evaluation harness)"
-            if name == "ranking"
-            else ""
-        )
-        raise ValueError(f"policy: expected one of {sorted(_REGISTRY)}, got {name!r}{hint}")
+        raise ValueError(f"policy: expected one of {sorted(_REGISTRY)}, got {name!r}")
     return _REGISTRY[name]
 
 
@@ -177,7 +187,7 @@ def make_policy(
     params
         All parameters (``policy``, ``vlm``, ``openai``, ``env`` sections).
     env
-        The environment, required by ``oracle`` and ``landmark_prior``.
+        The environment, required by ``oracle``, ``landmark_prior`` and ``ranking``.
     checkpoint
         Local checkpoint directory for ``vlm`` (and ``workflow``/``no_tools`` on the vlm
         backend); overrides ``params.vlm.checkpoint``.

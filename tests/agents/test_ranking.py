@@ -1,0 +1,234 @@
+"""The With-GT candidate-ranking baseline: pure scoring on hand-built candidates, the policy's
+blindness to the target, and an end-to-end evaluation against landmark_prior."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from urbex.agents.ranking import (
+    Anchor,
+    Candidates,
+    RankingPolicy,
+    colour_log_likelihood,
+    score_candidates,
+)
+from urbex.config import EnvParams, Params
+from urbex.env.episode import GroundingEnv, Query
+from urbex.errors import CacheError, PolicyError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
+
+
+def _best(desc: str, c: Candidates, anchors=()) -> int:
+    return int(np.argmax(score_candidates(desc, c, anchors)))
+
+
+@pytest.fixture()
+def street() -> tuple[Candidates, list[Anchor]]:
+    """A hall at the origin, a road along y = -30 (x 0..100), a road along x = 100, cars around."""
+    c = Candidates.build(
+        class_name=["Car", "Car", "Car", "Car", "Building", "Building", "Parking", "Ground"],
+        box=[
+            [-2, 12, 2, 14],  # 0 red car north of the hall
+            [-2, -14, 2, -12],  # 1 white car south of the hall
+            [20, -31, 24, -29],  # 2 red car on Mill Lane (x 22)
+            [60, -31, 64, -29],  # 3 blue car on Mill Lane (x 62)
+            [-5, -5, 5, 5],  # 4 the hall itself (landmark)
+            [30, 30, 60, 60],  # 5 a big grey building
+            [70, 0, 90, 20],  # 6 a parking lot
+            [-60, -60, -20, -20],  # 7 a field
+        ],
+        rgb=[
+            [200, 30, 30],
+            [235, 235, 235],
+            [190, 40, 35],
+            [30, 60, 200],
+            [150, 120, 100],
+            [128, 128, 128],
+            [90, 90, 90],
+            [70, 140, 60],
+        ],
+        height=[1.5, 1.5, 1.5, 1.5, 12.0, 20.0, 0.2, 0.1],
+        landmark_name=["", "", "", "", "Merton Hall", "", "", ""],
+    )
+    anchors = [
+        Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]), kind="building"),
+        Anchor(name="Mill Lane", box=np.array([0.0, -30.0, 100.0, -30.0]), kind="road"),
+        Anchor(name="Hill Road", box=np.array([100.0, -50.0, 100.0, 50.0]), kind="road"),
+    ]
+    return c, anchors
+
+
+def test_score_candidates_class_words_pick_the_class(street):
+    c, _ = street
+    assert c.class_name[_best("the car park", c)] == "Parking"
+    assert c.class_name[_best("the open green space", c)] == "Ground"
+    assert c.class_name[_best("the big structure", c)] == "Building"
+    assert c.class_name[_best("the green vehicle", c)] == "Car"
+
+
+def test_score_candidates_colour_words_pick_the_colour(street):
+    c, _ = street
+    assert _best("the blue car", c) == 3
+    assert _best("the white vehicle", c) == 1
+    assert _best("the house with a grey roof", c) == 5
+
+
+def test_score_candidates_landmark_direction_picks_the_side(street):
+    c, a = street
+    assert _best("the car north of Merton Hall", c, a[:1]) == 0
+    assert _best("the car on the south side of Merton Hall", c, a[:1]) == 1
+    assert _best("the building called Merton Hall", c, a[:1]) == 4
+    # "next to" never answers the landmark itself
+    assert _best("the building next to Merton Hall", c, a[:1]) != 4
+
+
+def test_score_candidates_road_ordinal_and_colour(street):
+    c, a = street
+    assert _best("the blue car on Mill Lane", c, a[1:2]) == 3
+    assert _best("the first car from the east end of Mill Lane", c, a[1:2]) == 3
+    assert _best("the second car from the east end of Mill Lane", c, a[1:2]) == 2
+    assert _best("the first car from the west end of Mill Lane", c, a[1:2]) == 2
+
+
+def test_score_candidates_corner_and_superlatives(street):
+    c, a = street
+    assert _best("the car at the corner of Mill Lane and Hill Road", c, a[1:]) == 3
+    assert _best("the largest building", c) == 5
+    assert _best("the tallest building", c) == 5
+    assert _best("the smallest building", c) == 4
+
+
+def test_score_candidates_is_vectorised_and_empty_safe(street):
+    c, a = street
+    s = score_candidates("the red car north of Merton Hall", c, a)
+    assert s.shape == (len(c),) and s.dtype == np.float64 and np.all(np.isfinite(s))
+    empty = Candidates.build(class_name=[], box=np.zeros((0, 4)))
+    assert score_candidates("the red car", empty).shape == (0,)
+
+
+def test_colour_log_likelihood_unknown_word_and_nan_colour():
+    with pytest.raises(ValueError, match="expected one of"):
+        colour_log_likelihood("mauve", [[1, 2, 3]])
+    ll = colour_log_likelihood("gray", [[np.nan, np.nan, np.nan], [128, 128, 128]])
+    assert ll[1] > ll[0]
+
+
+def test_records_reject_bad_input():
+    with pytest.raises(ValueError, match="Anchor 'X'"):
+        Anchor(name="X", box=np.array([1.0, 0.0, 0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"Candidates.box"):
+        Candidates.build(class_name=["Car"], box=[[0, 0, np.nan, 1]])
+    with pytest.raises(CacheError, match="missing"):
+        Candidates.from_table(pl.DataFrame({"object_id": ["1"]}), scene_id="s")
+
+
+# -------------------------------------------------------------------------------- the policy
+
+
+def _answer(text: str) -> dict:
+    m = re.fullmatch(r"<answer>(.*)</answer>", text)
+    assert m, text
+    return json.loads(m.group(1))
+
+
+def test_ranking_policy_never_reads_the_target(synth_city):
+    from urbex.agents.registry import make_policy
+    from urbex.env.episode import CachedSceneProvider
+
+    cache, index, queries = synth_city
+    env = GroundingEnv(EnvParams(), CachedSceneProvider(cache.path.parent), index)
+    policy = make_policy("ranking", Params(), env=env)
+    assert isinstance(policy, RankingPolicy)
+    hits = 0
+    for q in queries[:8]:
+        env.reset(query=q, seed=0)
+        real = policy.act([], [])
+        dummy = dataclasses.replace(
+            q,
+            object_id="424242",
+            class_name="Nope",
+            target_box_2d=np.array([0.0, 0.0, 1.0, 1.0]),
+            target_box_3d=np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]),
+        )
+        env.reset(query=dummy, seed=0)
+        assert policy.act([], []) == real
+        free = Query(query_id="free", scene_id=q.scene_id, description=q.description)
+        env.reset(query=free, seed=0)
+        assert policy.act([], []) == real
+        a = _answer(real)
+        assert a["view_id"] == "global" and len(a["bbox_2d"]) == 4
+        hits += q.object_id == str(
+            policy.candidates(q.scene_id).object_id[
+                int(np.argmax(policy.scores(q.description, q.scene_id)))
+            ]
+        )
+    assert hits >= 5
+
+
+def test_ranking_policy_empty_candidate_set_is_a_clear_error(synth_city):
+    cache, index, queries = synth_city
+    env = GroundingEnv(EnvParams(), lambda s: cache, index)
+    policy = RankingPolicy(env, instances=lambda s: cache.instances, candidate_classes=["Tree"])
+    env.reset(query=queries[0], seed=0)
+    with pytest.raises(PolicyError, match="no candidate instances of classes"):
+        policy.act([], [])
+
+
+# -------------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """assets/ of two synthetic blocks (seeds 3, 4): scene 3 → test_no, 4 → train/test_nd."""
+    from envfixtures import build_synth_cache
+
+    from urbex.landmarks import write_landmark_table
+
+    root = tmp_path_factory.mktemp("rank_project") / "assets"
+    rows = []
+    for k, seed in enumerate((3, 4)):
+        cache, index, queries = build_synth_cache(root / "scenes", seed=seed)
+        write_landmark_table(index.table, root / "landmarks" / f"{cache.scene_id}.parquet")
+        for i, q in enumerate(queries):
+            split = "test_no" if k == 0 else ("test_nd" if i % 2 else "train")
+            rows.append(
+                {
+                    "query_id": q.query_id,
+                    "scene_id": q.scene_id,
+                    "object_id": q.object_id,
+                    "class_name": q.class_name,
+                    "description": q.description,
+                    "split": split,
+                }
+            )
+    (root / "splits").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(root / "splits" / "queries.parquet")
+    return root
+
+
+def test_evaluate_ranking_beats_landmark_prior_deterministically(project):
+    from urbex.eval.episodes import read_episodes
+    from urbex.eval.runner import evaluate
+
+    p = Params(paths={"assets": project}, eval={"workers": 1, "chunk_size": 8})
+    for split in ("test_no", "test_nd"):
+        rk = evaluate(p, policy="ranking", split=split, run_id=f"rk-{split}", progress=False)
+        again = evaluate(p, policy="ranking", split=split, run_id=f"rk2-{split}", progress=False)
+        lp = evaluate(p, policy="landmark_prior", split=split, run_id=f"lp-{split}", progress=False)
+        h_rk = rk.metrics.row(0, named=True)["hit1"]
+        h_lp = lp.metrics.row(0, named=True)["hit1"]
+        print(f"{split}: n={rk.n_queries} hit1 ranking={h_rk:.3f} landmark_prior={h_lp:.3f}")
+        assert h_rk >= 0.6 and h_rk >= h_lp + 0.3
+        cols = ["query_id", "pred_x_min", "pred_y_min", "pred_x_max", "pred_y_max", "hit1"]
+        a = read_episodes(rk.run_dir).select(cols).sort("query_id")
+        b = read_episodes(again.run_dir).select(cols).sort("query_id")
+        assert a.equals(b)

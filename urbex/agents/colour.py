@@ -1,0 +1,110 @@
+"""A small colour-name model for mean point colours (sRGB → CIELAB, soft nearest palette).
+
+Used by the ``ranking`` baseline to score "the red car" against an instance's mean RGB. The
+palette holds generic (CSS-like) anchors, not values fitted to any data set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["COLOUR_T", "PALETTE", "colour_log_likelihood", "exposure_gain", "srgb_to_lab"]
+
+#: Temperature (ΔE76 units) of the colour model.
+COLOUR_T = 12.0
+
+#: Colour names → reference sRGB (0–255). Generic (CSS-like) anchors, not fitted to any data.
+PALETTE: dict[str, tuple[int, int, int]] = {
+    "red": (190, 35, 35),
+    "orange": (235, 130, 30),
+    "yellow": (230, 205, 40),
+    "green": (50, 140, 60),
+    "blue": (35, 70, 190),
+    "brown": (125, 80, 45),
+    "white": (238, 238, 238),
+    "silver": (180, 180, 185),
+    "grey": (120, 120, 120),
+    "black": (25, 25, 28),
+}
+_COLOUR_ALIASES = {"gray": "grey", "golden": "yellow", "dark": "black"}
+
+
+def srgb_to_lab(rgb: ArrayLike) -> NDArray[np.float64]:
+    """sRGB 0–255 → CIELAB (D65 white), any leading shape.
+
+    >>> srgb_to_lab([255, 255, 255]).round(1).tolist()
+    [100.0, 0.0, 0.0]
+    >>> srgb_to_lab([[0, 0, 0], [255, 0, 0]]).round(0).tolist()
+    [[0.0, 0.0, 0.0], [53.0, 80.0, 67.0]]
+    """
+    c = np.asarray(rgb, dtype=np.float64) / 255.0
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    m = np.array(
+        [[0.4124564, 0.3575761, 0.1804375],
+         [0.2126729, 0.7151522, 0.0721750],
+         [0.0193339, 0.1191920, 0.9503041]]
+    )  # fmt: skip
+    xyz = lin @ m.T / np.array([0.95047, 1.0, 1.08883])
+    d = 6.0 / 29.0
+    f = np.where(xyz > d**3, np.cbrt(xyz), xyz / (3 * d * d) + 4.0 / 29.0)
+    lab = np.stack(
+        [116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1
+    )
+    return np.asarray(lab + 0.0, dtype=np.float64)  # + 0.0: no negative zeros
+
+
+def exposure_gain(rgb: ArrayLike, *, white: float = 235.0, max_gain: float = 1.4) -> float:
+    """Scene exposure correction: the gain that maps the 95th percentile of the candidates'
+    brightest channel to ``white`` (clipped to ``[1, max_gain]``; 1 without colours).
+
+    Photogrammetric and lidar colours are darker than nominal paint colours (shading, exposure);
+    without it a white car reads as silver. One gain per scene, so colours keep their order.
+
+    >>> exposure_gain([[200, 200, 200], [30, 30, 30]]) > 1.1
+    True
+    >>> exposure_gain([[np.nan] * 3])
+    1.0
+    """
+    c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
+    top = c.max(axis=1)
+    top = top[np.isfinite(top)]
+    if top.size == 0:
+        return 1.0
+    p = float(np.percentile(top, 95))
+    return float(np.clip(white / max(p, 1.0), 1.0, max_gain))
+
+
+_PAL_NAMES = tuple(PALETTE)
+_PAL_LAB = srgb_to_lab(np.array([PALETTE[n] for n in _PAL_NAMES], dtype=np.float64))
+
+
+def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> NDArray[np.float64]:
+    """``log p(word | rgb)`` under a soft nearest-palette model in CIELAB (``p ∝ exp(−ΔE76/t)``).
+
+    Parameters
+    ----------
+    word : str
+        A :data:`PALETTE` name or alias (``gray``).
+    rgb : array_like, shape (K, 3)
+        Mean colours 0–255; a NaN row gets the uninformative ``log(1/len(PALETTE))``.
+
+    Returns
+    -------
+    ndarray, shape (K,), float64 (≤ 0)
+
+    Examples
+    --------
+    >>> ll = colour_log_likelihood("red", [[200, 30, 30], [30, 60, 200], [240, 240, 240]])
+    >>> int(np.argmax(ll)), bool(ll[0] > -0.1)
+    (0, True)
+    """
+    w = _COLOUR_ALIASES.get(word, word)
+    if w not in PALETTE:
+        raise ValueError(f"colour: expected one of {sorted(PALETTE)}, got {word!r}")
+    c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
+    de = np.linalg.norm(srgb_to_lab(np.nan_to_num(c))[:, None, :] - _PAL_LAB[None], axis=-1)
+    logits = -de / t
+    lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    out = logits[:, _PAL_NAMES.index(w)] - lse
+    return np.where(np.isnan(c).any(1), -np.log(len(PALETTE)), out)
