@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from pipelines.defs import annotations, assets, evaluation, jobs, resources
+from pipelines.defs import annotations, assets, evaluation, jobs, resources, training
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([assets, annotations, evaluation]),
+    assets=dg.load_assets_from_modules([assets, annotations, evaluation, training]),
     resources=resources.RESOURCES,
     jobs=jobs.JOBS,
     schedules=jobs.SCHEDULES,

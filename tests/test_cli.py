@@ -76,7 +76,7 @@ def test_cli_registered_root_must_exist(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["cache", "--help"], ["synth", "--help"]])
+@pytest.mark.parametrize("argv", [["cache", "--help"], ["synth", "--help"], ["train", "--help"]])
 def test_cli_help_exits_zero(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)

@@ -166,6 +166,27 @@ def _cmd_report(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.grpo import train
+
+    r = train(
+        params,
+        checkpoint=args.checkpoint,
+        run_name=args.run_name,
+        max_steps=args.max_steps,
+        progress=not args.quiet,
+    )
+    last = f", last reward mean {r.reward_mean[-1][1]:.3f}" if r.reward_mean else ""
+    per_step = r.wall_s / r.steps if r.steps else 0.0
+    print(
+        f"{r.run_name}: {r.steps} GRPO steps on {r.n_queries} queries in {r.wall_s:.1f} s "
+        f"({per_step:.2f} s/step{last}) → {r.checkpoint_dir}"
+    )
+    if r.tool_calls:
+        print("  " + ", ".join(f"{k} {v}" for k, v in r.tool_calls.items()))
+    return 0
+
+
 def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.tiny import make_tiny_model
 
@@ -243,6 +264,16 @@ def _build_parser() -> argparse.ArgumentParser:
     gr.set_defaults(func=_cmd_ground)
     rp = sub.add_parser("report", help="the Table-1-shaped comparison (Markdown + CSV)")
     rp.set_defaults(func=_cmd_report)
+
+    tr = sub.add_parser("train", help="GRPO-train a policy from a LOCAL checkpoint (trl)")
+    tr.add_argument(
+        "--checkpoint", type=Path, help="LOCAL base model dir (default train.checkpoint)"
+    )
+    tr.add_argument(
+        "--run-name", help="output <assets>/checkpoints/<name> (default train.run_name)"
+    )
+    tr.add_argument("--max-steps", type=int, help="optimizer steps (default train.max_steps)")
+    tr.set_defaults(func=_cmd_train)
 
     tm = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
     tm.add_argument("path", type=Path)

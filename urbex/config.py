@@ -27,6 +27,7 @@ __all__ = [
     "SceneParams",
     "Stpls3dReferParams",
     "SynthParams",
+    "TrainParams",
     "VLMParams",
     "load_params",
 ]
@@ -263,6 +264,45 @@ class OpenAIParams(_Strict):
     image_format: Literal["png", "jpeg"] = "png"
 
 
+class TrainParams(_Strict):
+    """GRPO training of a policy (``urbex train``; :mod:`urbex.train.grpo`).
+
+    The model fields mirror ``trl.GRPOConfig``; :func:`urbex.train.config.make_grpo_config`
+    maps them (plus ``env.max_turns``) onto it. The paper trains Qwen3-VL-4B-Instruct for 300
+    steps with at most 8 assistant turns (``env.max_turns``).
+    """
+
+    checkpoint: Path | None = Field(
+        None, description="LOCAL base model dir (--checkpoint overrides); never downloaded"
+    )
+    split: str = Field("train", description="split whose queries are the training prompts")
+    run_name: str = Field(
+        "grpo",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="output: <assets>/checkpoints/<run_name>/",
+    )
+    max_steps: int = Field(300, ge=1, description="optimizer steps")
+    learning_rate: float = Field(1e-6, gt=0)
+    num_generations: int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
+    per_device_train_batch_size: int = Field(8, ge=1, description="rollouts per device per step")
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_completion_length: int = Field(
+        4096, ge=1, description="tokens of a whole episode, tool-image tokens included"
+    )
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
+    beta: float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
+    loss_type: str = Field("dapo", description="trl loss_type: dapo, grpo, dr_grpo, bnpo, ...")
+    seed: int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
+    save_steps: int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
+    logging_steps: int = Field(1, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="auto = cuda when available; cpu forces use_cpu and fp32"
+    )
+    bf16: bool = Field(True, description="bf16 mixed precision (cuda only)")
+    gradient_checkpointing: bool = Field(True, description="activation checkpointing (cuda only)")
+    limit: int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+
+
 class Params(_Strict):
     """All parameters. ``base_dir`` is the directory relative paths are resolved against."""
 
@@ -278,6 +318,7 @@ class Params(_Strict):
     policy: PolicyParams = PolicyParams()
     vlm: VLMParams = VLMParams()
     openai: OpenAIParams = OpenAIParams()
+    train: TrainParams = TrainParams()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("base_dir")

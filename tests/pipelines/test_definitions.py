@@ -17,6 +17,7 @@ EXPECTED_ASSET_KEYS = {
     "evaluation",
     "warehouse",
     "evaluation_report",
+    "grpo_checkpoint",
 }
 
 

@@ -26,6 +26,8 @@ def dvc_project(tmp_path, repo_root):
         synth={"stpls3d_scenes": 1},
     )
     shutil.copy(repo_root / "dvc.yaml", tmp_path / "dvc.yaml")
+    (tmp_path / "training").mkdir()
+    shutil.copy(repo_root / "training" / "dvc.yaml", tmp_path / "training" / "dvc.yaml")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.update(
         GIT_AUTHOR_NAME="t",
@@ -48,10 +50,14 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     assert (root / "assets" / "stpls3d_refer" / "summary.json").exists()
     assert (root / "assets" / "eval" / "runs" / "oracle-test_no" / "metrics.parquet").exists()
     assert "oracle" in (root / "assets" / "eval" / "report.md").read_text()
-    status = _run([str(dvc), "status"], root, env)
+    assert not (root / "assets" / "checkpoints").exists()  # training is not in the default
+    status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "up to date" in status.lower()
+    # the training pipeline is wired (its inputs are built) but only runs when targeted
+    status = _run([str(dvc), "status", "training/dvc.yaml"], root, env)
+    assert "training/dvc.yaml:train" in status and "assets/checkpoints/grpo" in status
     # a changed scene param invalidates exactly the cache stages
     text = (root / "params.yaml").read_text().replace("resolution: 0.25", "resolution: 0.5")
     (root / "params.yaml").write_text(text)
-    status = _run([str(dvc), "status"], root, env)
+    status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "cache@synthville_block_0" in status and "raw" not in status.split("cache@")[0]

@@ -1,0 +1,191 @@
+"""``urbex train``: a real GRPO step on a tiny project and the tiny offline Qwen3-VL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.small_project import write_small_project
+from urbex.cli import main
+from urbex.config import load_params
+from urbex.errors import ConfigError, PolicyError
+
+#: Tiny tool images (the episode's token budget counts image-pad tokens) and a 3-turn budget.
+SMALL_ENV = {
+    "global_view_size": [64, 64],
+    "zoom_size": [64, 64],
+    "oblique_size": [64, 64],
+    "max_turns": 3,
+}
+SMALL_TRAIN = {
+    "limit": 2,
+    "num_generations": 2,
+    "per_device_train_batch_size": 4,
+    "max_completion_length": 512,
+    "learning_rate": 1e-2,
+    "device": "cpu",
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A built 2-scene project (synth → cache → landmarks → splits) via the CLI."""
+    root = tmp_path_factory.mktemp("project")
+    params = write_small_project(root, env=SMALL_ENV, train=SMALL_TRAIN)
+    for cmd in ("synth", "cache", "landmarks", "splits"):
+        assert main(["--params", str(params), "-q", cmd]) == 0, cmd
+    return params
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("trl")
+    from urbex.train.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny", seed=0)
+
+
+def _scripting_loader(monkeypatch, loaded):
+    """Load the real model, then script its ``generate`` (zoom, then a good or bad answer) so the
+    rewards of a group differ and the update is non-zero; the product never does this."""
+    from tests.env.test_trl_adapter import _scripted_generate
+    from urbex.train import grpo
+
+    real = grpo._load_model
+
+    def load(path):
+        model, processor = real(path)
+        loaded["before"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        loaded["model"] = model
+        _scripted_generate(model, processor.tokenizer)
+        return model, processor
+
+    monkeypatch.setattr(grpo, "_load_model", load)
+
+
+def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import polars as pl
+    from transformers import AutoModelForImageTextToText
+
+    from urbex.train.grpo import train
+
+    loaded: dict = {}
+    _scripting_loader(monkeypatch, loaded)
+    params = load_params(project)
+    r = train(params, checkpoint=tiny, run_name="tiny-run", max_steps=1, progress=False)
+
+    assert r.steps == 1 and r.n_queries == 2
+    assert r.checkpoint_dir == params.assets / "checkpoints" / "tiny-run"
+    assert not (r.checkpoint_dir.parent / ".staging-tiny-run").exists()
+    assert r.tool_calls["episodes"] == 4 and r.tool_calls["zoom_in"] == 4
+    log = pl.read_parquet(r.log_path)
+    assert log.height >= 1 and "reward" in log.columns
+    summary = json.loads(r.summary_path.read_text())
+    assert summary["steps"] == 1 and summary["reward_mean"][0]["step"] == 1
+    assert summary["params"]["train"]["num_generations"] == 2
+
+    reloaded = AutoModelForImageTextToText.from_pretrained(r.checkpoint_dir, local_files_only=True)
+    before = loaded["before"]
+    trained = dict(reloaded.named_parameters())
+    assert trained.keys() == before.keys()
+    changed = {n for n, p in trained.items() if not torch.equal(p.detach(), before[n])}
+    # every language-model parameter gets gradient (the vision tower too, through the image)
+    lm = {n for n in before if "language_model" in n or "lm_head" in n}
+    assert lm <= changed, sorted(lm - changed)[:5]
+    assert any("visual" in n for n in changed)
+
+
+def test_train_cli_without_checkpoint_names_the_field(project, capsys):
+    assert main(["--params", str(project), "-q", "train"]) == 2
+    err = capsys.readouterr().err
+    assert "train.checkpoint" in err and "--checkpoint" in err
+
+
+def test_train_missing_checkpoint_dir_is_a_policy_error(project, tmp_path):
+    from urbex.train.grpo import train
+
+    with pytest.raises(PolicyError, match=r"config\.json missing"):
+        train(load_params(project), checkpoint=tmp_path / "nowhere", max_steps=1)
+    assert not (load_params(project).assets / "checkpoints" / ".staging-grpo").exists()
+
+
+def test_train_missing_landmarks_names_the_command(tmp_path, tiny):
+    from urbex.errors import LandmarkError
+    from urbex.train.grpo import train
+
+    params = write_small_project(tmp_path, env=SMALL_ENV, train=SMALL_TRAIN)
+    for cmd in ("synth", "cache", "landmarks", "splits"):
+        assert main(["--params", str(params), "-q", cmd]) == 0
+    for f in (tmp_path / "assets" / "landmarks").glob("*.parquet"):
+        f.unlink()
+    with pytest.raises(LandmarkError, match="urbex landmarks"):
+        train(load_params(params), checkpoint=tiny, max_steps=1)
+
+
+def test_train_bad_run_name_is_a_config_error(project, tiny):
+    from urbex.train.grpo import train
+
+    with pytest.raises(ConfigError, match="run_name"):
+        train(load_params(project), checkpoint=tiny, run_name="../escape")
+
+
+@pytest.mark.parametrize(
+    ("batch", "accum", "gens", "ok"),
+    [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
+)
+def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, gens, ok):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path),
+        train={
+            "per_device_train_batch_size": batch,
+            "gradient_accumulation_steps": accum,
+            "num_generations": gens,
+            "device": "cpu",
+        },
+    )
+    if ok:
+        cfg = make_grpo_config(params, tmp_path / "out")
+        assert cfg.generation_batch_size == batch * accum
+        assert cfg.num_generations == gens
+    else:
+        with pytest.raises(ValueError, match=r"train\.per_device_train_batch_size"):
+            make_grpo_config(params, tmp_path / "out")
+
+
+def test_make_grpo_config_maps_params(tmp_path):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path, env={"max_turns": 8}),
+        train={"device": "cpu", "max_steps": 300, "save_steps": 25},
+    )
+    cfg = make_grpo_config(params, tmp_path / "out", save_strategy="no")
+    assert cfg.max_tool_calling_iterations == 7  # 8 assistant turns
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.activation_checkpointing
+    assert cfg.beta == 0.0 and cfg.loss_type == "dapo" and cfg.max_steps == 300
+    assert cfg.save_steps == 25 and cfg.save_strategy == "no"
+    assert cfg.output_dir == str(tmp_path / "out")
+
+
+def test_check_generation_batch_counts_processes():
+    from urbex.train.config import check_generation_batch
+
+    assert (
+        check_generation_batch(
+            per_device_train_batch_size=4,
+            gradient_accumulation_steps=1,
+            num_generations=8,
+            world_size=2,
+        )
+        == 8
+    )
+    with pytest.raises(ValueError, match="num_generations"):
+        check_generation_batch(
+            per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=1
+        )

@@ -1,0 +1,148 @@
+"""``params.train`` + ``params.env`` → ``trl.GRPOConfig`` (the one place the mapping lives).
+
+The grouped knobs of :class:`urbex.config.TrainParams` map one-to-one onto ``trl.GRPOConfig``
+fields; the environment's turn budget sets ``max_tool_calling_iterations = env.max_turns − 1``
+(every tool call is a turn; the last turn is the answer). Device handling:
+
+* ``device: cpu`` → ``use_cpu=True``, ``bf16=False``, activation checkpointing off (fp32 on CPU).
+* ``device: cuda`` → ``bf16`` and ``gradient_checkpointing`` as set.
+* ``device: auto`` → ``cuda`` when ``torch.cuda.is_available()``, else ``cpu``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbex.config import Params, TrainParams
+
+if TYPE_CHECKING:
+    from trl import GRPOConfig
+
+__all__ = ["check_generation_batch", "make_grpo_config", "resolve_device"]
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` if a CUDA device is visible, else ``cpu``; other values unchanged.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"train.device: expected auto, cpu or cuda, got {device!r}")
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_generation_batch(
+    *,
+    per_device_train_batch_size: int,
+    gradient_accumulation_steps: int,
+    num_generations: int,
+    world_size: int = 1,
+) -> int:
+    """The generation batch (rollouts per generation round); raise unless it holds whole groups.
+
+    ``generation batch = per_device_train_batch_size × world_size × gradient_accumulation_steps``
+    must be a multiple of ``num_generations`` (GRPO normalises rewards within a group).
+
+    Raises
+    ------
+    ValueError
+        Not divisible; the message names the fields and values that would fix it.
+
+    Examples
+    --------
+    >>> check_generation_batch(
+    ...     per_device_train_batch_size=4, gradient_accumulation_steps=2, num_generations=8
+    ... )
+    8
+    """
+    if num_generations < 2:
+        raise ValueError(
+            f"train.num_generations: GRPO needs at least 2 rollouts per prompt, got {num_generations}"
+        )
+    batch = per_device_train_batch_size * world_size * gradient_accumulation_steps
+    if batch % num_generations:
+        per_step = per_device_train_batch_size * world_size
+        need = next(
+            g for g in range(1, num_generations + 1) if (per_step * g) % num_generations == 0
+        )
+        raise ValueError(
+            f"generation batch = train.per_device_train_batch_size ({per_device_train_batch_size}) "
+            f"× processes ({world_size}) × train.gradient_accumulation_steps "
+            f"({gradient_accumulation_steps}) = {batch} is not a multiple of train.num_generations "
+            f"({num_generations}); set train.per_device_train_batch_size to a multiple of "
+            f"{num_generations}, or train.gradient_accumulation_steps to a multiple of {need}, "
+            f"or train.num_generations to a divisor of {batch}"
+        )
+    return batch
+
+
+def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -> GRPOConfig:
+    """A ``trl.GRPOConfig`` from ``params.train`` and ``params.env``.
+
+    Parameters
+    ----------
+    params
+        All parameters; reads the ``train`` and ``env`` sections.
+    output_dir
+        The trainer's working directory (intermediate ``checkpoint-N`` folders).
+    **overrides
+        Any ``GRPOConfig`` field, applied last (e.g. ``save_strategy="no"`` in tests).
+
+    Returns
+    -------
+    trl.GRPOConfig
+
+    Raises
+    ------
+    ValueError
+        The generation batch is not a multiple of ``num_generations`` (see
+        :func:`check_generation_batch`; ``WORLD_SIZE``, set by ``accelerate launch``/``torchrun``,
+        counts the processes), or ``train.device`` is unknown.
+    """
+    from trl import GRPOConfig
+
+    t: TrainParams = params.train
+    device = resolve_device(t.device)
+    on_cpu = device == "cpu"
+    kwargs: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "run_name": t.run_name,
+        "max_steps": t.max_steps,
+        "learning_rate": t.learning_rate,
+        "num_generations": t.num_generations,
+        "per_device_train_batch_size": t.per_device_train_batch_size,
+        "gradient_accumulation_steps": t.gradient_accumulation_steps,
+        "max_completion_length": t.max_completion_length,
+        "max_tool_calling_iterations": params.env.max_turns - 1,
+        "temperature": t.temperature,
+        "beta": t.beta,
+        "loss_type": t.loss_type,
+        "seed": t.seed,
+        "save_strategy": "steps",
+        "save_steps": t.save_steps,
+        "logging_steps": t.logging_steps,
+        "use_cpu": on_cpu,
+        "bf16": False if on_cpu else t.bf16,
+        "activation_checkpointing": False if on_cpu else t.gradient_checkpointing,
+        "report_to": "none",
+        "dataloader_num_workers": 0,
+        "remove_unused_columns": False,
+    }
+    kwargs.update(overrides)
+    if kwargs.get("generation_batch_size") is None and kwargs.get("steps_per_generation") is None:
+        check_generation_batch(
+            per_device_train_batch_size=int(kwargs["per_device_train_batch_size"]),
+            gradient_accumulation_steps=int(kwargs["gradient_accumulation_steps"]),
+            num_generations=int(kwargs["num_generations"]),
+            world_size=int(os.environ.get("WORLD_SIZE", "1")),
+        )
+    return GRPOConfig(**kwargs)

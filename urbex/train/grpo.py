@@ -1,0 +1,360 @@
+"""GRPO training of a grounding policy with trl's ``GRPOTrainer(environment_factory=...)``.
+
+:func:`train` is the whole glue: a LOCAL base checkpoint (Qwen3-VL family) + the split's queries
+(:func:`urbex.env.trl_adapter.grpo_rows`) + the real tool environment over the built scene caches
+and landmark tables (:func:`urbex.env.trl_adapter.make_environment_class`) + the terminal reward
+(:func:`urbex.env.trl_adapter.answer_reward`; the environment's ``get_reward()`` adds the tool
+shaping). Outputs, published atomically (trained in a staging directory, then renamed)::
+
+    <assets>/checkpoints/<run_name>/
+        config.json, model.safetensors, ...   the trained model (save_pretrained)
+        processor / tokenizer files           the processor, unchanged
+        train_log.parquet                     trainer.state.log_history, one row per log entry
+        train.json                            params, steps, wall time, reward mean per logged
+                                              step, tool calls made during training
+
+While training, everything lives in ``<assets>/checkpoints/.staging-<run_name>/`` (``trainer/``
+holds the intermediate ``checkpoint-N`` folders every ``train.save_steps``); on success the
+model folder is renamed into place and the staging directory removed. A run that crashed is
+resumed from its latest intermediate checkpoint when rerun with the same base model and
+``train``/``env`` params. Evaluate the result with
+``urbex evaluate --policy vlm --checkpoint <assets>/checkpoints/<run_name>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from urbex.config import Params
+from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
+
+__all__ = ["TrainResult", "checkpoint_dir", "train"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainResult:
+    """What :func:`train` published.
+
+    Attributes
+    ----------
+    run_name
+        Name of the run (the checkpoint directory's name).
+    checkpoint_dir
+        ``<assets>/checkpoints/<run_name>``: loadable with ``AutoModelForImageTextToText`` /
+        ``AutoProcessor`` (``local_files_only=True``).
+    base_checkpoint
+        The model training started from.
+    steps
+        Optimizer steps done (``trainer.state.global_step``).
+    wall_s
+        Wall-clock seconds of ``trainer.train()``.
+    n_queries
+        Training prompts (queries of the split, or the sample).
+    reward_mean
+        ``(step, mean total reward)`` per logged step.
+    tool_calls
+        Tool name → calls made by the policy during training (``episodes``: rollouts started).
+    """
+
+    run_name: str
+    checkpoint_dir: Path
+    base_checkpoint: Path
+    steps: int
+    wall_s: float
+    n_queries: int
+    reward_mean: list[tuple[int, float]] = field(default_factory=list)
+    tool_calls: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.steps < 0:
+            raise ValueError(f"steps: expected >= 0, got {self.steps}")
+        if self.wall_s < 0:
+            raise ValueError(f"wall_s: expected >= 0, got {self.wall_s}")
+
+    @property
+    def log_path(self) -> Path:
+        """``train_log.parquet`` of the run."""
+        return self.checkpoint_dir / "train_log.parquet"
+
+    @property
+    def summary_path(self) -> Path:
+        """``train.json`` of the run."""
+        return self.checkpoint_dir / "train.json"
+
+
+def checkpoint_dir(params: Params, run_name: str | None = None) -> Path:
+    """``<assets>/checkpoints/<run_name>`` (default ``params.train.run_name``)."""
+    return params.assets / "checkpoints" / (run_name or params.train.run_name)
+
+
+def _base_checkpoint(params: Params) -> Path:
+    ckpt = params.train.checkpoint
+    if ckpt is None:
+        raise ConfigError(
+            "training needs a LOCAL base model directory (e.g. a Qwen3-VL-4B-Instruct snapshot); "
+            "pass `urbex train --checkpoint PATH` or set train.checkpoint",
+            field="train.checkpoint",
+        )
+    path = ckpt if ckpt.is_absolute() else params.base_dir / ckpt
+    if not path.is_dir() or not (path / "config.json").is_file():
+        raise PolicyError(
+            "not a local checkpoint directory (config.json missing); urbex never downloads "
+            "weights — pass a directory, e.g. one written by `urbex make-tiny-model PATH`",
+            path=path,
+        )
+    return path
+
+
+def _check_inputs(params: Params, scene_ids: list[str]) -> None:
+    scenes = params.assets / "scenes"
+    missing = [s for s in scene_ids if not (scenes / s / "meta.json").is_file()]
+    if missing:
+        raise CacheError(
+            f"scene caches missing for {missing[:5]} ({len(missing)} scenes); build them with "
+            "`urbex cache`",
+            path=scenes,
+        )
+    lm = params.assets / "landmarks"
+    if not lm.is_dir() or not any(lm.glob("*.parquet")):
+        raise LandmarkError("landmark tables not found; build them with `urbex landmarks`", path=lm)
+
+
+def _load_model(path: Path) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+        # fp32 master weights; bf16 (when set) is autocast mixed precision in the trainer
+        model = AutoModelForImageTextToText.from_pretrained(
+            path, local_files_only=True, dtype=torch.float32
+        )
+    except (OSError, ValueError) as exc:
+        raise PolicyError(f"cannot load the checkpoint: {exc}", path=path) from exc
+    return model, processor
+
+
+def _counting(env_cls: type, counts: Counter[str]) -> type:
+    """A subclass of ``env_cls`` that counts rollouts and tool calls into ``counts``."""
+
+    class Counted(env_cls):  # type: ignore[valid-type,misc]
+        def reset(self, **row: Any) -> str | None:
+            counts["episodes"] += 1
+            return super().reset(**row)  # type: ignore[no-any-return]
+
+        def _run(self, name: str, arguments: dict[str, Any]) -> Any:
+            counts[name] += 1
+            return super()._run(name, arguments)
+
+    Counted.__name__ = Counted.__qualname__ = env_cls.__name__
+    Counted.__doc__ = env_cls.__doc__
+    return Counted
+
+
+def _log_frame(history: list[dict[str, Any]]) -> Any:
+    import polars as pl
+
+    rows = []
+    for h in history:
+        row: dict[str, Any] = {}
+        for k, v in h.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                row[k] = str(v)
+            else:
+                row[k] = int(v) if k == "step" else float(v)
+        rows.append(row)
+    if not rows:
+        return pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)})
+    return pl.from_dicts(rows, infer_schema_length=None)
+
+
+def _publish(staging: Path, final: Path) -> None:
+    """Move ``staging`` onto ``final`` (an existing ``final`` is replaced, never half-written)."""
+    if final.exists():
+        old = final.with_name(f".old-{final.name}-{os.getpid()}")
+        os.replace(final, old)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=False)
+    else:
+        os.replace(staging, final)
+
+
+def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
+    """Create the staging dir; True when it holds trainer checkpoints of the same settings.
+
+    A run that crashed leaves ``staging/trainer/checkpoint-N``; rerunning with the same base
+    model and ``train``/``env`` params resumes from the latest one. Other leftovers are removed.
+    Only the main process (``RANK`` 0) touches the directory.
+    """
+    spec = staging / "fingerprint.json"
+    if int(os.environ.get("RANK", "0")) != 0:
+        return staging.is_dir() and any((staging / "trainer").glob("checkpoint-*"))
+    if staging.exists():
+        same = spec.is_file() and json.loads(spec.read_text()) == json.loads(
+            json.dumps(fingerprint, default=str)
+        )
+        if same and any((staging / "trainer").glob("checkpoint-*")):
+            return True
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    spec.write_text(json.dumps(fingerprint, indent=2, default=str))
+    return False
+
+
+def train(
+    params: Params,
+    *,
+    checkpoint: str | Path | None = None,
+    run_name: str | None = None,
+    max_steps: int | None = None,
+    progress: bool = True,
+    **config_overrides: Any,
+) -> TrainResult:
+    """Train a policy with GRPO on ``params.train.split`` and publish the checkpoint.
+
+    Parameters
+    ----------
+    params
+        All parameters: ``train`` (trainer knobs), ``env`` (turn budget, image sizes, rewards),
+        ``landmarks`` (lookup), ``paths`` (where the caches are and the checkpoint goes).
+    checkpoint
+        LOCAL base model directory (overrides ``train.checkpoint``); never downloaded.
+    run_name
+        Output name (overrides ``train.run_name``): ``<assets>/checkpoints/<run_name>``.
+    max_steps
+        Optimizer steps (overrides ``train.max_steps``).
+    progress
+        Show the trainer's progress bar.
+    **config_overrides
+        Extra ``trl.GRPOConfig`` fields (see :func:`urbex.train.config.make_grpo_config`).
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    ConfigError
+        No base checkpoint given; an invalid ``run_name``.
+    PolicyError
+        The base checkpoint is not a loadable local model directory.
+    AnnotationError, CacheError, LandmarkError
+        The split table, a scene cache or the landmark tables are missing (`urbex splits`,
+        `urbex cache`, `urbex landmarks`).
+    ValueError
+        The generation batch is not a multiple of ``train.num_generations``.
+    """
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from pydantic import ValidationError
+
+    from urbex.env.episode import CachedSceneProvider
+    from urbex.eval.runner import load_queries
+    from urbex.landmarks import LandmarkIndex, read_landmark_table
+
+    updates: dict[str, Any] = {}
+    if run_name is not None:
+        updates["run_name"] = run_name
+    if max_steps is not None:
+        updates["max_steps"] = max_steps
+    if checkpoint is not None:
+        updates["checkpoint"] = Path(checkpoint).resolve()
+    if updates:
+        try:
+            params = params.with_updates(train=updates)
+        except ValidationError as exc:
+            msgs = "; ".join(f"train.{e['loc'][-1]}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid override: {msgs}", field="train") from exc
+    t = params.train
+    base = _base_checkpoint(params)
+    queries = load_queries(params, t.split, limit=t.limit, sample_seed=t.seed)
+    _check_inputs(params, sorted({q.scene_id for q in queries}))
+
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
+    from urbex.train.config import make_grpo_config
+
+    final = checkpoint_dir(params)
+    staging = final.with_name(f".staging-{final.name}")
+    fingerprint = {
+        "base_checkpoint": str(base),
+        "train": params.section_dict("train"),
+        "env": params.section_dict("env"),
+        "overrides": {k: repr(v) for k, v in sorted(config_overrides.items())},
+    }
+    resume = _prepare_staging(staging, fingerprint)
+    config = make_grpo_config(
+        params, staging / "trainer", disable_tqdm=not progress, **config_overrides
+    )
+    provider = CachedSceneProvider(params.assets / "scenes")
+    index = LandmarkIndex.from_params(read_landmark_table(params.assets / "landmarks"), params)
+    dataset = Dataset.from_list(grpo_rows(queries, provider, params))
+    counts: Counter[str] = Counter()
+    env_cls = _counting(make_environment_class(params, provider, index), counts)
+    model, processor = _load_model(base)
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=processor,
+        reward_funcs=[answer_reward],
+        environment_factory=env_cls,
+        train_dataset=dataset,
+        args=config,
+    )
+    if not progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # the per-step log dicts printed to stdout
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    wall = time.perf_counter() - t0
+    steps = int(trainer.state.global_step)
+    history = list(trainer.state.log_history)
+    rewards = [
+        (int(h["step"]), float(h["reward"]))
+        for h in history
+        if isinstance(h.get("reward"), (int, float))
+    ]
+    tool_calls = dict(sorted(counts.items()))
+    trainer.save_model(str(staging / "model"))  # every rank calls it; rank 0 writes
+    trainer.accelerator.wait_for_everyone()
+    if trainer.is_world_process_zero():
+        out = staging / "model"
+        processor.save_pretrained(out)
+        _log_frame(history).write_parquet(out / "train_log.parquet")
+        summary = {
+            "run_name": t.run_name,
+            "base_checkpoint": str(base),
+            "split": t.split,
+            "n_queries": len(queries),
+            "steps": steps,
+            "resumed_from": resume or None,
+            "wall_s": wall,
+            "seconds_per_step": wall / steps if steps else None,
+            "reward_mean": [{"step": s, "reward": r} for s, r in rewards],
+            "tool_calls": tool_calls,
+            "params": fingerprint,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        (out / "train.json").write_text(json.dumps(summary, indent=2, default=str))
+        _publish(out, final)
+        shutil.rmtree(staging)  # the intermediate trainer checkpoints
+    trainer.accelerator.wait_for_everyone()
+    return TrainResult(
+        run_name=t.run_name,
+        checkpoint_dir=final,
+        base_checkpoint=base,
+        steps=steps,
+        wall_s=wall,
+        n_queries=len(queries),
+        reward_mean=rewards,
+        tool_calls=tool_calls,
+    )
