@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
+from tests.env.envfixtures import build_eval_project
 from urbex.agents.ranking import (
     Anchor,
     Candidates,
@@ -23,8 +23,6 @@ from urbex.agents.ranking import (
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv, Query
 from urbex.errors import CacheError, PolicyError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
 
 
 def _best(desc: str, c: Candidates, anchors=()) -> int:
@@ -189,30 +187,7 @@ def test_ranking_policy_empty_candidate_set_is_a_clear_error(synth_city):
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     """assets/ of two synthetic blocks (seeds 3, 4): scene 3 → test_no, 4 → train/test_nd."""
-    from envfixtures import build_synth_cache
-
-    from urbex.landmarks import write_landmark_table
-
-    root = tmp_path_factory.mktemp("rank_project") / "assets"
-    rows = []
-    for k, seed in enumerate((3, 4)):
-        cache, index, queries = build_synth_cache(root / "scenes", seed=seed)
-        write_landmark_table(index.table, root / "landmarks" / f"{cache.scene_id}.parquet")
-        for i, q in enumerate(queries):
-            split = "test_no" if k == 0 else ("test_nd" if i % 2 else "train")
-            rows.append(
-                {
-                    "query_id": q.query_id,
-                    "scene_id": q.scene_id,
-                    "object_id": q.object_id,
-                    "class_name": q.class_name,
-                    "description": q.description,
-                    "split": split,
-                }
-            )
-    (root / "splits").mkdir(parents=True)
-    pl.DataFrame(rows).write_parquet(root / "splits" / "queries.parquet")
-    return root
+    return build_eval_project(tmp_path_factory.mktemp("rank_project"))
 
 
 def test_evaluate_ranking_beats_landmark_prior_deterministically(project):

@@ -253,3 +253,33 @@ def build_synth_cache(root: Path, *, seed: int = 3, size: float = 100.0, density
 def synth_city(tmp_path_factory):
     """(SceneCache, LandmarkIndex, [Query]) of a synthetic block (100 m, 10 pts/m², 0.1 m BEV)."""
     return build_synth_cache(tmp_path_factory.mktemp("synth_scenes"))
+
+
+def build_eval_project(root: Path) -> Path:
+    """``root/assets`` with {scenes, landmarks, splits} of two synthetic blocks.
+
+    Scene of seed 3 → ``test_no``; seed 4 → alternately ``train`` / ``test_nd``. Returns the
+    assets path (what ``Params(paths={"assets": ...})`` takes).
+    """
+    from urbex.landmarks import write_landmark_table
+
+    assets = root / "assets"
+    rows = []
+    for k, seed in enumerate((3, 4)):
+        cache, index, queries = build_synth_cache(assets / "scenes", seed=seed)
+        write_landmark_table(index.table, assets / "landmarks" / f"{cache.scene_id}.parquet")
+        for i, q in enumerate(queries):
+            split = "test_no" if k == 0 else ("test_nd" if i % 2 else "train")
+            rows.append(
+                {
+                    "query_id": q.query_id,
+                    "scene_id": q.scene_id,
+                    "object_id": q.object_id,
+                    "class_name": q.class_name,
+                    "description": q.description,
+                    "split": split,
+                }
+            )
+    (assets / "splits").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
+    return assets

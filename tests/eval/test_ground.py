@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from tests.env.envfixtures import build_synth_cache
 from urbex.config import Params
 from urbex.errors import CacheError, LandmarkError, PolicyError
 from urbex.eval.ground import ground
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
-from envfixtures import build_synth_cache
 
 
 @pytest.fixture(scope="module")

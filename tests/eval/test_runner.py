@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -11,14 +10,12 @@ import duckdb
 import polars as pl
 import pytest
 
+from tests.env.envfixtures import build_eval_project
 from urbex.agents.registry import register_policy
 from urbex.config import Params
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate, load_queries
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
-from envfixtures import build_synth_cache
 
 # columns that legitimately differ between two runs of the same episodes
 _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
@@ -27,28 +24,7 @@ _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory) -> Path:
     """assets/{scenes,landmarks,splits} for two synthetic blocks (scene 3 → test_no, 4 → train/test_nd)."""
-    from urbex.landmarks import write_landmark_table
-
-    root = tmp_path_factory.mktemp("project") / "assets"
-    rows = []
-    for k, seed in enumerate((3, 4)):
-        cache, index, queries = build_synth_cache(root / "scenes", seed=seed)
-        write_landmark_table(index.table, root / "landmarks" / f"{cache.scene_id}.parquet")
-        for i, q in enumerate(queries):
-            split = "test_no" if k == 0 else ("test_nd" if i % 2 else "train")
-            rows.append(
-                {
-                    "query_id": q.query_id,
-                    "scene_id": q.scene_id,
-                    "object_id": q.object_id,
-                    "class_name": q.class_name,
-                    "description": q.description,
-                    "split": split,
-                }
-            )
-    (root / "splits").mkdir(parents=True)
-    pl.DataFrame(rows).write_parquet(root / "splits" / "queries.parquet")
-    return root
+    return build_eval_project(tmp_path_factory.mktemp("project"))
 
 
 def _params(assets: Path, **eval_kw) -> Params:
