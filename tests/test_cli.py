@@ -124,3 +124,16 @@ def test_cli_failing_quality_suite_exits_2_and_publishes_nothing(tmp_path, capsy
     assert "quality suite" in err and "not published" in err
     assert not (tmp_path / "assets" / "splits" / "clean_queries.parquet").exists()
     assert not (tmp_path / "assets" / "splits" / "queries.parquet").exists()
+
+
+def test_cli_synth_format_without_out_is_an_error(tmp_path, capsys):
+    params = write_small_project(tmp_path)
+    assert main(["--params", str(params), "-q", "synth", "--format", "las"]) == 2
+    assert "--format" in capsys.readouterr().err
+
+
+def test_cli_data_scenes_beyond_the_synthetic_set_is_an_error(tmp_path, capsys):
+    params = write_small_project(tmp_path, data={"scenes": ["synthville_block_7"]})
+    assert main(["--params", str(params), "-q", "synth"]) == 2
+    err = capsys.readouterr().err
+    assert "synthville_block_7" in err and "data.scenes" in err

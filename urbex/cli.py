@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from urbex.config import Params, load_params
-from urbex.errors import UrbexError
+from urbex.errors import ConfigError, UrbexError
 
 __all__ = ["main"]
 
@@ -22,6 +22,12 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import stage_raw
 
     if args.out is None:
+        if args.format is not None:
+            raise ConfigError(
+                "--format applies to a data set written to OUT; the raw asset is always the "
+                "CityRefer layout (+ las/ and stpls3d/ copies per synth.las_copy / "
+                "synth.stpls3d_scenes). Give OUT, or drop --format"
+            )
         updates = {
             k: v
             for k, v in {
@@ -39,7 +45,8 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
     from urbex.synth import generate_dataset
 
     s = params.synth
-    formats = ("cityrefer",) if args.format == "cityrefer" else ("cityrefer", args.format)
+    fmt = args.format or "cityrefer"
+    formats = ("cityrefer",) if fmt == "cityrefer" else ("cityrefer", fmt)
     generate_dataset(
         Path(args.out),
         scenes=args.scenes if args.scenes is not None else s.scenes,
@@ -47,8 +54,8 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
         density=args.density if args.density is not None else s.density,
         size=args.size if args.size is not None else s.size,
         formats=formats,
-        las_copy=args.format == "las" or s.las_copy,
-        stpls3d_scenes=max(1, s.stpls3d_scenes) if args.format == "stpls3d" else s.stpls3d_scenes,
+        las_copy=fmt == "las" or s.las_copy,
+        stpls3d_scenes=max(1, s.stpls3d_scenes) if fmt == "stpls3d" else s.stpls3d_scenes,
         progress=not args.quiet,
     )
     print(f"synthetic data set written to {args.out}")
@@ -221,7 +228,11 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int)
     s.add_argument("--density", type=float, help="points per m² of horizontal surface")
     s.add_argument("--size", type=float, help="block side, metres")
-    s.add_argument("--format", choices=["cityrefer", "stpls3d", "las"], default="cityrefer")
+    s.add_argument(
+        "--format",
+        choices=["cityrefer", "stpls3d", "las"],
+        help="with OUT: also write this layout (default cityrefer only)",
+    )
     s.add_argument("--force", action="store_true", help="regenerate even if up to date")
     s.set_defaults(func=_cmd_synth)
 

@@ -62,7 +62,8 @@ def _select(found: list[str], params: Params, root: Path) -> tuple[str, ...]:
     missing = sorted(set(wanted) - set(found))
     if missing:
         raise ConfigError(
-            f"data.scenes lists {missing} but {root} holds only {found}; fix data.scenes or data.root"
+            f"data.scenes lists {missing} but {root} holds only {found}; fix data.scenes "
+            "(or data.root / synth.scenes)"
         )
     return tuple(wanted)
 
@@ -73,10 +74,8 @@ def raw_dataset(params: Params) -> RawDataset:
 
     if params.data.source == "synthetic":
         synth_root = params.assets / "raw" / "synthetic"
-        ids = synthetic_scene_ids(params)
-        if params.data.scenes is not None:
-            ids = [s for s in params.data.scenes]
-        return RawDataset(source="cityrefer", root=synth_root, scene_ids=tuple(ids), generated=True)
+        ids = _select(synthetic_scene_ids(params), params, synth_root)
+        return RawDataset(source="cityrefer", root=synth_root, scene_ids=ids, generated=True)
     root = params.data_root
     if root is None:
         raise ConfigError(f"data.root must be set when data.source is {params.data.source!r}")
