@@ -270,3 +270,49 @@ def test_merge_landmark_tables_of_empty_tables_is_empty():
     assert merge_landmark_tables().is_empty()
     out = merge_landmark_tables(empty_landmark_table(), empty_landmark_table())
     assert out.is_empty() and out.columns == empty_landmark_table().columns
+
+
+@pytest.mark.parametrize(
+    ("names", "query"),
+    [
+        (["Merton Hall"], "Merton Hall Road"),
+        (["Merton Hall"], "Merton Hall Car Park"),
+        (["Kings Parade"], "Kings Parade Car Park"),
+        (["Mill Road"], "Mill Road Cemetery"),
+        (["Mill Road"], "Mill Road Library"),
+    ],
+)
+def test_lookup_superset_naming_another_place_is_not_found(names: list[str], query: str) -> None:
+    # The query is the landmark's name plus a word naming a different kind of place: a
+    # different landmark that the table lacks, not the one it has.
+    t = pl.DataFrame(
+        {
+            "scene_id": ["s"] * len(names),
+            "name": names,
+            "x": [0.0] * len(names),
+            "y": [0.0] * len(names),
+        }
+    )
+    r = LandmarkIndex(t).lookup(query)
+    assert not r.found and r.best is None
+    assert r.closest_names[0] == names[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("Merton Hall", "merton hall building"),
+        ("Jesus Green", "Jesus Green Park"),
+        ("Merton Hall", "Merton"),
+    ],
+)
+def test_lookup_superset_with_same_kind_word_still_found(name: str, query: str) -> None:
+    t = pl.DataFrame({"scene_id": ["s"], "name": [name], "x": [0.0], "y": [0.0]})
+    r = LandmarkIndex(t).lookup(query)
+    assert r.found and r.best is not None and r.best.name == name
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", "x" * 5000])
+def test_lookup_empty_or_garbage_query_not_found(index: LandmarkIndex, query: str) -> None:
+    r = index.lookup(query)
+    assert not r.found and r.best is None

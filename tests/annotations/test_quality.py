@@ -107,3 +107,77 @@ def test_publish_checked_failure_leaves_published_file(tmp_path) -> None:
     assert [p.name for p in dest.parent.iterdir()] == ["queries.parquet"]  # no temp files left
     rp = write_report(report, tmp_path / "quality" / "queries.json")
     assert '"success": false' in rp.read_text()
+
+
+_Q_EXPECT = "expect_column_values_to_be_in_set"
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "expected"),
+    [
+        (lambda d: d.with_columns(pl.Series("query_id", ["s:1:0", None, "s:3:0"])),
+         ("expect_column_values_to_not_be_null", "query_id")),
+        (lambda d: d.with_columns(pl.Series("scene_id", ["s", None, "s"])),
+         ("expect_column_values_to_not_be_null", "scene_id")),
+        (lambda d: d.with_columns(pl.Series("object_id", ["1", None, "3"])),
+         ("expect_column_values_to_not_be_null", "object_id")),
+        (lambda d: d.with_columns(pl.Series("query_id", ["s:1:0", "s:1:0", "s:3:0"])),
+         ("expect_column_values_to_be_unique", "query_id")),
+        (lambda d: d.with_columns(pl.Series("description", ["short", "the tall building by the park", "a blue car on the road"])),
+         ("expect_column_value_lengths_to_be_between", "description")),
+        (lambda d: d.with_columns(pl.Series("description", [" " * 30, "the tall building by the park", "a blue car on the road"])),
+         ("expect_column_value_lengths_to_be_between", "description")),
+        (lambda d: d.with_columns(pl.Series("description", ["x" * 2001, "the tall building by the park", "a blue car on the road"])),
+         ("expect_column_value_lengths_to_be_between", "description")),
+        (lambda d: d.with_columns(pl.Series("class_name", ["Car", "Tree", "Car"])),
+         (_Q_EXPECT, "class_name")),
+        (lambda d: d.with_columns(pl.Series("object_id", ["1", "2", "99"])),
+         (_Q_EXPECT, "object_in_scene")),
+        (lambda d: d.with_columns(pl.Series("scene_id", ["s", "t", "s"])),
+         (_Q_EXPECT, "object_in_scene")),
+        (lambda d: d.head(0), ("expect_table_row_count_to_be_between", None)),
+    ],
+)  # fmt: skip
+def test_validate_queries_each_corruption_fails_with_its_expectation(corrupt, expected) -> None:
+    r = validate_queries(corrupt(_queries()), params=Params(), instances=INSTANCES)
+    assert not r.success
+    assert expected in _failed(r)
+
+
+def test_validate_queries_integer_object_ids_checked_not_crashing() -> None:
+    ok = _queries().with_columns(pl.col("object_id").cast(pl.Int64))
+    assert validate_queries(ok, params=Params(), instances=INSTANCES).success
+    bad = _queries().with_columns(pl.Series("object_id", [1, 2, 99]))
+    r = validate_queries(bad, params=Params(), instances=INSTANCES)
+    assert (_Q_EXPECT, "object_in_scene") in _failed(r)
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "expected"),
+    [
+        (lambda d: d.with_columns(pl.Series("split", ["train", None, "train"])),
+         ("expect_column_values_to_not_be_null", "split")),
+        (lambda d: d.with_columns(pl.Series("split", ["train", "TEST", "train"])),
+         (_Q_EXPECT, "split")),
+        (lambda d: d.drop("split"), ("expect_column_values_to_not_be_null", "split")),
+    ],
+)  # fmt: skip
+def test_validate_splits_each_corruption_fails_with_its_expectation(corrupt, expected) -> None:
+    r = validate_splits(corrupt(_queries()), params=Params(), instances=INSTANCES)
+    assert not r.success
+    assert expected in _failed(r)
+
+
+@pytest.mark.parametrize(("x", "y"), [(-0.5, 5.0), (5.0, 10.5), (float("nan"), 5.0), (None, 5.0)])
+def test_validate_landmarks_coordinates_outside_bounds_fail(x, y) -> None:
+    t = pl.DataFrame(
+        {"scene_id": ["s"], "landmark_id": ["s:geojson:1"], "name": ["Merton Hall"],
+         "name_norm": ["merton hall"], "kind": ["building"], "footprint_wkt": ["POINT (5 5)"],
+         "x": [x], "y": [y], "source": ["geojson"]},
+        schema_overrides={"x": pl.Float64, "y": pl.Float64},
+    )  # fmt: skip
+    assert validate_landmarks(
+        t.with_columns(x=pl.lit(5.0), y=pl.lit(5.0)), bounds={"s": [0, 0, 10, 10]}
+    ).success
+    r = validate_landmarks(t, bounds={"s": [0, 0, 10, 10]})
+    assert not r.success and (_Q_EXPECT, "inside_bounds") in _failed(r)

@@ -153,3 +153,42 @@ def test_read_las_unreadable_raises(tmp_path: Path, content: bytes) -> None:
 def test_unit_conversion_factors(crs: str, xy: float) -> None:
     u = unit_conversion(crs)
     assert u.xy == pytest.approx(xy, rel=1e-12) and u.z == pytest.approx(xy, rel=1e-12)
+
+
+def _las_with_instance(dtype: type, values: list) -> io.BytesIO:
+    import laspy
+
+    h = laspy.LasHeader(point_format=1, version="1.2")  # legacy format, no RGB
+    h.scales, h.offsets = [0.01] * 3, [1000.0, 2000.0, 10.0]
+    h.add_extra_dims([laspy.ExtraBytesParams(name="instance", type=dtype)])
+    las = laspy.LasData(h)
+    las.x, las.y, las.z = (np.arange(4.0) + o for o in (1000.0, 2000.0, 10.0))
+    las["instance"] = np.array(values, dtype=dtype)
+    buf = io.BytesIO()
+    las.write(buf)
+    buf.seek(0)
+    return buf
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [(np.uint8, [0, 1, 255, 3]), (np.uint16, [0, 1, 65535, 3]), (np.int64, [0, 1, -1, 3])],
+)
+def test_read_las_instance_dim_other_integer_types(dtype: type, values: list) -> None:
+    with pytest.warns(UserWarning, match="no CRS"):
+        pc = read_las(_las_with_instance(dtype, values), instance_dim="instance")
+    assert pc.rgb is None and pc.instance is not None
+    np.testing.assert_array_equal(pc.instance, values)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [(np.uint64, [0, 1, 2**40, 3]), (np.int64, [0, 1, -(2**35), 3]), (np.float32, [0, 1.5, 2, 3])],
+)
+def test_read_las_instance_dim_unrepresentable_raises(dtype: type, values: list) -> None:
+    # 2**40 used to wrap silently to 0 (merging with instance 0); 1.5 was truncated to 1.
+    with (
+        pytest.warns(UserWarning, match="no CRS"),
+        pytest.raises(PointCloudFormatError, match="instance"),
+    ):
+        read_las(_las_with_instance(dtype, values), instance_dim="instance")

@@ -259,8 +259,29 @@ class LasReader:
         semantic = np.asarray(pts.classification, np.int32)
         instance = None
         if self._instance_dim is not None:
-            instance = np.asarray(pts[self._instance_dim]).astype(np.int32)
+            instance = self._instance_ids(np.asarray(pts[self._instance_dim]))
         return xyz, rgb, semantic, instance
+
+    def _instance_ids(self, raw: NDArray) -> NDArray[np.int32]:
+        """Instance extra-bytes values → int32; a 32/64-bit unsigned all-ones value is -1 (none).
+
+        Raises on values int32 cannot hold or non-integral values, which a plain cast would wrap
+        or truncate into another instance's id.
+        """
+        v = raw
+        if v.dtype.kind == "u" and v.dtype.itemsize >= 4:
+            v = np.where(v == np.iinfo(v.dtype).max, -1, v.astype(np.int64, copy=False))
+        if v.dtype.kind == "f" and not np.array_equal(v, np.round(v)):
+            raise self._error(
+                f"instance dimension {self._instance_dim!r} holds non-integral values", "instance"
+            )
+        if v.size and (v.min() < np.iinfo(np.int32).min or v.max() > np.iinfo(np.int32).max):
+            raise self._error(
+                f"instance dimension {self._instance_dim!r} ({raw.dtype}) holds values "
+                f"{v.min()}..{v.max()}; expected ids that fit int32",
+                "instance",
+            )
+        return v.astype(np.int32)
 
     def _cloud(
         self, xyz: NDArray, rgb16: NDArray | None, sem: NDArray, inst: NDArray | None

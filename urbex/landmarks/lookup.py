@@ -16,7 +16,12 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from urbex.landmarks.names import GENERIC_WORDS, distinctive_tokens, normalize_name
+from urbex.landmarks.names import (
+    GENERIC_WORDS,
+    distinctive_tokens,
+    landmark_kind,
+    normalize_name,
+)
 from urbex.landmarks.table import read_landmark_table
 
 __all__ = ["LandmarkIndex", "LookupResult", "Match"]
@@ -85,6 +90,28 @@ class LookupResult:
     def best(self) -> Match | None:
         """The matched landmark when found, else None."""
         return self.candidates[0] if self.found and self.candidates else None
+
+
+# Extra query words that do not make the query name another place than the landmark.
+_HARMLESS_EXTRA = frozenset({"and", "of", "building"})
+
+
+def _names_other_place(query_tokens: list[str], name_tokens: list[str]) -> bool:
+    """True if the query has a word absent (ratio < 80) from the name that names another place.
+
+    Harmless extras are :data:`_HARMLESS_EXTRA` and words of the name's own (non-``other``)
+    kind ("Jesus Green Park" for "Jesus Green").
+    """
+    from rapidfuzz import fuzz
+
+    kind = landmark_kind(" ".join(name_tokens))
+    for t in query_tokens:
+        if t in _HARMLESS_EXTRA or max(fuzz.ratio(t, u) for u in name_tokens) >= 80:
+            continue
+        if kind != "other" and landmark_kind(t) == kind:
+            continue
+        return True
+    return False
 
 
 _METHOD_RANK = {"exact": 0, "normalized": 1, "fuzzy": 2}
@@ -191,7 +218,9 @@ class LandmarkIndex:
         The maximum of the whole-string ratio, the token-sort ratio and the token-set ratio;
         the token-set ratio (which is 100 for any subset) is discounted unless the query's
         distinctive words are all in the name or the name's distinctive words are all in the
-        query, so that "Hall" does not find "Merton Hall".
+        query, so that "Hall" does not find "Merton Hall". No such credit is given when the query
+        has a word the name lacks that names another place ("Merton Hall Road", "Mill Road
+        Cemetery" are not "Merton Hall", "Mill Road"); see :func:`_names_other_place`.
         """
         from rapidfuzz import fuzz, process
 
@@ -209,7 +238,7 @@ class LandmarkIndex:
                     [max(fuzz.ratio(t, u) for u in qt) >= 80 for t in distinctive_tokens(toks)]
                 )
                 qp = np.mean([max(fuzz.ratio(t, u) for u in toks) >= 80 for t in qd])
-                cov[k] = max(lc, qp)
+                cov[k] = 0.0 if _names_other_place(qt, toks) else max(lc, qp)
         return np.maximum.reduce([full, srt, tset * (0.6 + 0.4 * cov)]) / 100.0
 
     def _correct(self, q: str, js: NDArray[np.int64]) -> str:
