@@ -316,3 +316,64 @@ def test_lookup_superset_with_same_kind_word_still_found(name: str, query: str) 
 def test_lookup_empty_or_garbage_query_not_found(index: LandmarkIndex, query: str) -> None:
     r = index.lookup(query)
     assert not r.found and r.best is None
+
+
+def test_landmarks_from_geojson_lonlat_to_utm_lands_within_half_metre(tmp_path) -> None:
+    import json as _json
+
+    from pyproj import Transformer
+
+    from urbex.landmarks import landmarks_from_geojson, registration_offset
+
+    to_ll = Transformer.from_crs("EPSG:32611", "EPSG:4326", always_xy=True)
+    off = np.array([377_000.0, 3_768_000.0, 50.0])  # scene world zero in UTM 11N (Los Angeles)
+    ll = lambda x, y: list(to_ll.transform(off[0] + x, off[1] + y))  # noqa: E731
+    feats = [
+        {"type": "Feature", "properties": {"name": "Tower"}, "geometry": {"type": "Point", "coordinates": ll(40.0, 60.0)}},
+        {"type": "Feature", "properties": {"name": "Exposition Boulevard", "highway": "primary"},
+         "geometry": {"type": "LineString", "coordinates": [ll(0.0, 20.0), ll(100.0, 20.0)]}},
+        {"type": "Feature", "properties": {"name": "Doheny Library", "building": "yes"},
+         "geometry": {"type": "Polygon", "coordinates": [[ll(10, 70), ll(30, 70), ll(30, 90), ll(10, 90), ll(10, 70)]]}},
+        {"type": "Feature", "properties": {"name": "Far Away Hall"}, "geometry": {"type": "Point", "coordinates": ll(5000.0, 5000.0)}},
+    ]  # fmt: skip
+    path = tmp_path / "lm.geojson"
+    path.write_text(_json.dumps({"type": "FeatureCollection", "features": feats}))
+    bounds = [0.0, 0.0, 100.0, 100.0]
+    got = registration_offset(
+        path, scene_crs="EPSG:32611", bounds=bounds, candidates=[(0.0, 0.0, 0.0), tuple(off)]
+    )
+    assert np.allclose(got, off)
+    t = landmarks_from_geojson(
+        path, scene_id="S", scene_crs="EPSG:32611", offset=off, bounds=bounds
+    )
+    by = {r["name"]: r for r in t.iter_rows(named=True)}
+    assert "Far Away Hall" not in by  # wholly outside the scene: dropped
+    assert abs(by["Tower"]["x"] - 40.0) < 0.5 and abs(by["Tower"]["y"] - 60.0) < 0.5
+    assert (
+        abs(by["Doheny Library"]["x"] - 20.0) < 0.5 and abs(by["Doheny Library"]["y"] - 80.0) < 0.5
+    )
+    road = by["Exposition Boulevard"]
+    assert road["kind"] == "road" and road["footprint_wkt"].startswith("LINESTRING")
+    assert abs(road["x"] - 50.0) < 0.5 and abs(road["y"] - 20.0) < 0.5
+    # without bounds the far feature is kept, at its true place
+    t2 = landmarks_from_geojson(path, scene_id="S", scene_crs="EPSG:32611", offset=off)
+    far = t2.filter(pl.col("name") == "Far Away Hall")
+    assert abs(far["x"][0] - 5000.0) < 0.5 and abs(far["y"][0] - 5000.0) < 0.5
+
+
+def test_landmarks_from_geojson_missing_crs_raises_when_scene_has_one(tmp_path) -> None:
+    import json as _json
+
+    from urbex.errors import LandmarkError
+    from urbex.landmarks import landmarks_from_geojson
+
+    path = tmp_path / "nocrs.geojson"
+    fc = {"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"name": "A"}, "geometry": {"type": "Point", "coordinates": [1.0, 2.0]}}]}  # fmt: skip
+    path.write_text(_json.dumps(fc))
+    import geopandas as gpd
+
+    gdf = gpd.read_file(path).set_crs(None, allow_override=True)
+    with pytest.raises(LandmarkError, match="no CRS"):
+        landmarks_from_geojson(gdf, scene_id="S", scene_crs="EPSG:32611")
+    t = landmarks_from_geojson(gdf, scene_id="S", scene_crs=None, offset=(1.0, 1.0, 0.0))
+    assert (t["x"][0], t["y"][0]) == (0.0, 1.0)  # offset subtracted

@@ -110,3 +110,38 @@ def test_expression_bad_class_raises():
         Expression(object_name="Tree")
     with pytest.raises(TypeError):
         Expression(object_name="Car", filters=(Extreme("largest"),))
+
+
+def test_scene_queries_logic_with_total_ties_selects_only_target() -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from urbex.synth.expressions import (
+        Extreme,
+        HasColour,
+        SceneFacts,
+        candidate_expressions,
+        satisfying,
+    )
+
+    facts = SceneFacts.from_block(generate_block(1, size=100.0, density=3.0))
+    m = len(facts.ids)
+    # every instance the same colour, BEV area and height: colour and superlatives never decide
+    tied = dataclasses.replace(
+        facts,
+        colour=np.full(m, "red"),
+        area=np.full(m, 100.0),
+        height=np.full(m, 10.0),
+    )
+    kept = 0
+    for row in range(m):
+        for x in candidate_expressions(tied, row):
+            if satisfying(x, tied).tolist() != [int(tied.ids[row])]:
+                continue
+            kept += 1
+            same = int((tied.cls == tied.cls[row]).sum())
+            assert not isinstance(x.selector, Extreme), x
+            if same > 1 and x.selector is None:
+                assert x.filters != (HasColour("red"),), x
+    assert kept > 0

@@ -94,39 +94,35 @@ def compass(dx: float, dy: float) -> str:
     return _DIRS[int(((ang + 22.5) % 360.0) // 45.0)]
 
 
-def _relations(
+def _relation_matrix(
     inst: pl.DataFrame, landmarks: pl.DataFrame, max_dist: float
-) -> list[dict[str, Any]]:
-    """Nearest landmark (name, relation, distance) of every pseudo-instance, or None fields."""
+) -> tuple[NDArray[np.object_], NDArray[np.float64]]:
+    """Relation word (``""`` = none) and gap (m, inf = none) of every instance (M) to every
+    landmark (L), shapes (M, L): ``in``/``on`` when touching, else the compass direction from
+    the landmark's nearest point to the instance's box centre; none beyond ``max_dist`` or when
+    the landmark *is* the instance (its footprint mostly covered by the instance's box)."""
     import shapely
 
-    out: list[dict[str, Any]] = [
-        {"landmark": None, "relation": None, "distance": None}
-    ] * inst.height
-    if landmarks.is_empty() or inst.is_empty():
-        return out
+    m, n = inst.height, landmarks.height
+    rel = np.full((m, n), "", dtype=object)
+    dist = np.full((m, n), np.inf)
+    if m == 0 or n == 0:
+        return rel, dist
     geoms = shapely.from_wkt(landmarks["footprint_wkt"].to_list())
-    names = landmarks["name"].to_list()
     kinds = landmarks["kind"].to_list()
     boxes = shapely.box(*(inst[c].to_numpy() for c in ("x_min", "y_min", "x_max", "y_max")))
-    res: list[dict[str, Any]] = []
-    for box in boxes:
-        d = shapely.distance(box, geoms)
-        # A landmark that *is* the target (footprint mostly covered by it) is not a reference.
-        inter = shapely.area(shapely.intersection(box, geoms))
-        own = inter > 0.5 * np.maximum(shapely.area(geoms), 1e-9)
-        d = np.where(own, np.inf, d)
-        j = int(np.argmin(d))
-        if not np.isfinite(d[j]) or d[j] > max_dist:
-            res.append({"landmark": None, "relation": None, "distance": None})
-            continue
-        if d[j] == 0.0:
-            rel = "on" if kinds[j] == "road" else "in"
-        else:
-            p = shapely.get_coordinates(shapely.shortest_line(geoms[j], box.centroid))
-            rel = compass(p[1, 0] - p[0, 0], p[1, 1] - p[0, 1])
-        res.append({"landmark": names[j], "relation": rel, "distance": float(d[j])})
-    return res
+    cent = shapely.centroid(boxes)
+    for j, g in enumerate(geoms):
+        d = shapely.distance(boxes, g)
+        own = shapely.area(shapely.intersection(boxes, g)) > 0.5 * max(shapely.area(g), 1e-9)
+        ok = ~own & (d <= max_dist)
+        dist[ok, j] = d[ok]
+        rel[ok & (d == 0.0), j] = "on" if kinds[j] == "road" else "in"
+        far = np.flatnonzero(ok & (d > 0.0))
+        for k, line in zip(far.tolist(), shapely.shortest_line(g, cent[far])):
+            p = shapely.get_coordinates(line)
+            rel[k, j] = compass(p[1, 0] - p[0, 0], p[1, 1] - p[0, 1])
+    return rel, dist
 
 
 def _own_landmark(inst: pl.DataFrame, landmarks: pl.DataFrame) -> list[str]:
@@ -148,6 +144,21 @@ def _own_landmark(inst: pl.DataFrame, landmarks: pl.DataFrame) -> list[str]:
         if cover[j] > 0.5:
             out[i] = str(lm["name"][j])
     return out
+
+
+#: A superlative ("the largest car") needs the winner to beat the runner-up by this ratio, so it
+#: is visible in the data (as :class:`urbex.synth.expressions.Extreme`).
+SUPERLATIVE_MARGIN = 1.25
+
+
+def _beats(vals: NDArray[np.float64], i: int, scope: NDArray[np.bool_], *, larger: bool) -> bool:
+    """Whether ``vals[i]`` is the extreme of ``vals[scope]`` by :data:`SUPERLATIVE_MARGIN`."""
+    others = vals[scope & (np.arange(vals.size) != i)]
+    if not others.size or not np.isfinite(vals[i]):
+        return False
+    if larger:
+        return bool(vals[i] >= SUPERLATIVE_MARGIN * others.max())
+    return bool(vals[i] * SUPERLATIVE_MARGIN <= others.min())
 
 
 def generate_expressions(
@@ -187,18 +198,23 @@ def generate_expressions(
         ``targets``, ``described``, ``ambiguous`` (targets with no unique expression),
         ``expressions``.
     """
-    rel = _relations(instances, landmarks, max_landmark_distance)
+    relm, dist = _relation_matrix(instances, landmarks, max_landmark_distance)
+    m = instances.height
+    lmk = np.full(m, "", dtype=object)  # nearest landmark used (name) and its relation
+    rl = np.full(m, "", dtype=object)
+    near = np.zeros(m, dtype=np.int64)
+    if landmarks.height:
+        near = np.argmin(dist, axis=1)
+        has = np.isfinite(dist[np.arange(m), near])
+        lmk[has] = np.array(landmarks["name"].to_list(), dtype=object)[near[has]]
+        rl[has] = relm[np.arange(m), near][has]
     inst = instances.with_columns(
-        pl.Series("colour", [colour_name(c) for c in instances.select("mean_r", "mean_g", "mean_b").rows()], dtype=pl.String),
-        pl.Series("lm", [r["landmark"] for r in rel], dtype=pl.String),
-        pl.Series("rel", [r["relation"] for r in rel], dtype=pl.String),
+        pl.Series("colour", [colour_name([np.nan if v is None else v for v in c]) for c in instances.select("mean_r", "mean_g", "mean_b").rows()], dtype=pl.String),
         (pl.col("dx") * pl.col("dy")).alias("area"),
     )  # fmt: skip
     rows = inst.to_dicts()
     cls = np.array([r["object_name"] for r in rows], dtype=object)
     col = np.array([r["colour"] for r in rows], dtype=object)
-    lmk = np.array([r["lm"] or "" for r in rows], dtype=object)
-    rl = np.array([r["rel"] or "" for r in rows], dtype=object)
     area = np.array([r["area"] for r in rows], dtype=np.float64)
     height = np.array([r["dz"] for r in rows], dtype=np.float64)
     cxy = np.array([[r["cx"], r["cy"]] for r in rows], dtype=np.float64).reshape(-1, 2)
@@ -211,13 +227,17 @@ def generate_expressions(
         nn = noun.get(str(cls[i]), str(cls[i]).lower())
         cands: list[tuple[str, str, NDArray[np.bool_]]] = []
         if lmk[i]:
-            scope = same & (lmk == lmk[i]) & (rl == rl[i])
+            # every same-class instance in that relation to that landmark, nearest or not
+            scope = same & (relm[:, near[i]] == rl[i])
             where = f"{rl[i]} {lmk[i]}" if rl[i] in ("in", "on") else f"{rl[i]} of {lmk[i]}"
             cands.append(("landmark", f"the {nn} {where}", scope))
-            cands.append(("colour_landmark", f"the {col[i]} {nn} {where}", scope & (col == col[i])))
+            if col[i] != "unknown":
+                cands.append(
+                    ("colour_landmark", f"the {col[i]} {nn} {where}", scope & (col == col[i]))
+                )
             if scope.sum() >= 2:
-                big = area[i] >= area[scope].max() and np.sum(area[scope] == area[i]) == 1
-                small = area[i] <= area[scope].min() and np.sum(area[scope] == area[i]) == 1
+                big = _beats(area, i, scope, larger=True)
+                small = _beats(area, i, scope, larger=False)
                 if big or small:
                     word = "largest" if big else "smallest"
                     one = np.zeros(len(rows), bool)
@@ -236,11 +256,7 @@ def generate_expressions(
             if cls[i] == "Building"
             else (("largest", area),)
         ):
-            if (
-                same.sum() >= 2
-                and vals[i] >= vals[same].max()
-                and np.sum(vals[same] == vals[i]) == 1
-            ):
+            if same.sum() >= 2 and _beats(vals, i, same, larger=True):
                 one = np.zeros(len(rows), bool)
                 one[i] = True
                 cands.append((f"{word}_scene", f"the {word} {nn} in the scene", one))
