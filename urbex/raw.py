@@ -128,17 +128,21 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
     tmp_root = ds.root.with_name(ds.root.name + f".tmp-{os.getpid()}")
     if tmp_root.exists():
         shutil.rmtree(tmp_root)
-    generate_dataset(
-        tmp_root,
-        scenes=s.scenes,
-        seed=s.seed,
-        density=s.density,
-        size=s.size,
-        las_copy=s.las_copy,
-        stpls3d_scenes=s.stpls3d_scenes,
-        progress=progress,
-    )
-    (tmp_root / ".urbex_synth").write_text(fp + "\n")
+    try:
+        generate_dataset(
+            tmp_root,
+            scenes=s.scenes,
+            seed=s.seed,
+            density=s.density,
+            size=s.size,
+            las_copy=s.las_copy,
+            stpls3d_scenes=s.stpls3d_scenes,
+            progress=progress,
+        )
+        (tmp_root / ".urbex_synth").write_text(fp + "\n")
+    except BaseException:
+        shutil.rmtree(tmp_root, ignore_errors=True)  # no half data set left beside the root
+        raise
     if ds.root.exists():
         old = ds.root.with_name(ds.root.name + f".old-{os.getpid()}")
         os.replace(ds.root, old)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from urbex.config import Params
+from urbex.errors import ConfigError
 from urbex.raw import RawDataset, materialize_raw, raw_dataset
 
 __all__ = [
@@ -67,6 +68,11 @@ def build_scene(
     Reads the raw scene through :func:`urbex.io.datasets.read_scene`, writes
     ``<assets>/scenes/<scene_id>/`` with :func:`urbex.scene.build.build_scene_cache`, then the
     ``scenes`` row and the warehouse views.
+
+    Raises
+    ------
+    ConfigError
+        ``scene_id`` is not one of the data set's selected scenes (``data.scenes``).
     """
     import json
 
@@ -75,6 +81,13 @@ def build_scene(
     from urbex.scene.build import build_scene_cache
 
     ds = raw_dataset(params)
+    if scene_id not in ds.scene_ids:
+        raise ConfigError(
+            f"scene {scene_id!r} is not in the data set (data.source={params.data.source!r}, "
+            f"data.scenes / synth.scenes select {list(ds.scene_ids)}); fix data.scenes or "
+            "the scene id",
+            field="data.scenes",
+        )
     t0 = time.perf_counter()
     raw = read_scene(ds.source, ds.root, scene_id)
     out = scene_cache_dir(params, scene_id)

@@ -14,6 +14,10 @@ def raw_dataset(
 ) -> dg.MaterializeResult:
     """The raw data set: the synthetic city (default) or a registered CityRefer/STPLS3D/LAS root."""
     ds = stage_raw(urbex_params.load(), progress=False)
+    # the partitions are exactly the data set's scenes: drop those a params change removed
+    stale = sorted(set(context.instance.get_dynamic_partitions(SCENES.name)) - set(ds.scene_ids))
+    for key in stale:
+        context.instance.delete_dynamic_partition(SCENES.name, key)
     context.instance.add_dynamic_partitions(SCENES.name, list(ds.scene_ids))
     return dg.MaterializeResult(
         metadata={
@@ -21,6 +25,7 @@ def raw_dataset(
             "source": ds.source,
             "n_scenes": len(ds.scene_ids),
             "scene_ids": ", ".join(ds.scene_ids),
+            "dropped_partitions": ", ".join(stale),
             "generated": ds.generated,
         }
     )

@@ -240,3 +240,139 @@ def test_from_openai_message_malformed_arguments_reach_env_as_invalid():
         {"tool_calls": [{"function": {"name": "zoom_in", "arguments": "{bad"}}]}
     )
     assert not isinstance(parse_action(text, known_views={"global"}), ToolCall | Answer)
+
+
+def _assert_tool_calls_answered(messages: list[dict]) -> None:
+    """The OpenAI chat contract: an assistant message with ``tool_calls`` is followed directly
+    by one ``tool`` message per call id (otherwise the API answers HTTP 400)."""
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            nxt = messages[i + 1 : i + 1 + len(ids)]
+            assert [t.get("role") for t in nxt] == ["tool"] * len(ids), (i, messages)
+            assert [t["tool_call_id"] for t in nxt] == ids
+
+
+ZOOM = '{"view_id": "global", "bbox_2d": [100, 100, 400, 300]}'
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # OpenAI: content null, arguments a JSON string
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "zoom_in", "arguments": ZOOM}}]},
+        # vLLM (hermes parser): content "", an index field, reasoning on the side
+        {"role": "assistant", "content": "", "reasoning_content": "look north", "tool_calls": [
+            {"id": "chatcmpl-tool-1", "index": 0, "type": "function",
+             "function": {"name": "zoom_in", "arguments": ZOOM}}]},
+        # servers that return parsed arguments (a dict)
+        {"role": "assistant", "tool_calls": [
+            {"function": {"name": "zoom_in", "arguments": json.loads(ZOOM)}}]},
+        # vLLM without a tool parser: Qwen's raw tags in the content
+        {"role": "assistant", "content": f'<tool_call>{{"name": "zoom_in", "arguments": {ZOOM}}}</tool_call>'},
+        # content as a list of parts
+        {"role": "assistant", "content": [{"type": "text", "text":
+            f'<tool_call>{{"name": "zoom_in", "arguments": {ZOOM}}}</tool_call>'}]},
+    ],
+)  # fmt: skip
+def test_from_openai_message_real_reply_shapes_parse_as_tool_calls(message):
+    action = parse_action(from_openai_message(message), known_views={"global"})
+    assert isinstance(action, ToolCall) and action.name == "zoom_in"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "content": '<answer>{"view_id": "global", "bbox_2d": [1, 2'},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function",
+             "function": {"name": "zoom_in", "arguments": '{"view_id": "glo'}}]},
+    ],
+)  # fmt: skip
+def test_openai_act_truncated_reply_length_is_an_invalid_action(server, message):
+    server.replies.append((200, {"choices": [{"message": message, "finish_reason": "length"}]}, 0))
+    pol = OpenAIPolicy(base_url=server.url, model="m", api_key_env=None)
+    text = pol.act(*_conversation())
+    assert not isinstance(parse_action(text, known_views={"global"}), ToolCall | Answer)
+
+
+@pytest.mark.parametrize("reply", [{"choices": [{"message": None}]}, {"choices": [None]}])
+def test_openai_act_reply_without_message_object_is_policy_error(server, reply):
+    server.replies.append((200, reply, 0))
+    pol = OpenAIPolicy(base_url=server.url, model="m", api_key_env=None)
+    with pytest.raises(PolicyError, match=r"choices\[0\]\.message"):
+        pol.act(*_conversation())
+
+
+def test_openai_key_echoed_by_the_server_never_reaches_errors(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies.append((401, {"error": f"Incorrect API key provided: {SECRET}"}, 0))
+    with pytest.raises(PolicyError, match="HTTP 401") as ei:
+        _policy(server.url).act(*_conversation())
+    assert SECRET not in str(ei.value) and SECRET not in repr(ei.value.args)
+    server.replies += [(503, {"error": f"overloaded (key {SECRET})"}, 0)] * 2
+    with pytest.raises(PolicyError, match="HTTP 503") as ei:
+        _policy(server.url, max_retries=1).act(*_conversation())
+    assert SECRET not in str(ei.value)
+
+
+def test_openai_key_with_surrounding_whitespace_is_stripped(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", f"  {SECRET}\n")  # e.g. read from a secrets file
+    server.replies.append((200, _reply({"content": "hi"}), 0))
+    assert _policy(server.url).act(*_conversation()) == "hi"
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("bad", ["sk-t\u00e9st-DO-NOT-LEAK", "sk-two words-DO-NOT-LEAK"])
+def test_openai_key_not_fit_for_a_header_is_a_config_error_without_the_key(
+    server, monkeypatch, bad
+):
+    monkeypatch.setenv("URBEX_TEST_KEY", bad)
+    with pytest.raises(ConfigError, match="URBEX_TEST_KEY") as ei:
+        _policy(server.url).act(*_conversation())
+    assert "DO-NOT-LEAK" not in str(ei.value) and "DO-NOT-LEAK" not in repr(ei.value)
+    assert server.requests == []
+
+
+def test_openai_backoff_is_capped(server, monkeypatch):
+    monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
+    server.replies += [(503, {"error": "busy"}, 0)] * 8
+    slept: list[float] = []
+    with pytest.raises(PolicyError, match="after 8 attempts"):
+        _policy(server.url, max_retries=7, backoff_s=1.0, sleep=slept.append).act(*_conversation())
+    assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0]
+
+
+def test_to_openai_messages_tool_call_without_tool_response_is_sent_as_text():
+    # the workflow wrapper re-asks with a plain user turn after an off-order tool call
+    img = Image.new("RGB", (8, 8))
+    call = f'<tool_call>{{"name": "zoom_in", "arguments": {ZOOM}}}</tool_call>'
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "q"}]},
+        {"role": "assistant", "content": call},
+        {"role": "user", "content": "Rejected: the workflow requires landmark_query now"},
+    ]
+    out = to_openai_messages(msgs, [img])
+    _assert_tool_calls_answered(out)
+    assert out[2] == {"role": "assistant", "content": call}
+
+
+def test_workflow_over_openai_redirect_request_is_valid(server):
+    from urbex.agents.workflow import WorkflowPolicy
+
+    def tool_reply(name, args):
+        return _reply({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "x", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}]})  # fmt: skip
+
+    server.replies += [
+        (200, tool_reply("zoom_in", json.loads(ZOOM)), 0),  # off order: landmark_query is due
+        (200, tool_reply("landmark_query", {"name": "Merton Hall", "view_id": "global"}), 0),
+    ]
+    pol = WorkflowPolicy(OpenAIPolicy(base_url=server.url, model="m", api_key_env=None))
+    text = pol.act(*_conversation())
+    assert '"landmark_query"' in text and pol.n_redirects == 1
+    for req in server.requests:
+        _assert_tool_calls_answered(req["body"]["messages"])

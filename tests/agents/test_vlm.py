@@ -80,3 +80,23 @@ def test_vlm_missing_checkpoint_raises_policy_error(tmp_path):
         VLMPolicy(tmp_path / "Qwen/Qwen3-VL-4B-Instruct")
     with pytest.raises(PolicyError, match="needs a local checkpoint"):
         VLMPolicy.from_params(Params())
+
+
+@pytest.mark.parametrize("device", ["cdua", "cuda:99"])
+def test_vlm_unknown_or_absent_device_is_a_policy_error(tiny, device):
+    from urbex.agents.vlm import VLMPolicy
+
+    with pytest.raises(PolicyError, match=r"vlm\.device") as ei:
+        VLMPolicy(tiny, device=device)
+    assert device in str(ei.value)
+
+
+def test_vlm_cuda_without_a_gpu_is_a_policy_error(tiny):
+    import torch
+
+    from urbex.agents.vlm import VLMPolicy
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(PolicyError, match=r"vlm\.device.*CUDA"):
+        VLMPolicy(tiny, device="cuda")

@@ -189,3 +189,22 @@ def test_check_generation_batch_counts_processes():
         check_generation_batch(
             per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=1
         )
+
+
+def test_train_params_unknown_loss_type_is_a_config_error(tmp_path):
+    # trl 1.16 accepts any string in GRPOConfig and fails only at the first loss computation,
+    # after the model load and a round of rollouts
+    p = write_small_project(tmp_path, train={"loss_type": "dapoo"})
+    with pytest.raises(ConfigError, match=r"train\.loss_type"):
+        load_params(p)
+    with pytest.raises(ConfigError, match=r"train\.loss_type"):
+        load_params(write_small_project(tmp_path)).with_updates(train={"loss_type": "ppo"})
+
+
+def test_train_indivisible_generation_batch_is_a_config_error_before_staging(project, tiny):
+    from urbex.train.grpo import train
+
+    params = load_params(project).with_updates(train={"per_device_train_batch_size": 3})
+    with pytest.raises(ConfigError, match=r"train\.num_generations"):
+        train(params, checkpoint=tiny, run_name="odd-batch", max_steps=1, progress=False)
+    assert not (params.assets / "checkpoints" / ".staging-odd-batch").exists()

@@ -4,9 +4,10 @@ Works with hosted APIs and with a local vLLM server (``vllm serve ... --enable-a
 The episode's conversation (chat format of :mod:`urbex.agents.base`) is sent as OpenAI messages:
 
 * images become ``image_url`` parts holding base64 data URLs (PNG by default);
-* an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` becomes a proper
-  ``tool_calls`` entry, and the next ``<tool_response>`` user turn becomes a ``tool`` message
-  (followed by a user message carrying the tool's images, since tool messages hold text only);
+* an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` whose next user turn is
+  its ``<tool_response>`` becomes a proper ``tool_calls`` entry, and that response a ``tool``
+  message (followed by a user message carrying the tool's images, since tool messages hold text
+  only); a call nothing answers (a re-ask of the workflow wrapper) stays assistant text;
 * the tools are :func:`urbex.env.tools.openai_tool_schemas` plus an ``answer`` function.
 
 The reply is turned back into the text protocol the environment parses: a function call becomes
@@ -14,7 +15,8 @@ The reply is turned back into the text protocol the environment parses: a functi
 ``<answer>{...}</answer>``), otherwise the message text is returned as is.
 
 The API key is read from the environment variable *named* in ``params.openai.api_key_env`` at
-each request; it is never stored on the object, logged, or put in an error message.
+each request (surrounding whitespace stripped); it is never stored on the object, logged, or put
+in an error message (a server that echoes it gets it masked in the error text).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ __all__ = ["OpenAIPolicy", "from_openai_message", "image_data_url", "to_openai_m
 _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _RESPONSE_RE = re.compile(r"^\s*<tool_response>\s*(.*?)\s*</tool_response>\s*$", re.S)
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+#: Longest sleep between two attempts, seconds (exponential backoff and Retry-After alike).
+_MAX_DELAY_S = 60.0
 
 
 def image_data_url(image: Image.Image, *, fmt: str = "png") -> str:
@@ -106,17 +110,22 @@ def to_openai_messages(
     out: list[dict[str, Any]] = []
     pending_call: str | None = None  # id of a tool call still waiting for its response
     n_calls = 0
-    for m in messages:
+    for i, m in enumerate(messages):
         role = m["role"]
-        content = m.get("content")
-        parts = [content] if isinstance(content, str) else list(content or [])
-        text = "".join(
-            p if isinstance(p, str) else p.get("text", "") for p in parts if not _is_image(p)
-        )
-        imgs = [image_data_url(next(it), fmt=image_format) for p in parts if _is_image(p)]
+        text = _text_of(m)
+        imgs = [image_data_url(next(it), fmt=image_format) for p in _parts(m) if _is_image(p)]
         if role == "assistant":
             call = _single_tool_call(text)
-            if call is not None:
+            # a tool call is sent as ``tool_calls`` only when its ``<tool_response>`` follows;
+            # otherwise (e.g. the workflow wrapper re-asking) as text: the API rejects a
+            # ``tool_calls`` message that no ``tool`` message answers (HTTP 400)
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            answered = (
+                nxt is not None
+                and nxt.get("role") == "user"
+                and _RESPONSE_RE.match(_text_of(nxt)) is not None
+            )
+            if call is not None and answered:
                 n_calls += 1
                 pending_call = f"call_{n_calls}"
                 name, args, outside = call
@@ -169,6 +178,17 @@ def _is_image(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "image"
 
 
+def _parts(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return [content] if isinstance(content, str) else list(content or [])
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    return "".join(
+        p if isinstance(p, str) else p.get("text", "") for p in _parts(message) if not _is_image(p)
+    )
+
+
 def from_openai_message(message: dict[str, Any]) -> str:
     """The environment's text protocol for an OpenAI reply message.
 
@@ -213,7 +233,8 @@ class OpenAIPolicy:
         keyless endpoints (a local vLLM server).
     timeout_s, max_retries, backoff_s
         Per-request timeout; retries on 408/409/425/429/5xx, timeouts and dropped connections,
-        sleeping ``backoff_s · 2**attempt`` (or the server's ``Retry-After``, at most 60 s).
+        sleeping ``backoff_s · 2**attempt`` (or the server's ``Retry-After``), at most 60 s.
+        ``timeout_s`` bounds each phase of a request (connect, write, each read), as httpx does.
     max_tokens, temperature, image_format
         Generation settings and the data-URL image format.
     tool_names
@@ -299,15 +320,27 @@ class OpenAIPolicy:
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
+            key = (os.environ.get(self.api_key_env) or "").strip()
             if not key:
                 raise ConfigError(
                     f"environment variable {self.api_key_env} is not set; export the API key there, "
                     "or set openai.api_key_env: null for a keyless endpoint",
                     field="openai.api_key_env",
                 )
+            if not all("!" <= c <= "~" for c in key):  # the value itself is never shown
+                raise ConfigError(
+                    f"environment variable {self.api_key_env} holds characters an HTTP header "
+                    "cannot carry (non-ASCII, whitespace or control characters inside the key); "
+                    "check how it was exported",
+                    field="openai.api_key_env",
+                )
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    def _redact(self, text: str) -> str:
+        """``text`` (a server's reply) with the API key, should the server echo it, masked."""
+        key = (os.environ.get(self.api_key_env) or "").strip() if self.api_key_env else ""
+        return text.replace(key, "[REDACTED]") if len(key) >= 4 else text
 
     def _tools(self) -> list[dict[str, Any]]:
         from urbex.env.tools import openai_tool_schemas
@@ -349,10 +382,13 @@ class OpenAIPolicy:
         reply = self._post(self.request_body(messages, images))
         try:
             message = reply["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError) as exc:
+        except (KeyError, IndexError, TypeError):
+            message = None
+        if not isinstance(message, dict):
             raise PolicyError(
-                f"{self.url}: reply has no choices[0].message ({str(reply)[:200]})"
-            ) from exc
+                f"{self.url}: reply has no choices[0].message object "
+                f"({self._redact(str(reply)[:200])})"
+            )
         return from_openai_message(message)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -363,7 +399,7 @@ class OpenAIPolicy:
         last = ""
         for attempt in range(self.max_retries + 1):
             self.n_requests += 1
-            delay = self.backoff_s * 2**attempt
+            delay = min(self.backoff_s * 2**attempt, _MAX_DELAY_S)
             try:
                 r = self._client.post(self.url, headers=self._headers(), json=body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
@@ -372,16 +408,17 @@ class OpenAIPolicy:
                 if r.status_code == 200:
                     try:
                         data = r.json()
-                    except ValueError as exc:
+                    except ValueError:
                         raise PolicyError(
-                            f"{self.url}: reply is not JSON ({r.text[:200]!r})"
-                        ) from exc
+                            f"{self.url}: reply is not JSON ({self._redact(r.text[:200])!r})"
+                        ) from None  # the decode error's .doc holds the whole reply
                     if not isinstance(data, dict):
                         raise PolicyError(
-                            f"{self.url}: reply is not a JSON object ({r.text[:200]!r})"
+                            f"{self.url}: reply is not a JSON object "
+                            f"({self._redact(r.text[:200])!r})"
                         )
                     return data
-                detail = r.text[:300]
+                detail = self._redact(r.text[:300])
                 if r.status_code not in _RETRY_STATUS:
                     hint = (
                         " (check the key in $" + str(self.api_key_env) + ")"
@@ -393,7 +430,7 @@ class OpenAIPolicy:
                 ra = r.headers.get("retry-after")
                 if ra is not None:
                     try:
-                        delay = min(max(float(ra), 0.0), 60.0)
+                        delay = min(max(float(ra), 0.0), _MAX_DELAY_S)
                     except ValueError:
                         pass
             if attempt < self.max_retries:

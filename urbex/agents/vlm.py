@@ -51,6 +51,33 @@ def clean_generation(text: str, special_tokens: Sequence[str] = ()) -> str:
     return s.strip()
 
 
+def _check_device(torch: Any, device: str) -> None:
+    """Raise :class:`PolicyError` unless ``device`` names a torch device present here.
+
+    Checked before the weights load, so a typo costs no load time and reads as one line.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise PolicyError(
+            f"not a torch device: {device!r}; expected cpu, cuda, cuda:N, mps, ...",
+            field="vlm.device",
+        ) from exc
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise PolicyError(
+                f"{device!r} asked for, but no CUDA device is visible here; set vlm.device: cpu",
+                field="vlm.device",
+            )
+        if dev.index is not None and dev.index >= n:
+            raise PolicyError(
+                f"{device!r} asked for, but only {n} CUDA device(s) are visible "
+                f"(cuda:0..cuda:{n - 1})",
+                field="vlm.device",
+            )
+
+
 def _turn_seed(seed: int, turn: int) -> int:
     h = hashlib.blake2b(f"{seed}:{turn}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "little") & 0x7FFF_FFFF
@@ -73,6 +100,12 @@ class VLMPolicy:
         Pass the tool schemas to the chat template (the template then lists them).
     tool_names
         Tools listed to the model (default: all). ``()`` lists none (``no_tools``).
+
+    Raises
+    ------
+    PolicyError
+        ``checkpoint`` is not a loadable local model directory, or ``device`` is unknown or
+        not present (checked before the weights load).
     """
 
     def __init__(
@@ -100,6 +133,7 @@ class VLMPolicy:
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        _check_device(torch, device)
         try:
             self.processor = AutoProcessor.from_pretrained(path, local_files_only=True)
             self.model = AutoModelForImageTextToText.from_pretrained(

@@ -243,18 +243,15 @@ def train(
     Raises
     ------
     ConfigError
-        No base checkpoint given; an invalid ``run_name``.
+        No base checkpoint given; an invalid ``run_name``; the generation batch is not a
+        multiple of ``train.num_generations`` (or another field trl's ``GRPOConfig`` rejects).
     PolicyError
         The base checkpoint is not a loadable local model directory.
     AnnotationError, CacheError, LandmarkError
         The split table, a scene cache or the landmark tables are missing (`urbex splits`,
         `urbex cache`, `urbex landmarks`).
-    ValueError
-        The generation batch is not a multiple of ``train.num_generations``.
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from pydantic import ValidationError
-
     from urbex.env.episode import CachedSceneProvider
     from urbex.eval.runner import load_queries
     from urbex.landmarks import LandmarkIndex, read_landmark_table
@@ -267,11 +264,7 @@ def train(
     if checkpoint is not None:
         updates["checkpoint"] = Path(checkpoint).resolve()
     if updates:
-        try:
-            params = params.with_updates(train=updates)
-        except ValidationError as exc:
-            msgs = "; ".join(f"train.{e['loc'][-1]}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"invalid override: {msgs}", field="train") from exc
+        params = params.with_updates(train=updates)  # ConfigError naming train.<field>
     t = params.train
     base = _base_checkpoint(params)
     queries = load_queries(params, t.split, limit=t.limit, sample_seed=t.seed)
@@ -291,10 +284,13 @@ def train(
         "env": params.section_dict("env"),
         "overrides": {k: repr(v) for k, v in sorted(config_overrides.items())},
     }
+    try:  # before anything is written: a batch/num_generations mismatch is a params error
+        config = make_grpo_config(
+            params, staging / "trainer", disable_tqdm=not progress, **config_overrides
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="train") from exc
     resume = _prepare_staging(staging, fingerprint)
-    config = make_grpo_config(
-        params, staging / "trainer", disable_tqdm=not progress, **config_overrides
-    )
     provider = CachedSceneProvider(params.assets / "scenes")
     index = LandmarkIndex.from_params(read_landmark_table(params.assets / "landmarks"), params)
     dataset = Dataset.from_list(grpo_rows(queries, provider, params))
