@@ -137,3 +137,71 @@ def test_cli_data_scenes_beyond_the_synthetic_set_is_an_error(tmp_path, capsys):
     assert main(["--params", str(params), "-q", "synth"]) == 2
     err = capsys.readouterr().err
     assert "synthville_block_7" in err and "data.scenes" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "field"),
+    [(["--scenes", "0"], "synth.scenes"), (["--size", "5"], "synth.size")],
+)
+@pytest.mark.parametrize("to_out", [False, True])
+def test_cli_synth_bad_flag_is_a_one_line_error(tmp_path, capsys, flags, field, to_out):
+    params = write_small_project(tmp_path)
+    out = [str(tmp_path / "city")] if to_out else []
+    assert main(["--params", str(params), "-q", "synth", *out, *flags]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "city").exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "binary"])
+def test_cli_unreadable_params_file_exits_2_naming_it(tmp_path, capsys, kind):
+    if kind == "directory":
+        p = tmp_path / "params_dir"
+        p.mkdir()
+    else:
+        p = tmp_path / "params.yaml"
+        p.write_bytes(b"\xff\xfe\x00binary")
+    assert main(["--params", str(p), "warehouse"]) == 2
+    err = capsys.readouterr().err
+    assert str(p) in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_unwritable_output_path_is_a_one_line_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["make-tiny-model", str(blocker / "tiny")]) == 2
+    err = capsys.readouterr().err
+    assert str(blocker) in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_cache_scene_outside_data_scenes_is_a_config_error(tmp_path, capsys):
+    from urbex.config import load_params
+    from urbex.errors import ConfigError
+    from urbex.stages import build_scene
+
+    params = write_small_project(tmp_path, data={"scenes": ["synthville_block_0"]})
+    with pytest.raises(ConfigError, match=r"synthville_block_1.*data\.scenes"):
+        build_scene(load_params(params), "synthville_block_1")
+
+
+def test_cli_failed_synthesis_leaves_no_temporary_directory(tmp_path, monkeypatch, capsys):
+    import urbex.synth
+
+    def boom(root, **kw):
+        (root / "scans").mkdir(parents=True)
+        raise OSError(28, "No space left on device", str(root))
+
+    monkeypatch.setattr(urbex.synth, "generate_dataset", boom)
+    params = write_small_project(tmp_path)
+    assert main(["--params", str(params), "-q", "synth"]) == 2
+    raw = tmp_path / "assets" / "raw"
+    leftovers = sorted(p.name for p in raw.iterdir()) if raw.exists() else []
+    assert leftovers == []
+
+
+def test_cli_invalid_yaml_is_one_line_with_position(tmp_path, capsys):
+    p = tmp_path / "params.yaml"
+    p.write_text("scene:\n  resolution: [0.1\n")
+    assert main(["--params", str(p), "warehouse"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "line " in err and str(p) in err

@@ -21,6 +21,18 @@ __all__ = ["main"]
 def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import stage_raw
 
+    updates = {
+        k: v
+        for k, v in {
+            "scenes": args.scenes,
+            "seed": args.seed,
+            "density": args.density,
+            "size": args.size,
+        }.items()
+        if v is not None
+    }
+    # validated like params.yaml (ranges of synth.*): a bad flag is a ConfigError, not a traceback
+    p = params.with_updates(synth=updates) if updates else params
     if args.out is None:
         if args.format is not None:
             raise ConfigError(
@@ -28,31 +40,20 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
                 "CityRefer layout (+ las/ and stpls3d/ copies per synth.las_copy / "
                 "synth.stpls3d_scenes). Give OUT, or drop --format"
             )
-        updates = {
-            k: v
-            for k, v in {
-                "scenes": args.scenes,
-                "seed": args.seed,
-                "density": args.density,
-                "size": args.size,
-            }.items()
-            if v is not None
-        }
-        p = params.with_updates(synth=updates) if updates else params
         ds = stage_raw(p, force=args.force, progress=not args.quiet)
         print(f"raw data set: {ds.root} ({len(ds.scene_ids)} scenes: {', '.join(ds.scene_ids)})")
         return 0
     from urbex.synth import generate_dataset
 
-    s = params.synth
+    s = p.synth
     fmt = args.format or "cityrefer"
     formats = ("cityrefer",) if fmt == "cityrefer" else ("cityrefer", fmt)
     generate_dataset(
         Path(args.out),
-        scenes=args.scenes if args.scenes is not None else s.scenes,
-        seed=args.seed if args.seed is not None else s.seed,
-        density=args.density if args.density is not None else s.density,
-        size=args.size if args.size is not None else s.size,
+        scenes=s.scenes,
+        seed=s.seed,
+        density=s.density,
+        size=s.size,
         formats=formats,
         las_copy=fmt == "las" or s.las_copy,
         stpls3d_scenes=max(1, s.stpls3d_scenes) if fmt == "stpls3d" else s.stpls3d_scenes,
@@ -117,6 +118,8 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.runner import evaluate
 
+    if args.landmark_perturbation is not None:
+        params = params.with_updates(eval={"landmark_perturbation": args.landmark_perturbation})
     r = evaluate(
         params,
         policy=args.policy or params.eval.policy,
@@ -162,6 +165,14 @@ def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
         f"{r.turns} turns, {r.seconds:.2f} s -> {r.out_dir} (trajectory.png, steps.jsonl, "
         f"answer.json, views/)"
     )
+    return 0
+
+
+def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
+    from urbex.eval.diagnostics import diagnose
+
+    paths = diagnose(params, echo=True)
+    print(f"diagnostics → {paths[0].parent} ({len(paths)} files)")
     return 0
 
 
@@ -260,6 +271,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--checkpoint", type=Path, help="LOCAL model directory (vlm/workflow)")
     ev.add_argument("--run-id", help="default: <policy>-<split>[-<checkpoint>]; reruns resume")
     ev.add_argument("--limit", type=int, help="a seeded sample of this many queries")
+    ev.add_argument(
+        "--landmark-perturbation",
+        choices=["none", "noise", "missing", "wrong"],
+        help="landmark-availability run (default eval.landmark_perturbation); run id gets -lm_<tag>",
+    )
     ev.set_defaults(func=_cmd_evaluate)
     gr = sub.add_parser("ground", help="one query: its steps, answer and trajectory picture")
     gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
@@ -275,6 +291,8 @@ def _build_parser() -> argparse.ArgumentParser:
     gr.set_defaults(func=_cmd_ground)
     rp = sub.add_parser("report", help="the Table-1-shaped comparison (Markdown + CSV)")
     rp.set_defaults(func=_cmd_report)
+    dg = sub.add_parser("diagnose", help="the paper's diagnostic tables and plots (appendix D)")
+    dg.set_defaults(func=_cmd_diagnose)
 
     tr = sub.add_parser("train", help="GRPO-train a policy from a LOCAL checkpoint (trl)")
     tr.add_argument(
@@ -304,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = load_params(args.params)
         return int(args.func(args, params))
     except UrbexError as exc:
+        print(f"urbex {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the user gave: unwritable, a file where a folder must go, ...
         print(f"urbex {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -6,6 +6,7 @@ all build it with :func:`load_params`. Unknown keys are errors (a typo must not 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from urbex.errors import ConfigError
 __all__ = [
     "AnnotationParams",
     "DataParams",
+    "DiagnoseParams",
     "EnvParams",
     "EvalParams",
     "LandmarkParams",
@@ -215,6 +217,42 @@ class EvalParams(_Strict):
         ["n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"],
         description="columns per split in the report",
     )
+    landmark_perturbation: Literal["none", "noise", "missing", "wrong"] = Field(
+        "none",
+        description="controlled landmark-availability run (paper D.3): noise = shift every "
+        "landmark by landmark_noise_m; missing = drop the landmarks the query mentions; "
+        "wrong = swap landmark positions within a scene",
+    )
+    landmark_noise_m: float = Field(
+        10.0, gt=0, description="length of the seeded 2D offset of the noise perturbation, m"
+    )
+    landmark_perturbation_seed: int = Field(0, description="seeds the noise / wrong perturbation")
+
+
+class DiagnoseParams(_Strict):
+    """The diagnostic tables of ``urbex diagnose`` (``urbex.eval.diagnostics``). Metres."""
+
+    distractor_radius_m: float = Field(
+        50.0, gt=0, description="same-class GT instances within this BEV centre distance count"
+    )
+    distractor_bins: list[int] = Field(
+        [1, 5, 10], description="lower edges of the distractor-count bins after 0 (0, 1-4, ...)"
+    )
+    distance_bins_m: list[float] = Field(
+        [50.0, 100.0, 200.0],
+        description="edges of the target-to-mentioned-landmark distance bins, m",
+    )
+    area_ratio_bins: list[float] = Field(
+        [0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+        description="edges of the predicted/target area-ratio histogram (plot)",
+    )
+
+    @field_validator("distractor_bins", "distance_bins_m", "area_ratio_bins")
+    @classmethod
+    def _increasing(cls, v: list[Any]) -> list[Any]:
+        if not v or any(b <= a for a, b in itertools.pairwise(v)) or v[0] <= 0:
+            raise ValueError(f"expected positive, strictly increasing bin edges, got {v}")
+        return v
 
 
 class PolicyParams(_Strict):
@@ -291,7 +329,9 @@ class TrainParams(_Strict):
     )
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
     beta: float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
-    loss_type: str = Field("dapo", description="trl loss_type: dapo, grpo, dr_grpo, bnpo, ...")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = (
+        Field("dapo", description="trl GRPOConfig.loss_type (trl 1.16 accepts exactly these)")
+    )
     seed: int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
     save_steps: int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
     logging_steps: int = Field(1, ge=1)
@@ -315,6 +355,7 @@ class Params(_Strict):
     annotations: AnnotationParams = AnnotationParams()
     stpls3d_refer: Stpls3dReferParams = Stpls3dReferParams()
     eval: EvalParams = EvalParams()
+    diagnose: DiagnoseParams = DiagnoseParams()
     policy: PolicyParams = PolicyParams()
     vlm: VLMParams = VLMParams()
     openai: OpenAIParams = OpenAIParams()
@@ -345,11 +386,29 @@ class Params(_Strict):
         return getattr(self, name).model_dump(mode="json")
 
     def with_updates(self, **sections: dict[str, Any]) -> Params:
-        """A copy with some section fields replaced, e.g. ``with_updates(scene={"resolution": 0.2})``."""
+        """A copy with some section fields replaced, e.g. ``with_updates(scene={"resolution": 0.2})``.
+
+        Raises
+        ------
+        ConfigError
+            A replaced value is out of range or of the wrong type (the message names
+            ``section.field``).
+        """
         data = self.model_dump(mode="python")
         for key, upd in sections.items():
             data[key] = {**data[key], **upd}
-        return Params(**data, base_dir=self.base_dir)
+        try:
+            return Params(**data, base_dir=self.base_dir)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid override: {_describe(exc)}") from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    """One line per pydantic error: ``section.field: message (got value)``."""
+    return "; ".join(
+        f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
+        for e in exc.errors()
+    )
 
 
 def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> Params:
@@ -364,9 +423,18 @@ def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> 
     raw: dict[str, Any] = {}
     if p.exists():
         try:
-            loaded = yaml.safe_load(p.read_text())
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise ConfigError(f"not valid YAML: {exc}", path=p) from exc
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"not valid YAML{where}: {what}", path=p) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"cannot read the params file ({type(exc).__name__}: {exc}); expected a "
+                "UTF-8 YAML file",
+                path=p,
+            ) from exc
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -381,8 +449,4 @@ def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> 
     try:
         return Params(**raw, base_dir=p.parent if p.exists() else Path("."))
     except ValidationError as exc:
-        msgs = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
-            for e in exc.errors()
-        )
-        raise ConfigError(msgs, path=p) from exc
+        raise ConfigError(_describe(exc), path=p) from exc

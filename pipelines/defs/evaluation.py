@@ -5,6 +5,7 @@ import dagster as dg
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.resources import UrbexParams
 from urbex.agents.registry import POLICY_NAMES
+from urbex.eval.diagnostics import diagnose
 from urbex.eval.report import report
 from urbex.eval.runner import evaluate
 from urbex.stages import refresh
@@ -54,5 +55,19 @@ def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
         metadata={
             "report": dg.MetadataValue.md(path.read_text()),
             "path": dg.MetadataValue.path(str(path)),
+        }
+    )
+
+
+@dg.asset(deps=[evaluation], group_name="evaluation")
+def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
+    """The paper's diagnostic tables (appendix D) under ``assets/eval/diagnostics/`` + plots."""
+    paths = diagnose(urbex_params.load())
+    md = next(p for p in paths if p.suffix == ".md")
+    return dg.MaterializeResult(
+        metadata={
+            "summary": dg.MetadataValue.md(md.read_text()),
+            "path": dg.MetadataValue.path(str(md.parent)),
+            "files": len(paths),
         }
     )

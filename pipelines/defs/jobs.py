@@ -5,7 +5,9 @@ import dagster as dg
 raw_job = dg.define_asset_job("raw_job", selection=["raw_dataset"])
 scene_caches_job = dg.define_asset_job("scene_caches_job", selection=["scene_caches"])
 evaluation_job = dg.define_asset_job("evaluation_job", selection=["evaluation"])
-report_job = dg.define_asset_job("report_job", selection=["warehouse", "evaluation_report"])
+report_job = dg.define_asset_job(
+    "report_job", selection=["warehouse", "evaluation_report", "diagnostics"]
+)
 
 
 @dg.schedule(job=evaluation_job, cron_schedule="0 3 * * *", execution_timezone="UTC")

@@ -17,6 +17,7 @@ EXPECTED_ASSET_KEYS = {
     "evaluation",
     "warehouse",
     "evaluation_report",
+    "diagnostics",
     "grpo_checkpoint",
 }
 

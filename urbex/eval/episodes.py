@@ -152,7 +152,9 @@ class StepRow:
     ``tool`` is the tool name, ``"answer"``, or ``None`` when the turn had no recognisable action
     (then ``valid`` is False and ``error`` says why). ``arguments`` is JSON text (view units
     0–1000 for boxes). ``reward`` is the step's shaping (plus the terminal reward on the last
-    turn). ``model_text`` is the model's raw output, cut to 4,000 characters.
+    turn). ``model_text`` is the model's raw output, cut to 4,000 characters. ``view_x_min`` …
+    ``view_y_max`` are the world BEV box (metres) of the view a valid ``zoom_in`` /
+    ``oblique_render`` created (the zoom crop / the rendered region), else None.
     """
 
     run_id: str
@@ -169,6 +171,10 @@ class StepRow:
     env_s: float
     policy_s: float
     model_text: str
+    view_x_min: float | None = None
+    view_y_min: float | None = None
+    view_x_max: float | None = None
+    view_y_max: float | None = None
 
     def __post_init__(self) -> None:
         if self.turn < 1:

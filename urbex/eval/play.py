@@ -137,9 +137,15 @@ class EpisodePlayer:
         self.policy_name = policy_name
         self.split = split
         self.run_id = run_id
+        from urbex.eval.perturb import PerturbedLandmarks
+
         self.env = env or GroundingEnv(
             params, CachedSceneProvider(params.assets / "scenes"), landmark_index(params)
         )
+        # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
+        self._landmarks = PerturbedLandmarks.from_params(self.env.landmarks, params)
+        if self._landmarks.mode != "none":
+            self.env.landmarks = self._landmarks.index
         self.policy = policy or make_policy(
             policy_name, params, env=self.env, checkpoint=checkpoint
         )
@@ -160,6 +166,8 @@ class EpisodePlayer:
 
     def _start(self, query: Query, env: GroundingEnv) -> _Live:
         _targets(query)  # fail before playing a query that cannot be scored
+        if self._landmarks.mode == "missing":
+            env.landmarks = self._landmarks.for_query(query.description, query.scene_id)
         seed = episode_seed(self.params.eval.seed, query.query_id)
         hook = getattr(self.policy, "begin_episode", None)
         if hook is not None:
@@ -187,6 +195,9 @@ class EpisodePlayer:
         live.env_s += env_dt
         live.policy_s += policy_dt
         rec = info["step"]
+        region: list[float | None] = [None] * 4
+        if rec.valid and rec.tool in ("zoom_in", "oblique_render") and rec.view_id:
+            region = [float(v) for v in live.env.views[rec.view_id].world_box]
         live.steps.append(
             StepRow(
                 run_id=self.run_id,
@@ -203,6 +214,10 @@ class EpisodePlayer:
                 env_s=env_dt,
                 policy_s=policy_dt,
                 model_text=text,
+                view_x_min=region[0],
+                view_y_min=region[1],
+                view_x_max=region[2],
+                view_y_max=region[3],
             )
         )
         live.messages.append({"role": "assistant", "content": text})

@@ -101,16 +101,40 @@ class RunResult:
     metrics: pl.DataFrame = field(repr=False)
 
 
-def default_run_id(policy: str, split: str, checkpoint: Path | None = None) -> str:
-    """``<policy>-<split>`` (+ ``-<checkpoint dir name>``): re-running resumes the same run.
+def default_run_id(
+    policy: str, split: str, checkpoint: Path | None = None, *, perturbation: str = ""
+) -> str:
+    """``<policy>-<split>`` (+ ``-<checkpoint dir name>``, + ``-lm_<perturbation>``): re-running
+    resumes the same run; a landmark-perturbation run (:func:`urbex.eval.perturb.perturbation_tag`)
+    never shares a directory with the clean one.
 
     >>> default_run_id("vlm", "test_no", Path("/ck/step-300"))
     'vlm-test_no-step-300'
+    >>> default_run_id("oracle", "test_no", perturbation="noise10")
+    'oracle-test_no-lm_noise10'
     """
     rid = f"{policy}-{split}"
     if checkpoint is not None:
         rid += "-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(checkpoint).name)
+    if perturbation:
+        rid += f"-lm_{perturbation}"
     return rid
+
+
+def _perturbation(params: Params) -> tuple[str, dict[str, Any] | None]:
+    """The run's landmark-perturbation tag and its fingerprint entry (None when clean)."""
+    from urbex.eval.perturb import perturbation_tag
+
+    e = params.eval
+    tag = perturbation_tag(e.landmark_perturbation, e.landmark_noise_m)
+    if not tag:
+        return "", None
+    fp: dict[str, Any] = {"mode": e.landmark_perturbation}
+    if e.landmark_perturbation in ("noise", "wrong"):
+        fp["seed"] = e.landmark_perturbation_seed
+    if e.landmark_perturbation == "noise":
+        fp["noise_m"] = e.landmark_noise_m
+    return tag, fp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,6 +288,9 @@ def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[s
         "point_metrics": params.eval.point_metrics,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
+    _, pert = _perturbation(params)
+    if pert is not None:  # absent when clean: runs started before the knob existed still resume
+        fp["landmark_perturbation"] = pert
     if policy in ("vlm", "workflow", "no_tools"):
         fp["vlm"] = {
             k: v
@@ -305,12 +332,25 @@ def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> 
 
 
 def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
-    """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows."""
+    """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
+
+    The rows carry ``landmark_perturbation`` (``none`` or the run's tag, e.g. ``noise10``).
+    """
+    import polars as pl
+
     from urbex.eval.metrics import aggregate
 
     d = run_dir(params.assets, run_id)
     eps = read_episodes(d)
-    metrics = aggregate(eps)
+    meta_path = d / "run.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    pert = (meta.get("fingerprint") or {}).get("landmark_perturbation") or {}
+    tag = "none"
+    if pert:
+        from urbex.eval.perturb import perturbation_tag
+
+        tag = perturbation_tag(pert["mode"], float(pert.get("noise_m", 10.0)))
+    metrics = aggregate(eps).with_columns(pl.lit(tag).alias("landmark_perturbation"))
     write_table_atomic(metrics.to_arrow(), d / "metrics.parquet")
     return metrics
 
@@ -375,7 +415,8 @@ def evaluate(
     t_start = time.perf_counter()
     info = policy_info(policy)
     ckpt = None if checkpoint is None else Path(checkpoint)
-    rid = run_id or default_run_id(policy, split, ckpt)
+    ptag, _ = _perturbation(params)
+    rid = run_id or default_run_id(policy, split, ckpt, perturbation=ptag)
     d = run_dir(params.assets, rid)
     fp = _fingerprint(params, policy, ckpt)
     meta = _check_run(d, policy, split, fp)
@@ -403,6 +444,7 @@ def evaluate(
         "created": meta.get("created", now),
         "updated": now,
         "limit": lim,
+        "landmark_perturbation": ptag or "none",
         "status": "running",
     }
     write_json_atomic(meta, d / "run.json")

@@ -16,6 +16,8 @@ Tables
 ``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
 ``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
 ``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
+``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
+               (:data:`urbex.eval.diagnostics.DIAGNOSTIC_TABLES`)
 """
 
 from __future__ import annotations
@@ -187,6 +189,10 @@ TABLES: dict[str, TableSpec] = {
                 ("env_s", "DOUBLE"),
                 ("policy_s", "DOUBLE"),
                 ("model_text", "VARCHAR"),
+                ("view_x_min", "DOUBLE"),
+                ("view_y_min", "DOUBLE"),
+                ("view_x_max", "DOUBLE"),
+                ("view_y_max", "DOUBLE"),
             ),
         ),
         TableSpec(
@@ -224,7 +230,88 @@ TABLES: dict[str, TableSpec] = {
                 ("env_s", "DOUBLE"),
                 ("policy_s", "DOUBLE"),
                 ("reward", "DOUBLE"),
+                ("landmark_perturbation", "VARCHAR"),
             ),
+        ),
+        *(
+            TableSpec(
+                name=f"diagnostics_{name}",
+                glob=f"eval/diagnostics/{name}.parquet",
+                columns=(("run_id", "VARCHAR"), ("policy", "VARCHAR"), ("split", "VARCHAR"), *cols),
+            )
+            for name, cols in (
+                (
+                    "matching_rules",
+                    (
+                        ("rule", "VARCHAR"),
+                        ("n", "BIGINT"),
+                        ("hit1", "DOUBLE"),
+                        ("hit3", "DOUBLE"),
+                        ("hit1_spread", "DOUBLE"),
+                        ("hit3_spread", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "box_extent",
+                    (
+                        ("n", "BIGINT"),
+                        ("n_valid", "BIGINT"),
+                        ("hit1", "DOUBLE"),
+                        ("hit1_iou25", "DOUBLE"),
+                        ("n_pos_overlap_mean", "DOUBLE"),
+                        ("n_iou25_median", "DOUBLE"),
+                        ("area_ratio_median", "DOUBLE"),
+                        ("area_ratio_p90", "DOUBLE"),
+                        ("hit1_drop", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "area_ratio",
+                    (
+                        ("bin", "VARCHAR"),
+                        ("bin_order", "BIGINT"),
+                        ("count", "BIGINT"),
+                        ("share", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "disambiguation",
+                    (
+                        ("factor", "VARCHAR"),
+                        ("bin", "VARCHAR"),
+                        ("bin_order", "BIGINT"),
+                        ("n", "BIGINT"),
+                        ("regional_success", "DOUBLE"),
+                        ("n_regional", "BIGINT"),
+                        ("local_success", "DOUBLE"),
+                        ("hit1", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "landmark_availability",
+                    (
+                        ("landmark_perturbation", "VARCHAR"),
+                        ("subset", "VARCHAR"),
+                        ("clean_run_id", "VARCHAR"),
+                        ("n", "BIGINT"),
+                        ("hit1", "DOUBLE"),
+                        ("clean_hit1", "DOUBLE"),
+                        ("delta_hit1", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "tool_use",
+                    (
+                        ("n", "BIGINT"),
+                        ("landmark_query", "DOUBLE"),
+                        ("zoom_in", "DOUBLE"),
+                        ("oblique_render", "DOUBLE"),
+                        ("invalid_rate", "DOUBLE"),
+                        ("turns", "DOUBLE"),
+                        ("lzoa_share", "DOUBLE"),
+                    ),
+                ),
+            )
         ),
     )
 }
@@ -241,7 +328,7 @@ def _view_sql(spec: TableSpec, assets: Path) -> str:
             f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet("
             f"{_sql_str(str(pattern))}, union_by_name=true)"
         )
-    cols = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in spec.columns)
+    cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in spec.columns)
     return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT {cols} WHERE false"
 
 

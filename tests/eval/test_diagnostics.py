@@ -1,0 +1,352 @@
+"""Diagnostic tables (hand-computed frames), landmark perturbations, and ``diagnose`` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from PIL import Image
+
+from tests.env.envfixtures import build_eval_project
+from urbex.config import Params
+from urbex.eval.diagnostic_plots import PLOT_SIZE
+from urbex.eval.diagnostics import (
+    DIAGNOSTIC_TABLES,
+    box_extent,
+    diagnose,
+    disambiguation,
+    landmark_availability,
+    matching_rules,
+    query_context,
+    tool_use,
+)
+from urbex.eval.perturb import PerturbedLandmarks, perturb_landmark_table
+from urbex.eval.runner import default_run_id, evaluate
+from urbex.landmarks import LandmarkIndex
+
+# ------------------------------------------------------------------ constructed frames
+
+
+def _keys(n: int, run: str = "r") -> dict[str, list[str]]:
+    return {"run_id": [run] * n, "policy": ["p"] * n, "split": ["test_no"] * n}
+
+
+def test_matching_rules_hand_computed_rates_and_spread():
+    ep = pl.DataFrame(
+        {
+            **_keys(4),
+            "target_rank": [1, 2, 5, None],
+            "target_rank_nz": [1, 2, None, None],
+            "target_rank_ciou": [1, 1, 3, None],
+        }
+    )
+    t = {r["rule"]: r for r in matching_rules(ep).iter_rows(named=True)}
+    assert (t["iou"]["hit1"], t["iou"]["hit3"]) == (0.25, 0.5)
+    assert (t["iou_nonzero"]["hit1"], t["iou_nonzero"]["hit3"]) == (0.25, 0.5)
+    assert (t["ciou"]["hit1"], t["ciou"]["hit3"]) == (0.5, 0.75)
+    assert t["iou"]["hit1_spread"] == pytest.approx(0.25)
+    assert t["iou"]["hit3_spread"] == pytest.approx(0.25)
+
+
+def test_box_extent_hand_computed_over_valid_answers():
+    ep = pl.DataFrame(
+        {
+            **_keys(5),
+            "valid_answer": [True, True, True, True, False],
+            "hit1": [True, True, True, False, False],
+            "hit1_iou25": [True, False, False, False, False],
+            "n_pos_overlap": [1, 3, 5, 7, 0],
+            "n_iou25": [1, 0, 2, 0, 0],
+            "area_ratio": [1.0, 2.0, 4.0, 10.0, None],
+        }
+    )
+    r = box_extent(ep).row(0, named=True)
+    assert (r["n"], r["n_valid"]) == (5, 4)
+    assert r["hit1"] == pytest.approx(0.6) and r["hit1_iou25"] == pytest.approx(0.2)
+    assert r["hit1_drop"] == pytest.approx(0.4)
+    assert r["n_pos_overlap_mean"] == 4.0 and r["n_iou25_median"] == 0.5
+    assert r["area_ratio_median"] == 3.0
+    assert r["area_ratio_p90"] == pytest.approx(4.0 + 0.7 * 6.0)  # linear between 4 and 10
+
+
+def _context() -> pl.DataFrame:
+    # five queries; target centres at the origin except q5
+    return pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4", "q5"],
+            "target_cx": [0.0, 0.0, 0.0, 0.0, 100.0],
+            "target_cy": [0.0, 0.0, 0.0, 0.0, 100.0],
+            "n_distractors": [0, 3, 4, 7, 12],
+            "has_landmark": [True, True, True, False, True],
+            "landmark_dist_m": [10.0, 60.0, 150.0, None, 500.0],
+        }
+    )
+
+
+def _zoom(q: str, box: list[float], valid: bool = True, turn: int = 1) -> dict:
+    return {
+        "run_id": "r",
+        "query_id": q,
+        "turn": turn,
+        "tool": "zoom_in",
+        "valid": valid,
+        "view_x_min": box[0],
+        "view_y_min": box[1],
+        "view_x_max": box[2],
+        "view_y_max": box[3],
+    }
+
+
+def test_disambiguation_bins_regional_and_local_success():
+    ep = pl.DataFrame(
+        {**_keys(5), "query_id": ["q1", "q2", "q3", "q4", "q5"]}
+        | {"hit1": [True, False, True, True, False]}
+    )
+    steps = pl.DataFrame(
+        [
+            _zoom("q1", [-5, -5, 5, 5]),  # contains the origin
+            _zoom("q2", [-5, -5, 5, 5]),  # contains, but a miss
+            _zoom("q3", [10, 10, 20, 20]),  # misses the target ...
+            _zoom("q3", [-1, -1, 1, 1], turn=2),  # ... then finds it
+            _zoom("q4", [-5, -5, 5, 5], valid=False),  # invalid zoom never counts
+            _zoom("q5", [0, 0, 10, 10]),  # target at (100, 100): outside
+        ]
+    )
+    t = disambiguation(ep, steps, _context())
+    d = {r["bin"]: r for r in t.filter(pl.col("factor") == "distractors").iter_rows(named=True)}
+    assert list(d) == ["0", "1-4", "5-9", ">=10"]
+    assert [d[b]["n"] for b in d] == [1, 2, 1, 1]
+    assert d["0"]["regional_success"] == 1.0 and d["0"]["local_success"] == 1.0
+    assert d["1-4"]["regional_success"] == 1.0 and d["1-4"]["local_success"] == 0.5
+    assert d["5-9"]["regional_success"] == 0.0 and d["5-9"]["local_success"] is None
+    assert d["5-9"]["hit1"] == 1.0  # a hit without regional success is not "local success"
+    assert d[">=10"]["n_regional"] == 0
+    lm = {
+        r["bin"]: r for r in t.filter(pl.col("factor") == "landmark_distance").iter_rows(named=True)
+    }
+    assert list(lm) == ["<50 m", "50-100 m", "100-200 m", ">=200 m", "no landmark"]
+    assert [lm[b]["n"] for b in lm] == [1, 1, 1, 1, 1]
+    assert [lm[b]["regional_success"] for b in lm] == [1.0, 1.0, 1.0, 0.0, 0.0]
+
+
+def test_query_context_counts_same_class_distractors_within_radius():
+    q = pl.DataFrame({"query_id": ["a"], "scene_id": ["s"], "object_id": ["1"]})
+    inst = pl.DataFrame(
+        {
+            "scene_id": ["s", "s", "s", "s", "t"],
+            "object_id": ["1", "2", "3", "4", "5"],
+            "class_name": ["Car", "Car", "Car", "Tree", "Car"],
+            "cx": [0.0, 49.0, 51.0, 1.0, 0.0],
+            "cy": [0.0, 0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    lm = pl.DataFrame(
+        {"scene_id": ["s", "s"], "name": ["Near", "Far"], "x": [0.0, 300.0], "y": [30.0, 0.0]}
+    )
+    m = pl.DataFrame({"query_id": ["a", "a"], "name": ["Far", "Near"]})
+    r = query_context(q, inst, m, lm, radius_m=50.0).row(0, named=True)
+    assert r["n_distractors"] == 1  # object 2 only: 3 is too far, 4 another class, 5 another scene
+    assert r["has_landmark"] and r["landmark_dist_m"] == 30.0  # the nearest mentioned one
+
+
+def test_landmark_availability_pairs_perturbation_runs_with_clean_run():
+    qs = ["a", "b", "c", "d"]
+    ep = pl.concat(
+        [
+            pl.DataFrame({**_keys(4, "lp-test_no"), "query_id": qs, "hit1": [1, 1, 0, 1]}),
+            pl.DataFrame({**_keys(4, "lp-test_no-lm_wrong"), "query_id": qs, "hit1": [0, 1, 0, 1]}),
+        ]
+    ).with_columns(pl.col("hit1").cast(pl.Boolean))
+    ctx = pl.DataFrame({"query_id": qs, "has_landmark": [True, True, True, False]})
+    runs = pl.DataFrame(
+        {
+            "run_id": ["lp-test_no", "lp-test_no-lm_wrong"],
+            "landmark_perturbation": ["none", "wrong"],
+        }
+    )
+    t = landmark_availability(ep, ctx, runs)
+    row = {(r["run_id"], r["subset"]): r for r in t.iter_rows(named=True)}
+    clean_with = row[("lp-test_no", "with landmark")]
+    assert clean_with["hit1"] == pytest.approx(2 / 3) and clean_with["delta_hit1"] is None
+    assert row[("lp-test_no", "without landmark")]["hit1"] == 1.0
+    w = row[("lp-test_no-lm_wrong", "with landmark")]
+    assert w["clean_run_id"] == "lp-test_no" and w["landmark_perturbation"] == "wrong"
+    assert w["hit1"] == pytest.approx(1 / 3) and w["delta_hit1"] == pytest.approx(-1 / 3)
+    assert row[("lp-test_no-lm_wrong", "all")]["delta_hit1"] == pytest.approx(-0.25)
+
+
+def test_tool_use_lzoa_share_and_invalid_rate():
+    ep = pl.DataFrame(
+        {
+            **_keys(3),
+            "query_id": ["a", "b", "c"],
+            "n_landmark_query": [1, 1, 0],
+            "n_zoom_in": [2, 1, 0],
+            "n_oblique_render": [1, 0, 0],
+            "n_invalid": [0, 1, 0],
+            "turns": [5, 4, 1],
+        }
+    )
+    tools = {
+        "a": ["landmark_query", "zoom_in", "zoom_in", "oblique_render", "answer"],  # LZZOA: yes
+        "b": ["zoom_in", "landmark_query", None, "answer"],  # wrong order
+        "c": ["answer"],
+    }
+    rows = [
+        {"run_id": "r", "query_id": q, "turn": i + 1, "tool": t, "valid": t is not None}
+        for q, ts in tools.items()
+        for i, t in enumerate(ts)
+    ]
+    r = tool_use(ep, pl.DataFrame(rows)).row(0, named=True)
+    assert r["lzoa_share"] == pytest.approx(1 / 3)
+    assert r["invalid_rate"] == pytest.approx(0.1)
+    assert r["zoom_in"] == 1.0 and r["turns"] == pytest.approx(10 / 3)
+
+
+# ------------------------------------------------------------------ perturbations
+
+
+def _landmarks() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "scene_id": ["s", "s", "s", "t"],
+            "name": ["Merton Hall", "Kings Parade", "Mill Pond", "Other Hall"],
+            "x": [0.0, 100.0, 200.0, 5.0],
+            "y": [0.0, 0.0, 50.0, 5.0],
+            "footprint_wkt": [
+                "POLYGON ((-5 -5, 5 -5, 5 5, -5 5, -5 -5))",
+                "LINESTRING (90 0, 110 0)",
+                None,
+                "POINT (5 5)",
+            ],
+        }
+    )
+
+
+def _at(index, name: str, scene: str) -> tuple[float, float]:
+    res = index.lookup(name, scene_id=scene)
+    assert res.found, (name, res.status)
+    return res.best.x, res.best.y
+
+
+def test_perturbation_noise_shifts_every_landmark_by_noise_m():
+    clean = LandmarkIndex(_landmarks())
+    pert = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3)
+    for name, scene in (("Merton Hall", "s"), ("Kings Parade", "s"), ("Other Hall", "t")):
+        (x0, y0), (x1, y1) = _at(clean, name, scene), _at(pert.for_query("x", scene), name, scene)
+        assert np.hypot(x1 - x0, y1 - y0) == pytest.approx(10.0)
+    row = pert.index.lookup("Merton Hall", scene_id="s").best.row
+    from shapely import wkt
+
+    c = wkt.loads(row["footprint_wkt"]).centroid
+    assert (c.x, c.y) == pytest.approx((row["x"], row["y"]))  # footprint moved along
+    again = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3).index
+    assert again.table["x"].to_list() == pert.index.table["x"].to_list()  # seeded
+
+
+def test_perturbation_wrong_moves_each_landmark_to_another_of_its_scene():
+    t = _landmarks()
+    w = perturb_landmark_table(t, "wrong", seed=1)
+    s_pos = set(zip(t["x"][:3], t["y"][:3]))
+    for i in range(3):
+        moved = (w["x"][i], w["y"][i])
+        assert moved != (t["x"][i], t["y"][i]) and moved in s_pos
+    assert sorted(zip(w["x"][:3], w["y"][:3])) == sorted(s_pos)  # a permutation
+    assert (w["x"][3], w["y"][3]) == (5.0, 5.0)  # alone in scene t: unchanged
+    idx = PerturbedLandmarks(LandmarkIndex(t), "wrong", seed=1).index
+    assert _at(idx, "Kings Parade", "s") != (100.0, 0.0)
+
+
+def test_perturbation_missing_hides_only_the_mentioned_landmarks():
+    pert = PerturbedLandmarks(LandmarkIndex(_landmarks()), "missing")
+    idx = pert.for_query("the red car next to merton hall", "s")
+    assert not idx.lookup("Merton Hall", scene_id="s").found
+    assert _at(idx, "Kings Parade", "s") == (100.0, 0.0)
+    assert _at(idx, "Mill Pond", "s") == (200.0, 50.0)
+    assert _at(idx, "Other Hall", "t") == (5.0, 5.0)
+    assert _at(pert.for_query("a tree near kings parade", "s"), "Merton Hall", "s") == (0.0, 0.0)
+    assert pert.for_query("a tree", "s").table.height == 4  # nothing mentioned: the clean map
+
+
+def test_default_run_id_names_the_perturbation():
+    assert default_run_id("oracle", "test_no", perturbation="noise10") == (
+        "oracle-test_no-lm_noise10"
+    )
+    assert default_run_id("oracle", "test_no") == "oracle-test_no"
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return build_eval_project(tmp_path_factory.mktemp("diag"))
+
+
+def _params(assets: Path, **eval_kw) -> Params:
+    return Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 8, **eval_kw})
+
+
+def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
+    for policy in ("oracle", "landmark_prior"):
+        evaluate(_params(project), policy=policy, split="test_no", progress=False, refresh=False)
+    r = evaluate(
+        _params(project, landmark_perturbation="noise"),
+        policy="landmark_prior",
+        split="test_no",
+        progress=False,
+        refresh=False,
+    )
+    assert r.run_id == "landmark_prior-test_no-lm_noise10"
+    meta = json.loads((r.run_dir / "run.json").read_text())
+    assert meta["landmark_perturbation"] == "noise10"
+    assert meta["fingerprint"]["landmark_perturbation"] == {
+        "mode": "noise",
+        "seed": 0,
+        "noise_m": 10.0,
+    }
+    assert r.metrics["landmark_perturbation"].to_list() == ["noise10"]
+
+    paths = diagnose(_params(project))
+    out = project / "eval" / "diagnostics"
+    assert {p.name for p in paths} == {
+        *(f"{n}.parquet" for n in DIAGNOSTIC_TABLES),
+        "diagnostics.md",
+        "success_vs_distractors.png",
+        "area_ratio_hist.png",
+    }
+    for png in ("success_vs_distractors.png", "area_ratio_hist.png"):
+        with Image.open(out / png) as im:
+            assert im.size == PLOT_SIZE and im.mode == "RGB"
+
+    con = duckdb.connect(str(project / "warehouse.duckdb"), read_only=True)
+    try:
+        for n in DIAGNOSTIC_TABLES:
+            assert con.sql(f"SELECT count(*) FROM diagnostics_{n}").fetchall()[0][0] > 0
+        dis = pl.from_arrow(
+            con.sql(
+                "SELECT * FROM diagnostics_disambiguation WHERE run_id = 'oracle-test_no'"
+            ).to_arrow_table()
+        )
+        la = pl.from_arrow(
+            con.sql("SELECT * FROM diagnostics_landmark_availability").to_arrow_table()
+        )
+        steps = con.sql(
+            "SELECT count(*) FROM steps WHERE tool = 'zoom_in' AND view_x_min IS NOT NULL"
+        ).fetchall()[0][0]
+    finally:
+        con.close()
+    assert steps > 0  # zoom regions recorded in world metres
+    # the oracle zooms onto the target: every episode is a regional and a local success
+    dd = dis.filter(pl.col("factor") == "distractors", pl.col("n") > 0)
+    assert dd["regional_success"].to_list() == [1.0] * dd.height
+    assert dd["local_success"].to_list() == [1.0] * dd.height
+    noise = la.filter(pl.col("run_id") == "landmark_prior-test_no-lm_noise10")
+    assert set(noise["clean_run_id"].to_list()) == {"landmark_prior-test_no"}
+    assert set(noise["subset"].to_list()) == {"all", "with landmark", "without landmark"}
+    text = (out / "diagnostics.md").read_text()
+    assert "## disambiguation" in text and "landmark_prior-test_no-lm_noise10" in text
