@@ -169,7 +169,7 @@ def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
-    from urbex.eval.diagnostics import diagnose
+    from urbex.eval.diagnose import diagnose
 
     paths = diagnose(params, echo=True)
     print(f"diagnostics → {paths[0].parent} ({len(paths)} files)")

@@ -5,7 +5,7 @@ import dagster as dg
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.resources import UrbexParams
 from urbex.agents.registry import POLICY_NAMES
-from urbex.eval.diagnostics import diagnose
+from urbex.eval.diagnose import diagnose
 from urbex.eval.report import report
 from urbex.eval.runner import evaluate
 from urbex.stages import refresh

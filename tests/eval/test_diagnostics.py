@@ -13,11 +13,11 @@ from PIL import Image
 
 from tests.env.envfixtures import build_eval_project
 from urbex.config import Params
+from urbex.eval.diagnose import diagnose
 from urbex.eval.diagnostic_plots import PLOT_SIZE
 from urbex.eval.diagnostics import (
     DIAGNOSTIC_TABLES,
     box_extent,
-    diagnose,
     disambiguation,
     landmark_availability,
     matching_rules,

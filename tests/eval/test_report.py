@@ -77,3 +77,11 @@ def test_report_empty_warehouse_gives_header_only(tmp_path):
 def test_report_unknown_metric_raises(tmp_path):
     with pytest.raises(ValueError, match="not columns"):
         report_table(Params(paths={"assets": tmp_path}), metrics=["hit7"])
+
+
+def test_report_without_runs_is_an_error_and_writes_nothing(tmp_path):
+    from urbex.errors import UrbexError
+
+    with pytest.raises(UrbexError, match="urbex evaluate"):
+        report(Params(paths={"assets": tmp_path}))
+    assert not (tmp_path / "eval" / "report.md").exists()

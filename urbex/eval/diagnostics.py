@@ -1,7 +1,7 @@
 """The paper's diagnostic tables (appendix D.3, D.5, D.6) over the warehouse's evaluation rows.
 
-Pure functions over polars frames (one table each, one row per run × split × bin) and
-:func:`diagnose`, which reads the warehouse, writes every table to
+Pure functions over polars frames (one table each, one row per run × split × bin);
+:func:`urbex.eval.diagnose.diagnose` reads the warehouse, computes them, and writes every table to
 ``<assets>/eval/diagnostics/<name>.parquet`` (the warehouse's ``diagnostics_<name>`` views), a
 Markdown summary ``diagnostics.md`` and two PNG plots.
 
@@ -31,26 +31,21 @@ metres (BEV, scene frame); distances are metres.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    pass
 
 __all__ = [
     "DIAGNOSTIC_TABLES",
     "area_ratio_histogram",
     "bin_labels",
     "box_extent",
-    "compute_tables",
-    "diagnose",
     "disambiguation",
     "landmark_availability",
-    "markdown_table",
     "matching_rules",
     "query_context",
     "regional_success",
@@ -539,180 +534,3 @@ def tool_use(episodes: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         )
         .sort(_KEYS)
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# diagnose: warehouse → tables, Markdown, plots
-# ---------------------------------------------------------------------------------------------
-
-_PERCENT = ("hit", "success", "share", "rate", "delta")
-
-
-def _fmt(name: str, v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if isinstance(v, float):
-        if any(k in name for k in _PERCENT):
-            return f"{100 * v:.1f}"
-        return f"{v:.2f}"
-    return str(v)
-
-
-def markdown_table(df: pl.DataFrame, *, drop: Sequence[str] = ()) -> str:
-    """A Markdown table of ``df`` (rates as percent with one decimal, other floats two).
-
-    >>> print(markdown_table(pl.DataFrame({"run_id": ["r"], "hit1": [0.25], "n": [4]})))
-    | run_id | hit1 | n |
-    |---|---|---|
-    | r | 25.0 | 4 |
-    """
-    cols = [c for c in df.columns if c not in drop]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.select(cols).iter_rows(named=True):
-        lines.append("| " + " | ".join(_fmt(c, row[c]) for c in cols) + " |")
-    return "\n".join(lines)
-
-
-_TITLES = {
-    "matching_rules": "Matching rules (Table 12): Hit@1/3 per candidate-matching rule",
-    "box_extent": "Box extent (Tables 13-15): thresholded Hit@1, overlap counts, area ratios "
-    "(valid answers)",
-    "area_ratio": "Area-ratio histogram (predicted / target BEV area, valid answers)",
-    "disambiguation": "Search and disambiguation (Table 16): regional success = a zoom region "
-    "holds the target centre; local success = Hit@1 given regional success",
-    "landmark_availability": "Landmark availability (Table 10): Hit@1 by landmark mention; "
-    "perturbation runs against their clean run",
-    "tool_use": "Tool use: mean calls per episode, invalid-turn rate, L→Z→O→A share",
-}
-
-
-def _load(params: Params) -> dict[str, pl.DataFrame]:
-    from urbex.eval.warehouse import TABLES, connect, refresh_warehouse
-
-    refresh_warehouse(params.assets)
-    con = connect(params.assets)
-    try:
-
-        def q(table: str, cols: str, distinct: bool = False) -> pl.DataFrame:
-            # Columns added later (e.g. steps.view_*) are NULL over shards written before them.
-            have = set(con.sql(f"SELECT * FROM {table} LIMIT 0").columns)
-            types = dict(TABLES[table].columns)
-            sel = ", ".join(
-                c if c in have else f"CAST(NULL AS {types.get(c, 'VARCHAR')}) AS {c}"
-                for c in (c.strip() for c in cols.split(","))
-            )
-            sql = f"SELECT {'DISTINCT ' if distinct else ''}{sel} FROM {table}"
-            return pl.from_arrow(con.sql(sql).to_arrow_table())  # type: ignore[return-value]
-
-        return {
-            "episodes": q(
-                "episodes",
-                "run_id, policy, split, query_id, scene_id, object_id, valid_answer, hit1, "
-                "hit1_iou25, target_rank, target_rank_nz, target_rank_ciou, n_pos_overlap, "
-                "n_iou25, area_ratio, n_landmark_query, n_zoom_in, n_oblique_render, n_invalid, "
-                "turns",
-            ),
-            "steps": q(
-                "steps",
-                "run_id, query_id, turn, tool, valid, view_x_min, view_y_min, view_x_max, "
-                "view_y_max",
-            ),
-            "queries": q("queries", "query_id, scene_id, object_id, description"),
-            "instances": q("instances", "scene_id, object_id, class_name, cx, cy"),
-            "runs": q("metrics", "run_id, landmark_perturbation", distinct=True),
-        }
-    finally:
-        con.close()
-
-
-def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(query_id, name)`` mentions with the clean landmark map, and that map."""
-    from urbex.eval.play import landmark_index
-
-    index = landmark_index(params)
-    if index is None or queries.height == 0:
-        empty = pl.DataFrame(schema={"query_id": pl.String, "name": pl.String})
-        return empty, pl.DataFrame(
-            schema={"scene_id": pl.String, "name": pl.String, "x": pl.Float64, "y": pl.Float64}
-        )
-    names = index.mentions_many(queries["description"].to_list(), queries["scene_id"].to_list())
-    m = pl.DataFrame(
-        {"query_id": queries["query_id"], "name": names},
-        schema={"query_id": pl.String, "name": pl.List(pl.String)},
-    ).explode("name")
-    return m.drop_nulls("name"), index.table.select("scene_id", "name", "x", "y")
-
-
-def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Every diagnostic table from the warehouse frames of :func:`diagnose`."""
-    d = params.diagnose
-    ep, steps, queries = frames["episodes"], frames["steps"], frames["queries"]
-    used = queries.filter(pl.col("query_id").is_in(ep["query_id"].unique().to_list()))
-    mentions, landmarks = _mentions(params, used)
-    ctx = query_context(
-        used, frames["instances"], mentions, landmarks, radius_m=d.distractor_radius_m
-    )
-    return {
-        "matching_rules": matching_rules(ep),
-        "box_extent": box_extent(ep),
-        "area_ratio": area_ratio_histogram(ep, d.area_ratio_bins),
-        "disambiguation": disambiguation(
-            ep,
-            steps,
-            ctx,
-            distractor_bins=d.distractor_bins,
-            distance_bins_m=d.distance_bins_m,
-        ),
-        "landmark_availability": landmark_availability(ep, ctx, frames["runs"]),
-        "tool_use": tool_use(ep, steps),
-    }
-
-
-def diagnose(params: Params, *, echo: bool = False) -> list[Path]:
-    """Compute every diagnostic table over the warehouse's runs; write tables, summary, plots.
-
-    Writes (atomically) ``<assets>/eval/diagnostics/<name>.parquet`` for each of
-    :data:`DIAGNOSTIC_TABLES`, ``diagnostics.md`` (the tables as Markdown) and the plots
-    ``success_vs_distractors.png`` and ``area_ratio_hist.png``
-    (:mod:`urbex.eval.diagnostic_plots`), then refreshes the warehouse so its
-    ``diagnostics_<name>`` views see them.
-
-    Returns
-    -------
-    list[Path]
-        The files written (tables, then ``diagnostics.md``, then the plots).
-    """
-    from urbex.eval.diagnostic_plots import plot_area_ratio, plot_success_vs_distractors
-    from urbex.eval.episodes import write_table_atomic
-    from urbex.eval.warehouse import refresh_warehouse
-
-    out = params.assets / "eval" / "diagnostics"
-    frames = _load(params)
-    tables = compute_tables(params, frames)
-    paths = []
-    for name in DIAGNOSTIC_TABLES:
-        paths.append(write_table_atomic(tables[name].to_arrow(), out / f"{name}.parquet"))
-    n_runs = frames["episodes"]["run_id"].n_unique()
-    md = [
-        "# urbex diagnostics",
-        "",
-        f"{n_runs} runs, {frames['episodes'].height} episodes. Rates in percent. Distractors: "
-        f"same-class GT instances within {params.diagnose.distractor_radius_m:g} m of the target.",
-    ]
-    for name in DIAGNOSTIC_TABLES:
-        drop = ["bin_order"] if name in ("area_ratio", "disambiguation") else []
-        md += ["", f"## {name}", "", _TITLES[name], "", markdown_table(tables[name], drop=drop)]
-    text = "\n".join(md) + "\n"
-    md_path = out / "diagnostics.md"
-    tmp = md_path.with_name(".diagnostics.md.tmp")
-    tmp.write_text(text)
-    tmp.replace(md_path)
-    paths.append(md_path)
-    paths.append(
-        plot_success_vs_distractors(tables["disambiguation"], out / "success_vs_distractors.png")
-    )
-    paths.append(plot_area_ratio(tables["area_ratio"], out / "area_ratio_hist.png"))
-    refresh_warehouse(params.assets)
-    if echo:
-        print(text)
-    return paths

@@ -193,8 +193,20 @@ def report(params: Params, *, echo: bool = True) -> Path:
     -------
     Path
         ``<assets>/eval/report.md`` (``report.csv`` sits next to it).
+
+    Raises
+    ------
+    UrbexError
+        There is no evaluation run yet (nothing is written).
     """
+    from urbex.errors import UrbexError
+
     table = report_table(params)
+    if table.height == 0:
+        raise UrbexError(
+            "no evaluation runs to report; run `urbex evaluate` first",
+            path=params.assets / "eval" / "runs",
+        )
     md = to_markdown(table)
     out = params.assets / "eval" / "report.md"
     _write_atomic(
