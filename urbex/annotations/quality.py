@@ -285,27 +285,6 @@ def validate_landmarks(
     """
     from urbex.landmarks import LANDMARK_KINDS
 
-    ex: list[Expectation] = []
-    for c in (
-        "scene_id",
-        "landmark_id",
-        "name",
-        "name_norm",
-        "kind",
-        "footprint_wkt",
-        "x",
-        "y",
-        "source",
-    ):
-        ex.append(("ExpectColumnValuesToNotBeNull", {"column": c}))
-    ex.append(("ExpectColumnValuesToBeUnique", {"column": "landmark_id"}))
-    ex.append(("ExpectColumnValueLengthsToBeBetween", {"column": "name_norm", "min_value": 1}))
-    ex.append(
-        ("ExpectColumnValuesToBeInSet", {"column": "kind", "value_set": list(LANDMARK_KINDS)})
-    )
-    ex.append(
-        ("ExpectColumnValuesToBeInSet", {"column": "source", "value_set": ["box3d", "geojson"]})
-    )
     cols = [
         "scene_id",
         "landmark_id",
@@ -317,6 +296,15 @@ def validate_landmarks(
         "y",
         "source",
     ]
+    ex: list[Expectation] = [("ExpectColumnValuesToNotBeNull", {"column": c}) for c in cols]
+    ex.append(("ExpectColumnValuesToBeUnique", {"column": "landmark_id"}))
+    ex.append(("ExpectColumnValueLengthsToBeBetween", {"column": "name_norm", "min_value": 1}))
+    ex.append(
+        ("ExpectColumnValuesToBeInSet", {"column": "kind", "value_set": list(LANDMARK_KINDS)})
+    )
+    ex.append(
+        ("ExpectColumnValuesToBeInSet", {"column": "source", "value_set": ["box3d", "geojson"]})
+    )
     if bounds is not None:
         b = pl.DataFrame(
             [{"scene_id": k, "_x0": v[0], "_y0": v[1], "_x1": v[2], "_y1": v[3]} for k, v in bounds.items()],
