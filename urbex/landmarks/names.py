@@ -24,12 +24,26 @@ LANDMARK_KINDS: tuple[str, ...] = ("building", "road", "park", "parking", "groun
 _ABBREV: dict[str, str] = {
     "str": "street", "rd": "road", "ave": "avenue", "av": "avenue",
     "pde": "parade", "ln": "lane", "sq": "square", "pl": "place", "ct": "court",
-    "cres": "crescent", "dr": "drive", "mt": "mount", "bldg": "building", "ctr": "centre",
+    "cres": "crescent", "mt": "mount", "bldg": "building", "ctr": "centre",
     "center": "centre", "hosp": "hospital", "univ": "university", "coll": "college",
     "stn": "station", "hwy": "highway", "blvd": "boulevard", "pk": "park", "gdns": "gardens",
     "gdn": "garden", "terr": "terrace", "tce": "terrace", "cl": "close", "ch": "church",
 }  # fmt: skip
 _DROP = frozenset({"the"})
+#: Words that may follow a street-type word ("High St North", "Queen St West").
+_QUALIFIERS = frozenset("north south east west upper lower great little".split())
+
+
+def _positional(tok: str, i: int, toks: list[str]) -> str:
+    """ "st" → saint/street and "dr" → doctor/drive by position (see :func:`normalize_name`)."""
+    if tok not in ("st", "dr"):
+        return tok
+    street_like = i > 0 and (i == len(toks) - 1 or toks[i + 1] in _QUALIFIERS)
+    if tok == "st":
+        return "street" if street_like else "saint"
+    return "drive" if i > 0 else "doctor"
+
+
 # Words that name a kind of place, not a particular one: a match on them alone is weak.
 GENERIC_WORDS = frozenset(
     "saint street road avenue lane parade square place court crescent drive mount building centre "
@@ -49,8 +63,9 @@ def normalize_name(name: str) -> str:
 
     Unicode accents are stripped, case is folded, possessives lose their apostrophe
     ("King's" → "kings"), punctuation becomes space, "&" becomes "and", common abbreviations take
-    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word and
-    "saint" elsewhere) and "the" is dropped.
+    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word or
+    before a qualifier such as "North", and "saint" elsewhere; "Dr" is "doctor" as the first word
+    and "drive" elsewhere) and "the" is dropped.
 
     Examples
     --------
@@ -60,6 +75,8 @@ def normalize_name(name: str) -> str:
     'saint marys church'
     >>> normalize_name("St Andrew's St")
     'saint andrews street'
+    >>> normalize_name("High St North"), normalize_name("Dr Johnson House"), normalize_name("Mill Dr")
+    ('high street north', 'doctor johnson house', 'mill drive')
     >>> normalize_name("King's Parade") == normalize_name("Kings Pde")
     True
     >>> normalize_name("The Café & Bar")
@@ -71,8 +88,7 @@ def normalize_name(name: str) -> str:
     s = "".join(c for c in s if not unicodedata.combining(c)).casefold()
     s = _APOSTROPHES.sub("", s).replace("&", " and ")
     toks = [_ABBREV.get(t, t) for t in _NON_WORD.sub(" ", s).split()]
-    toks = [("street" if i == len(toks) - 1 and i > 0 else "saint") if t == "st" else t
-            for i, t in enumerate(toks)]  # fmt: skip
+    toks = [_positional(t, i, toks) for i, t in enumerate(toks)]
     return " ".join(t for t in toks if t not in _DROP)
 
 
