@@ -10,10 +10,12 @@ own.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -250,6 +252,9 @@ def main() -> None:
     ap.add_argument("--size", type=float, default=None, help="block side, metres (default 1000)")
     ap.add_argument("--density", type=float, default=20.0)
     ap.add_argument("--no-open3d", action="store_true")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the work dir (PLY + cache) afterwards"
+    )
     args = ap.parse_args()
     size = args.size or (200.0 if args.quick else 1000.0)
     density = 10.0 if args.quick and args.size is None else args.density
@@ -261,6 +266,8 @@ def main() -> None:
     from urbex.scene.oblique import render_oblique
 
     work = Path(tempfile.mkdtemp(prefix="bench_scene_"))
+    if not args.keep:  # also on an error part-way through
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
     t0 = time.perf_counter()
     cloud, origin = make_cloud(size, density)
     print(
@@ -388,7 +395,8 @@ def main() -> None:
         except Exception as exc:  # report, never hide: the ratio is then unavailable
             tail = (p.stderr or "")[-500:] if "p" in locals() else ""
             print(f"  open3d peer unavailable: {exc!r} {tail}")
-    print(f"\n(work dir {work}; delete it when done)")
+    if args.keep:
+        print(f"\n(work dir kept: {work})")
 
 
 if __name__ == "__main__":
