@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from urbex.atomic import atomic_write, publish_dir
 from urbex.config import Params
 from urbex.errors import ConfigError
 
@@ -106,16 +107,12 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
     """
     ds = raw_dataset(params)
     if not ds.generated:
-        reg = params.assets / "raw" / "registered.json"
-        reg.parent.mkdir(parents=True, exist_ok=True)
-        tmp = reg.with_suffix(".json.tmp")
-        tmp.write_text(
-            json.dumps(
+        with atomic_write(params.assets / "raw" / "registered.json", "w") as fh:
+            json.dump(
                 {"source": ds.source, "root": str(ds.root), "scene_ids": list(ds.scene_ids)},
+                fh,
                 indent=2,
             )
-        )
-        os.replace(tmp, reg)
         return ds
 
     from urbex.synth import generate_dataset
@@ -143,12 +140,5 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
     except BaseException:
         shutil.rmtree(tmp_root, ignore_errors=True)  # no half data set left beside the root
         raise
-    if ds.root.exists():
-        old = ds.root.with_name(ds.root.name + f".old-{os.getpid()}")
-        os.replace(ds.root, old)
-        os.replace(tmp_root, ds.root)
-        shutil.rmtree(old)
-    else:
-        ds.root.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp_root, ds.root)
+    publish_dir(tmp_root, ds.root)
     return ds

@@ -326,7 +326,7 @@ def validate_landmarks(
 
 def write_report(report: QualityReport, path: str | Path) -> Path:
     """Write a report as JSON (atomically); Dagster asset checks read it for their metadata."""
-    from urbex.io._atomic import atomic_write
+    from urbex.atomic import atomic_write
 
     path = Path(path)
     with atomic_write(path, "w", encoding="utf-8") as fh:
@@ -343,7 +343,7 @@ def publish_checked(df: pl.DataFrame, path: str | Path, report: QualityReport) -
     QualityCheckError
         The report failed; ``path`` is left untouched.
     """
-    from urbex.io._atomic import atomic_path
+    from urbex.atomic import atomic_path
 
     path = Path(path)
     if not report.success:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from urbex.atomic import publish_dir
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
 
@@ -353,14 +354,7 @@ def build_stpls3d_refer(params: Params) -> Path:
         (stage / "summary.json").write_text(
             json.dumps({"scenes": summaries}, indent=1, default=float), encoding="utf-8"
         )
-        if final.exists():
-            old = final.with_name(f".stpls3d_refer.old-{os.getpid()}")
-            os.replace(final, old)
-            os.replace(stage, final)
-            shutil.rmtree(old)
-        else:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage, final)
+        publish_dir(stage, final)
     finally:
         if stage.exists():
             shutil.rmtree(stage)

@@ -418,7 +418,7 @@ def write_refer_scene(
     ``meta_data/CityRefer_test.json`` is *rewritten* from ``<out>/expressions/*.parquet`` so it
     holds every written scene's expressions.
     """
-    from urbex.io._atomic import atomic_path
+    from urbex.atomic import atomic_path
     from urbex.io.cityrefer import Annotation, BoxRecord, write_annotations, write_box3d, write_segs
     from urbex.io.ply import write_ply
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from urbex.atomic import atomic_write
 from urbex.eval.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
@@ -188,9 +189,8 @@ def diagnose(params: Params, *, echo: bool = False) -> list[Path]:
         md += ["", f"## {name}", "", _TITLES[name], "", markdown_table(tables[name], drop=drop)]
     text = "\n".join(md) + "\n"
     md_path = out / "diagnostics.md"
-    tmp = md_path.with_name(".diagnostics.md.tmp")
-    tmp.write_text(text)
-    tmp.replace(md_path)
+    with atomic_write(md_path, "w") as fh:
+        fh.write(text)
     paths.append(md_path)
     paths.append(
         plot_success_vs_distractors(tables["disambiguation"], out / "success_vs_distractors.png")

@@ -13,8 +13,6 @@ legend on the right, labelled axes and a title:
 from __future__ import annotations
 
 import itertools
-import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -124,15 +122,11 @@ class _Axes:
             y += 20
 
     def save(self, path: Path) -> Path:
+        from urbex.atomic import atomic_path
+
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp.png")
-        try:
+        with atomic_path(path) as tmp:
             self.img.save(tmp, format="PNG")
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
         return path
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import CacheError
 
 if TYPE_CHECKING:
@@ -225,24 +225,16 @@ def write_table_atomic(table: pa.Table, path: Path) -> Path:
     import pyarrow.parquet as pq
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 
 def write_json_atomic(data: dict[str, Any], path: Path) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    with atomic_write(path, "w") as fh:
+        fh.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     return path
 
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
-from urbex.io._atomic import atomic_path, atomic_write
 
 if TYPE_CHECKING:
     from urbex.config import Params

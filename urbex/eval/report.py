@@ -15,8 +15,6 @@ the same units as the Markdown: percent for fractions).
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -179,13 +177,6 @@ def _fmt(v: float | None, metric: str) -> str:
     return f"{v:.1f}"
 
 
-def _write_atomic(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def report(params: Params, *, echo: bool = True) -> Path:
     """Build the comparison, print it (``echo``), write ``report.md`` + ``report.csv``.
 
@@ -199,6 +190,7 @@ def report(params: Params, *, echo: bool = True) -> Path:
     UrbexError
         There is no evaluation run yet (nothing is written).
     """
+    from urbex.atomic import atomic_path, atomic_write
     from urbex.errors import UrbexError
 
     table = report_table(params)
@@ -209,15 +201,13 @@ def report(params: Params, *, echo: bool = True) -> Path:
         )
     md = to_markdown(table)
     out = params.assets / "eval" / "report.md"
-    _write_atomic(
-        "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
-        "s/query = warm-online seconds per query).\n\n" + md + "\n",
-        out,
-    )
-    csv_path = out.with_suffix(".csv")
-    tmp = csv_path.with_name(f".{csv_path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    table.write_csv(tmp)
-    os.replace(tmp, csv_path)
+    with atomic_write(out, "w") as fh:
+        fh.write(
+            "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
+            "s/query = warm-online seconds per query).\n\n" + md + "\n"
+        )
+    with atomic_path(out.with_suffix(".csv")) as tmp:
+        table.write_csv(tmp)
     if echo:
         print(md)
     return out

@@ -23,7 +23,6 @@ Tables
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -422,8 +421,9 @@ def write_scene_row(cache_dir: Path) -> Path:
     meta = json.loads((cache_dir / "meta.json").read_text())
     row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
     table = pa.Table.from_pylist([row])
+    from urbex.atomic import atomic_path
+
     out = cache_dir / "scene.parquet"
-    tmp = out.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
     return out

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.atomic import atomic_write
 from urbex.errors import AnnotationError
-from urbex.io._atomic import atomic_write
 
 __all__ = [
     "Annotation",

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from urbex.atomic import atomic_path
 from urbex.errors import LandmarkError
-from urbex.io._atomic import atomic_path
 
 if TYPE_CHECKING:
     import geopandas

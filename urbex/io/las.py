@@ -35,8 +35,8 @@ from typing import IO, Any, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
-from urbex.io._atomic import atomic_write
 from urbex.pointcloud import PointCloud
 
 __all__ = ["LasReader", "UnitConversion", "read_las", "unit_conversion", "write_las"]

@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.io._atomic import atomic_write
+from urbex.atomic import atomic_write
 from urbex.io._ply_header import (
     PLY_TYPES,
     PlyElement,

@@ -18,8 +18,8 @@ import os
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
-from urbex.io._atomic import atomic_write
 from urbex.io.ply import read_ply
 from urbex.pointcloud import PointCloud
 

@@ -358,7 +358,7 @@ def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
 
 def write_landmark_table(table: pl.DataFrame, path: str | Path) -> Path:
     """Write a landmark table as Parquet, atomically (temp file + ``os.replace``)."""
-    from urbex.io._atomic import atomic_path
+    from urbex.atomic import atomic_path
 
     path = Path(path)
     with atomic_path(path) as tmp:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.atomic import publish_dir
 from urbex.config import SceneParams
 from urbex.errors import CacheError
 from urbex.geometry import Affine
@@ -215,13 +216,7 @@ def build_scene_cache(
         meta = _build(
             cloud, tmp, out_dir, params, scene_id, boxes, input_hash, chash, progress, t_start
         )
-        if out_dir.exists():
-            old = out_dir.with_name(out_dir.name + f".old-{os.getpid()}")
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
+        publish_dir(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -25,7 +25,6 @@ from ``grid_origin``), then by their index in the input cloud.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -232,7 +231,8 @@ def read_meta(cache_dir: str | Path) -> CacheMeta:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON via a temp file in the same directory + ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """Write ``data`` as indented JSON, atomically (:func:`urbex.atomic.atomic_write`)."""
+    from urbex.atomic import atomic_write
+
+    with atomic_write(path, "w") as fh:
+        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")

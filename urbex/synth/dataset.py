@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.atomic import umask_mode
 from urbex.errors import AnnotationError
-from urbex.io._atomic import umask_mode
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
 from urbex.synth.expressions import (
@@ -337,7 +337,7 @@ def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
 
 
 def _write_stpls3d_scene(tmp: Path, block: Block) -> None:
-    from urbex.io._atomic import atomic_write
+    from urbex.atomic import atomic_write
     from urbex.io.geojson import write_landmarks_geojson
     from urbex.io.stpls3d import write_stpls3d_txt
 

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from urbex.atomic import publish_dir
 from urbex.config import Params
 from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
 
@@ -174,17 +175,6 @@ def _log_frame(history: list[dict[str, Any]]) -> Any:
     if not rows:
         return pl.DataFrame({"step": pl.Series([], dtype=pl.Int64)})
     return pl.from_dicts(rows, infer_schema_length=None)
-
-
-def _publish(staging: Path, final: Path) -> None:
-    """Move ``staging`` onto ``final`` (an existing ``final`` is replaced, never half-written)."""
-    if final.exists():
-        old = final.with_name(f".old-{final.name}-{os.getpid()}")
-        os.replace(final, old)
-        os.replace(staging, final)
-        shutil.rmtree(old, ignore_errors=False)
-    else:
-        os.replace(staging, final)
 
 
 def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
@@ -341,7 +331,7 @@ def train(
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         (out / "train.json").write_text(json.dumps(summary, indent=2, default=str))
-        _publish(out, final)
+        publish_dir(out, final)
         shutil.rmtree(staging)  # the intermediate trainer checkpoints
     trainer.accelerator.wait_for_everyone()
     return TrainResult(

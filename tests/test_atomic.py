@@ -1,7 +1,7 @@
 def test_atomic_path_published_file_follows_umask_not_tempfile_0600(tmp_path):
     import os
 
-    from urbex.io._atomic import atomic_path
+    from urbex.atomic import atomic_path
 
     old = os.umask(0o022)
     try:

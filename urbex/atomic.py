@@ -1,18 +1,21 @@
-"""Atomic file writing: write to a temporary file in the target's directory, then ``os.replace``.
+"""Atomic publishing: write to a temporary sibling, then ``os.replace`` it onto the target.
 
-A reader never sees a half-written file: either the old file or the complete new one.
+A reader never sees a half-written file or directory: either the old one or the complete new one.
+Every stage that publishes a file (:func:`atomic_path`, :func:`atomic_write`) or a directory
+built in a staging sibling (:func:`publish_dir`) goes through here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write", "umask_mode"]
+__all__ = ["atomic_path", "atomic_write", "publish_dir", "umask_mode"]
 
 
 def umask_mode(*, directory: bool = False) -> int:
@@ -74,3 +77,30 @@ def atomic_write(
     """
     with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as fh:
         yield fh
+
+
+def publish_dir(staging: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
+    """Move the finished directory ``staging`` onto ``final`` (a sibling path); return ``final``.
+
+    An existing ``final`` is first renamed aside and removed only after ``staging`` took its
+    place, so ``final`` is at every moment either the complete old or the complete new tree.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "new").mkdir(); _ = (d / "new" / "f").write_text("2")
+    >>> (d / "out").mkdir(); _ = (d / "out" / "f").write_text("1")
+    >>> (publish_dir(d / "new", d / "out") / "f").read_text(), (d / "new").exists()
+    ('2', False)
+    """
+    src, dst = Path(staging), Path(final)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.replace(dst, old)
+        os.replace(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+    return dst
