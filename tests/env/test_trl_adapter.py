@@ -141,3 +141,19 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     assert any("lm_head" in n for n in changed)
     assert any("language_model.layers.1" in n for n in changed)
     assert len(changed) >= 0.5 * len(before)
+
+
+def test_trl_tool_schemas_come_from_the_same_tool_specs():
+    from transformers.utils import get_json_schema
+
+    from urbex.env.tools import TOOLS
+    from urbex.env.trl_adapter import make_environment_class
+
+    cls = make_environment_class(None, lambda scene_id: None)
+    for name, spec in TOOLS.items():
+        fn = get_json_schema(getattr(cls, name))["function"]
+        assert fn["name"] == name and fn["description"] == spec.description
+        props = fn["parameters"]["properties"]
+        assert set(props) == set(spec.parameters["properties"])
+        for arg, prop in props.items():
+            assert prop["description"] == spec.parameters["properties"][arg]["description"]

@@ -74,6 +74,15 @@ class ToolSpec:
     parameters: dict[str, Any]
     handler: Tool = field(repr=False)
 
+    def google_docstring(self) -> str:
+        """The tool as a Google-style docstring (summary + ``Args:``), the form trl/transformers
+        read a tool's schema from when the tool is a method (``environment_factory``)."""
+        args = "\n".join(
+            f"    {name}: {prop.get('description', name)}"
+            for name, prop in self.parameters.get("properties", {}).items()
+        )
+        return f"{self.description}\n\nArgs:\n{args}\n"
+
     def openai_schema(self) -> dict[str, Any]:
         """``{"type": "function", "function": {name, description, parameters}}``."""
         return {

@@ -34,6 +34,7 @@ from urbex.env.protocol import (
     user_prompt,
     validate_tool_call,
 )
+from urbex.env.tools import TOOLS
 
 __all__ = ["answer_reward", "grpo_rows", "make_environment_class"]
 
@@ -152,29 +153,12 @@ def make_environment_class(
             return None
 
         def landmark_query(self, name: str, view_id: str) -> str:
-            """Look up a named landmark (street, building, park) and locate it in a view.
-
-            Args:
-                name: The landmark name as written in the query, e.g. "St Mary's Church".
-                view_id: A BEV view id ("global" or "zoom_N") to project the landmark into.
-
-            Returns:
-                The matched landmark(s) with world position and box/point in the view (0-1000),
-                or "not found" with the closest known names.
-            """
+            """(schema docstring set from ``TOOLS['landmark_query']`` below)"""
             out = self._run("landmark_query", {"name": name, "view_id": view_id})
             return out if isinstance(out, str) else _content_text(out)
 
         def zoom_in(self, view_id: str, bbox_2d: list[int]) -> str | list[dict]:
-            """Crop a box of a BEV view from the full-resolution bird's-eye image (a new view "zoom_N").
-
-            Args:
-                view_id: The BEV view the box is drawn in ("global" or "zoom_N").
-                bbox_2d: The box [x1, y1, x2, y2], integers 0-1000 of the view's width/height, x1 < x2, y1 < y2.
-
-            Returns:
-                The new zoom view image and its id, or an error text.
-            """
+            """(schema docstring set from ``TOOLS['zoom_in']`` below)"""
             return self._run("zoom_in", {"view_id": view_id, "bbox_2d": bbox_2d})
 
         def oblique_render(
@@ -184,17 +168,7 @@ def make_environment_class(
             azimuth_deg: float,
             elevation_deg: float = default_el,
         ) -> str | list[dict]:
-            """Render the 3D points under a box of a BEV view in perspective (a new view "oblique_N").
-
-            Args:
-                view_id: The BEV view the box is drawn in ("global" or "zoom_N").
-                bbox_2d: The box [x1, y1, x2, y2], integers 0-1000 of the view's width/height, x1 < x2, y1 < y2.
-                azimuth_deg: Camera direction in degrees clockwise from north (0 = from the north, 90 = from the east).
-                elevation_deg: Camera elevation above the horizon in degrees, in (0, 90].
-
-            Returns:
-                The oblique image and its id (evidence only), or an error text.
-            """
+            """(schema docstring set from ``TOOLS['oblique_render']`` below)"""
             return self._run(
                 "oblique_render",
                 {
@@ -209,6 +183,10 @@ def make_environment_class(
             """Summed reward of this rollout's tool turns (shaping and invalid penalties)."""
             return float(self._tool_reward)
 
+    # One definition per tool: trl reads each method's schema from its docstring, so the
+    # docstrings are generated from the same ToolSpec the OpenAI schemas come from.
+    for tool in ("landmark_query", "zoom_in", "oblique_render"):
+        getattr(UrbexGroundingEnv, tool).__doc__ = TOOLS[tool].google_docstring()
     return UrbexGroundingEnv
 
 
