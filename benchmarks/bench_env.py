@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
             t_reset = time.perf_counter() - t0
             oracle = OraclePolicy(env)
             _episode(env, q, oracle)
-            steps = env.log
+            steps = env.steps
             assert len(steps) == 8 and env.done, [s.tool for s in steps]
             per_episode.append((t_reset + sum(s.latency_s for s in steps)) * 1000)
             for s in steps:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbex.agents.base import rollout
+from tests.env.envfixtures import play_scored
 from urbex.agents.heuristics import LandmarkPriorPolicy, compass_vector, infer_class, prior_box
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query
@@ -65,17 +65,18 @@ def test_landmark_prior_ignores_ground_truth(synth_city):
         target_box_3d=q.target_box_3d,
         class_name=q.class_name,
     )
-    _, s1, _ = rollout(env, pol, q)
-    _, s2, _ = rollout(env, pol, moved)
+    s1 = play_scored(env, pol, q)[0].steps
+    s2 = play_scored(env, pol, moved)[0].steps
     assert s1[0].arguments == s2[0].arguments and s1[0].tool == "answer"
 
 
 def test_landmark_prior_beats_scene_centre_on_synthetic_block(synth_city):
     cache, index, queries = synth_city
     env = GroundingEnv(EnvParams(), lambda s: cache, index)
-    with_lm = [rollout(env, LandmarkPriorPolicy(env), q)[0]["center_dist_m"] for q in queries]
+    with_lm = [play_scored(env, LandmarkPriorPolicy(env), q)[1]["center_dist_m"] for q in queries]
     blind_env = GroundingEnv(EnvParams(), lambda s: cache, None)  # no landmark index: scene centre
     blind = [
-        rollout(blind_env, LandmarkPriorPolicy(blind_env), q)[0]["center_dist_m"] for q in queries
+        play_scored(blind_env, LandmarkPriorPolicy(blind_env), q)[1]["center_dist_m"]
+        for q in queries
     ]
     assert np.median(with_lm) < np.median(blind)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from urbex.agents.base import PolicyBase
 from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy, action_name, due_step
 from urbex.env.protocol import Invalid, parse_action
 
@@ -22,7 +23,7 @@ OK = {
 BAD = {"role": "user", "content": "<tool_response>\nInvalid action: nope\n</tool_response>"}
 
 
-class Scripted:
+class Scripted(PolicyBase):
     """Returns queued texts and records what it was shown."""
 
     def __init__(self, *texts: str) -> None:

@@ -8,9 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from urbex.agents import OraclePolicy, rollout
+from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query
+from urbex.env.records import EpisodeOutcome
+from urbex.eval.metrics import trajectory_metrics
+from urbex.eval.play import play_episode
 
 
 def call(tool, **args):
@@ -110,46 +113,44 @@ def test_answer_maps_exactly_and_lifts_to_3d(env, city):
         f'<answer>{{"view_id": "global", "bbox_2d": {box.tolist()}}}</answer>'
     )
     assert term and not trunc
-    assert info["iou_bev"] == pytest.approx(1.0)
-    assert info["center_dist_m"] == pytest.approx(0.0, abs=1e-6)
-    z0, z1 = info["pred_box_3d"][2], info["pred_box_3d"][5]
+    o = info["outcome"]
+    assert isinstance(o, EpisodeOutcome) and o.answered and o.stop_reason == "answer"
+    assert o.answer_view_id == "global" and o.answer_box_view == pytest.approx(box.tolist())
+    np.testing.assert_allclose(o.pred_box_2d_m, q.target_box_2d, atol=1e-6)
+    z0, z1 = o.pred_box_3d_m[2], o.pred_box_3d_m[5]
     assert z0 == pytest.approx(q.target_box_3d[2], abs=0.05) and z1 == pytest.approx(
         q.target_box_3d[5], abs=0.05
     )
-    assert info["iou_3d"] > 0.95
-    assert r == pytest.approx(info["reward_terminal"])
+    assert r == pytest.approx(o.reward_terminal)
+    p = env.params
+    assert o.reward_terminal == pytest.approx(
+        p.lambda_iou + p.lambda_dist - p.lambda_step / p.max_turns
+    )
 
 
-def test_point_f1_option(env, city):
+def test_point_metrics_option_counts_points_for_point_f1(env, city):
     q = city[2][0]
-    env.reset(query=q, options={"point_f1": True})
-    info = rollout(env, OraclePolicy(env), q, options={"point_f1": True})[0]
-    assert 0.5 < info["point_f1"] <= 1.0
+    traj = play_episode(env, OraclePolicy(env), q, seed=0, point_metrics=True)
+    c = traj.outcome.point_counts
+    assert c is not None and 0 < c.n_both <= min(c.n_pred, c.n_target)
+    assert 0.5 < trajectory_metrics(traj, q.target_box_2d[None], 0)["point_f1"] <= 1.0
+    assert play_episode(env, OraclePolicy(env), q, seed=0).outcome.point_counts is None
     with pytest.raises(ValueError, match="unknown keys"):
         env.reset(query=q, options={"nope": 1})
 
 
 def test_step_log_rows(env, city):
     q = city[2][-1]
-    info, steps, _ = rollout(env, OraclePolicy(env), q)
+    traj = play_episode(env, OraclePolicy(env), q, seed=0)
+    steps = traj.steps
     assert [s.tool for s in steps] == ["landmark_query", "zoom_in", "oblique_render", "answer"]
     assert [s.turn for s in steps] == [1, 2, 3, 4]
-    row = steps[1].to_row()
-    assert set(row) == {
-        "turn",
-        "tool",
-        "arguments",
-        "valid",
-        "error",
-        "latency_s",
-        "reward",
-        "reward_shaping",
-        "reward_terminal",
-        "view_id",
-    }
-    assert json.loads(row["arguments"])["view_id"] == "global" and row["view_id"] == "zoom_1"
-    assert sum(s.reward for s in steps) == pytest.approx(info["return"])
-    assert info["turns"] == 4 and info["n_invalid"] == 0
+    zoom = steps[1]
+    assert zoom.arguments["view_id"] == "global" and zoom.view_id == "zoom_1"
+    assert zoom.region_m == tuple(env.views["zoom_1"].world_box)  # world metres of the crop
+    assert steps[0].region_m is None and steps[0].view_id is None
+    assert sum(s.reward for s in steps) == pytest.approx(traj.outcome.reward)
+    assert traj.outcome.turns == 4 and traj.n_invalid == 0
 
 
 def _leaks(text: str, q: Query) -> list[str]:
@@ -198,7 +199,7 @@ def _free(city, text="the car parked near Merton Hall"):
 def test_free_text_answer_maps_to_world_box_without_iou(env, city):
     q = _free(city)
     assert not q.has_target and q.object_id == ""
-    env.reset(query=q, options={"point_f1": True})
+    env.reset(query=q, options={"point_metrics": True})
     _, r_zoom, *_ = env.step(call("zoom_in", view_id="global", bbox_2d=[200, 200, 600, 600]))
     _, r_obl, *_ = env.step(
         call("oblique_render", view_id="zoom_1", bbox_2d=[100, 100, 900, 900], azimuth_deg=90)
@@ -208,14 +209,15 @@ def test_free_text_answer_maps_to_world_box_without_iou(env, city):
     _, r, terminated, truncated, info = env.step(
         f"<answer>{json.dumps({'view_id': 'zoom_1', 'bbox_2d': box})}</answer>"
     )
-    assert terminated and not truncated and info["answered"]
-    np.testing.assert_allclose(info["pred_box_2d"], env.views["zoom_1"].to_world_box(box))
-    p3 = info["pred_box_3d"]
-    assert p3[5] >= p3[2] and p3[0] == info["pred_box_2d"][0]
-    assert not {"iou_bev", "iou_3d", "center_dist_m", "point_f1"} & set(info)
+    o = info["outcome"]
+    assert terminated and not truncated and o.answered
+    np.testing.assert_allclose(o.pred_box_2d_m, env.views["zoom_1"].to_world_box(box))
+    p3 = o.pred_box_3d_m
+    assert p3[5] >= p3[2] and p3[0] == o.pred_box_2d_m[0]
+    assert o.point_counts is None  # no ground truth to count against
     p = env.params
     assert r == pytest.approx(-p.lambda_step * 3 / p.max_turns)  # only the step cost is left
-    assert info["return"] == pytest.approx(r)
+    assert o.reward == pytest.approx(r)
 
 
 def test_free_text_budget_runs_out_without_exception(city):
@@ -224,8 +226,9 @@ def test_free_text_budget_runs_out_without_exception(city):
     env.reset(query=_free(city))
     env.step("no idea")
     _, r, terminated, truncated, info = env.step(call("landmark_query", name="x", view_id="global"))
-    assert truncated and not terminated and info["answered"] is False
-    assert info["pred_box_2d"] is None and "iou_bev" not in info
+    o = info["outcome"]
+    assert truncated and not terminated and not o.answered and o.stop_reason == "budget"
+    assert o.pred_box_2d_m is None and o.pred_box_3d_m is None
     assert r == pytest.approx(-env.params.lambda_step)  # step cost 2/2; "x" is a valid call
 
 
@@ -233,7 +236,7 @@ def test_oracle_refuses_a_free_text_query(env, city):
     from urbex.errors import PolicyError
 
     with pytest.raises(PolicyError, match=r"ground-truth target.*--object-id"):
-        rollout(env, OraclePolicy(env), _free(city))
+        play_episode(env, OraclePolicy(env), _free(city), seed=0)
 
 
 def test_query_targets_both_or_neither_and_rows_round_trip(city):
@@ -272,4 +275,4 @@ def test_reset_on_zero_extent_scene_shows_its_one_pixel(tmp_path, xy):
     _, _, terminated, _, info = env.step(
         '<answer>{"view_id": "global", "bbox_2d": [0, 0, 1000, 1000]}</answer>'
     )
-    assert terminated and info["n_pred_points"] == n
+    assert terminated and info["outcome"].n_pred_points == n

@@ -134,7 +134,7 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     assert trainer.state.global_step == 1
     envs = trainer.environments
     assert len(envs) == 4 and all(e.env.done for e in envs)
-    assert all(any(r.tool == "zoom_in" and r.valid for r in e.env.log) for e in envs)
+    assert all(any(r.tool == "zoom_in" and r.valid for r in e.env.steps) for e in envs)
     returns = sorted(e.env.episode_return for e in envs)
     assert returns[0] < returns[-1]  # good and bad answers differ → non-zero advantages
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]

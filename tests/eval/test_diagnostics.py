@@ -94,10 +94,10 @@ def _zoom(q: str, box: list[float], valid: bool = True, turn: int = 1) -> dict:
         "turn": turn,
         "tool": "zoom_in",
         "valid": valid,
-        "view_x_min": box[0],
-        "view_y_min": box[1],
-        "view_x_max": box[2],
-        "view_y_max": box[3],
+        "region_x_min_m": box[0],
+        "region_y_min_m": box[1],
+        "region_x_max_m": box[2],
+        "region_y_max_m": box[3],
     }
 
 
@@ -336,7 +336,7 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
             con.sql("SELECT * FROM diagnostics_landmark_availability").to_arrow_table()
         )
         steps = con.sql(
-            "SELECT count(*) FROM steps WHERE tool = 'zoom_in' AND view_x_min IS NOT NULL"
+            "SELECT count(*) FROM steps WHERE tool = 'zoom_in' AND region_x_min_m IS NOT NULL"
         ).fetchall()[0][0]
     finally:
         con.close()

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from urbex.env.records import PointCounts
 from urbex.eval.metrics import (
     aggregate,
     area_ratio,
@@ -88,11 +89,10 @@ def test_episode_metrics_three_instances_hand_computed():
     # 3D: target B [3,0,0,7,4,2] (vol 32), prediction [2,0,0,6,4,4] (vol 64)
     #   ∩ = [3,0,0,6,4,2] = 24 → IoU 24/(32+64-24) = 1/3
     # points: 4 in the prediction, 3 of the target, 2 shared → P 0.5, R 2/3, F1 4/7
-    in_pred = np.array([1, 1, 1, 1, 0, 0], bool)
-    in_tgt = np.array([1, 1, 0, 0, 1, 0], bool)
+    counts = PointCounts(n_pred=4, n_target=3, n_both=2)
     m = episode_metrics(
         PRED, GT, 1, pred_box_3d=[2, 0, 0, 6, 4, 4], gt_box_3d=[3, 0, 0, 7, 4, 2],
-        in_pred=in_pred, in_target=in_tgt,
+        point_counts=counts,
     )  # fmt: skip
     assert m["valid_answer"] and m["n_candidates"] == 3
     assert m["iou_bev"] == pytest.approx(0.6)

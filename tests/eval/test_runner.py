@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from tests.env.envfixtures import build_eval_project
+from urbex.agents.base import PolicyBase
 from urbex.agents.registry import register_policy
 from urbex.config import Params
 from urbex.errors import ConfigError
@@ -85,7 +86,7 @@ def test_evaluate_landmark_prior_is_reproducible_and_nontrivial(assets):
     )
 
 
-class _Flaky:
+class _Flaky(PolicyBase):
     """landmark_prior that raises on its 5th episode while ``armed``."""
 
     armed = False
@@ -170,7 +171,7 @@ def test_evaluate_process_pool_equals_in_process(assets):
     assert _stable(read_episodes(par.run_dir)).equals(_stable(read_episodes(seq.run_dir)))
 
 
-class _Slow:
+class _Slow(PolicyBase):
     def act(self, messages, images):
         time.sleep(0.05)
         return '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}</tool_call>'

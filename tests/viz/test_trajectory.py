@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from urbex.agents import OraclePolicy, rollout
+from urbex.agents import OraclePolicy
 from urbex.env.views import EpisodeView
+from urbex.eval.play import play_episode
 from urbex.geometry import Affine
 from urbex.viz.trajectory import COLORS, HEADER_H, PAD, picture_size, trajectory_picture
 
@@ -57,8 +58,8 @@ def test_trajectory_picture_with_zero_steps_uses_the_scene_global_view(city):
 def test_trajectory_picture_of_an_oracle_episode_has_the_documented_size(env, city):
     cache, index, queries = city
     q = queries[-1]  # a car near a named building: landmark → zoom → oblique → answer
-    info, steps, _ = rollout(env, OraclePolicy(env), q, seed=0)
-    views = list(env.views)
+    traj = play_episode(env, OraclePolicy(env), q, seed=0)
+    steps, views = traj.steps, list(traj.views)
     n_strip = sum(v.kind != "global" for v in views)
     assert n_strip == 2 and len(steps) == 4
     long_text = " ".join([q.description] * 20)
@@ -66,9 +67,9 @@ def test_trajectory_picture_of_an_oracle_episode_has_the_documented_size(env, ci
     img = trajectory_picture(
         cache,
         steps,
-        env.views,
+        traj.views,
         query_text=long_text,
-        pred_box_2d=info["pred_box_2d"],
+        pred_box_2d=traj.outcome.pred_box_2d_m,
         target_box_2d=q.target_box_2d,
         landmarks=[("Merton Hall", hall.x, hall.y)],
         subtitle="policy oracle",

@@ -1,10 +1,11 @@
 """Policies that act in the grounding environment (``urbex.env``).
 
-Every policy implements :class:`~urbex.agents.base.Policy`: ``act(messages, images) -> str``,
-one assistant turn of raw text.
+Every policy implements :class:`~urbex.agents.base.Policy` (most by subclassing
+:class:`~urbex.agents.base.PolicyBase`): ``act(messages, images) -> str``, one assistant turn of
+raw text, plus the episode hooks the loop (:func:`urbex.eval.play.play_episode`) calls.
 """
 
-from urbex.agents.base import Policy, rollout
+from urbex.agents.base import Policy, PolicyBase
 from urbex.agents.heuristics import LandmarkPriorPolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.oracle import OraclePolicy
@@ -18,10 +19,10 @@ __all__ = [
     "OpenAIPolicy",
     "OraclePolicy",
     "Policy",
+    "PolicyBase",
     "VLMPolicy",
     "WorkflowPolicy",
     "make_policy",
     "policy_info",
     "register_policy",
-    "rollout",
 ]

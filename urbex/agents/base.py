@@ -1,80 +1,79 @@
-"""The policy extension point and a minimal episode loop.
+"""The policy extension point.
 
 Messages follow the chat format transformers/trl use: ``{"role": "system"|"user"|"assistant",
 "content": str | [{"type": "image"}, {"type": "text", "text": ...}]}``; images are passed
 separately, in the order their ``{"type": "image"}`` placeholders appear.
+
+Episodes are played by one loop, :func:`urbex.eval.play.play_episode` (and its lockstep form
+:func:`urbex.eval.play.play_batch`); it calls only what :class:`Policy` declares.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-from urbex.env.protocol import system_prompt
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.env.episode import GroundingEnv, Query, StepRecord
-
-__all__ = ["BatchPolicy", "Policy", "rollout"]
+__all__ = ["Policy", "PolicyBase"]
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """A grounding policy: the conversation so far in, one assistant turn (raw text) out."""
+    """A grounding policy: the conversation so far in, one assistant turn (raw text) out.
+
+    Attributes
+    ----------
+    template_lists_tools : bool
+        The policy's chat template lists the tool schemas itself (then the system prompt
+        leaves them out).
+    max_batch : int
+        Episodes it can generate one turn for at once (``act_batch``); 1 = one at a time.
+    """
+
+    @property
+    def template_lists_tools(self) -> bool: ...
+
+    @property
+    def max_batch(self) -> int: ...
+
+    def begin_episode(self, *, seed: int) -> None:
+        """Called before each episode with its seed (sampling policies seed from it)."""
+        ...
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str: ...
 
+    def act_batch(
+        self, batch_messages: list[list[dict[str, Any]]], batch_images: list[list[Image.Image]]
+    ) -> list[str]:
+        """One turn for each of several episodes (lockstep)."""
+        ...
 
-@runtime_checkable
-class BatchPolicy(Policy, Protocol):
-    """A :class:`Policy` that can also generate one turn for each of several episodes at once."""
+
+class PolicyBase(ABC):
+    """Defaults for :class:`Policy`: no episode state, no template tools, one episode at a time.
+
+    Subclasses implement :meth:`act`; a policy that generates in batches overrides
+    :meth:`act_batch` and sets ``max_batch``.
+    """
+
+    template_lists_tools: bool = False
+    max_batch: int = 1
+
+    def begin_episode(self, *, seed: int) -> None:  # noqa: B027 (a no-op default hook)
+        """No per-episode state by default."""
+
+    @abstractmethod
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        """One assistant turn (raw text)."""
 
     def act_batch(
         self, batch_messages: list[list[dict[str, Any]]], batch_images: list[list[Image.Image]]
-    ) -> list[str]: ...
-
-
-def _user(text: str, n_images: int) -> dict[str, Any]:
-    return {
-        "role": "user",
-        "content": [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}],
-    }
-
-
-def rollout(
-    env: GroundingEnv,
-    policy: Policy,
-    query: Query,
-    *,
-    seed: int | None = None,
-    options: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any], list[StepRecord], list[dict[str, Any]]]:
-    """Play one episode of ``policy`` on ``query``.
-
-    Returns
-    -------
-    info : dict
-        The final step's ``info`` (``iou_bev``, ``iou_3d``, ``center_dist_m``, ``pred_box_2d``,
-        ``return``, ...; world metres).
-    steps : list of StepRecord
-    messages : list of dict
-        The conversation (tool results come back as user turns wrapped in ``<tool_response>``).
-    """
-    obs, info = env.reset(query=query, seed=seed, options=options)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(env.params, include_tool_schemas=True)},
-        _user(obs["text"], len(obs["images"])),
-    ]
-    images = list(obs["images"])
-    while True:
-        text = policy.act(messages, images)
-        messages.append({"role": "assistant", "content": text})
-        obs, _, terminated, truncated, info = env.step(text)
-        if terminated or truncated:
-            break
-        images.extend(obs["images"])
-        messages.append(
-            _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
-        )
-    return info, env.log, messages
+    ) -> list[str]:
+        """One turn per episode, one :meth:`act` after another."""
+        if len(batch_messages) != len(batch_images):
+            raise ValueError(
+                f"batch_images: expected {len(batch_messages)} image lists, got {len(batch_images)}"
+            )
+        return [self.act(m, i) for m, i in zip(batch_messages, batch_images)]

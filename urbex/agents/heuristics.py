@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.agents.base import PolicyBase
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -211,7 +213,7 @@ def _to_units(view: Any, box: NDArray[np.float64]) -> list[int]:
     return [x1, y1, max(x2, x1 + 1), max(y2, y1 + 1)]
 
 
-class LandmarkPriorPolicy:
+class LandmarkPriorPolicy(PolicyBase):
     """The no-vision floor, bound to an environment (reads only the description, the scene id,
     the landmark index and the global view's transform — never ``target_box_*``).
 

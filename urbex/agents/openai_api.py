@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.base import PolicyBase
 from urbex.errors import ConfigError, PolicyError
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def from_openai_message(message: dict[str, Any]) -> str:
     return "\n".join(s for s in (text.strip(), *actions) if s)
 
 
-class OpenAIPolicy:
+class OpenAIPolicy(PolicyBase):
     """A prompted model behind an OpenAI-compatible chat endpoint.
 
     Parameters

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.agents.base import PolicyBase
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _nearest(units: NDArray[np.float64]) -> list[int]:
     return [x1, y1, x2, y2]
 
 
-class OraclePolicy:
+class OraclePolicy(PolicyBase):
     """Ground-truth policy bound to one environment (it reads ``env.query`` and ``env.views``).
 
     Parameters
@@ -118,7 +119,7 @@ class OraclePolicy:
         """
         env = self.env
         target = self._target()
-        done = {r.tool for r in env.log if r.valid}
+        done = {r.tool for r in env.steps if r.valid}
         zoom = env.views.last("zoom")
         if self.use_tools:
             if "landmark_query" not in done and "zoom_in" not in done:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.agents.base import PolicyBase
 from urbex.agents.colour import (
     _COLOUR_ALIASES,
     PALETTE,
@@ -537,7 +538,7 @@ def anchors_for(description: str, scene_id: str, index: Any) -> list[Anchor]:
     return out
 
 
-class RankingPolicy:
+class RankingPolicy(PolicyBase):
     """The With-GT candidate-ranking baseline, bound to an environment (answers on turn 1).
 
     It reads ``env.query.description`` and ``env.query.scene_id``, the landmark index

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.base import PolicyBase
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _turn_seed(seed: int, turn: int) -> int:
     return int.from_bytes(h, "little") & 0x7FFF_FFFF
 
 
-class VLMPolicy:
+class VLMPolicy(PolicyBase):
     """A local transformers VLM acting through the text protocol.
 
     Parameters
@@ -100,6 +101,8 @@ class VLMPolicy:
         Pass the tool schemas to the chat template (the template then lists them).
     tool_names
         Tools listed to the model (default: all). ``()`` lists none (``no_tools``).
+    max_batch
+        Episodes generated in lockstep by the evaluation loop (``vlm.batch_size``).
 
     Raises
     ------
@@ -120,6 +123,7 @@ class VLMPolicy:
         top_p: float = 0.95,
         template_tools: bool = True,
         tool_names: tuple[str, ...] | None = None,
+        max_batch: int = 1,
     ) -> None:
         path = Path(checkpoint)
         if not path.is_dir() or not (path / "config.json").is_file():
@@ -158,6 +162,9 @@ class VLMPolicy:
         self.template_tools = bool(template_tools)
         self.tool_names = tool_names
         self.template_lists_tools = self.template_tools
+        if max_batch < 1:
+            raise ValueError(f"max_batch: expected >= 1, got {max_batch}")
+        self.max_batch = int(max_batch)
         self.seed = 0
         self._pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
@@ -193,6 +200,7 @@ class VLMPolicy:
             "temperature": p.temperature,
             "top_p": p.top_p,
             "template_tools": p.template_tools,
+            "max_batch": p.batch_size,
         }
         kw.update(overrides)
         return cls(ckpt, **kw)

@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.base import PolicyBase
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -111,7 +113,7 @@ def due_step(messages: Sequence[dict[str, Any]], steps: Sequence[str], *, max_tu
     return steps[done]
 
 
-class WorkflowPolicy:
+class WorkflowPolicy(PolicyBase):
     """Impose a fixed step order on a model policy (see the module docstring).
 
     Parameters
@@ -149,14 +151,13 @@ class WorkflowPolicy:
         self.n_rejected = 0
 
     @property
-    def template_lists_tools(self) -> bool:
-        return bool(getattr(self.inner, "template_lists_tools", False))
+    def template_lists_tools(self) -> bool:  # type: ignore[override]
+        """As the wrapped policy's template."""
+        return self.inner.template_lists_tools
 
     def begin_episode(self, *, seed: int) -> None:
         """Forward the episode seed to the wrapped policy."""
-        hook = getattr(self.inner, "begin_episode", None)
-        if hook is not None:
-            hook(seed=seed)
+        self.inner.begin_episode(seed=seed)
 
     def _system_note(self) -> str:
         if self.steps == ("answer",):

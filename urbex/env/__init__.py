@@ -3,8 +3,9 @@
 Heavy dependencies (scene caches, trl, PIL) are imported lazily inside functions.
 """
 
-from urbex.env.episode import CachedSceneProvider, GroundingEnv, Query, StepRecord, make_global_view
+from urbex.env.episode import CachedSceneProvider, GroundingEnv, make_global_view
 from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action, system_prompt, user_prompt
+from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step
 from urbex.env.tools import TOOLS, openai_tool_schemas
 from urbex.env.views import EpisodeView, ViewRegistry
 
@@ -12,11 +13,13 @@ __all__ = [
     "TOOLS",
     "Answer",
     "CachedSceneProvider",
+    "EpisodeOutcome",
     "EpisodeView",
     "GroundingEnv",
     "Invalid",
+    "PointCounts",
     "Query",
-    "StepRecord",
+    "Step",
     "ToolCall",
     "ViewRegistry",
     "make_global_view",

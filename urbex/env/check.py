@@ -164,9 +164,13 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
             f"invalid step {t}: truncated must be {t == p.max_turns}, got {last[3]}",
         )
     assert last is not None
+    from urbex.env.records import EpisodeOutcome
+
+    ended = last[4].get("outcome")
     _require(
-        "iou_bev" in last[4] and last[4].get("answered") is False,
-        f"truncation: info must report the (empty) result, got keys {sorted(last[4])}",
+        isinstance(ended, EpisodeOutcome) and ended.stop_reason == "budget",
+        f"truncation: info['outcome'] must be an EpisodeOutcome with stop_reason 'budget', got "
+        f"{ended!r}",
     )
     done.append("budget_truncates")
 
@@ -186,11 +190,22 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
         out[2] and not out[3],
         f"answer: must terminate (terminated=True, truncated=False), got {out[2]}, {out[3]}",
     )
-    for key in ("iou_bev", "iou_3d", "center_dist_m", "pred_box_2d", "pred_box_3d"):
-        _require(key in out[4], f"answer: info must contain {key!r}, got {sorted(out[4])}")
+    ans = out[4].get("outcome")
     _require(
-        0.0 <= out[4]["iou_bev"] <= 1.0,
-        f"answer: iou_bev must be in [0, 1], got {out[4]['iou_bev']}",
+        isinstance(ans, EpisodeOutcome) and ans.answered,
+        f"answer: info['outcome'] must be an answered EpisodeOutcome, got {ans!r}",
+    )
+    assert isinstance(ans, EpisodeOutcome)
+    _require(
+        ans.pred_box_2d_m is not None
+        and ans.pred_box_3d_m is not None
+        and bool(np.all(np.isfinite(ans.pred_box_3d_m))),
+        f"answer: the outcome must hold finite world boxes, got {ans.pred_box_2d_m!r}, "
+        f"{ans.pred_box_3d_m!r}",
+    )
+    _require(
+        math.isclose(out[1], ans.reward_terminal + out[4]["step"].reward_shaping),
+        f"answer: the step reward must be its shaping plus the terminal reward, got {out[1]}",
     )
     done.append("answer_terminates")
 

@@ -3,25 +3,25 @@
 ``reset(query=...) -> (observation, info)`` shows the global BEV view and the query;
 ``step(model_text) -> (observation, reward, terminated, truncated, info)`` parses one assistant
 turn (:func:`urbex.env.protocol.parse_action`), runs the tool or scores the answer, and logs a
-:class:`StepRecord`. ``terminated`` = answered; ``truncated`` = turn budget used up. Invalid
+:class:`~urbex.env.records.Step`. ``terminated`` = answered; ``truncated`` = turn budget used up. Invalid
 actions cost a turn and a penalty and return an error text; they never raise. Calling
 ``step`` after the episode ended is caller misuse and raises ``RuntimeError``.
 
 Frames: boxes in actions are view units (0–1000); ``Query`` boxes and every box in ``info`` are
 world metres (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min, z_min, x_max, y_max,
-z_max]``), in the scene cache's world frame. Ground truth is used for rewards and ``info``
-only, never in observations.
+z_max]``), in the scene cache's world frame. Ground truth is used for rewards only, never in
+observations. The final ``info["outcome"]`` (:class:`~urbex.env.records.EpisodeOutcome`) holds
+the predicted boxes and what the metrics need (point counts); the metrics themselves are
+computed once, by :mod:`urbex.eval.metrics`.
 
 Free-text queries (``query.has_target`` False, no ground truth): the episode runs the same way,
 but every reward term that needs ground truth is 0 — tool shaping (zoom progress, oblique
 overlap) and the terminal IoU and distance terms; the step cost ``−λ_step·T/T_max`` and the
-invalid-action penalty still apply. The final ``info`` then has the predicted boxes but no
-``iou_bev``, ``iou_3d``, ``center_dist_m`` or ``point_f1``.
+invalid-action penalty still apply.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -35,11 +35,11 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.protocol import Action, Answer, Invalid, ToolCall, parse_action, user_prompt
-from urbex.env.records import Query, StepRecord
+from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
 from urbex.env.tools import TOOLS, ToolResult
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
 from urbex.errors import ToolCallError
-from urbex.geometry import center_distance_2d, iou_2d, iou_3d
+from urbex.geometry import center_distance_2d, iou_2d
 
 __all__ = [
     "CachedSceneProvider",
@@ -47,7 +47,7 @@ __all__ = [
     "Observation",
     "Query",
     "SceneProvider",
-    "StepRecord",
+    "Step",
     "make_global_view",
 ]
 
@@ -152,7 +152,7 @@ class _Outcome:
     terminal: float = 0.0
     terminated: bool = False
     error: str | None = None
-    view_id: str | None = None
+    view: EpisodeView | None = None
 
 
 class GroundingEnv:
@@ -185,11 +185,11 @@ class GroundingEnv:
         self._ctx: _Ctx | None = None
         self._turn = 0
         self._done = True
-        self._log: list[StepRecord] = []
+        self._steps: list[Step] = []
         self._shaping_total = 0.0
         self._terminal: float | None = None
-        self._final: dict[str, Any] = {}
-        self._point_f1 = False
+        self._outcome: EpisodeOutcome | None = None
+        self._point_metrics = False
 
     # ---------------------------------------------------------------- state (read-only)
     @property
@@ -224,9 +224,14 @@ class GroundingEnv:
         return self._done
 
     @property
-    def log(self) -> list[StepRecord]:
+    def steps(self) -> list[Step]:
         """Every step so far (a copy)."""
-        return list(self._log)
+        return list(self._steps)
+
+    @property
+    def outcome(self) -> EpisodeOutcome | None:
+        """How the episode ended (None while it runs)."""
+        return self._outcome
 
     @property
     def shaping_total(self) -> float:
@@ -255,8 +260,9 @@ class GroundingEnv:
         seed
             Re-seeds the environment's RNG (``np_random``) when given.
         options
-            ``{"point_f1": True}`` also computes point-level F1 at termination (needs instance
-            ids in the scene cache).
+            ``{"point_metrics": True}`` also counts the points the metrics' point F1 needs at
+            termination (:class:`~urbex.env.records.PointCounts`; needs instance ids in the
+            scene cache and a numeric target ``object_id``).
 
         Returns
         -------
@@ -270,12 +276,12 @@ class GroundingEnv:
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
         opts = dict(options or {})
-        unknown = set(opts) - {"point_f1"}
+        unknown = set(opts) - {"point_metrics"}
         if unknown:
             raise ValueError(
-                f"reset(options=...): unknown keys {sorted(unknown)}; known: ['point_f1']"
+                f"reset(options=...): unknown keys {sorted(unknown)}; known: ['point_metrics']"
             )
-        self._point_f1 = bool(opts.get("point_f1", False))
+        self._point_metrics = bool(opts.get("point_metrics", False))
         scene = self.scene_provider(query.scene_id)
         views = ViewRegistry()
         views.add(self._global_view(query.scene_id, scene))
@@ -289,10 +295,10 @@ class GroundingEnv:
         self._query = query
         self._turn = 0
         self._done = False
-        self._log = []
+        self._steps = []
         self._shaping_total = 0.0
         self._terminal = None
-        self._final = {}
+        self._outcome = None
         g = views["global"]
         obs = {
             "text": user_prompt(query.description, max_turns=self.params.max_turns),
@@ -333,10 +339,8 @@ class GroundingEnv:
         truncated : bool
             The turn budget is used up without an answer.
         info : dict
-            ``step`` (the :class:`StepRecord`); at the end also ``iou_bev``, ``iou_3d``,
-            ``center_dist_m`` (only when the query has ground truth), ``pred_box_2d``,
-            ``pred_box_3d`` (world m), ``answered``, ``turns``, ``n_invalid``,
-            ``reward_terminal``, ``reward_shaping``, ``return``.
+            ``step`` (the :class:`~urbex.env.records.Step`); at the end also ``outcome``
+            (the :class:`~urbex.env.records.EpisodeOutcome`).
         """
         t0 = time.perf_counter()
         self._begin_turn()
@@ -360,8 +364,9 @@ class GroundingEnv:
         self._begin_turn()
         return self._play(action, t0, raw=None)
 
-    def end_without_answer(self) -> float:
-        """End a running episode without an answer (e.g. a trainer stopped generating).
+    def end_without_answer(self, reason: StopReason = "stopped") -> float:
+        """End a running episode without an answer (a trainer stopped generating, or the
+        evaluation loop's timeout: ``reason="timeout"``).
 
         Scores it like a truncation (IoU 0, no distance term, step cost of the turns used) and
         returns that terminal reward; no turn is consumed and no step is logged. Raises
@@ -371,7 +376,9 @@ class GroundingEnv:
             raise RuntimeError(
                 "GroundingEnv.end_without_answer: no running episode; call reset() first"
             )
-        self._terminal = self._finish(None)
+        if reason not in ("timeout", "stopped"):
+            raise ValueError(f"reason: expected 'timeout' or 'stopped', got {reason!r}")
+        self._terminal = self._finish(None, reason)
         self._done = True
         return self._terminal
 
@@ -390,20 +397,22 @@ class GroundingEnv:
     def _play(
         self, action: Action, t0: float, raw: str | None
     ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        tool: str | None
+        args: dict[str, Any]
         if isinstance(action, Invalid):
             out = self._invalid(action.reason)
-            tool, args = action.tool or "invalid", json.dumps({"raw": (raw or "")[:2000]})
+            tool, args = action.tool, {"raw": (raw or "")[:2000]}
         elif isinstance(action, ToolCall):
             out = self._tool(action)
-            tool, args = action.name, json.dumps(action.arguments)
+            tool, args = action.name, dict(action.arguments)
         else:
             out = self._answer(action)
             tool = "answer"
-            args = json.dumps({"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)})
+            args = {"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)}
         truncated = False
         if not out.terminated and self._turn >= self.params.max_turns:
             truncated = True
-            out.terminal = self._finish(None)
+            out.terminal = self._finish(None, "budget")
             out.text += "\nThe turn budget is used up: the episode ends without an answer."
         elif not out.terminated:
             left = self.turns_left
@@ -412,32 +421,24 @@ class GroundingEnv:
         if out.terminated or truncated:
             self._terminal = out.terminal
             self._done = True
-        reward = out.shaping + out.terminal
-        rec = StepRecord(
+        rec = Step(
             turn=self._turn,
             tool=tool,
             arguments=args,
             valid=out.error is None,
             error=out.error,
-            latency_s=time.perf_counter() - t0,
-            reward=reward,
+            view=out.view,
             reward_shaping=out.shaping,
             reward_terminal=out.terminal,
-            view_id=out.view_id,
+            env_s=time.perf_counter() - t0,
+            model_text=raw or "",
         )
-        self._log.append(rec)
+        self._steps.append(rec)
         info: dict[str, Any] = {"step": rec}
         if self._done:
-            info.update(self._final)
-            info.update(
-                turns=self._turn,
-                n_invalid=sum(not r.valid for r in self._log),
-                reward_terminal=self._terminal,
-                reward_shaping=self._shaping_total,
-                **{"return": self.episode_return},
-            )
+            info["outcome"] = self._outcome
         obs = {"text": out.text, "images": out.images, "view_ids": out.view_ids}
-        return obs, float(reward), out.terminated, truncated, info
+        return obs, float(out.shaping + out.terminal), out.terminated, truncated, info
 
     def _invalid(self, reason: str) -> _Outcome:
         text = f"Invalid action: {reason}"
@@ -458,11 +459,7 @@ class GroundingEnv:
         if res.view is not None:
             prev = self._shaping_anchor()
             self._ctx.views.add(res.view)
-            out.images, out.view_ids, out.view_id = (
-                [res.view.image],
-                [res.view.view_id],
-                res.view.view_id,
-            )
+            out.images, out.view_ids, out.view = [res.view.image], [res.view.view_id], res.view
             out.shaping = self._view_shaping(res.view, prev)
         return out
 
@@ -495,84 +492,82 @@ class GroundingEnv:
     def _answer(self, ans: Answer) -> _Outcome:
         view = self.views[ans.view_id]
         pred2d = view.to_world_box(ans.bbox_2d)
-        terminal = self._finish(pred2d)
+        terminal = self._finish(pred2d, "answer", ans)
         text = (
             f'Answer received: box {[round(v) for v in ans.bbox_2d]} in view "{ans.view_id}". '
             "The episode is over."
         )
         return _Outcome(text=text, terminal=terminal, terminated=True)
 
-    def _finish(self, pred2d: NDArray[np.float64] | None) -> float:
-        """Score the episode (``pred2d`` None = no answer); fills ``self._final``; returns R_term.
+    def _finish(
+        self, pred2d: NDArray[np.float64] | None, reason: StopReason, ans: Answer | None = None
+    ) -> float:
+        """End the episode (``pred2d`` None = no answer): sets :attr:`outcome`; returns R_term.
 
-        Without ground truth (free-text query) the IoU and distance terms are 0 and ``_final``
-        holds no IoU/distance keys.
+        The terminal reward's IoU and centre distance (world metres) need ground truth; without
+        it (free-text query) both terms are 0.
         """
         q = self.query
-        p = self.params
-        if q.target_box_2d is None or q.target_box_3d is None:
-            self._final = {"answered": pred2d is not None, "pred_box_2d": None, "pred_box_3d": None}
-            if pred2d is not None:
-                pred3d, mask_info = self._lift(pred2d)
-                mask_info.pop("point_f1", None)
-                self._final.update(
-                    pred_box_2d=pred2d.tolist(), pred_box_3d=pred3d.tolist(), **mask_info
-                )
-            return float(R.terminal_reward(0.0, float("inf"), self._turn, **R.weights(p)))
-        if pred2d is None:
-            iou_b, iou3, dist = 0.0, 0.0, float("inf")
-            self._final = {
-                "answered": False,
-                "pred_box_2d": None,
-                "pred_box_3d": None,
-                "iou_bev": 0.0,
-                "iou_3d": 0.0,
-                "center_dist_m": float("inf"),
-            }
-            if self._point_f1:
-                self._final["point_f1"] = 0.0
-        else:
-            pred3d, mask_info = self._lift(pred2d)
-            iou_b = float(iou_2d(pred2d, q.target_box_2d))
-            iou3 = float(iou_3d(pred3d, q.target_box_3d))
-            dist = float(center_distance_2d(pred2d, q.target_box_2d))
-            self._final = {
-                "answered": True,
-                "pred_box_2d": pred2d.tolist(),
-                "pred_box_3d": pred3d.tolist(),
-                "iou_bev": iou_b,
-                "iou_3d": iou3,
-                "center_dist_m": dist,
-                **mask_info,
-            }
-        return float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(p)))
+        iou_b, dist = 0.0, float("inf")
+        pred3d, n_pts, counts = None, 0, None
+        if pred2d is not None:
+            pts = self.scene.crop_points(pred2d)
+            pred3d, n_pts = self._lift(pred2d, pts), int(pts.xyz.shape[0])
+            if q.target_box_2d is not None:
+                iou_b = float(iou_2d(pred2d, q.target_box_2d))
+                dist = float(center_distance_2d(pred2d, q.target_box_2d))
+                if self._point_metrics:
+                    counts = self._point_counts(pred2d, q.target_box_2d)
+        terminal = float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(self.params)))
+        self._outcome = EpisodeOutcome(
+            stop_reason=reason,
+            answer_view_id=None if ans is None else ans.view_id,
+            answer_box_view=None if ans is None else tuple(float(v) for v in ans.bbox_2d),  # type: ignore[arg-type]
+            pred_box_2d_m=pred2d,
+            pred_box_3d_m=pred3d,
+            n_pred_points=n_pts,
+            point_counts=counts,
+            turns=self._turn,
+            reward_shaping=self._shaping_total,
+            reward_terminal=terminal,
+        )
+        return terminal
 
-    def _lift(self, pred2d: NDArray[np.float64]) -> tuple[NDArray[np.float64], dict[str, Any]]:
-        """BEV box → 3D box from the z-range of the points under it (+ point-F1 when asked)."""
-        pts = self.scene.crop_points(pred2d)
-        n = int(pts.xyz.shape[0])
-        extra: dict[str, Any] = {"n_pred_points": n}
-        if n:
+    def _lift(self, pred2d: NDArray[np.float64], pts: Any) -> NDArray[np.float64]:
+        """BEV box → 3D box (world m) from the z-range of the points under it (``pts``)."""
+        if pts.xyz.shape[0]:
             z = pts.xyz[:, 2].astype(np.float64) + float(np.asarray(pts.offset)[2])
             z0, z1 = float(z.min()), float(z.max())
         else:
             z0 = z1 = float(
                 np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2]
             )  # flat box
-        pred3d = np.array([pred2d[0], pred2d[1], z0, pred2d[2], pred2d[3], z1])
-        if self._point_f1:
-            extra["point_f1"] = self._point_f1_score(pts)
-        return pred3d, extra
+        return np.array([pred2d[0], pred2d[1], z0, pred2d[2], pred2d[3], z1])
 
-    def _point_f1_score(self, pred_pts: Any) -> float:
-        """F1 of predicted points (all points in the predicted 3D box) vs the target instance."""
+    def _point_counts(
+        self, pred2d: NDArray[np.float64], target2d: NDArray[np.float64]
+    ) -> PointCounts | None:
+        """Point counts for point F1 over the points under the union of the predicted and
+        target BEV boxes (world m); None without instance ids or a numeric target id."""
         oid = self.query.object_id
-        target = self.query.target_box_2d
-        if pred_pts.instance is None or target is None or not oid.lstrip("-").isdigit():
-            return float("nan")
-        tid = int(oid)
-        tp = int(np.count_nonzero(pred_pts.instance == tid))
-        gt_pts = self.scene.crop_points(target)
-        n_gt = int(np.count_nonzero(gt_pts.instance == tid)) if gt_pts.instance is not None else 0
-        denom = int(pred_pts.xyz.shape[0]) + n_gt
-        return 2.0 * tp / denom if denom else 0.0
+        if not oid.lstrip("-").isdigit():
+            return None
+        union = np.concatenate(
+            [np.minimum(pred2d[:2], target2d[:2]), np.maximum(pred2d[2:], target2d[2:])]
+        )
+        pts = self.scene.crop_points(union)
+        if pts.instance is None:
+            return None
+        xy = pts.xyz[:, :2].astype(np.float64) + np.asarray(pts.offset, dtype=np.float64)[:2]
+        in_pred = (
+            (xy[:, 0] >= pred2d[0])
+            & (xy[:, 0] <= pred2d[2])
+            & (xy[:, 1] >= pred2d[1])
+            & (xy[:, 1] <= pred2d[3])
+        )
+        in_target = np.asarray(pts.instance) == int(oid)
+        return PointCounts(
+            n_pred=int(np.count_nonzero(in_pred)),
+            n_target=int(np.count_nonzero(in_target)),
+            n_both=int(np.count_nonzero(in_pred & in_target)),
+        )

@@ -1,7 +1,10 @@
-"""The records of an episode: the query (with its ground truth, when known) and one logged step.
+"""The records of an episode: the query (with its ground truth, when known), one step per
+assistant turn, and the episode's outcome.
 
-Frames: every box is world metres — BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
-z_min, x_max, y_max, z_max]`` — in the scene cache's world frame.
+Frames are in the field names: ``*_m`` world metres (the scene cache's world frame; BEV boxes
+``[x_min, y_min, x_max, y_max]``, 3D boxes ``[x_min, y_min, z_min, x_max, y_max, z_max]``),
+``*_view`` view units 0–1000 of a view (x right, y down). :class:`Query`'s target boxes are
+world metres (their names predate the convention and are kept: every data set row uses them).
 
 A *free-text* query (a user's sentence, ``urbex ground``) has no ground truth: both target boxes
 are None and :attr:`Query.has_target` is False.
@@ -10,13 +13,16 @@ are None and :attr:`Query.has_target` is False.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Query", "StepRecord"]
+if TYPE_CHECKING:
+    from urbex.env.views import EpisodeView
+
+__all__ = ["STOP_REASONS", "EpisodeOutcome", "PointCounts", "Query", "Step", "StopReason"]
 
 
 def _box(v: Any, n: int, name: str) -> NDArray[np.float64]:
@@ -120,39 +126,179 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StepRecord:
-    """One assistant turn — a row of the ``steps`` warehouse table (run fields added later).
+class Step:
+    """One assistant turn: what the agent did, what the environment made of it, and its cost.
+
+    The environment creates it (``policy_s`` 0, ``model_text`` the raw turn, or ``""`` for an
+    action handed over already parsed); the episode loop adds the policy's time
+    (:meth:`with_policy`). Parquet rows, ``steps.jsonl`` lines and pictures are projections.
 
     Attributes
     ----------
     turn : int
         1-based assistant turn.
-    tool : str
-        ``landmark_query``, ``zoom_in``, ``oblique_render``, ``answer`` or ``invalid`` (no
-        recognisable tool).
-    arguments : str
-        The (validated, else raw) arguments as JSON.
+    tool : str or None
+        ``landmark_query``, ``zoom_in``, ``oblique_render``, ``answer``; None when the turn had
+        no recognisable action (then ``valid`` is False and ``error`` says why).
+    arguments : dict
+        The validated arguments (boxes ``bbox_2d`` in view units 0–1000); ``{"raw": text}``
+        (cut to 2,000 characters) when the turn could not be parsed.
     valid : bool
     error : str or None
         The error text shown to the agent when invalid or when the tool failed.
-    latency_s : float
-        Environment time for this turn (parse + tool + scoring), seconds.
-    reward, reward_shaping, reward_terminal : float
-        ``reward = reward_shaping + reward_terminal`` for this turn.
-    view_id : str or None
-        The view this turn created.
+    view : EpisodeView or None
+        The view this turn produced (zoom crop or oblique render).
+    reward_shaping, reward_terminal : float
+        Tool shaping (or invalid penalty) and, on the last turn, the terminal reward.
+    env_s : float
+        Environment seconds for this turn (parse, tool, scoring).
+    policy_s : float
+        Policy seconds for this turn (the model call).
+    model_text : str
+        The policy's raw output for the turn.
     """
 
     turn: int
-    tool: str
-    arguments: str
+    tool: str | None
+    arguments: dict[str, Any]
     valid: bool
     error: str | None
-    latency_s: float
-    reward: float
+    view: EpisodeView | None = field(default=None, repr=False, compare=False)
     reward_shaping: float
     reward_terminal: float
-    view_id: str | None = None
+    env_s: float
+    policy_s: float = 0.0
+    model_text: str = ""
 
-    def to_row(self) -> dict[str, Any]:
-        return asdict(self)
+    def __post_init__(self) -> None:
+        if self.turn < 1:
+            raise ValueError(f"Step.turn: expected >= 1, got {self.turn}")
+        if not isinstance(self.arguments, dict):
+            raise TypeError(f"Step.arguments: expected a dict, got {type(self.arguments).__name__}")
+
+    @property
+    def reward(self) -> float:
+        """``reward_shaping + reward_terminal``."""
+        return self.reward_shaping + self.reward_terminal
+
+    @property
+    def latency_s(self) -> float:
+        """Policy + environment seconds of the turn."""
+        return self.policy_s + self.env_s
+
+    @property
+    def view_id(self) -> str | None:
+        """The id of the view this turn produced, else None."""
+        return None if self.view is None else self.view.view_id
+
+    @property
+    def region_m(self) -> tuple[float, float, float, float] | None:
+        """World BEV box (metres) of the view a valid zoom/oblique produced (the zoom crop / the
+        rendered region), else None."""
+        if not self.valid or self.view is None or self.view.kind not in ("zoom", "oblique"):
+            return None
+        x0, y0, x1, y1 = (float(v) for v in self.view.world_box)
+        return (x0, y0, x1, y1)
+
+    def with_policy(self, *, policy_s: float, model_text: str) -> Step:
+        """This step with the policy's seconds and raw text filled in."""
+        return replace(self, policy_s=float(policy_s), model_text=model_text)
+
+
+StopReason = Literal["answer", "budget", "timeout", "stopped"]
+#: Why an episode ended: the agent answered, the turn budget ran out, the episode timeout hit
+#: (the evaluation loop), or the caller stopped it (a trainer that stopped generating).
+STOP_REASONS: tuple[StopReason, ...] = ("answer", "budget", "timeout", "stopped")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointCounts:
+    """Point counts for point-level F1 (:func:`urbex.eval.metrics.point_f1_counts`).
+
+    Over the points of the scene under the union of the predicted and target BEV boxes:
+    ``n_pred`` lie under the predicted footprint (all z), ``n_target`` belong to the target
+    instance, ``n_both`` both.
+    """
+
+    n_pred: int
+    n_target: int
+    n_both: int
+
+    def __post_init__(self) -> None:
+        if min(self.n_pred, self.n_target, self.n_both) < 0 or self.n_both > min(
+            self.n_pred, self.n_target
+        ):
+            raise ValueError(
+                "PointCounts: expected 0 <= n_both <= min(n_pred, n_target), got "
+                f"{self.n_pred}, {self.n_target}, {self.n_both}"
+            )
+
+
+def _box_m(v: Any, n: int, name: str) -> NDArray[np.float64] | None:
+    if v is None:
+        return None
+    a = np.asarray(v, dtype=np.float64).reshape(-1)
+    if a.shape != (n,):
+        raise ValueError(f"EpisodeOutcome.{name}: expected {n} numbers (world metres), got {v!r}")
+    return a
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EpisodeOutcome:
+    """How an episode ended and what it answered (the environment's final word).
+
+    Attributes
+    ----------
+    stop_reason : {"answer", "budget", "timeout", "stopped"}
+    answer_view_id : str or None
+        The view the answer was given in.
+    answer_box_view : tuple of 4 float or None
+        The answer box in that view, view units 0–1000.
+    pred_box_2d_m : ndarray, shape (4,), or None
+        The answer's world BEV box, metres.
+    pred_box_3d_m : ndarray, shape (6,), or None
+        The answer lifted to 3D (z-range of the points under its footprint), metres.
+    n_pred_points : int
+        Points under the answer's footprint.
+    point_counts : PointCounts or None
+        Set when asked for (``reset(options={"point_metrics": True})``), the query has a target
+        instance id and the agent answered.
+    turns : int
+        Assistant turns used.
+    reward_shaping, reward_terminal : float
+        Summed shaping (and invalid penalties) of the episode; its terminal reward.
+    """
+
+    stop_reason: StopReason
+    answer_view_id: str | None = None
+    answer_box_view: tuple[float, float, float, float] | None = None
+    pred_box_2d_m: NDArray[np.float64] | None = None
+    pred_box_3d_m: NDArray[np.float64] | None = None
+    n_pred_points: int = 0
+    point_counts: PointCounts | None = None
+    turns: int
+    reward_shaping: float
+    reward_terminal: float
+
+    def __post_init__(self) -> None:
+        if self.stop_reason not in STOP_REASONS:
+            raise ValueError(
+                f"EpisodeOutcome.stop_reason: expected one of {STOP_REASONS}, got {self.stop_reason!r}"
+            )
+        object.__setattr__(self, "pred_box_2d_m", _box_m(self.pred_box_2d_m, 4, "pred_box_2d_m"))
+        object.__setattr__(self, "pred_box_3d_m", _box_m(self.pred_box_3d_m, 6, "pred_box_3d_m"))
+        if (self.stop_reason == "answer") != (self.pred_box_2d_m is not None):
+            raise ValueError(
+                "EpisodeOutcome: an answer needs pred_box_2d_m and only an answer has one, got "
+                f"stop_reason={self.stop_reason!r}, pred_box_2d_m={self.pred_box_2d_m!r}"
+            )
+
+    @property
+    def answered(self) -> bool:
+        """The agent gave a valid answer."""
+        return self.stop_reason == "answer"
+
+    @property
+    def reward(self) -> float:
+        """The episode return: ``reward_shaping + reward_terminal``."""
+        return self.reward_shaping + self.reward_terminal

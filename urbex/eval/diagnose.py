@@ -99,8 +99,8 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
             ),
             "steps": q(
                 "steps",
-                "run_id, query_id, turn, tool, valid, view_x_min, view_y_min, view_x_max, "
-                "view_y_max",
+                "run_id, query_id, turn, tool, valid, region_x_min_m, region_y_min_m, region_x_max_m, "
+                "region_y_max_m",
             ),
             "queries": q("queries", "query_id, scene_id, object_id, description"),
             "instances": q("instances", "scene_id, object_id, class_name, cx, cy"),

@@ -313,13 +313,13 @@ def query_context(
 def regional_success(steps: pl.DataFrame, context: pl.DataFrame) -> pl.DataFrame:
     """Per (run, query): did some valid ``zoom_in`` region contain the target's BEV centre?
 
-    ``steps`` needs ``run_id, query_id, tool, valid, view_x_min, view_y_min, view_x_max,
-    view_y_max`` (world metres); ``context`` needs ``query_id, target_cx, target_cy``. Episodes
+    ``steps`` needs ``run_id, query_id, tool, valid, region_x_min_m, region_y_min_m, region_x_max_m,
+    region_y_max_m`` (world metres); ``context`` needs ``query_id, target_cx, target_cy``. Episodes
     without a valid zoom are absent here (the caller counts them as regional failures).
 
     >>> st = pl.DataFrame({"run_id": ["r", "r"], "query_id": ["q", "q"],
-    ...     "tool": ["zoom_in", "zoom_in"], "valid": [True, True], "view_x_min": [50.0, -5.0],
-    ...     "view_y_min": [0.0, -5.0], "view_x_max": [60.0, 5.0], "view_y_max": [10.0, 5.0]})
+    ...     "tool": ["zoom_in", "zoom_in"], "valid": [True, True], "region_x_min_m": [50.0, -5.0],
+    ...     "region_y_min_m": [0.0, -5.0], "region_x_max_m": [60.0, 5.0], "region_y_max_m": [10.0, 5.0]})
     >>> ctx = pl.DataFrame({"query_id": ["q"], "target_cx": [0.0], "target_cy": [0.0]})
     >>> regional_success(st, ctx).rows()
     [('r', 'q', True)]
@@ -327,10 +327,10 @@ def regional_success(steps: pl.DataFrame, context: pl.DataFrame) -> pl.DataFrame
     z = steps.filter((pl.col("tool") == "zoom_in") & pl.col("valid").fill_null(False))
     z = z.join(context.select("query_id", "target_cx", "target_cy"), on="query_id")
     inside = (
-        (pl.col("view_x_min") <= pl.col("target_cx"))
-        & (pl.col("target_cx") <= pl.col("view_x_max"))
-        & (pl.col("view_y_min") <= pl.col("target_cy"))
-        & (pl.col("target_cy") <= pl.col("view_y_max"))
+        (pl.col("region_x_min_m") <= pl.col("target_cx"))
+        & (pl.col("target_cx") <= pl.col("region_x_max_m"))
+        & (pl.col("region_y_min_m") <= pl.col("target_cy"))
+        & (pl.col("target_cy") <= pl.col("region_y_max_m"))
     )
     return (
         z.group_by("run_id", "query_id")

@@ -14,8 +14,13 @@ shard without its episodes twin (a run killed between the two writes) is an orph
 :func:`finished_query_ids` deletes it, so a resumed run redoes those episodes without leaving
 duplicate steps.
 
+Both rows are flat projections of a :class:`~urbex.eval.trajectory.Trajectory`
+(:func:`episode_record`, :func:`step_rows`): every field that the record already holds is taken
+from it by name, so a renamed field fails loudly instead of drifting.
+
 Frames: predicted boxes are world metres (``pred_x_min`` … ``pred_z_max``); step ``arguments``
-hold the agent's JSON arguments verbatim (boxes in view units 0–1000).
+are the validated arguments as JSON (boxes in view units 0–1000); ``region_*_m`` are world
+metres.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,25 +40,26 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from urbex.env.records import Step
+    from urbex.eval.trajectory import Trajectory
+
 __all__ = [
     "EPISODE_COLUMNS",
     "STEP_COLUMNS",
     "EpisodeRecord",
     "StepRow",
+    "episode_record",
     "episode_schema",
     "finished_query_ids",
     "read_episodes",
     "read_steps",
     "run_dir",
+    "step_rows",
     "step_schema",
-    "tool_counts",
     "write_chunk",
     "write_json_atomic",
     "write_table_atomic",
 ]
-
-#: Tools counted per episode (``n_<tool>`` columns).
-_TOOLS = ("landmark_query", "zoom_in", "oblique_render")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,9 +158,10 @@ class StepRow:
     ``tool`` is the tool name, ``"answer"``, or ``None`` when the turn had no recognisable action
     (then ``valid`` is False and ``error`` says why). ``arguments`` is JSON text (view units
     0–1000 for boxes). ``reward`` is the step's shaping (plus the terminal reward on the last
-    turn). ``model_text`` is the model's raw output, cut to 4,000 characters. ``view_x_min`` …
-    ``view_y_max`` are the world BEV box (metres) of the view a valid ``zoom_in`` /
-    ``oblique_render`` created (the zoom crop / the rendered region), else None.
+    turn). ``latency_s = policy_s + env_s``. ``model_text`` is the model's raw output, cut to
+    4,000 characters. ``region_x_min_m`` … ``region_y_max_m`` are the world BEV box (metres) of
+    the view a valid ``zoom_in`` / ``oblique_render`` created (the zoom crop / the rendered
+    region), else None.
     """
 
     run_id: str
@@ -171,10 +178,10 @@ class StepRow:
     env_s: float
     policy_s: float
     model_text: str
-    view_x_min: float | None = None
-    view_y_min: float | None = None
-    view_x_max: float | None = None
-    view_y_max: float | None = None
+    region_x_min_m: float | None = None
+    region_y_min_m: float | None = None
+    region_x_max_m: float | None = None
+    region_y_max_m: float | None = None
 
     def __post_init__(self) -> None:
         if self.turn < 1:
@@ -329,11 +336,72 @@ def read_steps(directory: Path) -> pl.DataFrame:
     return _read(directory, "steps", step_schema()).sort(["query_id", "turn"])
 
 
-def tool_counts(tools: Iterable[str | None]) -> dict[str, int]:
-    """``n_<tool>`` counts of valid tool calls.
+def _by_name(cls: type, *sources: Any, **extra: Any) -> dict[str, Any]:
+    """``cls``'s field values taken, by field name, from ``extra`` or the first source having
+    that attribute (dicts by key); a field found nowhere is an error (no silent defaults)."""
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name in extra:
+            out[f.name] = extra[f.name]
+            continue
+        for src in sources:
+            if isinstance(src, dict) and f.name in src:
+                out[f.name] = src[f.name]
+                break
+            if not isinstance(src, dict) and hasattr(src, f.name):
+                out[f.name] = getattr(src, f.name)
+                break
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name}: no source holds this field")
+    return out
 
-    >>> tool_counts(["zoom_in", "zoom_in", None, "answer"])
-    {'n_landmark_query': 0, 'n_zoom_in': 2, 'n_oblique_render': 0}
-    """
-    ts = list(tools)
-    return {f"n_{t}": sum(1 for x in ts if x == t) for t in _TOOLS}
+
+def episode_record(
+    traj: Trajectory, metrics: dict[str, Any], *, run_id: str, policy: str, split: str
+) -> EpisodeRecord:
+    """The ``episodes`` row of a trajectory and its metrics
+    (:func:`urbex.eval.metrics.trajectory_metrics`)."""
+    o = traj.outcome
+    box = o.pred_box_3d_m if o.pred_box_3d_m is not None else [None] * 6
+    return EpisodeRecord(
+        **_by_name(
+            EpisodeRecord,
+            metrics,
+            traj.query,
+            o,
+            traj,
+            traj.tool_counts(),
+            run_id=run_id,
+            policy=policy,
+            split=split,
+            valid_answer=o.answered,
+            reward=o.reward,
+            terminated=o.answered,
+            truncated=o.stop_reason == "budget",
+            timed_out=o.stop_reason == "timeout",
+            **{f"pred_{a}": None if v is None else float(v) for a, v in zip(_AXES, box)},
+        )
+    )
+
+
+def step_rows(traj: Trajectory, *, run_id: str) -> list[StepRow]:
+    """The ``steps`` rows of a trajectory, one per turn."""
+    return [_step_row(s, traj, run_id) for s in traj.steps]
+
+
+def _step_row(step: Step, traj: Trajectory, run_id: str) -> StepRow:
+    region = step.region_m or (None, None, None, None)
+    return StepRow(
+        **_by_name(
+            StepRow,
+            step,
+            traj.query,
+            run_id=run_id,
+            arguments=json.dumps(step.arguments),
+            **dict(
+                zip(
+                    ("region_x_min_m", "region_y_min_m", "region_x_max_m", "region_y_max_m"), region
+                )
+            ),
+        )
+    )

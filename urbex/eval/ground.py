@@ -4,7 +4,8 @@
 a free-text query — or, with ``object_id``, for a target taken from the scene's instance table,
 so that ``oracle`` can play and the IoU is reported — and writes::
 
-    <out>/steps.jsonl      one JSON line per step: turn, tool, arguments, valid, error, latency
+    <out>/steps.jsonl      one JSON line per step: turn, tool, arguments, valid, error, view_id,
+                           latency_s/policy_s/env_s, reward, model_text
     <out>/answer.json      the answer: view box (0–1000), world BEV box, 3D box, iou if known
     <out>/trajectory.png   the trajectory picture (urbex.viz.trajectory)
     <out>/views/<view_id>.png   every view the agent saw (global, zoom_N, oblique_N)
@@ -13,8 +14,10 @@ Frames: ``bbox_2d`` is in view units (0–1000 of the answer view); every other 
 metres in the scene cache's frame (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
 z_min, x_max, y_max, z_max]``).
 
-Latency per step = the policy's time for that turn + the environment's (parse, tool, scoring),
-seconds; the scene is opened and its global view built before the clock starts.
+The episode is played by the one loop, :func:`urbex.eval.play.play_episode`; everything written
+is a projection of its :class:`~urbex.eval.trajectory.Trajectory`. Latency per step = the
+policy's time for that turn + the environment's (parse, tool, scoring), seconds; the scene is
+opened and its global view built before the clock starts.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,51 +36,31 @@ from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from urbex.config import Params
-    from urbex.env.episode import GroundingEnv, Query
-    from urbex.env.records import StepRecord
+    from urbex.env.records import Query, Step
+    from urbex.eval.trajectory import Trajectory
 
-__all__ = ["GroundResult", "GroundStep", "ground", "landmark_hits"]
+__all__ = ["GroundResult", "ground", "landmark_hits", "step_line"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GroundStep:
-    """One step as written to ``steps.jsonl``.
-
-    Attributes
-    ----------
-    turn : int
-        1-based assistant turn.
-    tool : str
-        ``landmark_query``, ``zoom_in``, ``oblique_render``, ``answer`` or ``invalid``.
-    arguments : dict
-        The validated arguments (``{"raw": text}`` when unparseable); boxes in view units.
-    valid : bool
-    error : str or None
-    view_id : str or None
-        The view the step created.
-    latency_s, policy_s, env_s : float
-        Policy + environment seconds for the turn, and its two parts.
-    reward : float
-        The step's reward (shaping + terminal).
-    model_text : str
-        The policy's raw output for the turn.
-    """
-
-    turn: int
-    tool: str
-    arguments: dict[str, Any]
-    valid: bool
-    error: str | None
-    view_id: str | None
-    latency_s: float
-    policy_s: float
-    env_s: float
-    reward: float
-    model_text: str
-
-    def to_row(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+def step_line(step: Step) -> dict[str, Any]:
+    """One ``steps.jsonl`` line: ``turn, tool, arguments`` (a dict; boxes in view units),
+    ``valid, error, view_id, latency_s, policy_s, env_s, reward, model_text``."""
+    return {
+        "turn": step.turn,
+        "tool": step.tool,
+        "arguments": step.arguments,
+        "valid": step.valid,
+        "error": step.error,
+        "view_id": step.view_id,
+        "latency_s": step.latency_s,
+        "policy_s": step.policy_s,
+        "env_s": step.env_s,
+        "reward": step.reward,
+        "model_text": step.model_text,
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +87,8 @@ class GroundResult:
         Set when the ground truth is known and the agent answered.
     turns : int
     episode_return : float
-    steps : tuple of GroundStep
+    trajectory : Trajectory
+        The played episode (its steps, views and conversation).
     view_ids : tuple of str
     seconds : float
         Wall time of the episode (policy + environment).
@@ -128,9 +111,14 @@ class GroundResult:
     center_dist_m: float | None
     turns: int
     episode_return: float
-    steps: tuple[GroundStep, ...] = field(repr=False)
+    trajectory: Trajectory = field(repr=False)
     view_ids: tuple[str, ...]
     seconds: float
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The episode's steps."""
+        return self.trajectory.steps
 
     @property
     def picture(self) -> Path:
@@ -221,7 +209,7 @@ def _make_query(scene: Any, scene_id: str, text: str, object_id: str | None) -> 
 
 
 def landmark_hits(
-    index: Any, scene_id: str, steps: list[StepRecord]
+    index: Any, scene_id: str, steps: Sequence[Step]
 ) -> list[tuple[str, float, float]]:
     """``(name, x, y)`` (world metres) of the best match of every valid ``landmark_query`` step
     that found one, in turn order, without repeats (the lookup is deterministic)."""
@@ -231,7 +219,7 @@ def landmark_hits(
     for s in steps:
         if s.tool != "landmark_query" or not s.valid:
             continue
-        name = json.loads(s.arguments).get("name")
+        name = s.arguments.get("name")
         if not isinstance(name, str):
             continue
         res = index.lookup(name, scene_id=scene_id, limit=1)
@@ -239,62 +227,6 @@ def landmark_hits(
         if best is not None and best.name not in {n for n, _, _ in out}:
             out.append((str(best.name), float(best.x), float(best.y)))
     return out
-
-
-def _play(
-    env: GroundingEnv, policy: Any, query: Query, seed: int, timeout_s: float
-) -> tuple[dict[str, Any], list[GroundStep], float]:
-    """One episode (like :func:`urbex.agents.base.rollout`, timing policy and env per turn)."""
-    from urbex.agents.base import _user
-    from urbex.env.protocol import system_prompt
-
-    env.reset(query=query, seed=seed)  # untimed warm-up: open the scene, build the global view
-    schemas = not bool(getattr(policy, "template_lists_tools", False))
-    hook = getattr(policy, "begin_episode", None)
-    if hook is not None:
-        hook(seed=seed)
-    t0 = time.perf_counter()
-    obs, info = env.reset(query=query, seed=seed)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(env.params, include_tool_schemas=schemas)},
-        _user(obs["text"], len(obs["images"])),
-    ]
-    images = list(obs["images"])
-    steps: list[GroundStep] = []
-    while True:
-        tp = time.perf_counter()
-        text = policy.act(messages, images)
-        te = time.perf_counter()
-        obs, _, terminated, truncated, info = env.step(text)
-        env_s, policy_s = time.perf_counter() - te, te - tp
-        rec = info["step"]
-        steps.append(
-            GroundStep(
-                turn=rec.turn,
-                tool=rec.tool,
-                arguments=json.loads(rec.arguments),
-                valid=rec.valid,
-                error=rec.error,
-                view_id=rec.view_id,
-                latency_s=policy_s + env_s,
-                policy_s=policy_s,
-                env_s=env_s,
-                reward=rec.reward,
-                model_text=text,
-            )
-        )
-        messages.append({"role": "assistant", "content": text})
-        if terminated or truncated:
-            break
-        if time.perf_counter() - t0 > timeout_s:
-            env.end_without_answer()
-            info = {"answered": False, "turns": env.turn, "return": env.episode_return}
-            break
-        images.extend(obs["images"])
-        messages.append(
-            _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
-        )
-    return info, steps, time.perf_counter() - t0
 
 
 def _default_out(params: Params, scene_id: str) -> Path:
@@ -356,7 +288,8 @@ def ground(
     """
     from urbex.agents.registry import make_policy, policy_info
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.eval.play import episode_seed
+    from urbex.eval.metrics import trajectory_metrics
+    from urbex.eval.play import episode_seed, play_episode
     from urbex.landmarks import LandmarkIndex, read_landmark_table
     from urbex.viz.trajectory import trajectory_picture
 
@@ -377,65 +310,66 @@ def ground(
     index = LandmarkIndex.from_params(read_landmark_table(table), params)
     env = GroundingEnv(params, provider, index)
     pol = make_policy(policy, params, env=env, checkpoint=checkpoint)
-    info, steps, seconds = _play(
-        env, pol, q, episode_seed(params.eval.seed, q.query_id), params.eval.episode_timeout_s
+    env.reset(query=q, seed=0)  # untimed warm-up: open the scene, build the global view
+    traj = play_episode(
+        env,
+        pol,
+        q,
+        seed=episode_seed(params.eval.seed, q.query_id),
+        timeout_s=params.eval.episode_timeout_s,
     )
-
-    answered = bool(info.get("answered", False))
-    last = steps[-1] if steps else None
-    ans_view = ans_box = None
-    if answered and last is not None and last.tool == "answer":
-        ans_view = str(last.arguments["view_id"])
-        ans_box = [float(v) for v in last.arguments["bbox_2d"]]
-    has_gt = q.has_target and answered
+    o = traj.outcome
+    m: dict[str, Any] = {}
+    if q.target_box_2d is not None and o.answered:
+        m = trajectory_metrics(traj, q.target_box_2d[None], 0)
     result = GroundResult(
         scene_id=scene_id,
         query=query,
         policy=policy,
         object_id=q.object_id or None,
         out_dir=Path(out_dir) if out_dir is not None else _default_out(params, scene_id),
-        answered=answered,
-        answer_view_id=ans_view,
-        bbox_2d=ans_box,
-        pred_box_2d=info.get("pred_box_2d") if answered else None,
-        pred_box_3d=info.get("pred_box_3d") if answered else None,
+        answered=o.answered,
+        answer_view_id=o.answer_view_id,
+        bbox_2d=None if o.answer_box_view is None else list(o.answer_box_view),
+        pred_box_2d=None if o.pred_box_2d_m is None else o.pred_box_2d_m.tolist(),
+        pred_box_3d=None if o.pred_box_3d_m is None else o.pred_box_3d_m.tolist(),
         target_box_2d=None if q.target_box_2d is None else q.target_box_2d.tolist(),
         target_box_3d=None if q.target_box_3d is None else q.target_box_3d.tolist(),
-        iou_bev=_finite(info.get("iou_bev")) if has_gt else None,
-        iou_3d=_finite(info.get("iou_3d")) if has_gt else None,
-        center_dist_m=_finite(info.get("center_dist_m")) if has_gt else None,
-        turns=int(info.get("turns", len(steps))),
-        episode_return=float(info.get("return", env.episode_return)),
-        steps=tuple(steps),
-        view_ids=tuple(env.views.ids),
-        seconds=seconds,
+        iou_bev=_finite(m.get("iou_bev")),
+        iou_3d=_finite(m.get("iou_3d")),
+        center_dist_m=_finite(m.get("center_dist_m")),
+        turns=o.turns,
+        episode_return=o.reward,
+        trajectory=traj,
+        view_ids=tuple(v.view_id for v in traj.views),
+        seconds=traj.latency_s,
     )
     picture = trajectory_picture(
         env.scene,
-        env.log,
-        env.views,
+        traj.steps,
+        traj.views,
         query_text=query,
         pred_box_2d=result.pred_box_2d,
         target_box_2d=result.target_box_2d,
-        landmarks=landmark_hits(index, scene_id, env.log),
+        landmarks=landmark_hits(index, scene_id, traj.steps),
         subtitle=f"policy {policy}"
         + (f"  |  object {q.object_id} ({q.class_name})" if q.has_target else ""),
     )
-    _write(result, picture, env)
+    _write(result, picture)
     return result
 
 
-def _write(result: GroundResult, picture: Any, env: GroundingEnv) -> None:
+def _write(result: GroundResult, picture: Any) -> None:
     """Every output file, each written atomically (temp file + rename)."""
     out = result.out_dir
     (out / "views").mkdir(parents=True, exist_ok=True)
     with atomic_write(out / "steps.jsonl", "w", encoding="utf-8") as fh:
         for s in result.steps:
-            fh.write(json.dumps(s.to_row()) + "\n")
+            fh.write(json.dumps(step_line(s)) + "\n")
     with atomic_write(out / "answer.json", "w", encoding="utf-8") as fh:
         json.dump(result.answer_row(), fh, indent=2)
         fh.write("\n")
-    for v in env.views:
+    for v in result.trajectory.views:
         with atomic_path(out / "views" / f"{v.view_id}.png") as tmp:
             v.image.save(tmp, format="PNG")
     with atomic_path(out / "trajectory.png") as tmp:

@@ -33,6 +33,9 @@ from urbex.geometry import area_2d, center_distance_2d, ciou_2d, iou_2d, iou_3d
 if TYPE_CHECKING:
     import polars as pl
 
+    from urbex.env.records import PointCounts
+    from urbex.eval.trajectory import Trajectory
+
 __all__ = [
     "GROUP_KEYS",
     "RANK_RULES",
@@ -43,8 +46,10 @@ __all__ = [
     "episode_metrics",
     "hit_at_k",
     "point_f1",
+    "point_f1_counts",
     "points_in_box_3d",
     "target_ranks",
+    "trajectory_metrics",
 ]
 
 RankRule = Literal["iou", "iou_nonzero", "ciou"]
@@ -239,8 +244,24 @@ def point_f1(in_pred: ArrayLike, in_target: ArrayLike) -> tuple[float, float, fl
     b = np.asarray(in_target, dtype=bool)
     if a.shape != b.shape:
         raise ValueError(f"in_pred/in_target: shapes differ, {a.shape} vs {b.shape}")
-    tp = int(np.count_nonzero(a & b))
-    npred, ntgt = int(np.count_nonzero(a)), int(np.count_nonzero(b))
+    return point_f1_counts(
+        int(np.count_nonzero(a)), int(np.count_nonzero(b)), int(np.count_nonzero(a & b))
+    )
+
+
+def point_f1_counts(n_pred: int, n_target: int, n_both: int) -> tuple[float, float, float]:
+    """Point precision, recall and F1 from counts: points predicted, of the target, and both.
+
+    >>> point_f1_counts(2, 2, 1)
+    (0.5, 0.5, 0.5)
+    >>> point_f1_counts(0, 2, 0)
+    (0.0, 0.0, 0.0)
+    """
+    if min(n_pred, n_target, n_both) < 0 or n_both > min(n_pred, n_target):
+        raise ValueError(
+            f"expected 0 <= n_both <= min(n_pred, n_target), got {n_pred}, {n_target}, {n_both}"
+        )
+    tp, npred, ntgt = n_both, n_pred, n_target
     prec = tp / npred if npred else 0.0
     rec = tp / ntgt if ntgt else 0.0
     f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0
@@ -267,8 +288,7 @@ def episode_metrics(
     *,
     pred_box_3d: ArrayLike | None = None,
     gt_box_3d: ArrayLike | None = None,
-    in_pred: ArrayLike | None = None,
-    in_target: ArrayLike | None = None,
+    point_counts: PointCounts | None = None,
 ) -> dict[str, Any]:
     """Every per-episode metric of one answer.
 
@@ -284,9 +304,10 @@ def episode_metrics(
     pred_box_3d, gt_box_3d : array_like, shape (6,), optional
         The answer lifted to 3D (z-range of the points under its footprint) and the target's 3D
         box, world metres. ``iou_3d`` is 0.0 without them.
-    in_pred, in_target : array_like, shape (N,), bool, optional
-        For point F1: points (of any region covering both boxes) inside ``pred_box_3d`` / of the
-        target instance. ``point_f1`` is 0.0 without them.
+    point_counts : PointCounts, optional
+        For point F1: over the points of a region covering both boxes, how many lie under the
+        answer, belong to the target, and both (:class:`urbex.env.records.PointCounts`).
+        ``point_f1`` is 0.0 without them.
 
     Returns
     -------
@@ -331,8 +352,9 @@ def episode_metrics(
     if pred_box_3d is not None and gt_box_3d is not None:
         iou3 = float(iou_3d(pred_box_3d, gt_box_3d))
     prec = rec = f1 = 0.0
-    if in_pred is not None and in_target is not None:
-        prec, rec, f1 = point_f1(in_pred, in_target)
+    if point_counts is not None:
+        c = point_counts
+        prec, rec, f1 = point_f1_counts(c.n_pred, c.n_target, c.n_both)
     r = ranks["iou"]
     out.update(
         iou_bev=iou_b,
@@ -353,6 +375,33 @@ def episode_metrics(
         n_iou25=int(np.count_nonzero(ious >= 0.25)),
     )
     return out
+
+
+def trajectory_metrics(
+    traj: Trajectory, gt_boxes_2d: ArrayLike, target_index: int
+) -> dict[str, Any]:
+    """:func:`episode_metrics` of a played episode (its answer, lifted box and point counts).
+
+    Parameters
+    ----------
+    traj
+        The trajectory; its query needs ground truth.
+    gt_boxes_2d : array_like, shape (K, 4)
+        The candidates (world metres); ``target_index`` is the target's row.
+    """
+    o = traj.outcome
+    if traj.query.target_box_3d is None:
+        raise ValueError(
+            f"trajectory_metrics: query {traj.query.query_id!r} has no ground truth to score against"
+        )
+    return episode_metrics(
+        o.pred_box_2d_m,
+        gt_boxes_2d,
+        target_index,
+        pred_box_3d=o.pred_box_3d_m,
+        gt_box_3d=traj.query.target_box_3d,
+        point_counts=o.point_counts,
+    )
 
 
 def aggregate(episodes: pl.DataFrame, *, by: tuple[str, ...] = GROUP_KEYS) -> pl.DataFrame:

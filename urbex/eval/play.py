@@ -1,16 +1,20 @@
-"""Playing episodes: one policy in one environment, timed and scored into records.
+"""The one episode loop: :func:`play_episode` (and :func:`play_batch`, its lockstep form).
 
-:class:`EpisodePlayer` owns a :class:`~urbex.env.episode.GroundingEnv` and a policy, builds the
-conversation exactly like :func:`urbex.agents.base.rollout`, and turns each finished episode
-into an :class:`~urbex.eval.episodes.EpisodeRecord` and its :class:`~urbex.eval.episodes.StepRow`
-rows with :func:`urbex.eval.metrics.episode_metrics`.
+Every episode — in evaluation, in ``urbex ground``, in SFT data export — is played here and
+recorded as one :class:`~urbex.eval.trajectory.Trajectory`. The loop shows the policy the system
+prompt and the query with the global view, then alternates one policy turn
+(``policy.act``/``act_batch``) and one environment step until the agent answers, the turn budget
+is spent, or ``timeout_s`` passes (checked between turns; the episode then ends unanswered,
+``stop_reason="timeout"``, scored by :meth:`GroundingEnv.end_without_answer`). It computes no
+reward and no metric: the environment scores, :mod:`urbex.eval.metrics` measures.
+
+:class:`EpisodePlayer` is the evaluation's side: one policy and environment per run, untimed scene
+warm-up, landmark perturbation, and each trajectory's metrics and Parquet rows.
 
 Latency ("warm online", as the paper): model + environment time per query, excluding offline
 scene preparation — each scene is opened and its global view built by an untimed warm reset
-before its first timed episode. ``env_s`` = reset + steps, ``policy_s`` = model calls,
-``latency_s`` = wall time of the episode. In lockstep batches a step's policy time is the
-batch's wall time divided by the episodes in the batch. Episodes stop at the turn budget or after
-``params.eval.episode_timeout_s`` (checked between turns; then unanswered, ``timed_out``).
+before its first timed episode. In lockstep batches a step's policy time is the batch's wall
+time divided by the episodes in the batch.
 
 Frames: boxes in world metres (see :mod:`urbex.eval.metrics`).
 """
@@ -18,7 +22,7 @@ Frames: boxes in world metres (see :mod:`urbex.eval.metrics`).
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +32,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from urbex.errors import AnnotationError
-from urbex.eval.episodes import EpisodeRecord, StepRow, tool_counts
+from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
+from urbex.eval.trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from PIL import Image
+
     from urbex.agents.base import Policy
     from urbex.config import Params
-    from urbex.env.episode import GroundingEnv, Query
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.records import Query, Step
 
-__all__ = ["EpisodePlayer", "episode_seed", "landmark_index"]
+__all__ = ["EpisodePlayer", "episode_seed", "landmark_index", "play_batch", "play_episode"]
 
 
 def episode_seed(base: int, query_id: str) -> int:
@@ -49,6 +57,8 @@ def episode_seed(base: int, query_id: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# the loop
+# ---------------------------------------------------------------------------------------------
 
 
 def _user(text: str, n_images: int) -> dict[str, Any]:
@@ -58,57 +68,202 @@ def _user(text: str, n_images: int) -> dict[str, Any]:
     }
 
 
-def _targets(q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """The query's target boxes (BEV, 3D; world m); evaluation needs ground truth."""
+@dataclass(slots=True)
+class _Live:
+    """An episode in progress."""
+
+    env: GroundingEnv
+    query: Query
+    seed: int
+    timeout_s: float
+    t0: float
+    reset_s: float
+    messages: list[dict[str, Any]]
+    images: list[Image.Image]
+    steps: list[Step] = field(default_factory=list)
+    ended: bool = False
+
+    @classmethod
+    def start(
+        cls,
+        env: GroundingEnv,
+        policy: Policy,
+        query: Query,
+        seed: int,
+        timeout_s: float,
+        point_metrics: bool,
+    ) -> _Live:
+        from urbex.env.protocol import system_prompt
+
+        policy.begin_episode(seed=seed)
+        t0 = time.perf_counter()
+        obs, _ = env.reset(
+            query=query, seed=seed, options={"point_metrics": True} if point_metrics else None
+        )
+        system = system_prompt(env.params, include_tool_schemas=not policy.template_lists_tools)
+        return cls(
+            env=env,
+            query=query,
+            seed=seed,
+            timeout_s=timeout_s,
+            t0=t0,
+            reset_s=time.perf_counter() - t0,
+            messages=[
+                {"role": "system", "content": system},
+                _user(obs["text"], len(obs["images"])),
+            ],
+            images=list(obs["images"]),
+        )
+
+    def advance(self, text: str, policy_s: float) -> None:
+        """Feed one policy turn to the environment."""
+        obs, _, terminated, truncated, info = self.env.step(text)
+        self.steps.append(info["step"].with_policy(policy_s=policy_s, model_text=text))
+        self.messages.append({"role": "assistant", "content": text})
+        if terminated or truncated:
+            self.ended = True
+        elif time.perf_counter() - self.t0 > self.timeout_s:
+            self.env.end_without_answer("timeout")
+            self.ended = True
+        else:
+            self.images.extend(obs["images"])
+            self.messages.append(
+                _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
+            )
+
+    def trajectory(self) -> Trajectory:
+        outcome = self.env.outcome
+        assert outcome is not None, "the episode has not ended"
+        return Trajectory(
+            query=self.query,
+            seed=self.seed,
+            steps=tuple(self.steps),
+            outcome=outcome,
+            views=tuple(self.env.views),
+            messages=tuple(self.messages),
+            images=tuple(self.images),
+            reset_s=self.reset_s,
+            latency_s=time.perf_counter() - self.t0,
+        )
+
+
+def play_episode(
+    env: GroundingEnv,
+    policy: Policy,
+    query: Query,
+    *,
+    seed: int,
+    timeout_s: float = math.inf,
+    point_metrics: bool = False,
+) -> Trajectory:
+    """Play one episode of ``policy`` on ``query`` in ``env``.
+
+    Parameters
+    ----------
+    env
+        The environment (reset here).
+    policy
+        Any :class:`~urbex.agents.base.Policy`; ``begin_episode(seed=seed)`` is called first.
+    query
+        The query (with or without ground truth).
+    seed
+        Episode seed (the env's RNG and the policy's).
+    timeout_s
+        Wall-clock budget of the episode, seconds, checked between turns.
+    point_metrics
+        Have the environment count the points point F1 needs (``outcome.point_counts``).
+
+    Returns
+    -------
+    Trajectory
+    """
+    live = _Live.start(env, policy, query, seed, timeout_s, point_metrics)
+    while not live.ended:
+        tp = time.perf_counter()
+        text = policy.act(live.messages, live.images)
+        live.advance(text, time.perf_counter() - tp)
+    return live.trajectory()
+
+
+def play_batch(
+    envs: Sequence[GroundingEnv],
+    policy: Policy,
+    queries: Sequence[Query],
+    *,
+    seeds: Sequence[int],
+    timeout_s: float = math.inf,
+    point_metrics: bool = False,
+) -> list[Trajectory]:
+    """Play ``len(queries)`` episodes in lockstep (one env each) through ``policy.act_batch``.
+
+    Each round asks the policy for one turn of every unfinished episode at once; the rest is
+    :func:`play_episode`'s loop, so a batch plays each episode exactly as one at a time would
+    for a deterministic policy. A step's policy time is the round's wall time divided by the
+    episodes in it.
+    """
+    if not len(envs) >= len(queries) == len(seeds):
+        raise ValueError(
+            f"play_batch: expected as many seeds as queries and at least as many envs, got "
+            f"{len(queries)} queries, {len(seeds)} seeds, {len(envs)} envs"
+        )
+    lives = [
+        _Live.start(e, policy, q, s, timeout_s, point_metrics)
+        for e, q, s in zip(envs, queries, seeds)
+    ]
+    while active := [lv for lv in lives if not lv.ended]:
+        tp = time.perf_counter()
+        texts = policy.act_batch([lv.messages for lv in active], [lv.images for lv in active])
+        dt = (time.perf_counter() - tp) / len(active)
+        for lv, text in zip(active, texts, strict=True):
+            lv.advance(text, dt)
+    return [lv.trajectory() for lv in lives]
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation: one policy over many queries, scored into rows
+# ---------------------------------------------------------------------------------------------
+
+
+def _require_targets(q: Query) -> None:
+    """Evaluation scores against ground truth: fail before playing a query without it."""
     if q.target_box_2d is None or q.target_box_3d is None:
         raise AnnotationError(
             f"query {q.query_id!r} has no ground truth (a free-text query); evaluation scores "
             "against target boxes — use `urbex ground` for free text",
             field="target_box_3d",
         )
-    return q.target_box_2d, q.target_box_3d
 
 
 @dataclass(slots=True)
-class _Scene:
+class _Candidates:
     """Per-scene evaluation context: GT candidate boxes (world m) and object → row."""
 
     boxes: np.ndarray
     row: dict[str, int]
 
+    def for_target(self, q: Query) -> tuple[np.ndarray, int]:
+        """The candidates and the target's row (a target outside the ranked classes is added)."""
+        t = self.row.get(q.object_id)
+        if t is None:
+            assert q.target_box_2d is not None
+            return np.vstack([self.boxes, q.target_box_2d[None]]), len(self.boxes)
+        return self.boxes, t
 
-def _scene_context(env: GroundingEnv, scene_id: str, classes: Sequence[str] | None) -> _Scene:
+
+def _candidates(env: GroundingEnv, scene_id: str, classes: Sequence[str] | None) -> _Candidates:
     import polars as pl
 
     inst = env.scene_provider(scene_id).instances
     if classes is not None:
         inst = inst.filter(pl.col("class_name").is_in(list(classes)))
     boxes = inst.select("x_min", "y_min", "x_max", "y_max").to_numpy().astype(np.float64)
-    return _Scene(
+    return _Candidates(
         boxes=boxes.reshape(-1, 4), row={o: i for i, o in enumerate(inst["object_id"].to_list())}
     )
 
 
-@dataclass(slots=True)
-class _Live:
-    """An episode in progress."""
-
-    query: Query
-    seed: int
-    env: GroundingEnv
-    messages: list[dict[str, Any]]
-    images: list[Any]
-    t0: float
-    env_s: float = 0.0
-    policy_s: float = 0.0
-    steps: list[StepRow] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
-    ended: bool = False
-    timed_out: bool = False
-
-
 class EpisodePlayer:
-    """Plays episodes of one policy in one process (its env, policy and scene contexts).
+    """Plays and scores episodes of one policy in one process (its env, policy, scene contexts).
 
     Parameters
     ----------
@@ -129,16 +284,15 @@ class EpisodePlayer:
         policy: Policy | None = None,
         env: GroundingEnv | None = None,
     ) -> None:
+        from urbex.agents.base import Policy
         from urbex.agents.registry import make_policy
         from urbex.env.episode import CachedSceneProvider, GroundingEnv
-        from urbex.env.protocol import system_prompt
+        from urbex.eval.perturb import PerturbedLandmarks
 
         self.params = params
         self.policy_name = policy_name
         self.split = split
         self.run_id = run_id
-        from urbex.eval.perturb import PerturbedLandmarks
-
         self.env = env or GroundingEnv(
             params, CachedSceneProvider(params.assets / "scenes"), landmark_index(params)
         )
@@ -149,112 +303,62 @@ class EpisodePlayer:
         self.policy = policy or make_policy(
             policy_name, params, env=self.env, checkpoint=checkpoint
         )
-        schemas = not bool(getattr(self.policy, "template_lists_tools", False))
-        self.system = system_prompt(self.env.params, include_tool_schemas=schemas)
-        self._scenes: dict[str, _Scene] = {}
-        self._warm: set[str] = set()
+        if not isinstance(self.policy, Policy):
+            raise TypeError(
+                f"policy: expected a urbex.agents.base.Policy (subclass PolicyBase for the "
+                f"defaults of begin_episode, template_lists_tools, max_batch, act_batch), got "
+                f"{type(self.policy).__name__}"
+            )
+        self._scenes: dict[str, _Candidates] = {}
 
-    def _warmup(self, query: Query) -> None:
+    def _warmup(self, envs: Sequence[GroundingEnv], query: Query) -> None:
         """Untimed: open the scene and build its global view (offline preparation)."""
-        if query.scene_id in self._warm:
-            return
-        self.env.reset(query=query, seed=0)
-        self._scenes[query.scene_id] = _scene_context(
-            self.env, query.scene_id, self.params.eval.candidate_classes
-        )
-        self._warm.add(query.scene_id)
+        if query.scene_id not in self._scenes:
+            self._scenes[query.scene_id] = _candidates(
+                self.env, query.scene_id, self.params.eval.candidate_classes
+            )
+            self.env.reset(query=query, seed=0)
+        for e in envs:
+            if e is not self.env:
+                e.reset(query=query, seed=0)
 
-    def _start(self, query: Query, env: GroundingEnv) -> _Live:
-        _targets(query)  # fail before playing a query that cannot be scored
+    def _prepare(self, env: GroundingEnv, query: Query) -> int:
+        """Checks and per-query landmark state before a timed episode; returns its seed."""
+        _require_targets(query)
         if self._landmarks.mode == "missing":
             env.landmarks = self._landmarks.for_query(query.description, query.scene_id)
-        seed = episode_seed(self.params.eval.seed, query.query_id)
-        hook = getattr(self.policy, "begin_episode", None)
-        if hook is not None:
-            hook(seed=seed)
-        t0 = time.perf_counter()
-        obs, _ = env.reset(query=query, seed=seed)
-        live = _Live(
-            query=query,
-            seed=seed,
-            env=env,
-            messages=[
-                {"role": "system", "content": self.system},
-                _user(obs["text"], len(obs["images"])),
-            ],
-            images=list(obs["images"]),
-            t0=t0,
-        )
-        live.env_s += time.perf_counter() - t0
-        return live
+        return episode_seed(self.params.eval.seed, query.query_id)
 
-    def _advance(self, live: _Live, text: str, policy_dt: float) -> None:
-        te = time.perf_counter()
-        obs, _, terminated, truncated, info = live.env.step(text)
-        env_dt = time.perf_counter() - te
-        live.env_s += env_dt
-        live.policy_s += policy_dt
-        rec = info["step"]
-        region: list[float | None] = [None] * 4
-        if rec.valid and rec.tool in ("zoom_in", "oblique_render") and rec.view_id:
-            region = [float(v) for v in live.env.views[rec.view_id].world_box]
-        live.steps.append(
-            StepRow(
-                run_id=self.run_id,
-                query_id=live.query.query_id,
-                scene_id=live.query.scene_id,
-                turn=rec.turn,
-                tool=rec.tool,
-                arguments=rec.arguments,
-                valid=rec.valid,
-                error=rec.error,
-                view_id=rec.view_id,
-                reward=rec.reward,
-                latency_s=policy_dt + env_dt,
-                env_s=env_dt,
-                policy_s=policy_dt,
-                model_text=text,
-                view_x_min=region[0],
-                view_y_min=region[1],
-                view_x_max=region[2],
-                view_y_max=region[3],
-            )
+    def _rows(self, traj: Trajectory) -> tuple[EpisodeRecord, list[StepRow]]:
+        from urbex.eval.metrics import trajectory_metrics
+
+        boxes, t = self._scenes[traj.query.scene_id].for_target(traj.query)
+        metrics = trajectory_metrics(traj, boxes, t)
+        rec = episode_record(
+            traj, metrics, run_id=self.run_id, policy=self.policy_name, split=self.split
         )
-        live.messages.append({"role": "assistant", "content": text})
-        if terminated or truncated:
-            live.ended, live.info = True, info
-            return
-        if time.perf_counter() - live.t0 > self.params.eval.episode_timeout_s:
-            live.ended, live.timed_out = True, True
-            return
-        live.images.extend(obs["images"])
-        live.messages.append(
-            _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
-        )
+        return rec, step_rows(traj, run_id=self.run_id)
 
     def play(self, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
-        """One episode, played to its end."""
-        self._warmup(query)
-        live = self._start(query, self.env)
-        while not live.ended:
-            tp = time.perf_counter()
-            text = self.policy.act(live.messages, live.images)
-            self._advance(live, text, time.perf_counter() - tp)
-        return self._record(live), live.steps
+        """One episode, played to its end and scored."""
+        self._warmup([self.env], query)
+        seed = self._prepare(self.env, query)
+        traj = play_episode(
+            self.env,
+            self.policy,
+            query,
+            seed=seed,
+            timeout_s=self.params.eval.episode_timeout_s,
+            point_metrics=self.params.eval.point_metrics,
+        )
+        return self._rows(traj)
 
     def play_batch(
         self, queries: Sequence[Query], size: int
     ) -> Iterator[tuple[EpisodeRecord, list[StepRow]]]:
         """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each)."""
-        from urbex.agents.base import BatchPolicy
         from urbex.env.episode import GroundingEnv
 
-        policy = self.policy
-        if not isinstance(policy, BatchPolicy):
-            raise TypeError(
-                f"play_batch: the policy must have act_batch (a BatchPolicy), "
-                f"got {type(policy).__name__}"
-            )
         envs = [self.env] + [
             GroundingEnv(self.params, self.env.scene_provider, self.env.landmarks)
             for _ in range(size - 1)
@@ -262,138 +366,18 @@ class EpisodePlayer:
         for i in range(0, len(queries), size):
             group = queries[i : i + size]
             for q in group:
-                self._warmup(q)
-                for e in envs[1:]:  # warm the extra envs' global-view caches too (untimed)
-                    e.reset(query=q, seed=0)
-            lives = [self._start(q, e) for q, e in zip(group, envs)]
-            while True:
-                active = [lv for lv in lives if not lv.ended]
-                if not active:
-                    break
-                tp = time.perf_counter()
-                texts = policy.act_batch(
-                    [lv.messages for lv in active], [lv.images for lv in active]
-                )
-                dt = (time.perf_counter() - tp) / len(active)
-                for lv, text in zip(active, texts):
-                    self._advance(lv, text, dt)
-            for lv in lives:
-                yield self._record(lv), lv.steps
-
-    def _record(self, live: _Live) -> EpisodeRecord:
-        from urbex.env import rewards as R
-        from urbex.eval.metrics import episode_metrics
-
-        q = live.query
-        tgt2, tgt3 = _targets(q)
-        env = live.env
-        latency = time.perf_counter() - live.t0
-        info = live.info
-        answered = bool(info.get("answered", False)) and not live.timed_out
-        pred2d = np.asarray(info["pred_box_2d"], dtype=np.float64) if answered else None
-        pred3d = np.asarray(info["pred_box_3d"], dtype=np.float64) if answered else None
-        ctx = self._scenes[q.scene_id]
-        boxes, t = ctx.boxes, ctx.row.get(q.object_id)
-        if t is None:  # target outside the ranked classes: rank it anyway
-            boxes, t = np.vstack([boxes, tgt2[None]]), len(boxes)
-        in_pred = in_target = None
-        if (
-            pred2d is not None
-            and self.params.eval.point_metrics
-            and q.object_id.lstrip("-").isdigit()
-        ):
-            union = np.concatenate(
-                [
-                    np.minimum(pred2d[:2], tgt2[:2]),
-                    np.maximum(pred2d[2:], tgt2[2:]),
-                ]
+                self._warmup(envs, q)
+            seeds = [self._prepare(e, q) for q, e in zip(group, envs)]
+            trajs = play_batch(
+                envs[: len(group)],
+                self.policy,
+                group,
+                seeds=seeds,
+                timeout_s=self.params.eval.episode_timeout_s,
+                point_metrics=self.params.eval.point_metrics,
             )
-            pts = env.scene.crop_points(union)
-            if pts.instance is not None:
-                xy = (
-                    pts.xyz[:, :2].astype(np.float64) + np.asarray(pts.offset, dtype=np.float64)[:2]
-                )
-                in_pred = (
-                    (xy[:, 0] >= pred2d[0])
-                    & (xy[:, 0] <= pred2d[2])
-                    & (xy[:, 1] >= pred2d[1])
-                    & (xy[:, 1] <= pred2d[3])
-                )
-                in_target = np.asarray(pts.instance) == int(q.object_id)
-        m = episode_metrics(
-            pred2d,
-            boxes,
-            t,
-            pred_box_3d=pred3d,
-            gt_box_3d=tgt3,
-            in_pred=in_pred,
-            in_target=in_target,
-        )
-        if live.timed_out:
-            turns = env.turn
-            reward = env.shaping_total + float(
-                R.terminal_reward(0.0, float("inf"), turns, **R.weights(env.params))
-            )
-            stop = "timeout"
-        else:
-            turns = int(info["turns"])
-            reward = float(info["return"])
-            stop = "answer" if answered else "budget"
-        counts = tool_counts(s.tool for s in live.steps if s.valid)
-        pb3 = pred3d if pred3d is not None else [None] * 6
-        answer_view = None
-        if answered:
-            answer_view = json.loads(live.steps[-1].arguments).get("view_id")
-        return EpisodeRecord(
-            run_id=self.run_id,
-            policy=self.policy_name,
-            split=self.split,
-            query_id=q.query_id,
-            scene_id=q.scene_id,
-            object_id=q.object_id,
-            class_name=q.class_name,
-            seed=live.seed,
-            valid_answer=answered,
-            answer_view_id=answer_view,
-            pred_x_min=_f(pb3[0]),
-            pred_y_min=_f(pb3[1]),
-            pred_z_min=_f(pb3[2]),
-            pred_x_max=_f(pb3[3]),
-            pred_y_max=_f(pb3[4]),
-            pred_z_max=_f(pb3[5]),
-            iou_bev=m["iou_bev"],
-            iou_3d=m["iou_3d"],
-            point_precision=m["point_precision"],
-            point_recall=m["point_recall"],
-            point_f1=m["point_f1"],
-            center_dist_m=m["center_dist_m"],
-            target_rank=m["target_rank"],
-            target_rank_nz=m["target_rank_nz"],
-            target_rank_ciou=m["target_rank_ciou"],
-            hit1=m["hit1"],
-            hit3=m["hit3"],
-            hit5=m["hit5"],
-            hit1_iou25=m["hit1_iou25"],
-            area_ratio=m["area_ratio"],
-            n_candidates=m["n_candidates"],
-            n_pos_overlap=m["n_pos_overlap"],
-            n_iou25=m["n_iou25"],
-            turns=turns,
-            **counts,
-            n_invalid=sum(1 for s in live.steps if not s.valid),
-            latency_s=latency,
-            env_s=live.env_s,
-            policy_s=live.policy_s,
-            reward=reward,
-            terminated=answered,
-            truncated=stop == "budget",
-            timed_out=live.timed_out,
-            stop_reason=stop,
-        )
-
-
-def _f(v: Any) -> float | None:
-    return None if v is None else float(v)
+            for traj in trajs:
+                yield self._rows(traj)
 
 
 def landmark_index(params: Params) -> Any:

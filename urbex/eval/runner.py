@@ -230,14 +230,16 @@ def load_queries(
 _WORKER: dict[str, EpisodePlayer] = {}  # per-process player cache (pool workers)
 
 
-def _play_chunk(
-    player: EpisodePlayer, queries: Sequence[Query], directory: Path, batch: int = 1
-) -> int:
-    """Play and write one chunk; on an error, write the finished episodes, then re-raise."""
+def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], directory: Path) -> int:
+    """Play and write one chunk; on an error, write the finished episodes, then re-raise.
+
+    Policies that generate in batches (``policy.max_batch > 1``) play in lockstep batches.
+    """
     eps: list[EpisodeRecord] = []
     steps: list[StepRow] = []
+    batch = player.policy.max_batch
     try:
-        if batch > 1 and hasattr(player.policy, "act_batch"):
+        if batch > 1:
             for rec, st in player.play_batch(queries, batch):
                 eps.append(rec)
                 steps.extend(st)
@@ -477,9 +479,8 @@ def evaluate(
                     raise
         elif chunks:
             player = EpisodePlayer(params, policy, split, rid, ckpt, policy=policy_obj)
-            batch = params.vlm.batch_size if policy in ("vlm",) else 1
             for c in chunks:
-                n = _play_chunk(player, c, d, batch=batch)
+                n = _play_chunk(player, c, d)
                 played += n
                 bar.update(n)
     finally:

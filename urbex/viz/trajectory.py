@@ -29,7 +29,6 @@ Layout and size (see :func:`picture_size`)::
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,7 @@ from urbex.geometry import Affine, iou_2d
 if TYPE_CHECKING:
     from PIL import Image, ImageDraw, ImageFont
 
-    from urbex.env.records import StepRecord
+    from urbex.env.records import Step
     from urbex.env.views import EpisodeView
     from urbex.scene import SceneCache
 
@@ -130,12 +129,8 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def _args(step: Any) -> dict[str, Any]:
-    try:
-        a = json.loads(step.arguments)
-    except (TypeError, ValueError):
-        return {}
-    return a if isinstance(a, dict) else {}
+def _args(step: Step) -> dict[str, Any]:
+    return step.arguments
 
 
 def _fmt_args(tool: str, args: dict[str, Any]) -> str:
@@ -263,7 +258,7 @@ def _global_image(
 
 def trajectory_picture(
     scene: SceneCache,
-    steps: Sequence[StepRecord],
+    steps: Sequence[Step],
     views: Iterable[EpisodeView],
     *,
     query_text: str,
@@ -281,11 +276,11 @@ def trajectory_picture(
     scene : SceneCache
         The episode's scene; its ``global_view()`` is the backdrop when ``views`` holds no
         ``global`` view.
-    steps : sequence of StepRecord
-        The episode's steps in order (``turn``, ``tool``, ``arguments`` JSON, ``valid``,
-        ``error``, ``view_id``); each is one line of the step list.
+    steps : sequence of Step
+        The episode's steps in order (a trajectory's ``steps``); each is one line of the step
+        list.
     views : iterable of EpisodeView
-        The episode's views (e.g. ``env.views``): the ``global`` one is the backdrop (its
+        The episode's views (a trajectory's ``views``): the ``global`` one is the backdrop (its
         transform maps every world box), each ``zoom``/``oblique`` one is drawn as a numbered
         box on the backdrop (its ``world_box``, number = the turn that created it) and shown in
         the right strip.
@@ -319,7 +314,7 @@ def trajectory_picture(
     img = Image.new("RGB", size, COLORS["background"])
     draw = ImageDraw.Draw(img)
     f_title, f_body, f_small = _font(_TITLE_PT), _font(_BODY_PT), _font(_SMALL_PT)
-    by_view = {s.view_id: s for s in steps if getattr(s, "view_id", None)}
+    by_view = {s.view_id: s for s in steps if s.view_id}
 
     # -- header -------------------------------------------------------------------------------
     y = PAD
@@ -355,7 +350,8 @@ def trajectory_picture(
         if box is None:
             continue
         if kind == "oblique":
-            az = _args(by_view.get(v.view_id)).get("azimuth_deg")
+            made = by_view.get(v.view_id)
+            az = None if made is None else _args(made).get("azimuth_deg")
             if isinstance(az, int | float):
                 _camera_mark(draw, panel, v.world_box, float(az), clip)
         if kind == "zoom":  # zoom numbers top-left, oblique numbers top-right: no overlap
@@ -409,7 +405,8 @@ def trajectory_picture(
     y = HEADER_H + panel_px + PAD + LEGEND_H
     for s in steps:
         ok = bool(s.valid)
-        text = f"{s.turn:>2}  {s.tool}  {_fmt_args(s.tool, _args(s))}"
+        tool = s.tool or "invalid"
+        text = f"{s.turn:>2}  {tool}  {_fmt_args(tool, _args(s))}"
         if s.view_id:
             text += f"  -> {s.view_id}"
         if not ok:
@@ -438,7 +435,7 @@ def trajectory_picture(
                 _rect(draw, tp.box(pred), COLORS["pred"], 2, tclip)
         draw.rectangle((ox - 1, oy - 1, ox + tw, oy + th), outline=COLORS[v.kind], width=2)
         step = by_view.get(v.view_id)
-        tool = step.tool if step is not None else v.kind
+        tool = (step.tool or "invalid") if step is not None else v.kind
         line1 = f"turn {v.turn}  {tool} -> {v.view_id}"
         args = _fmt_args(tool, _args(step)) if step is not None else ""
         yc = y0 + thumb_px + 4

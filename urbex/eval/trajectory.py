@@ -1,0 +1,109 @@
+"""The trajectory: one played episode, as :func:`urbex.eval.play.play_episode` records it.
+
+A :class:`Trajectory` holds the query, every step (:class:`urbex.env.records.Step`), the outcome
+(:class:`urbex.env.records.EpisodeOutcome`), the views the agent saw and the conversation the
+policy was shown. Everything downstream is a projection of it: the evaluation's Parquet rows
+(:mod:`urbex.eval.episodes`), ``urbex ground``'s files, trajectory pictures and SFT data.
+
+Frames: as in :mod:`urbex.env.records` (``*_m`` world metres, ``*_view`` view units 0–1000).
+Times are seconds of *warm online* latency (scene preparation excluded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from urbex.env.records import EpisodeOutcome, Query, Step
+    from urbex.env.views import EpisodeView
+
+__all__ = ["TOOL_NAMES", "Trajectory", "tool_counts"]
+
+#: The tools counted per episode (``n_<tool>``).
+TOOL_NAMES: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
+
+
+def tool_counts(tools: Iterable[str | None]) -> dict[str, int]:
+    """``n_<tool>`` counts of the given (valid) tool calls.
+
+    >>> tool_counts(["zoom_in", "zoom_in", None, "answer"])
+    {'n_landmark_query': 0, 'n_zoom_in': 2, 'n_oblique_render': 0}
+    """
+    ts = list(tools)
+    return {f"n_{t}": sum(1 for x in ts if x == t) for t in TOOL_NAMES}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trajectory:
+    """One played episode.
+
+    Attributes
+    ----------
+    query : Query
+    seed : int
+        The episode seed (environment RNG and the policy's ``begin_episode``).
+    steps : tuple of Step
+        Every assistant turn, in order.
+    outcome : EpisodeOutcome
+        How it ended (``stop_reason``), the answer (view box, world boxes), rewards.
+    views : tuple of EpisodeView
+        Every view of the episode (``global`` first), in creation order.
+    messages : tuple of dict
+        The conversation as the policy saw it, ending with its last turn (system prompt, the
+        query with the global view, then assistant turns and ``<tool_response>`` user turns).
+    images : tuple of PIL.Image.Image
+        The images of ``messages``, in placeholder order.
+    reset_s : float
+        Environment seconds of the reset (global view, prompt).
+    latency_s : float
+        Wall time of the episode: reset, every policy call and environment step.
+    """
+
+    query: Query
+    seed: int
+    steps: tuple[Step, ...]
+    outcome: EpisodeOutcome
+    views: tuple[EpisodeView, ...] = field(repr=False)
+    messages: tuple[dict[str, Any], ...] = field(repr=False)
+    images: tuple[Image.Image, ...] = field(repr=False)
+    reset_s: float
+    latency_s: float
+
+    def __post_init__(self) -> None:
+        if [s.turn for s in self.steps] != list(range(1, len(self.steps) + 1)):
+            raise ValueError(
+                f"Trajectory.steps: expected turns 1..{len(self.steps)} in order, got "
+                f"{[s.turn for s in self.steps]}"
+            )
+
+    @property
+    def env_s(self) -> float:
+        """Environment seconds: reset plus every step."""
+        return self.reset_s + sum(s.env_s for s in self.steps)
+
+    @property
+    def policy_s(self) -> float:
+        """Policy seconds: every model call."""
+        return sum(s.policy_s for s in self.steps)
+
+    @property
+    def n_invalid(self) -> int:
+        """Invalid turns."""
+        return sum(1 for s in self.steps if not s.valid)
+
+    def tool_counts(self) -> dict[str, int]:
+        """``n_<tool>`` counts of the valid tool calls."""
+        return tool_counts(s.tool for s in self.steps if s.valid)
+
+    def view(self, view_id: str) -> EpisodeView:
+        """The view ``view_id`` (``KeyError`` naming the known ids otherwise)."""
+        for v in self.views:
+            if v.view_id == view_id:
+                return v
+        raise KeyError(
+            f"view {view_id!r} not in this trajectory; views: {[v.view_id for v in self.views]}"
+        )
