@@ -339,8 +339,9 @@ def refresh_warehouse(
         counts: dict[str, int] = {}
         for spec in TABLES.values():
             con.execute(_view_sql(spec, assets))
-            row = con.execute(f"SELECT count(*) FROM {spec.name}").fetchone()
-            counts[spec.name] = int(row[0]) if row else 0
+            # fetchall: a fully consumed result leaves the connection free for the caller
+            rows = con.execute(f"SELECT count(*) FROM {spec.name}").fetchall()
+            counts[spec.name] = int(rows[0][0]) if rows else 0
         return counts
     finally:
         if own:
