@@ -61,7 +61,7 @@ def main() -> int:
         r = evaluate(p, policy="landmark_prior", split=split, progress=False, refresh=False)
         print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
-    print((params.assets / "eval" / "report.md").read_text())
+    print(params.layout.report_md.read_text())
     print(
         "demo: done. Query the warehouse (see README):\n"
         "  .venv/bin/python -c \"import duckdb; con = duckdb.connect('assets/warehouse.duckdb', "

@@ -205,3 +205,32 @@ def test_cli_invalid_yaml_is_one_line_with_position(tmp_path, capsys):
     assert main(["--params", str(p), "warehouse"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "line " in err and str(p) in err
+
+
+def test_cli_commands_refresh_the_warehouse_once(tmp_path, monkeypatch, capsys):
+    import urbex.eval.warehouse as wh
+
+    calls: list[object] = []
+    real = wh.refresh_warehouse
+
+    def counting(assets, **kw):
+        calls.append(assets)
+        return real(assets, **kw)
+
+    monkeypatch.setattr(wh, "refresh_warehouse", counting)
+    params = write_small_project(tmp_path)
+    assert main(["--params", str(params), "-q", "synth"]) == 0
+    assert calls == []
+    for command in ("cache", "landmarks", "splits"):
+        calls.clear()
+        assert main(["--params", str(params), "-q", command]) == 0, command
+        assert len(calls) == 1, command  # two scenes, one refresh (splits: two stages, one)
+    con = duckdb.connect(str(tmp_path / "assets" / "warehouse.duckdb"), read_only=True)
+    try:
+        n = {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("scenes", "instances", "landmarks", "queries")
+        }
+    finally:
+        con.close()
+    assert n["scenes"] == 2 and all(v > 0 for v in n.values()), n

@@ -1,7 +1,9 @@
 """The ``urbex`` command line (a contract: tests, DVC stages and users call it).
 
-Every command reads ``params.yaml`` (or ``--params FILE``) and writes under ``paths.assets``.
-Errors on bad input print one line naming the file/field and exit with status 2.
+Every command reads ``params.yaml`` (or ``--params FILE``) and writes under ``paths.assets``
+(:class:`urbex.layout.AssetLayout`). A command that changes files the warehouse reads refreshes
+the warehouse views once, at its end. Errors on bad input print one line naming the file/field
+and exit with status 2.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
 
 def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
     from urbex.raw import raw_dataset
-    from urbex.stages import build_scene
+    from urbex.stages import build_scene, refresh
 
     ds = raw_dataset(params)
     ids = [args.scene] if args.scene else list(ds.scene_ids)
@@ -77,26 +79,28 @@ def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
         b = build_scene(params, sid, force=args.force, progress=not args.quiet)
         state = "reused (fresh)" if b.reused else f"built in {b.build_seconds:.1f} s"
         print(f"{sid}: {b.n_points:,} points, {state} → {b.cache_dir}")
+    refresh(params)  # the warehouse's scenes / instances tables
     return 0
 
 
 def _cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
 
-    from urbex.stages import stage_landmarks
+    from urbex.stages import refresh, stage_landmarks
 
     for path in stage_landmarks(params):
         print(f"{path.stem}: {pl.read_parquet(path).height} landmarks → {path}")
+    refresh(params)
     return 0
 
 
 def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
 
-    from urbex.stages import stage_clean_annotations, stage_splits
+    from urbex.stages import refresh, stage_clean_annotations, stage_splits
 
     clean = stage_clean_annotations(params)
-    drops = pl.read_parquet(clean.with_name("annotation_drops.parquet"))
+    drops = pl.read_parquet(params.layout.annotation_drops)
     print(f"cleaned: {pl.read_parquet(clean).height} queries kept, {drops.height} dropped")
     for reason, n in drops.group_by("reason").len().sort("reason").iter_rows():
         print(f"  dropped {n:4d} × {reason}")
@@ -104,6 +108,7 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
     for split, n in pl.read_parquet(path).group_by("split").len().sort("split").iter_rows():
         print(f"  {split:8s} {n:5d} queries")
     print(f"splits → {path}")
+    refresh(params)
     return 0
 
 

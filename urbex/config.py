@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from urbex.errors import ConfigError
+from urbex.layout import AssetLayout
 
 __all__ = [
     "AnnotationParams",
@@ -372,6 +373,11 @@ class Params(_Strict):
         """Absolute path of the assets root."""
         p = self.paths.assets
         return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def layout(self) -> AssetLayout:
+        """Every published path under :attr:`assets` (:class:`urbex.layout.AssetLayout`)."""
+        return AssetLayout(self.assets)
 
     @property
     def data_root(self) -> Path | None:

@@ -74,7 +74,7 @@ def raw_dataset(params: Params) -> RawDataset:
     from urbex.io.datasets import list_scenes
 
     if params.data.source == "synthetic":
-        synth_root = params.assets / "raw" / "synthetic"
+        synth_root = params.layout.raw_synthetic
         ids = _select(synthetic_scene_ids(params), params, synth_root)
         return RawDataset(source="cityrefer", root=synth_root, scene_ids=ids, generated=True)
     root = params.data_root
@@ -107,7 +107,7 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
     """
     ds = raw_dataset(params)
     if not ds.generated:
-        with atomic_write(params.assets / "raw" / "registered.json", "w") as fh:
+        with atomic_write(params.layout.raw_registered, "w") as fh:
             json.dump(
                 {"source": ds.source, "root": str(ds.root), "scene_ids": list(ds.scene_ids)},
                 fh,

@@ -1,7 +1,11 @@
 """The graph's stages as plain functions: one call per asset.
 
 Dagster assets (``pipelines/``) and DVC stages (``dvc.yaml`` → the ``urbex`` CLI) are two thin
-front doors onto these functions; both write the same files under ``params.assets``.
+front doors onto these functions; both write the same files under ``params.assets``
+(:class:`urbex.layout.AssetLayout`).
+
+The stage functions never refresh the warehouse: a front door (one ``urbex`` command, one Dagster
+asset run) calls :func:`refresh` once, after all its stage calls.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ __all__ = [
     "SceneBuild",
     "build_scene",
     "refresh",
-    "scene_cache_dir",
     "stage_clean_annotations",
     "stage_landmarks",
     "stage_raw",
@@ -32,11 +35,6 @@ __all__ = [
 def stage_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
     """Materialize the raw data set (generate synthetic or register a root)."""
     return materialize_raw(params, force=force, progress=progress)
-
-
-def scene_cache_dir(params: Params, scene_id: str) -> Path:
-    """``<assets>/scenes/<scene_id>``."""
-    return params.assets / "scenes" / scene_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,11 +61,12 @@ def _input_hash(raw_root: Path, scene_id: str) -> str:
 def build_scene(
     params: Params, scene_id: str, *, force: bool = False, progress: bool = False
 ) -> SceneBuild:
-    """Build (or reuse, when fresh) the cache of one scene and register it in the warehouse.
+    """Build (or reuse, when fresh) the cache of one scene and write its warehouse row.
 
     Reads the raw scene through :func:`urbex.io.datasets.read_scene`, writes
     ``<assets>/scenes/<scene_id>/`` with :func:`urbex.scene.build.build_scene_cache`, then the
-    ``scenes`` row and the warehouse views.
+    ``scenes`` row (``scene.parquet``). The warehouse views are not refreshed here: call
+    :func:`refresh` once after the last scene.
 
     Raises
     ------
@@ -76,7 +75,7 @@ def build_scene(
     """
     import json
 
-    from urbex.eval.warehouse import refresh_warehouse, write_scene_row
+    from urbex.eval.warehouse import write_scene_row
     from urbex.io.datasets import read_scene
     from urbex.scene.build import build_scene_cache
 
@@ -90,8 +89,9 @@ def build_scene(
         )
     t0 = time.perf_counter()
     raw = read_scene(ds.source, ds.root, scene_id)
-    out = scene_cache_dir(params, scene_id)
-    before = (out / "meta.json").stat().st_mtime_ns if (out / "meta.json").exists() else None
+    out = params.layout.scene(scene_id)
+    meta_path = params.layout.scene_meta(scene_id)
+    before = meta_path.stat().st_mtime_ns if meta_path.exists() else None
     build_scene_cache(
         raw.cloud,
         out,
@@ -103,9 +103,8 @@ def build_scene(
         progress=progress,
     )
     write_scene_row(out)
-    refresh_warehouse(params.assets)
-    meta = json.loads((out / "meta.json").read_text())
-    after = (out / "meta.json").stat().st_mtime_ns
+    meta = json.loads(meta_path.read_text())
+    after = meta_path.stat().st_mtime_ns
     return SceneBuild(
         scene_id=scene_id,
         cache_dir=out,
@@ -117,37 +116,34 @@ def build_scene(
 
 
 def refresh(params: Params) -> dict[str, int]:
-    """Recreate the warehouse views; returns row counts per table."""
+    """Recreate the warehouse views over ``<assets>``; returns row counts per table.
+
+    The one refresh of a front-door command or asset run (the stages themselves never refresh).
+    """
     from urbex.eval.warehouse import refresh_warehouse
 
     return refresh_warehouse(params.assets)
 
 
 def stage_landmarks(params: Params) -> list[Path]:
-    """Landmark tables of every scene (checked, then published), then the warehouse views."""
+    """Landmark tables of every scene (checked, then published); see :func:`refresh`."""
     from urbex.annotations.stages import build_landmark_tables
 
-    out = build_landmark_tables(params)
-    refresh(params)
-    return out
+    return build_landmark_tables(params)
 
 
 def stage_clean_annotations(params: Params) -> Path:
-    """Cleaned annotations + drops (checked, then published), then the warehouse views."""
+    """Cleaned annotations + drops (checked, then published); see :func:`refresh`."""
     from urbex.annotations.stages import build_clean_annotations
 
-    out = build_clean_annotations(params)
-    refresh(params)
-    return out
+    return build_clean_annotations(params)
 
 
 def stage_splits(params: Params) -> Path:
-    """train/val/test_nd/test_no (checked, then published), then the warehouse views."""
+    """train/val/test_nd/test_no (checked, then published); see :func:`refresh`."""
     from urbex.annotations.stages import build_splits
 
-    out = build_splits(params)
-    refresh(params)
-    return out
+    return build_splits(params)
 
 
 def stage_stpls3d_refer(params: Params) -> Path:

@@ -4,7 +4,7 @@ import dagster as dg
 
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import UrbexParams
-from urbex.stages import build_scene, scene_cache_dir, stage_raw
+from urbex.stages import build_scene, refresh, stage_raw
 from urbex.viz.thumbnails import thumbnail_markdown
 
 
@@ -35,9 +35,13 @@ def raw_dataset(
 def scene_caches(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:
-    """One scene cache: cell-sorted points, full-resolution BEV rasters, global view, instances."""
+    """One scene cache: cell-sorted points, full-resolution BEV rasters, global view, instances.
+
+    Refreshes the warehouse once (its ``scenes`` / ``instances`` tables see the new cache).
+    """
     params = urbex_params.load()
     b = build_scene(params, context.partition_key)
+    refresh(params)
     return dg.MaterializeResult(
         metadata={
             "n_points": b.n_points,
@@ -46,9 +50,7 @@ def scene_caches(
             "bev_size": f"{b.meta['bev_width']}×{b.meta['bev_height']} px",
             "cache_dir": dg.MetadataValue.path(str(b.cache_dir)),
             "preview": dg.MetadataValue.md(
-                thumbnail_markdown(
-                    scene_cache_dir(params, context.partition_key) / "global_view.png"
-                )
+                thumbnail_markdown(params.layout.global_view(context.partition_key))
             ),
         }
     )

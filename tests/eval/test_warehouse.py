@@ -48,3 +48,81 @@ def test_scene_row_requires_bounds():
         scene_row({"n_points": 1}, scene_id="s")
     with pytest.raises(ValueError, match="6 values"):
         scene_row({**meta, "bounds": [0, 1]}, scene_id="s")
+
+
+def _view_columns(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+    return tuple(r[0] for r in con.execute(f"DESCRIBE {table}").fetchall())
+
+
+@pytest.mark.parametrize(
+    ("table", "record"),
+    [("episodes", "EpisodeRecord"), ("steps", "StepRow")],
+)
+def test_warehouse_record_views_show_every_record_field(tmp_path, table, record):
+    # a field added to the record (and so to its Parquet shards) must appear in the empty view
+    from dataclasses import fields
+
+    import urbex.eval.episodes as ep
+
+    con = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=con)
+    assert _view_columns(con, table) == tuple(f.name for f in fields(getattr(ep, record)))
+    cols = ep.EPISODE_COLUMNS if table == "episodes" else ep.STEP_COLUMNS
+    assert tuple(c for c, _ in TABLES[table].columns) == cols
+
+
+def test_warehouse_instances_view_shows_every_instance_table_column(tmp_path):
+    import numpy as np
+
+    from urbex.scene.instances import INSTANCE_COLUMNS, instance_table
+
+    con = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=con)
+    assert _view_columns(con, "instances") == INSTANCE_COLUMNS
+    empty = instance_table(
+        scene_id="s",
+        xyz=np.zeros((0, 3)),
+        origin=np.zeros(3),
+        rgb=None,
+        semantic=None,
+        instance=None,
+        class_scheme="sensaturban",
+        boxes=None,
+    )
+    assert tuple(empty.columns) == INSTANCE_COLUMNS
+
+
+def test_warehouse_record_view_types_match_the_shards(tmp_path):
+    # the empty view and a shard written with the record's schema agree on names and types
+    from urbex.eval.episodes import episode_schema, step_schema, write_table_atomic
+
+    empty = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=empty)
+    want = {t: empty.execute(f"DESCRIBE {t}").fetchall() for t in ("episodes", "steps")}
+    run = tmp_path / "eval" / "runs" / "r"
+    write_table_atomic(episode_schema().empty_table(), run / "episodes" / "part-0.parquet")
+    write_table_atomic(step_schema().empty_table(), run / "steps" / "part-0.parquet")
+    full = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=full)
+    for t in ("episodes", "steps"):
+        got = full.execute(f"DESCRIBE {t}").fetchall()
+        assert [r[:2] for r in got] == [r[:2] for r in want[t]]
+
+
+def test_scene_row_keys_are_the_scenes_view_columns():
+    from urbex.eval.warehouse import SCENE_COLUMNS
+
+    meta = {"n_points": 3, "bounds": [0, 1, 2, 3, 4, 5], "bev_width": 3, "bev_height": 3}
+    row = scene_row({**meta, "resolution": 0.1}, scene_id="s")
+    assert tuple(row) == tuple(c for c, _ in SCENE_COLUMNS)
+
+
+def test_warehouse_globs_come_from_the_layout():
+    from urbex.layout import AssetLayout
+
+    rel = AssetLayout.relative()
+    assert TABLES["scenes"].glob == "scenes/*/scene.parquet"
+    assert TABLES["instances"].glob == rel.instances("*").as_posix()
+    assert TABLES["episodes"].glob == "eval/runs/*/episodes/*.parquet"
+    assert TABLES["metrics"].glob == rel.run_metrics("*").as_posix()
+    assert TABLES["queries"].glob == "splits/queries.parquet"

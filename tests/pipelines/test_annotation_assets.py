@@ -31,14 +31,29 @@ def built(tmp_path_factory):
     return root, params, instance
 
 
-def test_annotation_assets_pass_their_quality_checks(built):
+def test_annotation_assets_pass_their_quality_checks(built, monkeypatch):
+    import duckdb
+
+    import urbex.eval.warehouse as wh
+
     root, params, instance = built
+    calls: list[object] = []
+    real = wh.refresh_warehouse
+    monkeypatch.setattr(wh, "refresh_warehouse", lambda a, **kw: calls.append(a) or real(a, **kw))
     res = _materialize(instance, params, STAGES)
     assert res.success
     evals = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations()}
     assert set(evals) == set(STAGES)
     assert all(e.passed for e in evals.values())
     assert (root / "assets" / "splits" / "queries.parquet").exists()
+    assert len(calls) == len(STAGES)  # one warehouse refresh per asset run
+    con = duckdb.connect(str(root / "assets" / "warehouse.duckdb"), read_only=True)
+    try:
+        for table in ("landmarks", "queries", "annotation_drops"):
+            con.execute(f"SELECT count(*) FROM {table}").fetchall()
+        assert con.execute("SELECT count(*) FROM queries").fetchall()[0][0] > 0
+    finally:
+        con.close()
 
 
 def test_failing_suite_blocks_downstream_and_publishes_nothing(built, tmp_path):

@@ -44,7 +44,7 @@ __all__ = [
 
 def quality_report_path(params: Params, suite: str) -> Path:
     """``<assets>/quality/<suite>.json`` — where a stage writes its suite report."""
-    return params.assets / "quality" / f"{suite}.json"
+    return params.layout.quality_report(suite)
 
 
 def _manifest_scene(root: Path, scene_id: str) -> dict[str, Any] | None:
@@ -70,7 +70,7 @@ def load_instances(params: Params, scene_ids: list[str]) -> pl.DataFrame:
     """Concatenated instance tables of the scene caches (``CacheError`` if one is missing)."""
     from urbex.scene.cache import SceneCache
 
-    frames = [SceneCache.open(params.assets / "scenes" / s).instances for s in scene_ids]
+    frames = [SceneCache.open(params.layout.scene(s)).instances for s in scene_ids]
     if not frames:
         return pl.DataFrame(
             schema={"scene_id": pl.String, "object_id": pl.String, "class_name": pl.String}
@@ -104,7 +104,7 @@ def build_landmark_tables(params: Params) -> list[Path]:
     ds = raw_dataset(params)
     out: list[Path] = []
     for sid in ds.scene_ids:
-        cache = SceneCache.open(params.assets / "scenes" / sid)
+        cache = SceneCache.open(params.layout.scene(sid))
         inst = cache.instances
         named = inst.filter(pl.col("landmark_name").fill_null("") != "")
         xy_parts, id_parts = [], []
@@ -134,7 +134,7 @@ def build_landmark_tables(params: Params) -> list[Path]:
             table, bounds={sid: bounds}, margin=params.landmarks.bounds_margin_m
         )
         write_report(report, quality_report_path(params, f"landmarks_{sid}"))
-        out.append(publish_checked(table, params.assets / "landmarks" / f"{sid}.parquet", report))
+        out.append(publish_checked(table, params.layout.landmark_table(sid), report))
     return out
 
 
@@ -180,7 +180,7 @@ def build_clean_annotations(params: Params) -> Path:
     instances = load_instances(params, scenes)
     fs_dir = ds.root / "false_segments"
     false_segments = read_false_segments(fs_dir) if fs_dir.is_dir() else []
-    lm_paths = [params.assets / "landmarks" / f"{s}.parquet" for s in scenes]
+    lm_paths = [params.layout.landmark_table(s) for s in scenes]
     lm_paths = [p for p in lm_paths if p.is_file()]
     index = None
     if lm_paths:
@@ -195,8 +195,8 @@ def build_clean_annotations(params: Params) -> Path:
     )
     report = validate_queries(res.queries, params=params, instances=instances)
     write_report(report, quality_report_path(params, "queries"))
-    path = publish_checked(res.queries, params.assets / "splits" / "clean_queries.parquet", report)
-    publish_checked(res.drops, params.assets / "splits" / "annotation_drops.parquet", report)
+    path = publish_checked(res.queries, params.layout.clean_queries, report)
+    publish_checked(res.drops, params.layout.annotation_drops, report)
     return path
 
 
@@ -212,7 +212,7 @@ def build_splits(params: Params) -> Path:
     from urbex.annotations.quality import publish_checked, validate_splits, write_report
     from urbex.annotations.splits import make_splits, split_counts
 
-    src = params.assets / "splits" / "clean_queries.parquet"
+    src = params.layout.clean_queries
     if not src.is_file():
         raise AnnotationError(
             "cleaned queries not found; run the clean_annotations stage first", path=src
@@ -222,14 +222,14 @@ def build_splits(params: Params) -> Path:
     instances = load_instances(params, sorted(set(frame["scene_id"].to_list())))
     report = validate_splits(frame, params=params, instances=instances)
     write_report(report, quality_report_path(params, "splits"))
-    path = publish_checked(frame, params.assets / "splits" / "queries.parquet", report)
-    publish_checked(split_counts(frame), params.assets / "splits" / "split_counts.csv", report)
+    path = publish_checked(frame, params.layout.queries, report)
+    publish_checked(split_counts(frame), params.layout.split_counts, report)
     return path
 
 
 def _stpls3d_root(params: Params) -> Path:
     if params.data.source == "synthetic":
-        return params.assets / "raw" / "synthetic" / "stpls3d"
+        return params.layout.raw_synthetic / "stpls3d"
     if params.data.source == "stpls3d" and params.data_root is not None:
         return params.data_root
     raise ConfigError(
@@ -269,7 +269,7 @@ def build_stpls3d_refer(params: Params) -> Path:
             f"stpls3d_refer.scenes lists {missing}; {root} holds {found}",
             field="stpls3d_refer.scenes",
         )
-    final = params.assets / "stpls3d_refer"
+    final = params.layout.stpls3d_refer
     stage = final.with_name(f".stpls3d_refer.staging-{os.getpid()}")
     if stage.exists():
         shutil.rmtree(stage)

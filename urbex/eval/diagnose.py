@@ -72,11 +72,14 @@ _TITLES = {
 
 
 def _load(params: Params) -> dict[str, pl.DataFrame]:
-    from urbex.eval.warehouse import TABLES, connect, refresh_warehouse
+    import duckdb
 
-    refresh_warehouse(params.assets)
-    con = connect(params.assets)
+    from urbex.eval.warehouse import TABLES, refresh_warehouse
+
+    # the views over the files now on disk, in memory: reading never writes warehouse.duckdb
+    con = duckdb.connect(":memory:")
     try:
+        refresh_warehouse(params.assets, con=con)
 
         def q(table: str, cols: str, distinct: bool = False) -> pl.DataFrame:
             # Columns added later (e.g. steps.view_*) are NULL over shards written before them.
@@ -153,14 +156,15 @@ def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str,
     }
 
 
-def diagnose(params: Params, *, echo: bool = False) -> list[Path]:
+def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> list[Path]:
     """Compute every diagnostic table over the warehouse's runs; write tables, summary, plots.
 
     Writes (atomically) ``<assets>/eval/diagnostics/<name>.parquet`` for each of
     :data:`DIAGNOSTIC_TABLES`, ``diagnostics.md`` (the tables as Markdown) and the plots
     ``success_vs_distractors.png`` and ``area_ratio_hist.png``
-    (:mod:`urbex.eval.diagnostic_plots`), then refreshes the warehouse so its
-    ``diagnostics_<name>`` views see them.
+    (:mod:`urbex.eval.diagnostic_plots`), then (``refresh``) refreshes the warehouse once so its
+    ``diagnostics_<name>`` views see them; pass ``refresh=False`` when the caller refreshes
+    after more work of its own.
 
     Returns
     -------
@@ -171,12 +175,14 @@ def diagnose(params: Params, *, echo: bool = False) -> list[Path]:
     from urbex.eval.episodes import write_table_atomic
     from urbex.eval.warehouse import refresh_warehouse
 
-    out = params.assets / "eval" / "diagnostics"
+    out = params.layout.diagnostics
     frames = _load(params)
     tables = compute_tables(params, frames)
     paths = []
     for name in DIAGNOSTIC_TABLES:
-        paths.append(write_table_atomic(tables[name].to_arrow(), out / f"{name}.parquet"))
+        paths.append(
+            write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
+        )
     n_runs = frames["episodes"]["run_id"].n_unique()
     md = [
         "# urbex diagnostics",
@@ -196,7 +202,8 @@ def diagnose(params: Params, *, echo: bool = False) -> list[Path]:
         plot_success_vs_distractors(tables["disambiguation"], out / "success_vs_distractors.png")
     )
     paths.append(plot_area_ratio(tables["area_ratio"], out / "area_ratio_hist.png"))
-    refresh_warehouse(params.assets)
+    if refresh:
+        refresh_warehouse(params.assets)
     if echo:
         print(text)
     return paths

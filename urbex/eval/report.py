@@ -197,16 +197,16 @@ def report(params: Params, *, echo: bool = True) -> Path:
     if table.height == 0:
         raise UrbexError(
             "no evaluation runs to report; run `urbex evaluate` first",
-            path=params.assets / "eval" / "runs",
+            path=params.layout.runs,
         )
     md = to_markdown(table)
-    out = params.assets / "eval" / "report.md"
+    out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(
             "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
             "s/query = warm-online seconds per query).\n\n" + md + "\n"
         )
-    with atomic_path(out.with_suffix(".csv")) as tmp:
+    with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
     if echo:
         print(md)

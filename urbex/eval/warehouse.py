@@ -26,11 +26,26 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-__all__ = ["TABLES", "TableSpec", "connect", "refresh_warehouse", "scene_row", "write_scene_row"]
+from urbex.eval.episodes import episode_schema, step_schema
+from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
+from urbex.scene.instances import INSTANCE_SCHEMA
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "SCENE_COLUMNS",
+    "TABLES",
+    "TableSpec",
+    "connect",
+    "refresh_warehouse",
+    "scene_row",
+    "write_scene_row",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,50 +57,68 @@ class TableSpec:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of the documented columns
 
 
+#: DuckDB types of the polars dtype names of :data:`urbex.scene.instances.INSTANCE_SCHEMA`.
+_POLARS_TO_DUCKDB = {
+    "String": "VARCHAR",
+    "Int32": "INTEGER",
+    "Int64": "BIGINT",
+    "Float64": "DOUBLE",
+    "Boolean": "BOOLEAN",
+}
+#: DuckDB types of the Arrow types of the episodes / steps shard schemas.
+_ARROW_TO_DUCKDB = {
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "double": "DOUBLE",
+    "bool": "BOOLEAN",
+}
+
+
+def _arrow_columns(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
+    """``(name, DuckDB type)`` of an Arrow schema (a record's Parquet shard schema)."""
+    return tuple((f.name, _ARROW_TO_DUCKDB[str(f.type)]) for f in schema)
+
+
+#: The ``scenes`` row (:func:`scene_row`), in column order.
+SCENE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scene_id", "VARCHAR"),
+    ("n_points", "BIGINT"),
+    ("x_min", "DOUBLE"),
+    ("y_min", "DOUBLE"),
+    ("z_min", "DOUBLE"),
+    ("x_max", "DOUBLE"),
+    ("y_max", "DOUBLE"),
+    ("z_max", "DOUBLE"),
+    ("bev_width", "BIGINT"),
+    ("bev_height", "BIGINT"),
+    ("resolution", "DOUBLE"),
+    ("crs", "VARCHAR"),
+    ("content_hash", "VARCHAR"),
+    ("build_seconds", "DOUBLE"),
+)
+
+#: The layout relative to the assets root: with ``"*"`` for a name, its paths are the globs.
+_REL = AssetLayout.relative()
+
+
+def _glob(path: Path) -> str:
+    return path.as_posix()
+
+
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (
-        TableSpec(
-            name="scenes",
-            glob="scenes/*/scene.parquet",
-            columns=(
-                ("scene_id", "VARCHAR"),
-                ("n_points", "BIGINT"),
-                ("x_min", "DOUBLE"),
-                ("y_min", "DOUBLE"),
-                ("z_min", "DOUBLE"),
-                ("x_max", "DOUBLE"),
-                ("y_max", "DOUBLE"),
-                ("z_max", "DOUBLE"),
-                ("bev_width", "BIGINT"),
-                ("bev_height", "BIGINT"),
-                ("resolution", "DOUBLE"),
-                ("crs", "VARCHAR"),
-                ("content_hash", "VARCHAR"),
-                ("build_seconds", "DOUBLE"),
-            ),
-        ),
+        TableSpec(name="scenes", glob=_glob(_REL.scene_row("*")), columns=SCENE_COLUMNS),
         TableSpec(
             name="instances",
-            glob="scenes/*/instances.parquet",
-            columns=(
-                ("scene_id", "VARCHAR"),
-                ("object_id", "VARCHAR"),
-                ("class_id", "INTEGER"),
-                ("class_name", "VARCHAR"),
-                ("cx", "DOUBLE"),
-                ("cy", "DOUBLE"),
-                ("cz", "DOUBLE"),
-                ("dx", "DOUBLE"),
-                ("dy", "DOUBLE"),
-                ("dz", "DOUBLE"),
-                ("n_points", "BIGINT"),
-                ("landmark_name", "VARCHAR"),
-            ),
+            glob=_glob(_REL.instances("*")),
+            columns=tuple((c, _POLARS_TO_DUCKDB[t]) for c, t in INSTANCE_SCHEMA),
         ),
         TableSpec(
             name="landmarks",
-            glob="landmarks/*.parquet",
+            glob=_glob(_REL.landmark_table("*")),
             columns=(
                 ("scene_id", "VARCHAR"),
                 ("name", "VARCHAR"),
@@ -97,7 +130,7 @@ TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             name="queries",
-            glob="splits/queries.parquet",
+            glob=_glob(_REL.queries),
             columns=(
                 ("query_id", "VARCHAR"),
                 ("scene_id", "VARCHAR"),
@@ -109,7 +142,7 @@ TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             name="annotation_drops",
-            glob="splits/annotation_drops.parquet",
+            glob=_glob(_REL.annotation_drops),
             columns=(
                 ("scene_id", "VARCHAR"),
                 ("object_id", "VARCHAR"),
@@ -120,83 +153,17 @@ TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             name="episodes",
-            glob="eval/runs/*/episodes/*.parquet",
-            columns=(
-                ("run_id", "VARCHAR"),
-                ("policy", "VARCHAR"),
-                ("split", "VARCHAR"),
-                ("query_id", "VARCHAR"),
-                ("iou_bev", "DOUBLE"),
-                ("iou_3d", "DOUBLE"),
-                ("point_f1", "DOUBLE"),
-                ("center_dist_m", "DOUBLE"),
-                ("target_rank", "BIGINT"),
-                ("hit1", "BOOLEAN"),
-                ("hit3", "BOOLEAN"),
-                ("hit5", "BOOLEAN"),
-                ("turns", "BIGINT"),
-                ("n_invalid", "BIGINT"),
-                ("latency_s", "DOUBLE"),
-                ("reward", "DOUBLE"),
-                ("scene_id", "VARCHAR"),
-                ("object_id", "VARCHAR"),
-                ("class_name", "VARCHAR"),
-                ("seed", "BIGINT"),
-                ("valid_answer", "BOOLEAN"),
-                ("answer_view_id", "VARCHAR"),
-                ("pred_x_min", "DOUBLE"),
-                ("pred_y_min", "DOUBLE"),
-                ("pred_z_min", "DOUBLE"),
-                ("pred_x_max", "DOUBLE"),
-                ("pred_y_max", "DOUBLE"),
-                ("pred_z_max", "DOUBLE"),
-                ("point_precision", "DOUBLE"),
-                ("point_recall", "DOUBLE"),
-                ("target_rank_nz", "BIGINT"),
-                ("target_rank_ciou", "BIGINT"),
-                ("hit1_iou25", "BOOLEAN"),
-                ("area_ratio", "DOUBLE"),
-                ("n_candidates", "BIGINT"),
-                ("n_pos_overlap", "BIGINT"),
-                ("n_iou25", "BIGINT"),
-                ("n_landmark_query", "BIGINT"),
-                ("n_zoom_in", "BIGINT"),
-                ("n_oblique_render", "BIGINT"),
-                ("env_s", "DOUBLE"),
-                ("policy_s", "DOUBLE"),
-                ("terminated", "BOOLEAN"),
-                ("truncated", "BOOLEAN"),
-                ("timed_out", "BOOLEAN"),
-                ("stop_reason", "VARCHAR"),
-            ),
+            glob=_glob(_REL.run_episodes("*") / "*.parquet"),
+            columns=_arrow_columns(episode_schema()),
         ),
         TableSpec(
             name="steps",
-            glob="eval/runs/*/steps/*.parquet",
-            columns=(
-                ("run_id", "VARCHAR"),
-                ("query_id", "VARCHAR"),
-                ("turn", "BIGINT"),
-                ("tool", "VARCHAR"),
-                ("arguments", "VARCHAR"),
-                ("valid", "BOOLEAN"),
-                ("error", "VARCHAR"),
-                ("latency_s", "DOUBLE"),
-                ("scene_id", "VARCHAR"),
-                ("view_id", "VARCHAR"),
-                ("reward", "DOUBLE"),
-                ("env_s", "DOUBLE"),
-                ("policy_s", "DOUBLE"),
-                ("model_text", "VARCHAR"),
-                ("region_x_min_m", "DOUBLE"),
-                ("region_y_min_m", "DOUBLE"),
-                ("region_x_max_m", "DOUBLE"),
-                ("region_y_max_m", "DOUBLE"),
-            ),
+            glob=_glob(_REL.run_steps("*") / "*.parquet"),
+            columns=_arrow_columns(step_schema()),
         ),
         TableSpec(
             name="metrics",
-            glob="eval/runs/*/metrics.parquet",
+            glob=_glob(_REL.run_metrics("*")),
             columns=(
                 ("run_id", "VARCHAR"),
                 ("policy", "VARCHAR"),
@@ -235,7 +202,7 @@ TABLES: dict[str, TableSpec] = {
         *(
             TableSpec(
                 name=f"diagnostics_{name}",
-                glob=f"eval/diagnostics/{name}.parquet",
+                glob=_glob(_REL.diagnostic_table(name)),
                 columns=(("run_id", "VARCHAR"), ("policy", "VARCHAR"), ("split", "VARCHAR"), *cols),
             )
             for name, cols in (
@@ -356,7 +323,7 @@ def refresh_warehouse(
     assets = Path(assets)
     own = con is None
     if own:
-        db = Path(db_path) if db_path is not None else assets / "warehouse.duckdb"
+        db = Path(db_path) if db_path is not None else AssetLayout(assets).warehouse
         db.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + 30.0
         while True:
@@ -372,8 +339,9 @@ def refresh_warehouse(
         counts: dict[str, int] = {}
         for spec in TABLES.values():
             con.execute(_view_sql(spec, assets))
-            row = con.execute(f"SELECT count(*) FROM {spec.name}").fetchone()
-            counts[spec.name] = int(row[0]) if row else 0
+            # fetchall: a fully consumed result leaves the connection free for the caller
+            rows = con.execute(f"SELECT count(*) FROM {spec.name}").fetchall()
+            counts[spec.name] = int(rows[0][0]) if rows else 0
         return counts
     finally:
         if own:
@@ -382,7 +350,7 @@ def refresh_warehouse(
 
 def connect(assets: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open ``<assets>/warehouse.duckdb`` (read-only by default, safe while a run writes)."""
-    return duckdb.connect(str(Path(assets) / "warehouse.duckdb"), read_only=read_only)
+    return duckdb.connect(str(AssetLayout(assets).warehouse), read_only=read_only)
 
 
 def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
@@ -418,12 +386,12 @@ def write_scene_row(cache_dir: Path) -> Path:
     import pyarrow.parquet as pq
 
     cache_dir = Path(cache_dir)
-    meta = json.loads((cache_dir / "meta.json").read_text())
+    meta = json.loads((cache_dir / META_FILE).read_text())
     row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
     table = pa.Table.from_pylist([row])
     from urbex.atomic import atomic_path
 
-    out = cache_dir / "scene.parquet"
+    out = cache_dir / SCENE_ROW_FILE
     with atomic_path(out) as tmp:
         pq.write_table(table, tmp)
     return out

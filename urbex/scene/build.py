@@ -37,6 +37,7 @@ from urbex.atomic import publish_dir
 from urbex.config import SceneParams
 from urbex.errors import CacheError
 from urbex.geometry import Affine
+from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
 from urbex.scene.instances import instance_table, write_parquet_deterministic
@@ -107,7 +108,7 @@ def cache_is_fresh(out_dir: str | Path, content_hash: str) -> bool:
 
 
 def _required_files(meta: CacheMeta) -> list[str]:
-    files = ["points/xyz.npy", "points/cell_offsets.npy", "global_view.png", "instances.parquet"]
+    files = ["points/xyz.npy", "points/cell_offsets.npy", GLOBAL_VIEW_FILE, INSTANCES_FILE]
     files += [
         f"points/{n}.npy"
         for n, has in (
@@ -345,7 +346,7 @@ def _build(
         global_shape=(gh, gw),
         z_origin=float(origin[2]),
     )
-    _write_png(tmp / "global_view.png", global_rgb)
+    _write_png(tmp / GLOBAL_VIEW_FILE, global_rgb)
     bar.update()
 
     # 4. instance table, class histogram
@@ -359,7 +360,7 @@ def _build(
         class_scheme=cloud.class_scheme,
         boxes=boxes,
     )
-    write_parquet_deterministic(table, tmp / "instances.parquet")
+    write_parquet_deterministic(table, tmp / INSTANCES_FILE)
     hist: dict[str, int] = {}
     if has_sem:
         from urbex.scene.instances import compact_ids
@@ -413,7 +414,7 @@ def _build(
     from dataclasses import replace
 
     meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
-    write_json_atomic(tmp / "meta.json", meta.to_dict())
+    write_json_atomic(tmp / META_FILE, meta.to_dict())
     bar.update()
     bar.close()
     return meta

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from urbex.errors import CacheError, EmptyRegionError, StaleCacheError
 from urbex.geometry import Affine
+from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
@@ -199,7 +200,7 @@ class SceneCache:
         if self._instances is None:
             import polars as pl
 
-            self._instances = pl.read_parquet(self._path / "instances.parquet")
+            self._instances = pl.read_parquet(self._path / INSTANCES_FILE)
         return self._instances
 
     # -- arrays ----------------------------------------------------------------------------
@@ -323,7 +324,7 @@ class SceneCache:
         """The whole BEV (``global_view.png``), with its pixel → world transform."""
         from PIL import Image
 
-        with Image.open(self._path / "global_view.png") as im:
+        with Image.open(self._path / GLOBAL_VIEW_FILE) as im:
             image = np.asarray(im.convert("RGB"))
         t = self._meta.global_view_affine
         box = t.box_to_world([0, 0, image.shape[1], image.shape[0]])

@@ -23,31 +23,46 @@ if TYPE_CHECKING:
 
     from urbex.io.cityrefer import BoxRecord
 
-__all__ = ["INSTANCE_COLUMNS", "compact_ids", "instance_table", "write_parquet_deterministic"]
+__all__ = [
+    "INSTANCE_COLUMNS",
+    "INSTANCE_SCHEMA",
+    "compact_ids",
+    "instance_table",
+    "write_parquet_deterministic",
+]
 
-INSTANCE_COLUMNS: tuple[str, ...] = (
-    "scene_id",
-    "object_id",
-    "class_id",
-    "class_name",
-    "x_min",
-    "y_min",
-    "z_min",
-    "x_max",
-    "y_max",
-    "z_max",
-    "cx",
-    "cy",
-    "cz",
-    "dx",
-    "dy",
-    "dz",
-    "n_points",
-    "mean_r",
-    "mean_g",
-    "mean_b",
-    "landmark_name",
+#: ``(column, polars dtype name)`` of the instance table, in column order: the one definition
+#: of its schema (the builder's frame, the warehouse's ``instances`` view).
+INSTANCE_SCHEMA: tuple[tuple[str, str], ...] = (
+    ("scene_id", "String"),
+    ("object_id", "String"),
+    ("class_id", "Int32"),
+    ("class_name", "String"),
+    *(
+        (c, "Float64")
+        for c in (
+            "x_min",
+            "y_min",
+            "z_min",
+            "x_max",
+            "y_max",
+            "z_max",
+            "cx",
+            "cy",
+            "cz",
+            "dx",
+            "dy",
+            "dz",
+        )
+    ),
+    ("n_points", "Int64"),
+    ("mean_r", "Float64"),
+    ("mean_g", "Float64"),
+    ("mean_b", "Float64"),
+    ("landmark_name", "String"),
 )
+#: Column names of the instance table, in order.
+INSTANCE_COLUMNS: tuple[str, ...] = tuple(c for c, _ in INSTANCE_SCHEMA)
 
 _DENSE_LIMIT = 1 << 26  # ids up to 67 M use bincount; beyond, np.unique
 
@@ -144,18 +159,7 @@ def instance_table(
     """
     import polars as pl
 
-    schema = {
-        "scene_id": pl.String,
-        "object_id": pl.String,
-        "class_id": pl.Int32,
-        "class_name": pl.String,
-        **{c: pl.Float64 for c in INSTANCE_COLUMNS[4:16]},
-        "n_points": pl.Int64,
-        "mean_r": pl.Float64,
-        "mean_g": pl.Float64,
-        "mean_b": pl.Float64,
-        "landmark_name": pl.String,
-    }
+    schema = {c: getattr(pl, t) for c, t in INSTANCE_SCHEMA}
     if instance is None or instance.size == 0:
         return pl.DataFrame(schema=schema)
     ids, _, inst_idx = compact_ids(instance)

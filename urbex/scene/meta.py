@@ -33,6 +33,7 @@ import numpy as np
 
 from urbex.errors import CacheError
 from urbex.geometry import Affine
+from urbex.layout import META_FILE
 
 __all__ = [
     "BEV_LAYERS",
@@ -218,7 +219,7 @@ def read_meta(cache_dir: str | Path) -> CacheMeta:
     CacheError
         The file is missing, not JSON, or lacks a required key.
     """
-    path = Path(cache_dir) / "meta.json"
+    path = Path(cache_dir) / META_FILE
     if not path.is_file():
         raise CacheError("no meta.json: not a scene cache (or an unfinished build)", path=path)
     try:

@@ -93,7 +93,7 @@ class TrainResult:
 
 def checkpoint_dir(params: Params, run_name: str | None = None) -> Path:
     """``<assets>/checkpoints/<run_name>`` (default ``params.train.run_name``)."""
-    return params.assets / "checkpoints" / (run_name or params.train.run_name)
+    return params.layout.checkpoint(run_name or params.train.run_name)
 
 
 def _base_checkpoint(params: Params) -> Path:
@@ -115,15 +115,15 @@ def _base_checkpoint(params: Params) -> Path:
 
 
 def _check_inputs(params: Params, scene_ids: list[str]) -> None:
-    scenes = params.assets / "scenes"
-    missing = [s for s in scene_ids if not (scenes / s / "meta.json").is_file()]
+    layout = params.layout
+    missing = [s for s in scene_ids if not layout.scene_meta(s).is_file()]
     if missing:
         raise CacheError(
             f"scene caches missing for {missing[:5]} ({len(missing)} scenes); build them with "
             "`urbex cache`",
-            path=scenes,
+            path=layout.scenes,
         )
-    lm = params.assets / "landmarks"
+    lm = layout.landmarks
     if not lm.is_dir() or not any(lm.glob("*.parquet")):
         raise LandmarkError("landmark tables not found; build them with `urbex landmarks`", path=lm)
 
@@ -281,8 +281,8 @@ def train(
     except ValueError as exc:
         raise ConfigError(str(exc), field="train") from exc
     resume = _prepare_staging(staging, fingerprint)
-    provider = CachedSceneProvider(params.assets / "scenes")
-    index = LandmarkIndex.from_params(read_landmark_table(params.assets / "landmarks"), params)
+    provider = CachedSceneProvider(params.layout.scenes)
+    index = LandmarkIndex.from_params(read_landmark_table(params.layout.landmarks), params)
     dataset = Dataset.from_list(grpo_rows(queries, provider, params))
     counts: Counter[str] = Counter()
     env_cls = _counting(make_environment_class(params, provider, index), counts)

@@ -1,0 +1,275 @@
+"""The asset layout: every path published under ``paths.assets``, named in one place.
+
+Stages, the runner, policies, the trainer and both front doors (the CLI, the Dagster assets)
+ask an :class:`AssetLayout` for a path instead of joining strings, so a file moves in one line
+and the warehouse's globs are the same paths with ``*`` for a name::
+
+    <assets>/
+        raw/synthetic/                  the generated data set (data.source = synthetic)
+        raw/registered.json             a registered data root (other sources)
+        scenes/<scene_id>/              a scene cache: meta.json, instances.parquet,
+                                        scene.parquet (the warehouse row), global_view.png, ...
+        landmarks/<scene_id>.parquet    a scene's landmark table
+        splits/                         clean_queries.parquet, annotation_drops.parquet,
+                                        queries.parquet, split_counts.csv, class_sizes.json
+        quality/<suite>.json            great-expectations reports
+        checkpoints/<name>/             trained policies
+        eval/runs/<run_id>/             one evaluation run (run.json, episodes/, steps/,
+                                        metrics.parquet)
+        eval/diagnostics/               diagnostic tables and plots
+        eval/report.md, eval/report.csv the comparison table
+        ground/                         ``urbex ground`` outputs
+        stpls3d_refer/                  STPLS3D-Refer in the CityRefer layout
+        warehouse.duckdb                DuckDB views over the Parquet files above
+
+>>> from pathlib import Path
+>>> lay = AssetLayout(Path("/data/assets"))
+>>> lay.instances("block_0").as_posix()
+'/data/assets/scenes/block_0/instances.parquet'
+>>> lay.run("oracle-test_no").as_posix()
+'/data/assets/eval/runs/oracle-test_no'
+>>> AssetLayout.relative().run_metrics("*").as_posix()  # a glob under the assets root
+'eval/runs/*/metrics.parquet'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+
+__all__ = [
+    "GLOBAL_VIEW_FILE",
+    "INSTANCES_FILE",
+    "META_FILE",
+    "SCENE_ROW_FILE",
+    "AssetLayout",
+    "plain_name",
+]
+
+#: Files of a scene cache directory (the builder writes them into a staging directory first).
+META_FILE = "meta.json"
+INSTANCES_FILE = "instances.parquet"
+SCENE_ROW_FILE = "scene.parquet"
+GLOBAL_VIEW_FILE = "global_view.png"
+
+
+def plain_name(name: str, *, what: str) -> str:
+    """``name`` if it is usable as one path component, else a ``ValueError`` naming ``what``.
+
+    >>> plain_name("oracle-test_no", what="run_id")
+    'oracle-test_no'
+    >>> plain_name("../x", what="run_id")
+    Traceback (most recent call last):
+    ...
+    ValueError: run_id: expected a plain name (no path separators), got '../x'
+    """
+    if (
+        not isinstance(name, str)
+        or not name
+        or any(c in name for c in "/\\")
+        or name in (".", "..")
+    ):
+        raise ValueError(f"{what}: expected a plain name (no path separators), got {name!r}")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class AssetLayout:
+    """The published paths under one assets root.
+
+    Parameters
+    ----------
+    root
+        The assets root (``params.assets``, absolute in practice). :meth:`relative` gives the
+        layout relative to the root (``Path(".")``), whose paths are the warehouse's globs when
+        a name is ``"*"``.
+
+    Every ``name`` argument (scene id, run id, checkpoint name, quality suite) must be one plain
+    path component; anything else raises ``ValueError``.
+    """
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @classmethod
+    def from_params(cls, params: Params) -> AssetLayout:
+        """The layout under ``params.assets``."""
+        return cls(params.assets)
+
+    @classmethod
+    def relative(cls) -> AssetLayout:
+        """The layout relative to the assets root (paths like ``scenes/*/scene.parquet``)."""
+        return cls(Path())
+
+    # ---------------------------------------------------------------- raw data
+    @property
+    def raw(self) -> Path:
+        """``raw/``: the raw data set (generated or registered)."""
+        return self.root / "raw"
+
+    @property
+    def raw_synthetic(self) -> Path:
+        """``raw/synthetic``: the generated synthetic data set (CityRefer layout + copies)."""
+        return self.raw / "synthetic"
+
+    @property
+    def raw_registered(self) -> Path:
+        """``raw/registered.json``: which external data root was registered."""
+        return self.raw / "registered.json"
+
+    # ---------------------------------------------------------------- scene caches
+    @property
+    def scenes(self) -> Path:
+        """``scenes/``: one cache directory per scene."""
+        return self.root / "scenes"
+
+    def scene(self, scene_id: str) -> Path:
+        """``scenes/<scene_id>``: a scene cache directory."""
+        return self.scenes / plain_name(scene_id, what="scene_id")
+
+    def scene_meta(self, scene_id: str) -> Path:
+        """``scenes/<scene_id>/meta.json``: the cache's metadata (bounds, BEV size, hashes)."""
+        return self.scene(scene_id) / META_FILE
+
+    def instances(self, scene_id: str) -> Path:
+        """``scenes/<scene_id>/instances.parquet``: the GT instance table."""
+        return self.scene(scene_id) / INSTANCES_FILE
+
+    def scene_row(self, scene_id: str) -> Path:
+        """``scenes/<scene_id>/scene.parquet``: the warehouse ``scenes`` row."""
+        return self.scene(scene_id) / SCENE_ROW_FILE
+
+    def global_view(self, scene_id: str) -> Path:
+        """``scenes/<scene_id>/global_view.png``: the downsampled global BEV view."""
+        return self.scene(scene_id) / GLOBAL_VIEW_FILE
+
+    # ---------------------------------------------------------------- landmarks
+    @property
+    def landmarks(self) -> Path:
+        """``landmarks/``: one landmark table per scene."""
+        return self.root / "landmarks"
+
+    def landmark_table(self, scene_id: str) -> Path:
+        """``landmarks/<scene_id>.parquet``."""
+        return self.landmarks / f"{plain_name(scene_id, what='scene_id')}.parquet"
+
+    # ---------------------------------------------------------------- annotations
+    @property
+    def splits(self) -> Path:
+        """``splits/``: cleaned annotations and the split queries."""
+        return self.root / "splits"
+
+    @property
+    def clean_queries(self) -> Path:
+        """``splits/clean_queries.parquet``: annotations after cleaning, before splitting."""
+        return self.splits / "clean_queries.parquet"
+
+    @property
+    def annotation_drops(self) -> Path:
+        """``splits/annotation_drops.parquet``: the annotations cleaning dropped, with reasons."""
+        return self.splits / "annotation_drops.parquet"
+
+    @property
+    def queries(self) -> Path:
+        """``splits/queries.parquet``: the cleaned queries with their ``split``."""
+        return self.splits / "queries.parquet"
+
+    @property
+    def split_counts(self) -> Path:
+        """``splits/split_counts.csv``: queries per split."""
+        return self.splits / "split_counts.csv"
+
+    @property
+    def class_sizes(self) -> Path:
+        """``splits/class_sizes.json``: per-class size priors computed by the splits stage."""
+        return self.splits / "class_sizes.json"
+
+    @property
+    def quality(self) -> Path:
+        """``quality/``: great-expectations reports, one per suite."""
+        return self.root / "quality"
+
+    def quality_report(self, suite: str) -> Path:
+        """``quality/<suite>.json``."""
+        return self.quality / f"{plain_name(suite, what='suite')}.json"
+
+    @property
+    def stpls3d_refer(self) -> Path:
+        """``stpls3d_refer/``: STPLS3D-Refer in the CityRefer layout (+ ``summary.json``)."""
+        return self.root / "stpls3d_refer"
+
+    # ---------------------------------------------------------------- training
+    @property
+    def checkpoints(self) -> Path:
+        """``checkpoints/``: trained policy checkpoints."""
+        return self.root / "checkpoints"
+
+    def checkpoint(self, name: str) -> Path:
+        """``checkpoints/<name>``: one trained checkpoint (model, processor, train log)."""
+        return self.checkpoints / plain_name(name, what="checkpoint name")
+
+    # ---------------------------------------------------------------- evaluation
+    @property
+    def eval(self) -> Path:
+        """``eval/``: runs, diagnostics and the report."""
+        return self.root / "eval"
+
+    @property
+    def runs(self) -> Path:
+        """``eval/runs/``: one directory per evaluation run."""
+        return self.eval / "runs"
+
+    def run(self, run_id: str) -> Path:
+        """``eval/runs/<run_id>`` (``run_id`` must be a plain name)."""
+        return self.runs / plain_name(run_id, what="run_id")
+
+    def run_json(self, run_id: str) -> Path:
+        """``eval/runs/<run_id>/run.json``: what was run and its status."""
+        return self.run(run_id) / "run.json"
+
+    def run_episodes(self, run_id: str) -> Path:
+        """``eval/runs/<run_id>/episodes``: the run's episodes shards."""
+        return self.run(run_id) / "episodes"
+
+    def run_steps(self, run_id: str) -> Path:
+        """``eval/runs/<run_id>/steps``: the run's steps shards."""
+        return self.run(run_id) / "steps"
+
+    def run_metrics(self, run_id: str) -> Path:
+        """``eval/runs/<run_id>/metrics.parquet``: the run's aggregate metrics."""
+        return self.run(run_id) / "metrics.parquet"
+
+    @property
+    def diagnostics(self) -> Path:
+        """``eval/diagnostics/``: diagnostic tables (Parquet), ``diagnostics.md`` and plots."""
+        return self.eval / "diagnostics"
+
+    def diagnostic_table(self, name: str) -> Path:
+        """``eval/diagnostics/<name>.parquet``."""
+        return self.diagnostics / f"{plain_name(name, what='diagnostic table')}.parquet"
+
+    @property
+    def report_md(self) -> Path:
+        """``eval/report.md``: the comparison table (Markdown)."""
+        return self.eval / "report.md"
+
+    @property
+    def report_csv(self) -> Path:
+        """``eval/report.csv``: the comparison table (CSV)."""
+        return self.eval / "report.csv"
+
+    @property
+    def ground(self) -> Path:
+        """``ground/``: default parent of ``urbex ground`` output directories."""
+        return self.root / "ground"
+
+    @property
+    def warehouse(self) -> Path:
+        """``warehouse.duckdb``: the DuckDB views over the Parquet files."""
+        return self.root / "warehouse.duckdb"
