@@ -16,6 +16,7 @@ Tables
 ``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
 ``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
 ``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
+               (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
                (:data:`urbex.eval.diagnostics.DIAGNOSTIC_TABLES`)
 """
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from urbex.eval.runspec import SPEC_COLUMNS
 
 __all__ = ["TABLES", "TableSpec", "connect", "refresh_warehouse", "scene_row", "write_scene_row"]
 
@@ -229,7 +232,7 @@ TABLES: dict[str, TableSpec] = {
                 ("env_s", "DOUBLE"),
                 ("policy_s", "DOUBLE"),
                 ("reward", "DOUBLE"),
-                ("landmark_perturbation", "VARCHAR"),
+                *((c, t) for c, t in SPEC_COLUMNS if c not in ("policy", "split")),
             ),
         ),
         *(
