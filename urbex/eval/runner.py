@@ -12,8 +12,9 @@ refreshes the DuckDB warehouse.
   (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``).
 * **Resumable**: the run directory is keyed by ``run_id``; a restarted run skips every query
   already in an episodes shard, so a kill loses at most the chunk in flight (a policy error
-  flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from ``(eval.seed, query_id)``, so a resumed run
-  plays each episode exactly as an uninterrupted one would.
+  flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from
+  ``(eval.seed, query_id)``, so a resumed run plays each episode exactly as an uninterrupted
+  one would.
 * **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
   process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
   ``eval.parallel_min_episodes`` episodes are pending; model policies
