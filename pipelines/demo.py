@@ -20,9 +20,10 @@ STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"]]
 DEMO_EVALS = [
     (p, s) for p in ("oracle", "landmark_prior", "ranking") for s in ("test_nd", "test_no")
 ]
-#: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline; run ids
-#: ``landmark_prior-<split>-lm_<tag>``. Not partitions of ``evaluation`` (its partitions are
-#: policy × split), so the demo plays them through the same library call.
+#: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as
+#: (perturbation mode, split); each is a :class:`~urbex.eval.runspec.RunSpec` (its run id
+#: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
+#: demo plays them through the same library call.
 DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("test_nd", "test_no")]
 
 
@@ -55,10 +56,12 @@ def main() -> int:
     for policy, split in DEMO_EVALS:
         _run(instance, ["evaluation"], dg.MultiPartitionKey({"policy": policy, "split": split}))
     from urbex.eval.runner import evaluate
+    from urbex.eval.runspec import RunSpec
 
     for mode, split in DEMO_PERTURBATIONS:
         p = params.with_updates(eval={"landmark_perturbation": mode})
-        r = evaluate(p, policy="landmark_prior", split=split, progress=False, refresh=False)
+        spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
+        r = evaluate(params, spec=spec, progress=False, refresh=False)
         print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     print(params.layout.report_md.read_text())

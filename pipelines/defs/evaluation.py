@@ -8,6 +8,7 @@ from urbex.agents.registry import POLICY_NAMES
 from urbex.eval.diagnose import diagnose
 from urbex.eval.report import report
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
 
 EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
@@ -22,13 +23,20 @@ EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
 def evaluation(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:
-    """One evaluation run: episodes, steps and metrics of a policy on a split (resumable)."""
+    """One evaluation run: episodes, steps and metrics of a policy on a split (resumable).
+
+    The partition names the run's :class:`~urbex.eval.runspec.RunSpec` (with ``params``'
+    perturbation and sample); its fields are the metadata, beside the headline metrics.
+    """
     key = context.partition_key.keys_by_dimension
-    r = evaluate(urbex_params.load(), policy=key["policy"], split=key["split"], progress=False)
+    params = urbex_params.load()
+    spec = RunSpec.from_params(params, policy=key["policy"], split=key["split"])
+    r = evaluate(params, spec=spec, progress=False)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
         metadata={
             "run_id": r.run_id,
+            "spec": dg.MetadataValue.json(spec.to_dict()),
             "n": r.n_queries,
             "played": r.n_played,
             "resumed": r.n_skipped,

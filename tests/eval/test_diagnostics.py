@@ -25,7 +25,8 @@ from urbex.eval.diagnostics import (
     tool_use,
 )
 from urbex.eval.perturb import PerturbedLandmarks, perturb_landmark_table
-from urbex.eval.runner import default_run_id, evaluate
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
 from urbex.landmarks import LandmarkIndex
 
 # ------------------------------------------------------------------ constructed frames
@@ -162,11 +163,15 @@ def test_landmark_availability_pairs_perturbation_runs_with_clean_run():
         ]
     ).with_columns(pl.col("hit1").cast(pl.Boolean))
     ctx = pl.DataFrame({"query_id": qs, "has_landmark": [True, True, True, False]})
+    clean = RunSpec(policy="p", split="test_no")
+    wrong = RunSpec(
+        policy="p", split="test_no", perturbation=LandmarkPerturbation(mode="wrong", seed=0)
+    )
     runs = pl.DataFrame(
-        {
-            "run_id": ["lp-test_no", "lp-test_no-lm_wrong"],
-            "landmark_perturbation": ["none", "wrong"],
-        }
+        [
+            {"run_id": "lp-test_no", **clean.columns()},
+            {"run_id": "lp-test_no-lm_wrong", **wrong.columns()},
+        ]
     )
     t = landmark_availability(ep, ctx, runs)
     row = {(r["run_id"], r["subset"]): r for r in t.iter_rows(named=True)}
@@ -272,11 +277,40 @@ def test_perturbation_missing_hides_only_the_mentioned_landmarks():
     assert pert.for_query("a tree", "s").table.height == 4  # nothing mentioned: the clean map
 
 
-def test_default_run_id_names_the_perturbation():
-    assert default_run_id("oracle", "test_no", perturbation="noise10") == (
-        "oracle-test_no-lm_noise10"
+def test_landmark_availability_pairs_by_spec_not_by_run_id():
+    """The clean twin is the run with the same spec minus the perturbation, whatever its id;
+    a clean run of another sample, or of another noise seed's twin, is not it."""
+    qs = ["a", "b"]
+    names = ["mine", "other-sample", "noisy", "orphan"]
+    ep = pl.concat(
+        [pl.DataFrame({**_keys(2, n), "query_id": qs, "hit1": [True, False]}) for n in names]
     )
-    assert default_run_id("oracle", "test_no") == "oracle-test_no"
+    ctx = pl.DataFrame({"query_id": qs, "has_landmark": [True, False]})
+    base = RunSpec(policy="p", split="test_no")
+    noise = LandmarkPerturbation(mode="noise", noise_m=5.0, seed=1)
+    specs = {
+        "mine": base,
+        "other-sample": RunSpec(policy="p", split="test_no", sample=Sample(limit=1, seed=0)),
+        "noisy": RunSpec(policy="p", split="test_no", perturbation=noise),
+        "orphan": RunSpec(
+            policy="p", split="test_no", perturbation=noise, sample=Sample(limit=9, seed=0)
+        ),
+    }
+    runs = pl.DataFrame([{"run_id": r, **s.columns()} for r, s in specs.items()])
+    t = landmark_availability(ep, ctx, runs).filter(pl.col("subset") == "all")
+    twin = dict(zip(t["run_id"].to_list(), t["clean_run_id"].to_list()))
+    assert twin == {"mine": None, "other-sample": None, "noisy": "mine", "orphan": None}
+    tags = dict(zip(t["run_id"].to_list(), t["landmark_perturbation"].to_list()))
+    assert tags == {"mine": "none", "other-sample": "none", "noisy": "noise5", "orphan": "noise5"}
+
+
+def test_landmark_availability_run_without_spec_columns_uses_its_tag():
+    ep = pl.DataFrame({**_keys(1, "old"), "query_id": ["a"], "hit1": [True]})
+    ctx = pl.DataFrame({"query_id": ["a"], "has_landmark": [True]})
+    runs = pl.DataFrame({"run_id": ["old"], "landmark_perturbation": ["missing"]})
+    t = landmark_availability(ep, ctx, runs)
+    assert set(t["landmark_perturbation"].to_list()) == {"missing"}
+    assert t["clean_run_id"].to_list() == [None] * t.height
 
 
 # ------------------------------------------------------------------ end to end
@@ -310,6 +344,13 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
         "noise_m": 10.0,
     }
     assert r.metrics["landmark_perturbation"].to_list() == ["noise10"]
+    assert r.spec == RunSpec.from_dict(meta["spec"]) and r.spec.clean().run_id == (
+        "landmark_prior-test_no"
+    )
+    assert r.metrics.select("landmark_perturbation_mode", "landmark_noise_m").row(0) == (
+        "noise",
+        10.0,
+    )
 
     paths = diagnose(_params(project))
     out = project / "eval" / "diagnostics"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 
 from urbex.config import Params
 from urbex.eval.report import report, report_table, to_markdown
+from urbex.eval.runspec import LandmarkPerturbation, RunSpec
 
 
-def _metrics(assets, run_id, policy, split, hit1, n=10):
+def _metrics(assets, run_id, policy, split, hit1, n=10, *, spec=None):
+    """A metrics row as ``finalize_run`` writes it (with ``spec``'s columns when given)."""
     d = assets / "eval" / "runs" / run_id
     d.mkdir(parents=True, exist_ok=True)
     row = {
@@ -22,6 +26,7 @@ def _metrics(assets, run_id, policy, split, hit1, n=10):
         "hit5": hit1,
         "iou_bev": 0.1,
         "latency_s": 0.5,
+        **(spec.columns() if spec is not None else {}),
     }
     path = d / "metrics.parquet"
     old = pl.read_parquet(path) if path.exists() else None
@@ -42,21 +47,70 @@ def test_report_table_rows_runs_columns_split_metric(tmp_path):
     assert t.filter(pl.col("method") == "b")["test_nd_hit1"][0] is None
 
 
-def test_report_default_run_ids_of_one_policy_share_a_row(tmp_path):
-    _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0)
-    _metrics(tmp_path, "oracle-test_nd", "oracle", "test_nd", 0.9)
-    _metrics(tmp_path, "vlm-test_no-ckpt", "vlm", "test_no", 0.1)
+def _spec_run(assets, hit1, **spec_kw):
+    spec = RunSpec(**spec_kw)
+    _metrics(assets, spec.run_id, spec.policy, spec.split, hit1, spec=spec)
+    return spec
+
+
+def test_report_runs_of_one_method_share_a_row(tmp_path):
+    _spec_run(tmp_path, 1.0, policy="oracle", split="test_no")
+    _spec_run(tmp_path, 0.9, policy="oracle", split="test_nd")
+    _spec_run(tmp_path, 0.1, policy="vlm", split="test_no", checkpoint="/c/ckpt")
+    noise = LandmarkPerturbation(mode="noise", noise_m=10.0, seed=0)
+    _spec_run(tmp_path, 0.2, policy="oracle", split="test_no", perturbation=noise)
     t = report_table(Params(paths={"assets": tmp_path}))
-    assert t["method"].to_list() == ["oracle", "vlm-ckpt"]
+    assert t["method"].to_list() == ["oracle", "oracle-lm_noise10", "vlm-ckpt"]
     row = t.row(0, named=True)
     assert row["test_nd_hit1"] == pytest.approx(90.0) and row["test_no_hit1"] == 100.0
 
 
-def test_report_two_runs_for_one_method_and_split_is_an_error(tmp_path):
-    _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0)
-    _metrics(tmp_path, "oracle", "oracle", "test_no", 0.5)
-    with pytest.raises(ValueError, match="same method"):
-        report_table(Params(paths={"assets": tmp_path}))
+def test_report_rows_come_from_the_spec_not_the_run_id(tmp_path):
+    """A custom run id of a vlm checkpoint run is the checkpoint's row on both splits."""
+    for split, hit1 in (("test_no", 0.5), ("test_nd", 0.25)):
+        spec = RunSpec(policy="vlm", split=split, checkpoint="/c/step-3")
+        _metrics(tmp_path, f"my-{split}-ablation", "vlm", split, hit1, spec=spec)
+    t = report_table(Params(paths={"assets": tmp_path}))
+    assert t.select("method", "test_nd_hit1", "test_no_hit1").rows() == [("vlm-step-3", 25.0, 50.0)]
+
+
+def test_report_custom_run_id_beside_the_default_run_shows_both(tmp_path):
+    """``--run-id oracle`` beside ``oracle-test_no`` (same method × split): the default-named
+    run keeps the row ``oracle``, the custom one is ``oracle [oracle]``, in any write order."""
+    spec = RunSpec(policy="oracle", split="test_no")
+    _metrics(tmp_path, "oracle", "oracle", "test_no", 0.5, spec=spec)
+    _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0, spec=spec)
+    _spec_run(tmp_path, 0.9, policy="oracle", split="test_nd")
+    md = report(Params(paths={"assets": tmp_path}), echo=False).read_text()
+    t = report_table(Params(paths={"assets": tmp_path}))
+    assert t.select("method", "test_nd_hit1", "test_no_hit1").rows() == [
+        ("oracle", 90.0, 100.0),
+        ("oracle [oracle]", None, 50.0),
+    ]
+    assert "| oracle [oracle] | oracle |" in md
+
+
+def test_report_two_custom_runs_of_one_method_are_both_labelled_by_id(tmp_path):
+    spec = RunSpec(policy="oracle", split="test_no")
+    _metrics(tmp_path, "b", "oracle", "test_no", 0.5, spec=spec)
+    _metrics(tmp_path, "a", "oracle", "test_no", 1.0, spec=spec)
+    t = report_table(Params(paths={"assets": tmp_path}))
+    assert t["method"].to_list() == ["oracle [a]", "oracle [b]"]
+
+
+def test_report_metrics_without_spec_columns_read_the_run_json(tmp_path):
+    """A run finalized before specs: its row comes from run.json (spec, or legacy fingerprint)."""
+    _metrics(tmp_path, "vlm-test_no-ck", "vlm", "test_no", 0.5)
+    legacy = {"policy": "vlm", "split": "test_no", "checkpoint": "/x/ck", "limit": None}
+    legacy["fingerprint"] = {"checkpoint": "/x/ck"}
+    (tmp_path / "eval" / "runs" / "vlm-test_no-ck" / "run.json").write_text(json.dumps(legacy))
+    _metrics(tmp_path, "custom", "oracle", "test_nd", 0.5)
+    spec = RunSpec(policy="oracle", split="test_nd")
+    (tmp_path / "eval" / "runs" / "custom" / "run.json").write_text(
+        json.dumps({"spec": spec.to_dict()})
+    )
+    t = report_table(Params(paths={"assets": tmp_path}))
+    assert sorted(t["method"].to_list()) == ["oracle", "vlm-ck"]
 
 
 def test_report_writes_markdown_and_csv(tmp_path, capsys):

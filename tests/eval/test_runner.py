@@ -14,9 +14,10 @@ from tests.env.envfixtures import build_eval_project
 from urbex.agents.base import PolicyBase
 from urbex.agents.registry import register_policy
 from urbex.config import Params
-from urbex.errors import ConfigError
+from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate, load_queries
+from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample, read_spec
 
 # columns that legitimately differ between two runs of the same episodes
 _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
@@ -47,7 +48,7 @@ def test_load_queries_joins_target_boxes_and_samples(assets):
 
 
 def test_load_queries_unknown_split_names_the_known_ones(assets):
-    with pytest.raises(Exception, match="splits present"):
+    with pytest.raises(AnnotationError, match="splits present"):
         load_queries(_params(assets), "nope")
 
 
@@ -302,3 +303,75 @@ def test_evaluate_resume_with_point_metrics_toggled_raises(assets):
             _params(assets, point_metrics=False), policy="landmark_prior", split="test_no",
             run_id="pm", progress=False,
         )  # fmt: skip
+
+
+def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
+    p = _params(assets, landmark_perturbation="wrong", landmark_perturbation_seed=3)
+    r = evaluate(p, policy="oracle", split="test_no", run_id="spec1", limit=2, progress=False)
+    want = RunSpec(
+        policy="oracle",
+        split="test_no",
+        perturbation=LandmarkPerturbation(mode="wrong", seed=3),
+        sample=Sample(limit=2, seed=0),
+    )
+    assert r.spec == want and r.spec.run_id == "oracle-test_no-lm_wrong"
+    meta = json.loads((r.run_dir / "run.json").read_text())
+    assert meta["spec"] == want.to_dict() and read_spec(r.run_dir) == want
+    assert meta["landmark_perturbation"] == "wrong" and meta["limit"] == 2  # other keys kept
+    m = pl.read_parquet(r.run_dir / "metrics.parquet").row(0, named=True)
+    assert RunSpec.from_columns(m) == want
+    assert m["landmark_perturbation"] == "wrong" and m["sample_limit"] == 2
+    con = duckdb.connect(":memory:")
+    try:
+        from urbex.eval.warehouse import refresh_warehouse
+
+        refresh_warehouse(assets, con=con)
+        got = (
+            con.cursor()
+            .sql(
+                "SELECT landmark_perturbation_mode, landmark_perturbation_seed, sample_limit "
+                "FROM metrics WHERE run_id = 'spec1'"
+            )
+            .fetchall()
+        )
+    finally:
+        con.close()
+    assert got == [("wrong", 3, 2)]
+
+
+def test_evaluate_legacy_run_json_resumes_and_gains_a_spec(assets):
+    p = _params(assets)
+    r = evaluate(p, policy="oracle", split="test_nd", run_id="legacy", limit=1, progress=False)
+    path = r.run_dir / "run.json"
+    meta = json.loads(path.read_text())
+    del meta["spec"]  # as written before RunSpec
+    path.write_text(json.dumps(meta))
+    assert read_spec(r.run_dir) == RunSpec(
+        policy="oracle", split="test_nd", sample=Sample(limit=1, seed=None)
+    )
+    again = evaluate(p, policy="oracle", split="test_nd", run_id="legacy", limit=1, progress=False)
+    assert again.n_skipped == 1 and again.n_played == 0
+    assert json.loads(path.read_text())["spec"] == again.spec.to_dict()
+
+
+def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
+    spec = RunSpec(
+        policy="oracle",
+        split="test_no",
+        perturbation=LandmarkPerturbation(mode="missing"),
+        sample=Sample(limit=2, seed=1),
+    )
+    r = evaluate(_params(assets), spec=spec, progress=False, refresh=False)
+    assert r.run_id == "oracle-test_no-lm_missing" and r.spec == spec and r.n_queries == 2
+    fp = json.loads((r.run_dir / "run.json").read_text())["fingerprint"]
+    assert fp["landmark_perturbation"] == {"mode": "missing"}
+    with pytest.raises(ValueError, match="not both"):
+        evaluate(_params(assets), spec=spec, policy="oracle", progress=False)
+    with pytest.raises(ValueError, match="policy= and split="):
+        evaluate(_params(assets), policy="oracle", progress=False)
+    with pytest.raises(ValueError, match="repeat_seed"):
+        evaluate(
+            _params(assets),
+            spec=RunSpec(policy="oracle", split="test_no", repeat_seed=1),
+            progress=False,
+        )

@@ -89,6 +89,8 @@ def test_evaluation_partition_then_warehouse_and_report(built):
     assert res.success
     md = res.asset_materializations_for_node("evaluation")[0].metadata
     assert md["n"].value > 0 and md["hit1"].value == 1.0
+    assert md["run_id"].value == "oracle-test_no"  # the partition's RunSpec names the run
+    assert md["spec"].value["policy"] == "oracle" and md["spec"].value["split"] == "test_no"
     res = _materialize(instance, params, ["warehouse", "evaluation_report"])
     assert res.success
     assert "oracle" in (root / "assets" / "eval" / "report.md").read_text()

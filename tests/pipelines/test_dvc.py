@@ -61,3 +61,19 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     (root / "params.yaml").write_text(text)
     status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "cache@synthville_block_0" in status and "raw" not in status.split("cache@")[0]
+
+
+def test_dvc_evaluate_outs_are_the_run_specs_run_ids(repo_root):
+    import yaml
+
+    from urbex.eval.runspec import RunSpec
+
+    stage = yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]["evaluate"]
+    matrix = stage["matrix"]
+    assert set(matrix) == {"policy", "split"}, "each matrix item must be a RunSpec's fields"
+    (out,) = [next(iter(o)) if isinstance(o, dict) else o for o in stage["outs"]]
+    for policy in matrix["policy"]:
+        for split in matrix["split"]:
+            item = out.replace("${item.policy}", policy).replace("${item.split}", split)
+            assert item == f"assets/eval/runs/{RunSpec(policy=policy, split=split).run_id}"
+    assert "--run-id" not in stage["cmd"]  # the CLI derives the same id from the same fields

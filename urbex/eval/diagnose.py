@@ -23,6 +23,7 @@ from urbex.eval.diagnostics import (
     query_context,
     tool_use,
 )
+from urbex.eval.runspec import resolve_specs
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -74,6 +75,7 @@ _TITLES = {
 def _load(params: Params) -> dict[str, pl.DataFrame]:
     import duckdb
 
+    from urbex.eval.runspec import SPEC_COLUMNS
     from urbex.eval.warehouse import TABLES, refresh_warehouse
 
     # the views over the files now on disk, in memory: reading never writes warehouse.duckdb
@@ -107,10 +109,24 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
             ),
             "queries": q("queries", "query_id, scene_id, object_id, description"),
             "instances": q("instances", "scene_id, object_id, class_name, cx, cy"),
-            "runs": q("metrics", "run_id, landmark_perturbation", distinct=True),
+            "runs": _runs(
+                q("metrics", ", ".join(["run_id", *(c for c, _ in SPEC_COLUMNS)]), distinct=True),
+                params.layout.runs,
+            ),
         }
     finally:
         con.close()
+
+
+def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
+    """``run_id`` + the spec columns of each run; metrics written before specs get their spec
+    from ``run.json`` (:func:`urbex.eval.runspec.resolve_specs`)."""
+    specs = resolve_specs(metrics.iter_rows(named=True), runs_dir)
+    rows = []
+    for row in metrics.unique("run_id", maintain_order=True).iter_rows(named=True):
+        spec = specs.get(row["run_id"])
+        rows.append({**row, **spec.columns()} if spec is not None else row)
+    return pl.DataFrame(rows, schema=metrics.schema)
 
 
 def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -406,38 +406,50 @@ def disambiguation(
 # ---------------------------------------------------------------------------------------------
 
 
-def _base_run(run_id: str, tag: str) -> str:
-    suffix = f"-lm_{tag}"
-    return run_id[: -len(suffix)] if tag != "none" and run_id.endswith(suffix) else run_id
-
-
 def landmark_availability(
     episodes: pl.DataFrame, context: pl.DataFrame, runs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """Table 10: Hit@1 by landmark mention, per run × split × subset, against the clean run.
 
     ``subset``: ``with landmark`` (the description mentions a landmark), ``without landmark``,
-    ``all``. ``runs`` (``run_id, landmark_perturbation``) names each run's perturbation
-    (``none`` when absent). For a perturbation run, ``clean_run_id`` is the run of the same id
-    without its ``-lm_<tag>`` suffix, ``clean_hit1`` that run's Hit@1 on the same subset of
-    queries (the same query ids), and ``delta_hit1 = hit1 − clean_hit1`` (null without a clean
-    run).
+    ``all``. ``runs`` holds each run's spec: ``run_id`` and the columns of
+    :data:`urbex.eval.runspec.SPEC_COLUMNS` (:meth:`~urbex.eval.runspec.RunSpec.columns`); a run
+    absent from it, or without spec columns, is taken as clean unless its
+    ``landmark_perturbation`` says otherwise. For a perturbation run, ``clean_run_id`` is its
+    clean twin — the run whose spec equals ``spec.clean()``
+    (:func:`urbex.eval.runspec.clean_twins`) — ``clean_hit1`` that run's Hit@1 on the same
+    subset of queries (the same query ids), and ``delta_hit1 = hit1 − clean_hit1`` (null
+    without a clean run).
 
-    >>> ep = pl.DataFrame({"run_id": ["o-s", "o-s", "o-s-lm_missing", "o-s-lm_missing"],
-    ...     "policy": ["o"] * 4, "split": ["s"] * 4, "query_id": ["a", "b", "a", "b"],
-    ...     "hit1": [True, True, False, True]})
+    >>> from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+    >>> clean = RunSpec(policy="o", split="s")
+    >>> miss = RunSpec(policy="o", split="s", perturbation=LandmarkPerturbation(mode="missing"))
+    >>> runs = pl.DataFrame([{"run_id": "c", **clean.columns()}, {"run_id": "m", **miss.columns()}])
+    >>> ep = pl.DataFrame({"run_id": ["c", "c", "m", "m"], "policy": ["o"] * 4,
+    ...     "split": ["s"] * 4, "query_id": ["a", "b", "a", "b"], "hit1": [True, True, False, True]})
     >>> ctx = pl.DataFrame({"query_id": ["a", "b"], "has_landmark": [True, False]})
-    >>> runs = pl.DataFrame({"run_id": ["o-s", "o-s-lm_missing"],
-    ...                      "landmark_perturbation": ["none", "missing"]})
     >>> t = landmark_availability(ep, ctx, runs).filter(pl.col("subset") == "with landmark")
-    >>> t.select("run_id", "hit1", "delta_hit1").rows()
-    [('o-s', 1.0, None), ('o-s-lm_missing', 0.0, -1.0)]
+    >>> t.select("run_id", "clean_run_id", "hit1", "delta_hit1").rows()
+    [('c', None, 1.0, None), ('m', 'c', 0.0, -1.0)]
     """
-    tags = (
-        runs.select("run_id", pl.col("landmark_perturbation").fill_null("none"))
-        if runs is not None
-        else pl.DataFrame(schema={"run_id": pl.String, "landmark_perturbation": pl.String})
-    ).unique("run_id")
+    from urbex.eval.runspec import RunSpec, clean_twins
+
+    specs: dict[str, RunSpec | None] = {}
+    tag_of: dict[str, str] = {}
+    for row in () if runs is None else runs.unique("run_id").iter_rows(named=True):
+        rid = str(row["run_id"])
+        specs[rid] = spec = RunSpec.from_columns(row)
+        tag = spec.perturbation_tag if spec is not None else row.get("landmark_perturbation")
+        tag_of[rid] = tag or "none"
+    twins = clean_twins(specs)
+    tags = pl.DataFrame(
+        {
+            "run_id": list(tag_of),
+            "landmark_perturbation": list(tag_of.values()),
+            "clean_run_id": [twins.get(r) for r in tag_of],
+        },
+        schema={"run_id": pl.String, "landmark_perturbation": pl.String, "clean_run_id": pl.String},
+    )
     ep = (
         episodes.select(*_KEYS, "query_id", "hit1")
         .join(context.select("query_id", "has_landmark"), on="query_id", how="left")
@@ -450,11 +462,6 @@ def landmark_availability(
             .otherwise(pl.lit("without landmark"))
             .alias("subset"),
         )
-    )
-    ep = ep.with_columns(
-        pl.struct("run_id", "landmark_perturbation")
-        .map_elements(lambda r: _base_run(r["run_id"], r["landmark_perturbation"]), pl.String)
-        .alias("clean_run_id")
     )
     ep = pl.concat([ep, ep.with_columns(pl.lit("all").alias("subset"))])
     clean = ep.filter(pl.col("landmark_perturbation") == "none").select(

@@ -1,8 +1,13 @@
 """The Table-1-shaped comparison: rows = methods (policy [+ checkpoint]), columns = split × metric.
 
-A *method* is a run id with its split removed: the default run ids ``oracle-test_nd`` and
-``oracle-test_no`` are one row ``oracle``; ``vlm-test_no-ckpt`` is row ``vlm-ckpt``. A run id that
-does not name its split is a row of its own.
+A *method* is a run's :class:`~urbex.eval.runspec.RunSpec` without its split
+(:attr:`~urbex.eval.runspec.RunSpec.method`): the runs ``oracle-test_nd`` and ``oracle-test_no``
+are one row ``oracle``; a vlm run from checkpoint ``ckpt`` is row ``vlm-ckpt``; a
+landmark-perturbation run is row ``<policy>-lm_<tag>``. The spec comes from the metrics row's
+spec columns, else the run's ``run.json``; a run without a spec is a row named by its run id.
+When several runs give the same method × split (e.g. ``--run-id mine`` beside
+``oracle-test_no``), the run under the spec's default id keeps the plain label and the others
+are rows ``<method> [<run_id>]``, so every run is shown and the choice never depends on order.
 
 Read from the warehouse's ``metrics`` view (DuckDB over ``<assets>/eval/runs/*/metrics.parquet``;
 an in-memory connection, so a run writing Parquet meanwhile is never blocked), printed, and
@@ -15,7 +20,7 @@ the same units as the Markdown: percent for fractions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +28,9 @@ if TYPE_CHECKING:
     import polars as pl
 
     from urbex.config import Params
+    from urbex.eval.runspec import RunSpec
 
-__all__ = ["METRIC_LABELS", "method_name", "report", "report_table", "to_markdown"]
+__all__ = ["METRIC_LABELS", "method_labels", "report", "report_table", "to_markdown"]
 
 #: Column labels of the metrics the report knows (others are shown under their own name).
 METRIC_LABELS: dict[str, str] = {
@@ -98,17 +104,12 @@ def report_table(
     present = df["split"].unique().to_list() if df.height else []
     wanted = list(splits or params.eval.report_splits)
     cols = [s for s in wanted if s in present] or sorted(present)
-    df = df.with_columns(
-        method=pl.struct("run_id", "split").map_elements(
-            lambda r: method_name(r["run_id"], r["split"]), return_dtype=pl.String
-        )
-    )
-    dup = df.group_by("method", "split").len().filter(pl.col("len") > 1)
-    if dup.height:
-        raise ValueError(
-            f"report: several runs give the same method × split {dup.rows()[:3]}; "
-            "give them distinct --run-id values (or delete the stale run directories)"
-        )
+    from urbex.eval.runspec import resolve_specs
+
+    specs = resolve_specs(df.iter_rows(named=True), params.assets / "eval" / "runs")
+    keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
+    labels = method_labels(keys, specs)
+    df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))
     rows = df.select("method", "policy").unique(maintain_order=True)
     for s in cols:
         part = df.filter(pl.col("split") == s).select(
@@ -122,17 +123,34 @@ def report_table(
     return rows.sort(["policy", "method"])
 
 
-def method_name(run_id: str, split: str) -> str:
-    """The report row of a run: its id without the ``-<split>`` part.
+def method_labels(
+    runs: Sequence[tuple[str, str]], specs: Mapping[str, RunSpec | None]
+) -> dict[tuple[str, str], str]:
+    """The report row of each ``(run_id, split)``: its spec's method, made unique per split.
 
-    >>> method_name("oracle-test_no", "test_no"), method_name("vlm-test_nd-ckpt", "test_nd")
-    ('oracle', 'vlm-ckpt')
-    >>> method_name("my-run", "val")
-    'my-run'
+    A run without a spec is labelled by its run id. Runs sharing a label on one split keep it
+    only under their spec's default id; the others become ``<label> [<run_id>]``.
+
+    >>> from urbex.eval.runspec import RunSpec
+    >>> o = RunSpec(policy="oracle", split="test_no")
+    >>> method_labels([("oracle-test_no", "test_no"), ("oracle", "test_no"), ("x", "val")],
+    ...               {"oracle-test_no": o, "oracle": o, "x": None})
+    {('oracle-test_no', 'test_no'): 'oracle', ('oracle', 'test_no'): 'oracle [oracle]', ('x', 'val'): 'x'}
     """
-    parts = run_id.split("-")
-    kept = [p for p in parts if p != split]
-    return "-".join(kept) if kept and len(kept) < len(parts) else run_id
+    base: dict[tuple[str, str], str] = {}
+    for rid, split in runs:
+        spec = specs.get(rid)
+        base[(rid, split)] = spec.method if spec is not None else rid
+    groups: dict[tuple[str, str], list[str]] = {}
+    for (rid, split), label in base.items():
+        groups.setdefault((label, split), []).append(rid)
+    out: dict[tuple[str, str], str] = {}
+    for (rid, split), label in base.items():
+        spec = specs.get(rid)
+        canonical = spec is not None and spec.run_id == rid
+        shared = len(set(groups[(label, split)])) > 1
+        out[(rid, split)] = f"{label} [{rid}]" if shared and not canonical else label
+    return out
 
 
 def to_markdown(table: pl.DataFrame) -> str:

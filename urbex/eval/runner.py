@@ -6,11 +6,15 @@ the rest in chunks of ``params.eval.chunk_size`` episodes — each chunk written
 (:mod:`urbex.eval.episodes`) — then aggregates ``metrics.parquet``, updates ``run.json`` and
 refreshes the DuckDB warehouse.
 
-* **Resumable**: the run directory is keyed by ``run_id`` (default ``<policy>-<split>``, plus the
-  checkpoint's name); a restarted run skips every query already in an episodes shard, so a kill
-  loses at most the chunk in flight (a policy error flushes the chunk's finished episodes first,
-  then propagates). Per-episode seeds derive from ``(eval.seed, query_id)``, so a resumed run
-  plays each episode exactly as an uninterrupted one would.
+* **Named by structure**: a run is a :class:`urbex.eval.runspec.RunSpec` (policy, split,
+  checkpoint, landmark perturbation, sample), stored in ``run.json`` under ``"spec"`` and as
+  columns of ``metrics.parquet``; the run directory name defaults to ``spec.run_id``
+  (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``).
+* **Resumable**: the run directory is keyed by ``run_id``; a restarted run skips every query
+  already in an episodes shard, so a kill loses at most the chunk in flight (a policy error
+  flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from
+  ``(eval.seed, query_id)``, so a resumed run plays each episode exactly as an uninterrupted
+  one would.
 * **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
   process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
   ``eval.parallel_min_episodes`` episodes are pending; model policies
@@ -51,6 +55,7 @@ from urbex.eval.episodes import (
     write_table_atomic,
 )
 from urbex.eval.play import EpisodePlayer, episode_seed
+from urbex.eval.runspec import SPEC_COLUMNS, LandmarkPerturbation, RunSpec, read_spec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -61,7 +66,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RunResult",
-    "default_run_id",
     "episode_seed",
     "evaluate",
     "finalize_run",
@@ -76,6 +80,8 @@ class RunResult:
     Attributes
     ----------
     run_id, policy, split : str
+    spec : RunSpec
+        What the run is (``run_id`` is ``spec.run_id`` unless a custom id was given).
     run_dir : Path
         ``<assets>/eval/runs/<run_id>``.
     n_queries : int
@@ -93,48 +99,13 @@ class RunResult:
     run_id: str
     policy: str
     split: str
+    spec: RunSpec
     run_dir: Path
     n_queries: int
     n_skipped: int
     n_played: int
     seconds: float
     metrics: pl.DataFrame = field(repr=False)
-
-
-def default_run_id(
-    policy: str, split: str, checkpoint: Path | None = None, *, perturbation: str = ""
-) -> str:
-    """``<policy>-<split>`` (+ ``-<checkpoint dir name>``, + ``-lm_<perturbation>``): re-running
-    resumes the same run; a landmark-perturbation run (:func:`urbex.eval.perturb.perturbation_tag`)
-    never shares a directory with the clean one.
-
-    >>> default_run_id("vlm", "test_no", Path("/ck/step-300"))
-    'vlm-test_no-step-300'
-    >>> default_run_id("oracle", "test_no", perturbation="noise10")
-    'oracle-test_no-lm_noise10'
-    """
-    rid = f"{policy}-{split}"
-    if checkpoint is not None:
-        rid += "-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(checkpoint).name)
-    if perturbation:
-        rid += f"-lm_{perturbation}"
-    return rid
-
-
-def _perturbation(params: Params) -> tuple[str, dict[str, Any] | None]:
-    """The run's landmark-perturbation tag and its fingerprint entry (None when clean)."""
-    from urbex.eval.perturb import perturbation_tag
-
-    e = params.eval
-    tag = perturbation_tag(e.landmark_perturbation, e.landmark_noise_m)
-    if not tag:
-        return "", None
-    fp: dict[str, Any] = {"mode": e.landmark_perturbation}
-    if e.landmark_perturbation in ("noise", "wrong"):
-        fp["seed"] = e.landmark_perturbation_seed
-    if e.landmark_perturbation == "noise":
-        fp["noise_m"] = e.landmark_noise_m
-    return tag, fp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +261,7 @@ def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[s
         "point_metrics": params.eval.point_metrics,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
-    _, pert = _perturbation(params)
+    pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
     if policy in ("vlm", "workflow", "no_tools"):
@@ -336,7 +307,11 @@ def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> 
 def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
 
-    The rows carry ``landmark_perturbation`` (``none`` or the run's tag, e.g. ``noise10``).
+    The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runspec.read_spec`)
+    as the columns of :data:`urbex.eval.runspec.SPEC_COLUMNS`: ``checkpoint``,
+    ``landmark_perturbation`` (``none`` or the tag, e.g. ``noise10``), its mode and parameters,
+    the sample and the repeat seed. A run without ``run.json`` gets null spec columns
+    (``landmark_perturbation`` ``none``).
     """
     import polars as pl
 
@@ -344,27 +319,72 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
 
     d = run_dir(params.assets, run_id)
     eps = read_episodes(d)
-    meta_path = d / "run.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    pert = (meta.get("fingerprint") or {}).get("landmark_perturbation") or {}
-    tag = "none"
-    if pert:
-        from urbex.eval.perturb import perturbation_tag
-
-        tag = perturbation_tag(pert["mode"], float(pert.get("noise_m", 10.0)))
-    metrics = aggregate(eps).with_columns(pl.lit(tag).alias("landmark_perturbation"))
+    spec = read_spec(d)
+    cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
+    dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64}
+    metrics = aggregate(eps)
+    metrics = metrics.with_columns(
+        pl.lit(cols.get(name), dtype=dtypes[t]).alias(name)
+        for name, t in SPEC_COLUMNS
+        if name not in metrics.columns
+    )
     write_table_atomic(metrics.to_arrow(), d / "metrics.parquet")
     return metrics
+
+
+def _resolve_spec(
+    params: Params,
+    spec: RunSpec | None,
+    *,
+    policy: str | None,
+    split: str | None,
+    limit: int | None,
+    checkpoint: Path | None,
+) -> tuple[Params, RunSpec]:
+    """``evaluate``'s params and spec: from the flags, or ``params`` updated to the spec."""
+    if spec is None:
+        if policy is None or split is None:
+            raise ValueError("evaluate: pass policy= and split=, or spec=")
+        return params, RunSpec.from_params(
+            params, policy=policy, split=split, checkpoint=checkpoint, limit=limit
+        )
+    flags = {"policy": policy, "split": split, "limit": limit, "checkpoint": checkpoint}
+    given = sorted(k for k, v in flags.items() if v is not None)
+    if given:
+        raise ValueError(f"evaluate: pass spec= or {given}, not both (the spec names the run)")
+    if spec.repeat_seed is not None:
+        raise ValueError(
+            f"evaluate: spec.repeat_seed={spec.repeat_seed}: repeated decoding is not played "
+            "yet; leave it None"
+        )
+    if spec.sample is not None and spec.sample.seed is None:
+        raise ValueError("evaluate: spec.sample.seed is None; give the sample's seed")
+    p = spec.perturbation
+    upd: dict[str, Any] = {"landmark_perturbation": p.mode, "limit": None}
+    if p.noise_m is not None:
+        upd["landmark_noise_m"] = p.noise_m
+    if p.seed is not None:
+        upd["landmark_perturbation_seed"] = p.seed
+    if spec.sample is not None:
+        upd.update(limit=spec.sample.limit, sample_seed=spec.sample.seed)
+    params = params.with_updates(eval=upd)
+    rebuilt = RunSpec.from_params(
+        params, policy=spec.policy, split=spec.split, checkpoint=spec.checkpoint
+    )
+    if rebuilt != spec:  # a guard: the spec must be exactly what these params play
+        raise ValueError(f"evaluate: spec {spec} does not round-trip through params ({rebuilt})")
+    return params, spec
 
 
 def evaluate(
     params: Params,
     *,
-    policy: str,
-    split: str,
+    policy: str | None = None,
+    split: str | None = None,
     run_id: str | None = None,
     limit: int | None = None,
     checkpoint: Path | None = None,
+    spec: RunSpec | None = None,
     progress: bool = True,
     workers: int | None = None,
     refresh: bool = True,
@@ -377,15 +397,19 @@ def evaluate(
     params
         All parameters (``eval``, ``env``, ``policy``, ``vlm``/``openai`` sections).
     policy
-        A name of :data:`urbex.agents.registry.POLICY_NAMES`.
+        A name of :data:`urbex.agents.registry.POLICY_NAMES` (required unless ``spec``).
     split
-        ``train``, ``val``, ``test_nd`` or ``test_no``.
+        ``train``, ``val``, ``test_nd`` or ``test_no`` (required unless ``spec``).
     run_id
-        The run directory name (default :func:`default_run_id`): reusing it resumes the run.
+        The run directory name (default ``spec.run_id``): reusing it resumes the run.
     limit
         Evaluate a seeded sample of this many queries (default ``params.eval.limit``).
     checkpoint
         Local checkpoint for model policies (overrides ``params.vlm.checkpoint``).
+    spec
+        The run by its fields, instead of ``policy``/``split``/``limit``/``checkpoint``: its
+        landmark perturbation and sample replace those of ``params.eval``. Default
+        :meth:`RunSpec.from_params` of the flags.
     progress
         Show a tqdm bar.
     workers
@@ -402,6 +426,9 @@ def evaluate(
 
     Raises
     ------
+    ValueError
+        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, neither, or a
+        ``spec`` with a ``repeat_seed`` (repeated decoding is not played yet).
     ConfigError
         The run exists with another policy/split or other settings, or holds episodes outside
         the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
@@ -415,14 +442,17 @@ def evaluate(
     from urbex.agents.registry import policy_info
 
     t_start = time.perf_counter()
+    params, spec = _resolve_spec(
+        params, spec, policy=policy, split=split, limit=limit, checkpoint=checkpoint
+    )
+    policy, split = spec.policy, spec.split
     info = policy_info(policy)
-    ckpt = None if checkpoint is None else Path(checkpoint)
-    ptag, _ = _perturbation(params)
-    rid = run_id or default_run_id(policy, split, ckpt, perturbation=ptag)
+    ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
+    rid = run_id or spec.run_id
     d = run_dir(params.assets, rid)
     fp = _fingerprint(params, policy, ckpt)
     meta = _check_run(d, policy, split, fp)
-    lim = limit if limit is not None else params.eval.limit
+    lim = None if spec.sample is None else spec.sample.limit
     queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
     done = finished_query_ids(d)
     extra = sorted(done - {q.query_id for q in queries})
@@ -446,7 +476,8 @@ def evaluate(
         "created": meta.get("created", now),
         "updated": now,
         "limit": lim,
-        "landmark_perturbation": ptag or "none",
+        "landmark_perturbation": spec.perturbation_tag,
+        "spec": spec.to_dict(),
         "status": "running",
     }
     write_json_atomic(meta, d / "run.json")
@@ -501,6 +532,7 @@ def evaluate(
         run_id=rid,
         policy=policy,
         split=split,
+        spec=spec,
         run_dir=d,
         n_queries=len(queries),
         n_skipped=len(queries) - len(todo),

@@ -16,6 +16,7 @@ Tables
 ``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
 ``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
 ``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
+               (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
                (:data:`urbex.eval.diagnostics.DIAGNOSTIC_TABLES`)
 """
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from urbex.eval.episodes import episode_schema, step_schema
+from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
 from urbex.scene.instances import INSTANCE_SCHEMA
 
@@ -196,7 +198,7 @@ TABLES: dict[str, TableSpec] = {
                 ("env_s", "DOUBLE"),
                 ("policy_s", "DOUBLE"),
                 ("reward", "DOUBLE"),
-                ("landmark_perturbation", "VARCHAR"),
+                *((c, t) for c, t in SPEC_COLUMNS if c not in ("policy", "split")),
             ),
         ),
         *(

@@ -1,0 +1,279 @@
+"""RunSpec: ids identical to the old string-packed ones, run.json round trips, legacy runs, twins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from urbex.config import Params
+from urbex.errors import ConfigError
+from urbex.eval.perturb import perturbation_tag
+from urbex.eval.runspec import (
+    SPEC_COLUMNS,
+    LandmarkPerturbation,
+    RunSpec,
+    Sample,
+    clean_twins,
+    read_spec,
+    resolve_specs,
+    spec_of_meta,
+)
+
+
+def _old_default_run_id(
+    policy: str, split: str, checkpoint: Path | None = None, *, perturbation: str = ""
+) -> str:
+    """``urbex.eval.runner.default_run_id`` as it was before RunSpec (verbatim), the reference."""
+    rid = f"{policy}-{split}"
+    if checkpoint is not None:
+        rid += "-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(checkpoint).name)
+    if perturbation:
+        rid += f"-lm_{perturbation}"
+    return rid
+
+
+def _old_method_name(run_id: str, split: str) -> str:
+    """``urbex.eval.report.method_name`` before RunSpec (verbatim), the reference."""
+    parts = run_id.split("-")
+    kept = [p for p in parts if p != split]
+    return "-".join(kept) if kept and len(kept) < len(parts) else run_id
+
+
+_PERTURBATIONS = [
+    ("none", {}),
+    ("noise", {"landmark_noise_m": 10.0}),
+    ("noise", {"landmark_noise_m": 2.5, "landmark_perturbation_seed": 3}),
+    ("noise", {"landmark_noise_m": 25.0}),
+    ("missing", {}),
+    ("wrong", {"landmark_perturbation_seed": 7}),
+]
+_CHECKPOINTS = [
+    None,
+    Path("/ck/step-300"),
+    Path("assets/checkpoints/grpo/final"),
+    Path("/m/Qwen3-VL 2B (tiny)"),
+    Path("/m/ü-modell+v2"),
+    Path("rel/ck.v1.5"),
+    Path("/m/a:b@c#d"),
+]
+
+
+@pytest.mark.parametrize("mode, extra", _PERTURBATIONS)
+@pytest.mark.parametrize("checkpoint", _CHECKPOINTS)
+@pytest.mark.parametrize(
+    "policy, split",
+    [
+        ("oracle", "test_no"),
+        ("landmark_prior", "test_nd"),
+        ("vlm", "val"),
+        ("no_tools", "train"),
+    ],
+)
+def test_runspec_run_id_and_method_match_the_old_strings(policy, split, checkpoint, mode, extra):
+    params = Params(eval={"landmark_perturbation": mode, **extra})
+    spec = RunSpec.from_params(params, policy=policy, split=split, checkpoint=checkpoint)
+    e = params.eval
+    tag = perturbation_tag(e.landmark_perturbation, e.landmark_noise_m)
+    old = _old_default_run_id(policy, split, checkpoint, perturbation=tag)
+    assert spec.run_id == old
+    assert spec.method == _old_method_name(old, split)
+    assert spec.perturbation_tag == (tag or "none")
+    assert spec.clean().run_id == _old_default_run_id(policy, split, checkpoint)
+
+
+def test_runspec_sample_is_not_in_the_id_and_repeat_seed_is_a_suffix():
+    params = Params(eval={"limit": 5, "sample_seed": 2})
+    spec = RunSpec.from_params(params, policy="oracle", split="test_no")
+    assert spec.sample == Sample(limit=5, seed=2) and spec.run_id == "oracle-test_no"
+    assert RunSpec.from_params(params, policy="oracle", split="test_no", limit=9).sample == (
+        Sample(limit=9, seed=2)
+    )
+    assert RunSpec.from_params(Params(), policy="oracle", split="test_no").sample is None
+    rep = RunSpec(policy="oracle", split="test_no", repeat_seed=3)
+    assert rep.run_id == "oracle-test_no-rep3" and rep.method == "oracle-rep3"
+
+
+def test_runspec_perturbation_keeps_only_the_parameters_of_its_mode():
+    for mode in ("none", "missing", "wrong", "noise"):
+        p = LandmarkPerturbation.from_params(
+            Params(eval={"landmark_perturbation": mode, "landmark_perturbation_seed": 4})
+        )
+        assert (p.noise_m is not None) == (mode == "noise")
+        assert (p.seed is not None) == (mode in ("noise", "wrong"))
+    assert LandmarkPerturbation().fingerprint() is None
+    assert LandmarkPerturbation(mode="noise", noise_m=10, seed=0).fingerprint() == {
+        "mode": "noise",
+        "seed": 0,
+        "noise_m": 10.0,
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"mode": "fog"}, "expected one of"),
+        ({"mode": "noise", "seed": 0}, "noise_m must be a number"),
+        ({"mode": "noise", "noise_m": -1.0, "seed": 0}, "noise_m must be > 0"),
+        ({"mode": "noise", "noise_m": 1.0}, "seed must be an int"),
+        ({"mode": "wrong", "seed": 0, "noise_m": 1.0}, "noise_m must be None"),
+        ({"mode": "none", "seed": 0}, "seed must be None"),
+        ({"mode": "wrong", "seed": True}, "seed must be an int"),
+    ],
+)
+def test_landmark_perturbation_invalid_raises(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LandmarkPerturbation(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"policy": "", "split": "s"}, ValueError, "policy"),
+        ({"policy": "a/b", "split": "s"}, ValueError, "policy"),
+        ({"policy": "p", "split": "s", "checkpoint": ""}, ValueError, "checkpoint"),
+        ({"policy": "p", "split": "s", "repeat_seed": 1.5}, ValueError, "repeat_seed"),
+        ({"policy": "p", "split": "s", "perturbation": "noise"}, TypeError, "perturbation"),
+        ({"policy": "p", "split": "s", "sample": 5}, TypeError, "sample"),
+    ],
+)
+def test_runspec_invalid_raises(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        RunSpec(**kwargs)
+
+
+def test_sample_invalid_raises():
+    with pytest.raises(ValueError, match="limit"):
+        Sample(limit=0, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        Sample(limit=3, seed="0")  # type: ignore[arg-type]
+
+
+_SPECS = [
+    RunSpec(policy="oracle", split="test_no"),
+    RunSpec(
+        policy="vlm",
+        split="test_nd",
+        checkpoint="/ck/step 300",
+        perturbation=LandmarkPerturbation(mode="noise", noise_m=2.5, seed=1),
+        sample=Sample(limit=20, seed=0),
+        repeat_seed=4,
+    ),
+    RunSpec(
+        policy="landmark_prior",
+        split="val",
+        perturbation=LandmarkPerturbation(mode="wrong", seed=0),
+        sample=Sample(limit=3),
+    ),
+    RunSpec(policy="ranking", split="test_no", perturbation=LandmarkPerturbation(mode="missing")),
+]
+
+
+@pytest.mark.parametrize("spec", _SPECS, ids=lambda s: s.run_id)
+def test_runspec_round_trips_through_run_json_and_metrics_columns(tmp_path, spec):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "x", "spec": spec.to_dict()}))
+    assert read_spec(tmp_path) == spec
+    cols = spec.columns()
+    assert list(cols) == [c for c, _ in SPEC_COLUMNS]
+    row = pl.DataFrame([cols]).row(0, named=True)  # through a frame, as the warehouse gives it
+    assert RunSpec.from_columns(row) == spec
+
+
+def test_runspec_from_dict_rejects_unknown_and_missing_keys():
+    d = _SPECS[0].to_dict()
+    with pytest.raises(ValueError, match="unknown \\['extra'\\]"):
+        RunSpec.from_dict({**d, "extra": 1})
+    d.pop("sample")
+    with pytest.raises(ValueError, match="missing \\['sample'\\]"):
+        RunSpec.from_dict(d)
+
+
+def test_read_spec_of_a_malformed_run_json_names_the_file(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"spec": {"policy": "p"}}))
+    with pytest.raises(ConfigError, match="malformed run spec") as exc:
+        read_spec(tmp_path)
+    assert "run.json" in str(exc.value)
+    (tmp_path / "run.json").write_text("{")
+    with pytest.raises(ConfigError, match="not JSON"):
+        read_spec(tmp_path)
+    assert read_spec(tmp_path / "nowhere") is None
+
+
+def _legacy_meta(**fp_extra):
+    """A run.json as ``evaluate`` wrote it before specs (no ``"spec"``)."""
+    return {
+        "run_id": "r",
+        "policy": "landmark_prior",
+        "split": "test_no",
+        "checkpoint": None,
+        "fingerprint": {"seed": 0, "checkpoint": None, **fp_extra},
+        "limit": None,
+        "landmark_perturbation": "none",
+        "status": "complete",
+    }
+
+
+def test_legacy_run_json_spec_from_the_fingerprint():
+    assert spec_of_meta(_legacy_meta()) == RunSpec(policy="landmark_prior", split="test_no")
+    noise = {"landmark_perturbation": {"mode": "noise", "seed": 2, "noise_m": 5.0}}
+    s = spec_of_meta({**_legacy_meta(**noise), "limit": 12, "checkpoint": "/ck/a b"})
+    assert s.perturbation == LandmarkPerturbation(mode="noise", noise_m=5.0, seed=2)
+    assert s.perturbation_tag == "noise5"  # from the recorded noise_m, no default distance
+    assert s.sample == Sample(limit=12, seed=None)  # the sample seed was not recorded then
+    assert s.run_id == "landmark_prior-test_no-a_b-lm_noise5"
+    wrong = spec_of_meta(_legacy_meta(landmark_perturbation={"mode": "wrong", "seed": 0}))
+    assert wrong.run_id == "landmark_prior-test_no-lm_wrong"
+    with pytest.raises(ConfigError, match="noise_m"):
+        spec_of_meta(_legacy_meta(landmark_perturbation={"mode": "noise", "seed": 0}))
+
+
+def test_finalize_run_of_a_legacy_run_json_writes_the_spec_columns(tmp_path):
+    from urbex.eval.runner import finalize_run
+
+    d = tmp_path / "eval" / "runs" / "old"
+    d.mkdir(parents=True)
+    pert = {"mode": "noise", "seed": 0, "noise_m": 5.0}
+    (d / "run.json").write_text(json.dumps(_legacy_meta(landmark_perturbation=pert)))
+    m = finalize_run(Params(paths={"assets": tmp_path}), "old")
+    assert set(m.columns) >= {c for c, _ in SPEC_COLUMNS}
+    df = pl.read_parquet(d / "metrics.parquet")
+    assert df.schema["landmark_noise_m"] == pl.Float64
+    assert df.schema["sample_limit"] == pl.Int64
+
+
+def test_clean_twins_pairs_by_spec_and_prefers_the_default_id():
+    wrong = LandmarkPerturbation(mode="wrong", seed=0)
+    a = RunSpec(policy="lp", split="test_no")
+    a_wrong = RunSpec(policy="lp", split="test_no", perturbation=wrong)
+    b_ck = RunSpec(policy="lp", split="test_no", checkpoint="/c/k")
+    b_wrong = RunSpec(policy="lp", split="test_no", checkpoint="/c/k", perturbation=wrong)
+    nd_wrong = RunSpec(policy="lp", split="test_nd", perturbation=wrong)
+    specs = {
+        "zz-custom": a,
+        "lp-test_no": a,
+        "lp-test_no-lm_wrong": a_wrong,
+        "mine-ck": b_ck,
+        "b2": b_ck,
+        "noisy-ck": b_wrong,
+        "nd": nd_wrong,  # no clean test_nd run
+        "legacy": None,
+    }
+    assert clean_twins(specs) == {"lp-test_no-lm_wrong": "lp-test_no", "noisy-ck": "b2"}
+
+
+def test_resolve_specs_prefers_columns_then_run_json(tmp_path):
+    spec = RunSpec(policy="oracle", split="test_no")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "run.json").write_text(json.dumps(_legacy_meta()))
+    rows = [
+        {"run_id": "a", **spec.columns()},
+        {"run_id": "b", "policy": "landmark_prior", "split": "test_no"},
+        {"run_id": "c", "policy": "x", "split": "test_no"},
+    ]
+    assert resolve_specs(rows, tmp_path) == {
+        "a": spec,
+        "b": RunSpec(policy="landmark_prior", split="test_no"),
+        "c": None,
+    }

@@ -1,0 +1,480 @@
+"""A run named by its fields: :class:`RunSpec` (policy, split, checkpoint, perturbation, sample).
+
+An evaluation run is identified by a frozen record, not by a string. The run directory name
+(:attr:`RunSpec.run_id`), the report's row label (:attr:`RunSpec.method`) and the
+landmark-perturbation tag are *derived* from it and never parsed back: the report groups rows
+by the spec, and diagnostics pair a perturbed run with its clean twin by comparing
+``spec.clean()`` with the other runs' specs (:func:`clean_twins`).
+
+Where a spec lives:
+
+* ``<assets>/eval/runs/<run_id>/run.json`` under ``"spec"`` (:meth:`RunSpec.to_dict`); a run
+  started before specs existed has only its fingerprint, read by :meth:`RunSpec.from_legacy`
+  (:func:`read_spec` picks the right one);
+* ``metrics.parquet`` (and so the warehouse's ``metrics`` view) as the columns of
+  :data:`SPEC_COLUMNS` (:meth:`RunSpec.columns`, read back by :meth:`RunSpec.from_columns`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbex.errors import ConfigError
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+
+__all__ = [
+    "SPEC_COLUMNS",
+    "LandmarkPerturbation",
+    "RunSpec",
+    "Sample",
+    "clean_twins",
+    "read_spec",
+    "resolve_specs",
+    "spec_of_meta",
+]
+
+#: The spec's columns in ``metrics.parquet`` / the warehouse (name, DuckDB type).
+#: ``landmark_perturbation`` is the tag (``none``, ``noise10``, ``missing``, ``wrong``).
+SPEC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("policy", "VARCHAR"),
+    ("split", "VARCHAR"),
+    ("checkpoint", "VARCHAR"),
+    ("landmark_perturbation", "VARCHAR"),
+    ("landmark_perturbation_mode", "VARCHAR"),
+    ("landmark_noise_m", "DOUBLE"),
+    ("landmark_perturbation_seed", "BIGINT"),
+    ("sample_limit", "BIGINT"),
+    ("sample_seed", "BIGINT"),
+    ("repeat_seed", "BIGINT"),
+)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _name_part(s: str) -> str:
+    """A path's last component, safe in a directory name (other characters become ``_``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(s).name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LandmarkPerturbation:
+    """The landmark map a run plays against (:mod:`urbex.eval.perturb`).
+
+    Only the parameters that mean something for the mode are set: ``noise`` has ``noise_m``
+    (metres) and ``seed``; ``wrong`` has ``seed``; ``missing`` and ``none`` have neither.
+
+    >>> LandmarkPerturbation(mode="noise", noise_m=10.0, seed=0).tag
+    'noise10'
+    >>> LandmarkPerturbation().tag
+    'none'
+    >>> LandmarkPerturbation(mode="missing", seed=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: landmark perturbation 'missing': seed must be None (only noise/wrong are seeded), got 0
+    """
+
+    mode: str = "none"
+    noise_m: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        from urbex.eval.perturb import PERTURBATIONS
+
+        if self.mode not in PERTURBATIONS:
+            raise ValueError(
+                f"landmark perturbation mode: expected one of {PERTURBATIONS}, got {self.mode!r}"
+            )
+        if self.mode == "noise":
+            if not isinstance(self.noise_m, int | float) or isinstance(self.noise_m, bool):
+                raise ValueError(
+                    f"landmark perturbation 'noise': noise_m must be a number of metres, "
+                    f"got {self.noise_m!r}"
+                )
+            if not (math.isfinite(self.noise_m) and self.noise_m > 0):
+                raise ValueError(
+                    f"landmark perturbation 'noise': noise_m must be > 0 m, got {self.noise_m!r}"
+                )
+            object.__setattr__(self, "noise_m", float(self.noise_m))
+        elif self.noise_m is not None:
+            raise ValueError(
+                f"landmark perturbation {self.mode!r}: noise_m must be None (only noise has "
+                f"it), got {self.noise_m!r}"
+            )
+        if self.mode in ("noise", "wrong"):
+            if not _is_int(self.seed):
+                raise ValueError(
+                    f"landmark perturbation {self.mode!r}: seed must be an int, got {self.seed!r}"
+                )
+        elif self.seed is not None:
+            raise ValueError(
+                f"landmark perturbation {self.mode!r}: seed must be None (only noise/wrong are "
+                f"seeded), got {self.seed!r}"
+            )
+
+    @classmethod
+    def from_params(cls, params: Params) -> LandmarkPerturbation:
+        """``params.eval.landmark_perturbation`` with the parameters its mode uses."""
+        e = params.eval
+        mode = e.landmark_perturbation
+        return cls(
+            mode=mode,
+            noise_m=e.landmark_noise_m if mode == "noise" else None,
+            seed=e.landmark_perturbation_seed if mode in ("noise", "wrong") else None,
+        )
+
+    @property
+    def tag(self) -> str:
+        """The label in run ids and tables: ``none``, ``noise10``, ``missing``, ``wrong``."""
+        from urbex.eval.perturb import perturbation_tag
+
+        if self.mode == "noise":
+            assert self.noise_m is not None
+            return perturbation_tag(self.mode, self.noise_m)
+        return perturbation_tag(self.mode) or "none"
+
+    def fingerprint(self) -> dict[str, Any] | None:
+        """The run fingerprint's ``landmark_perturbation`` entry (None when clean)."""
+        if self.mode == "none":
+            return None
+        fp: dict[str, Any] = {"mode": self.mode}
+        if self.seed is not None:
+            fp["seed"] = self.seed
+        if self.noise_m is not None:
+            fp["noise_m"] = self.noise_m
+        return fp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sample:
+    """A seeded sample of ``limit`` queries of the split (``urbex evaluate --limit``).
+
+    ``seed`` is ``eval.sample_seed``; ``None`` only for a run that predates specs (its
+    ``run.json`` did not record the seed).
+    """
+
+    limit: int
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.limit) or self.limit < 1:
+            raise ValueError(f"sample limit: expected an int >= 1, got {self.limit!r}")
+        if self.seed is not None and not _is_int(self.seed):
+            raise ValueError(f"sample seed: expected an int or None, got {self.seed!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSpec:
+    """What an evaluation run is: its fields, from which its id and report label derive.
+
+    Attributes
+    ----------
+    policy
+        A policy name (:data:`urbex.agents.registry.POLICY_NAMES`).
+    split
+        ``train``, ``val``, ``test_nd`` or ``test_no``.
+    checkpoint
+        The local model directory (as given), or None.
+    perturbation
+        The landmark map (:class:`LandmarkPerturbation`; ``none`` when clean).
+    sample
+        A seeded sample of the split, or None for the whole split. Not part of the run id
+        (a larger limit extends the same run: the samples are nested).
+    repeat_seed
+        For repeated decoding of the same episodes (recorded; adds ``-rep<seed>`` to the id).
+
+    Examples
+    --------
+    >>> s = RunSpec(policy="oracle", split="test_no",
+    ...             perturbation=LandmarkPerturbation(mode="noise", noise_m=10.0, seed=0))
+    >>> s.run_id, s.method, s.perturbation_tag, s.clean().run_id
+    ('oracle-test_no-lm_noise10', 'oracle-lm_noise10', 'noise10', 'oracle-test_no')
+    >>> RunSpec(policy="vlm", split="test_no", checkpoint="/ck/step 300").run_id
+    'vlm-test_no-step_300'
+    """
+
+    policy: str
+    split: str
+    checkpoint: str | None = None
+    perturbation: LandmarkPerturbation = field(default_factory=LandmarkPerturbation)
+    sample: Sample | None = None
+    repeat_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("policy", "split"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v or "/" in v or "\\" in v:
+                raise ValueError(f"run spec {name}: expected a non-empty name, got {v!r}")
+        if isinstance(self.checkpoint, Path):
+            object.__setattr__(self, "checkpoint", str(self.checkpoint))
+        if self.checkpoint is not None and (
+            not isinstance(self.checkpoint, str) or not self.checkpoint
+        ):
+            raise ValueError(
+                f"run spec checkpoint: expected a path or None, got {self.checkpoint!r}"
+            )
+        if not isinstance(self.perturbation, LandmarkPerturbation):
+            raise TypeError(
+                "run spec perturbation: expected a LandmarkPerturbation, got "
+                f"{type(self.perturbation).__name__}"
+            )
+        if self.sample is not None and not isinstance(self.sample, Sample):
+            raise TypeError(
+                f"run spec sample: expected a Sample or None, got {type(self.sample).__name__}"
+            )
+        if self.repeat_seed is not None and not _is_int(self.repeat_seed):
+            raise ValueError(
+                f"run spec repeat_seed: expected an int or None, got {self.repeat_seed!r}"
+            )
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def from_params(
+        cls,
+        params: Params,
+        *,
+        policy: str,
+        split: str,
+        checkpoint: Path | str | None = None,
+        limit: int | None = None,
+    ) -> RunSpec:
+        """The run ``urbex evaluate`` plays for these flags under ``params``.
+
+        ``limit`` defaults to ``params.eval.limit``; the perturbation and the sample seed come
+        from ``params.eval``.
+        """
+        lim = limit if limit is not None else params.eval.limit
+        return cls(
+            policy=policy,
+            split=split,
+            checkpoint=None if checkpoint is None else str(Path(checkpoint)),
+            perturbation=LandmarkPerturbation.from_params(params),
+            sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
+        )
+
+    @classmethod
+    def from_legacy(cls, meta: Mapping[str, Any]) -> RunSpec:
+        """The spec of a ``run.json`` written before specs: from its keys and fingerprint.
+
+        The sample seed was not recorded then (``sample.seed`` is None).
+        """
+        fp = meta.get("fingerprint") or {}
+        pert = fp.get("landmark_perturbation") or {"mode": "none"}
+        ckpt = meta.get("checkpoint", fp.get("checkpoint"))
+        lim = meta.get("limit")
+        return cls(
+            policy=meta["policy"],
+            split=meta["split"],
+            checkpoint=None if ckpt is None else str(ckpt),
+            perturbation=LandmarkPerturbation(
+                mode=pert["mode"], noise_m=pert.get("noise_m"), seed=pert.get("seed")
+            ),
+            sample=None if lim is None else Sample(limit=int(lim)),
+        )
+
+    # -- derived names ----------------------------------------------------------------------
+
+    @property
+    def perturbation_tag(self) -> str:
+        """``none`` or the perturbation's tag (``noise10``, ``missing``, ``wrong``)."""
+        return self.perturbation.tag
+
+    def _suffix(self) -> str:
+        s = ""
+        if self.checkpoint is not None:
+            s += "-" + _name_part(self.checkpoint)
+        if self.perturbation.mode != "none":
+            s += f"-lm_{self.perturbation.tag}"
+        if self.repeat_seed is not None:
+            s += f"-rep{self.repeat_seed}"
+        return s
+
+    @property
+    def run_id(self) -> str:
+        """The default run directory name: ``<policy>-<split>`` (+ ``-<checkpoint dir name>``,
+        + ``-lm_<tag>``, + ``-rep<seed>``). The sample is not in it. Never parse it back."""
+        return f"{self.policy}-{self.split}{self._suffix()}"
+
+    @property
+    def method(self) -> str:
+        """The report's row label: the run id without the split (one row spans the splits)."""
+        return f"{self.policy}{self._suffix()}"
+
+    def clean(self) -> RunSpec:
+        """The same run without landmark perturbation (its clean twin)."""
+        return replace(self, perturbation=LandmarkPerturbation())
+
+    # -- serialisation ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``run.json["spec"]``); :meth:`from_dict` reads it back."""
+        p = self.perturbation
+        return {
+            "policy": self.policy,
+            "split": self.split,
+            "checkpoint": self.checkpoint,
+            "perturbation": {"mode": p.mode, "noise_m": p.noise_m, "seed": p.seed},
+            "sample": None
+            if self.sample is None
+            else {"limit": self.sample.limit, "seed": self.sample.seed},
+            "repeat_seed": self.repeat_seed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunSpec:
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        ValueError
+            Unknown or missing keys, or invalid values.
+        """
+        keys = {"policy", "split", "checkpoint", "perturbation", "sample", "repeat_seed"}
+        if set(d) != keys:
+            raise ValueError(
+                f"run spec: expected keys {sorted(keys)}, got {sorted(d)} "
+                f"(missing {sorted(keys - set(d))}, unknown {sorted(set(d) - keys)})"
+            )
+        p, s = d["perturbation"], d["sample"]
+        return cls(
+            policy=d["policy"],
+            split=d["split"],
+            checkpoint=d["checkpoint"],
+            perturbation=LandmarkPerturbation(
+                mode=p["mode"], noise_m=p.get("noise_m"), seed=p.get("seed")
+            ),
+            sample=None if s is None else Sample(limit=s["limit"], seed=s.get("seed")),
+            repeat_seed=d["repeat_seed"],
+        )
+
+    def columns(self) -> dict[str, Any]:
+        """The spec as the flat columns of :data:`SPEC_COLUMNS` (metrics rows, warehouse)."""
+        p, s = self.perturbation, self.sample
+        return {
+            "policy": self.policy,
+            "split": self.split,
+            "checkpoint": self.checkpoint,
+            "landmark_perturbation": p.tag,
+            "landmark_perturbation_mode": p.mode,
+            "landmark_noise_m": p.noise_m,
+            "landmark_perturbation_seed": p.seed,
+            "sample_limit": None if s is None else s.limit,
+            "sample_seed": None if s is None else s.seed,
+            "repeat_seed": self.repeat_seed,
+        }
+
+    @classmethod
+    def from_columns(cls, row: Mapping[str, Any]) -> RunSpec | None:
+        """The spec of a metrics row (:meth:`columns`), or None when the row has none
+        (``metrics.parquet`` written before specs: no ``landmark_perturbation_mode``)."""
+        if row.get("landmark_perturbation_mode") is None:
+            return None
+
+        def opt_int(k: str) -> int | None:
+            v = row.get(k)
+            return None if v is None else int(v)
+
+        noise = row.get("landmark_noise_m")
+        lim = opt_int("sample_limit")
+        return cls(
+            policy=row["policy"],
+            split=row["split"],
+            checkpoint=row.get("checkpoint"),
+            perturbation=LandmarkPerturbation(
+                mode=row["landmark_perturbation_mode"],
+                noise_m=None if noise is None else float(noise),
+                seed=opt_int("landmark_perturbation_seed"),
+            ),
+            sample=None if lim is None else Sample(limit=lim, seed=opt_int("sample_seed")),
+            repeat_seed=opt_int("repeat_seed"),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# reading specs; pairing runs
+# ---------------------------------------------------------------------------------------------
+
+
+def spec_of_meta(meta: Mapping[str, Any], *, path: Path | None = None) -> RunSpec:
+    """The spec of a ``run.json`` content: its ``"spec"``, or the legacy fingerprint.
+
+    Raises
+    ------
+    ConfigError
+        The spec (or the legacy keys) is malformed; the message names ``path``.
+    """
+    try:
+        if "spec" in meta:
+            return RunSpec.from_dict(meta["spec"])
+        return RunSpec.from_legacy(meta)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"run.json: malformed run spec ({exc}); delete the run", path=path
+        ) from exc
+
+
+def read_spec(directory: Path) -> RunSpec | None:
+    """The spec of the run in ``directory`` (``<assets>/eval/runs/<run_id>``); None without a
+    ``run.json``.
+
+    Raises
+    ------
+    ConfigError
+        ``run.json`` is not JSON or holds a malformed spec.
+    """
+    path = Path(directory) / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"run.json is not JSON ({exc})", path=path) from exc
+    return spec_of_meta(meta, path=path)
+
+
+def clean_twins(specs: Mapping[str, RunSpec | None]) -> dict[str, str]:
+    """For each perturbed run, the clean run it is compared with: ``{run_id: clean_run_id}``.
+
+    The twin is a run whose spec equals ``spec.clean()``; when several do, the one under the
+    default id (``spec.clean().run_id``), else the smallest run id. Runs without a twin (or
+    without a spec) are absent.
+
+    >>> noisy = RunSpec(policy="o", split="s", perturbation=LandmarkPerturbation(mode="wrong", seed=0))
+    >>> clean_twins({"mine": noisy.clean(), "o-s": noisy.clean(), "n": noisy, "x": None})
+    {'n': 'o-s'}
+    """
+    by_spec: dict[RunSpec, list[str]] = {}
+    for rid, s in specs.items():
+        if s is not None and s.perturbation.mode == "none":
+            by_spec.setdefault(s, []).append(rid)
+    out: dict[str, str] = {}
+    for rid, s in specs.items():
+        if s is None or s.perturbation.mode == "none":
+            continue
+        twin = s.clean()
+        cands = by_spec.get(twin, [])
+        if cands:
+            out[rid] = twin.run_id if twin.run_id in cands else min(cands)
+    return out
+
+
+def resolve_specs(rows: Iterable[Mapping[str, Any]], runs_dir: Path) -> dict[str, RunSpec | None]:
+    """The spec of each run of ``rows`` (metrics rows with ``run_id``): from the row's spec
+    columns, else from ``<runs_dir>/<run_id>/run.json``, else None (no spec known)."""
+    out: dict[str, RunSpec | None] = {}
+    for row in rows:
+        rid = str(row["run_id"])
+        if out.get(rid) is not None:
+            continue
+        spec = RunSpec.from_columns(row)
+        out[rid] = spec if spec is not None else read_spec(Path(runs_dir) / rid)
+    return out
