@@ -1,7 +1,7 @@
 """Evaluation throughput: episodes/s of ``oracle`` and ``landmark_prior`` over the synthetic test
 splits, 1 vs 2 worker processes, and each episode's time split between environment and policy.
 
-Peer: the environment helper's bare loop (:func:`urbex.agents.base.rollout`, no metrics, no
+Peer: a bare reset → act → step loop (no trajectory, no metrics, no
 Parquet, no resume bookkeeping) over the same episodes in the same run — the ratio is the
 runner's overhead (or, with 2 workers, its speed-up).
 
@@ -23,6 +23,7 @@ import polars as pl
 from urbex.config import Params
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate, load_queries
+from urbex.layout import AssetLayout
 
 
 def build_project(
@@ -49,12 +50,12 @@ def build_project(
                       instance_id=int(i))
             for j, (i, n, lm) in enumerate(zip(o.instance_id, o.object_name, o.landmark))
         ]  # fmt: skip
-        out = assets / "scenes" / block.scene_id
+        out = AssetLayout(assets).scene(block.scene_id)
         build_scene_cache(block.cloud, out, SceneParams(), scene_id=block.scene_id, boxes=recs)
         cache = SceneCache.open(out)
         write_landmark_table(
             landmarks_from_instances(cache.instances, scene_id=block.scene_id),
-            assets / "landmarks" / f"{block.scene_id}.parquet",
+            AssetLayout(assets).landmark_table(block.scene_id),
         )
         for i, q in enumerate(
             scene_queries(block, seed=k, max_targets_per_class=targets, max_per_target=per_target)
@@ -70,28 +71,40 @@ def build_project(
                     "split": split,
                 }
             )
-    (assets / "splits").mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
+    AssetLayout(assets).splits.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows).write_parquet(AssetLayout(assets).queries)
     return assets
 
 
 def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
-    """The peer: ``rollout`` over the split, no bookkeeping (scene warm-up untimed)."""
-    from urbex.agents.base import rollout
+    """The peer: the bare reset → act → step loop over the split, no trajectory, no metrics, no
+    rows (scene warm-up untimed)."""
     from urbex.agents.registry import make_policy
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.env.protocol import system_prompt
     from urbex.eval.play import landmark_index
 
-    env = GroundingEnv(
-        params, CachedSceneProvider(params.assets / "scenes"), landmark_index(params)
-    )
+    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
     pol = make_policy(policy, params, env=env)
     qs = load_queries(params, split)
     for sid in sorted({q.scene_id for q in qs}):
         env.reset(query=next(q for q in qs if q.scene_id == sid))
+    system = {"role": "system", "content": system_prompt(env.params)}
     t = time.perf_counter()
     for q in qs:
-        rollout(env, pol, q)
+        obs, _ = env.reset(query=q, seed=0)
+        messages = [system, {"role": "user", "content": obs["text"]}]
+        images = list(obs["images"])
+        done = False
+        while not done:
+            text = pol.act(messages, images)
+            obs, _, terminated, truncated, _ = env.step(text)
+            done = terminated or truncated
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": obs["text"]},
+            ]
+            images += obs["images"]
     return len(qs), time.perf_counter() - t
 
 
@@ -114,7 +127,7 @@ def main() -> None:
         splits = [
             s
             for s in ("test_nd", "test_no")
-            if s in set(pl.read_parquet(assets / "splits" / "queries.parquet")["split"])
+            if s in set(pl.read_parquet(AssetLayout(assets).queries)["split"])
         ]
         out_root = Path(tmp) / "runs_assets"
         print(
@@ -152,7 +165,7 @@ def main() -> None:
         del out_root
     print(
         "ep/s: wall time of evaluate() incl. process-pool start, metrics and Parquet; "
-        "bare: rollout() loop only; env %/policy %: share of summed warm-online episode latency"
+        "bare: a reset-act-step loop only; env %/policy %: share of summed warm-online episode latency"
     )
 
 

@@ -13,7 +13,6 @@ from urbex.eval.episodes import (
     finished_query_ids,
     read_episodes,
     read_steps,
-    run_dir,
     write_chunk,
 )
 
@@ -82,9 +81,3 @@ def test_read_episodes_duplicate_query_raises(tmp_path):
     write_chunk(tmp_path, [_ep("q1")], [])
     with pytest.raises(CacheError, match="evaluated twice"):
         read_episodes(tmp_path)
-
-
-def test_run_dir_rejects_paths(tmp_path):
-    assert run_dir(tmp_path, "a-b").name == "a-b"
-    with pytest.raises(ValueError, match="plain name"):
-        run_dir(tmp_path, "../x")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from PIL import Image
 
-__all__ = ["Policy", "PolicyBase"]
+__all__ = ["Policy", "PolicyBase", "check_batch"]
 
 
 @runtime_checkable
@@ -51,6 +51,14 @@ class Policy(Protocol):
         ...
 
 
+def check_batch(batch_messages: list[Any], batch_images: list[Any]) -> None:
+    """``ValueError`` unless there is one image list per conversation."""
+    if len(batch_messages) != len(batch_images):
+        raise ValueError(
+            f"batch_images: expected {len(batch_messages)} image lists, got {len(batch_images)}"
+        )
+
+
 class PolicyBase(ABC):
     """Defaults for :class:`Policy`: no episode state, no template tools, one episode at a time.
 
@@ -72,8 +80,5 @@ class PolicyBase(ABC):
         self, batch_messages: list[list[dict[str, Any]]], batch_images: list[list[Image.Image]]
     ) -> list[str]:
         """One turn per episode, one :meth:`act` after another."""
-        if len(batch_messages) != len(batch_images):
-            raise ValueError(
-                f"batch_images: expected {len(batch_messages)} image lists, got {len(batch_images)}"
-            )
+        check_batch(batch_messages, batch_images)
         return [self.act(m, i) for m, i in zip(batch_messages, batch_images)]

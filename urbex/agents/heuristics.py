@@ -284,7 +284,7 @@ def class_size_priors(params: Params) -> dict[str, tuple[float, float]]:
     import polars as pl
 
     out = dict(CITYREFER_CLASS_SIZES)
-    qpath = params.assets / "splits" / "queries.parquet"
+    qpath = params.layout.queries
     if not qpath.is_file():
         return out
     q = pl.read_parquet(qpath, columns=["scene_id", "object_id", "split"]).filter(
@@ -292,7 +292,7 @@ def class_size_priors(params: Params) -> dict[str, tuple[float, float]]:
     )
     frames = []
     for sid in q["scene_id"].unique().sort().to_list():
-        p = params.assets / "scenes" / sid / "instances.parquet"
+        p = params.layout.instances(sid)
         if p.is_file():
             frames.append(
                 pl.read_parquet(p, columns=["scene_id", "object_id", "class_name", "dx", "dy"])

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.base import PolicyBase
+from urbex.agents.base import PolicyBase, check_batch
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -238,10 +238,7 @@ class VLMPolicy(PolicyBase):
         """One assistant turn for each of several episodes, generated as one left-padded batch."""
         import torch
 
-        if len(batch_messages) != len(batch_images):
-            raise ValueError(
-                f"batch_images: expected {len(batch_messages)} image lists, got {len(batch_images)}"
-            )
+        check_batch(batch_messages, batch_images)
         if not batch_messages:
             return []
         texts = [self.prompt_text(m) for m in batch_messages]

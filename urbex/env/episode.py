@@ -89,6 +89,15 @@ class CachedSceneProvider:
         return cache
 
 
+def _json_native(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated tool arguments as JSON-native values (tuples → lists), as the agent wrote them.
+
+    >>> _json_native({"bbox_2d": (1.0, 2.0, 3.0, 4.0), "view_id": "global"})
+    {'bbox_2d': [1.0, 2.0, 3.0, 4.0], 'view_id': 'global'}
+    """
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items()}
+
+
 def _env_params(params: EnvParams | Params | None) -> EnvParams:
     if params is None:
         return EnvParams()
@@ -404,7 +413,7 @@ class GroundingEnv:
             tool, args = action.tool, {"raw": (raw or "")[:2000]}
         elif isinstance(action, ToolCall):
             out = self._tool(action)
-            tool, args = action.name, dict(action.arguments)
+            tool, args = action.name, _json_native(action.arguments)
         else:
             out = self._answer(action)
             tool = "answer"

@@ -28,10 +28,10 @@ __all__ = ["STOP_REASONS", "EpisodeOutcome", "PointCounts", "Query", "Step", "St
 def _box(v: Any, n: int, name: str) -> NDArray[np.float64]:
     a = np.asarray(v, dtype=np.float64).reshape(-1)
     if a.shape != (n,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"Query.{name}: expected {n} finite numbers (world metres), got {v!r}")
+        raise ValueError(f"{name}: expected {n} finite numbers (world metres), got {v!r}")
     h = n // 2
     if not np.all(a[h:] >= a[:h]):
-        raise ValueError(f"Query.{name}: expected mins <= maxes, got {a.tolist()}")
+        raise ValueError(f"{name}: expected mins <= maxes, got {a.tolist()}")
     return a
 
 
@@ -82,8 +82,8 @@ class Query:
                 f"(free-text query), got 2d={self.target_box_2d!r}, 3d={self.target_box_3d!r}"
             )
         if self.target_box_2d is not None and self.target_box_3d is not None:
-            object.__setattr__(self, "target_box_2d", _box(self.target_box_2d, 4, "target_box_2d"))
-            object.__setattr__(self, "target_box_3d", _box(self.target_box_3d, 6, "target_box_3d"))
+            object.__setattr__(self, "target_box_2d", _box(self.target_box_2d, 4, "Query.target_box_2d"))
+            object.__setattr__(self, "target_box_3d", _box(self.target_box_3d, 6, "Query.target_box_3d"))
 
     @property
     def has_target(self) -> bool:
@@ -234,15 +234,6 @@ class PointCounts:
             )
 
 
-def _box_m(v: Any, n: int, name: str) -> NDArray[np.float64] | None:
-    if v is None:
-        return None
-    a = np.asarray(v, dtype=np.float64).reshape(-1)
-    if a.shape != (n,):
-        raise ValueError(f"EpisodeOutcome.{name}: expected {n} numbers (world metres), got {v!r}")
-    return a
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EpisodeOutcome:
     """How an episode ended and what it answered (the environment's final word).
@@ -285,8 +276,10 @@ class EpisodeOutcome:
             raise ValueError(
                 f"EpisodeOutcome.stop_reason: expected one of {STOP_REASONS}, got {self.stop_reason!r}"
             )
-        object.__setattr__(self, "pred_box_2d_m", _box_m(self.pred_box_2d_m, 4, "pred_box_2d_m"))
-        object.__setattr__(self, "pred_box_3d_m", _box_m(self.pred_box_3d_m, 6, "pred_box_3d_m"))
+        for name, n in (("pred_box_2d_m", 4), ("pred_box_3d_m", 6)):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, _box(v, n, f"EpisodeOutcome.{name}"))
         if (self.stop_reason == "answer") != (self.pred_box_2d_m is not None):
             raise ValueError(
                 "EpisodeOutcome: an answer needs pred_box_2d_m and only an answer has one, got "

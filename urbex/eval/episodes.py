@@ -53,7 +53,6 @@ __all__ = [
     "finished_query_ids",
     "read_episodes",
     "read_steps",
-    "run_dir",
     "step_rows",
     "step_schema",
     "write_chunk",
@@ -220,13 +219,6 @@ EPISODE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EpisodeRecord))
 STEP_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StepRow))
 
 
-def run_dir(assets: Path, run_id: str) -> Path:
-    """``<assets>/eval/runs/<run_id>`` (``run_id`` must be a plain name)."""
-    if not run_id or any(c in run_id for c in "/\\") or run_id in (".", ".."):
-        raise ValueError(f"run_id: expected a plain name (no path separators), got {run_id!r}")
-    return Path(assets) / "eval" / "runs" / run_id
-
-
 def write_table_atomic(table: pa.Table, path: Path) -> Path:
     """Write ``table`` to ``path`` via a temp file in the same directory + ``os.replace``."""
     import pyarrow.parquet as pq
@@ -253,7 +245,7 @@ def write_chunk(
     Parameters
     ----------
     directory
-        The run directory (:func:`run_dir`).
+        The run directory (:meth:`urbex.layout.AssetLayout.run`).
     episodes, steps
         The chunk's finished episodes and all their steps. Nothing is written for no episodes.
     """

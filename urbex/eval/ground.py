@@ -34,6 +34,7 @@ import numpy as np
 
 from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
+from urbex.layout import INSTANCES_FILE, META_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -157,17 +158,17 @@ class GroundResult:
 
 def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
     """The scene cache directory and landmark table of ``scene_id``, or a clear error."""
-    scenes = params.assets / "scenes"
-    cache = scenes / scene_id
-    if not (cache / "meta.json").is_file():
-        known = sorted(p.name for p in scenes.glob("*") if (p / "meta.json").is_file())
+    lay = params.layout
+    cache = lay.scene(scene_id)
+    if not lay.scene_meta(scene_id).is_file():
+        known = sorted(p.name for p in lay.scenes.glob("*") if (p / META_FILE).is_file())
         hint = f"; built scenes: {known}" if known else ""
         raise CacheError(
             f"scene cache of {scene_id!r} not found; run `urbex synth` and "
             f"`urbex cache --scene {scene_id}` (or `make demo`) first{hint}",
             path=cache,
         )
-    table = params.assets / "landmarks" / f"{scene_id}.parquet"
+    table = lay.landmark_table(scene_id)
     if not table.is_file():
         raise LandmarkError(
             f"landmark table of {scene_id!r} not found; run `urbex landmarks` first", path=table
@@ -192,7 +193,7 @@ def _make_query(scene: Any, scene_id: str, text: str, object_id: str | None) -> 
         raise AnnotationError(
             f"object {object_id!r} is not in scene {scene_id!r}'s instance table "
             f"({len(known)} objects, e.g. {known[:10]})",
-            path=Path(scene.path) / "instances.parquet",
+            path=Path(scene.path) / INSTANCES_FILE,
             field="object_id",
         )
     r = rows.row(0, named=True)
@@ -231,7 +232,7 @@ def landmark_hits(
 
 def _default_out(params: Params, scene_id: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = params.assets / "ground" / f"{scene_id}-{stamp}"
+    base = params.layout.ground / f"{scene_id}-{stamp}"
     out, k = base, 1
     while out.exists():
         out, k = base.with_name(f"{base.name}-{k}"), k + 1

@@ -294,7 +294,7 @@ class EpisodePlayer:
         self.split = split
         self.run_id = run_id
         self.env = env or GroundingEnv(
-            params, CachedSceneProvider(params.assets / "scenes"), landmark_index(params)
+            params, CachedSceneProvider(params.layout.scenes), landmark_index(params)
         )
         # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
         self._landmarks = PerturbedLandmarks.from_params(self.env.landmarks, params)
@@ -384,7 +384,7 @@ def landmark_index(params: Params) -> Any:
     """The landmark index of ``<assets>/landmarks/*.parquet`` (None when there is none)."""
     from urbex.landmarks import LandmarkIndex, read_landmark_table
 
-    d = params.assets / "landmarks"
+    d = params.layout.landmarks
     if not d.exists() or not any(d.glob("*.parquet")):
         return None
     return LandmarkIndex.from_params(read_landmark_table(d), params)

@@ -106,7 +106,7 @@ def report_table(
     cols = [s for s in wanted if s in present] or sorted(present)
     from urbex.eval.runspec import resolve_specs
 
-    specs = resolve_specs(df.iter_rows(named=True), params.assets / "eval" / "runs")
+    specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
     keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
     labels = method_labels(keys, specs)
     df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))

@@ -49,7 +49,6 @@ from urbex.eval.episodes import (
     StepRow,
     finished_query_ids,
     read_episodes,
-    run_dir,
     write_chunk,
     write_json_atomic,
     write_table_atomic,
@@ -116,7 +115,7 @@ class RunResult:
 def _instances(params: Params, scene_id: str) -> pl.DataFrame:
     import polars as pl
 
-    p = params.assets / "scenes" / scene_id / "instances.parquet"
+    p = params.layout.instances(scene_id)
     if not p.is_file():
         raise CacheError(
             f"scene cache of {scene_id!r} not found; build it with `urbex cache`", path=p
@@ -148,7 +147,7 @@ def load_queries(
 
     from urbex.env.episode import Query
 
-    qpath = params.assets / "splits" / "queries.parquet"
+    qpath = params.layout.queries
     if not qpath.is_file():
         raise AnnotationError("split table not found; build it with `urbex splits`", path=qpath)
     q = pl.read_parquet(qpath)
@@ -317,7 +316,7 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
 
     from urbex.eval.metrics import aggregate
 
-    d = run_dir(params.assets, run_id)
+    d = params.layout.run(run_id)
     eps = read_episodes(d)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
@@ -328,7 +327,7 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
         for name, t in SPEC_COLUMNS
         if name not in metrics.columns
     )
-    write_table_atomic(metrics.to_arrow(), d / "metrics.parquet")
+    write_table_atomic(metrics.to_arrow(), params.layout.run_metrics(run_id))
     return metrics
 
 
@@ -449,7 +448,7 @@ def evaluate(
     info = policy_info(policy)
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
-    d = run_dir(params.assets, rid)
+    d = params.layout.run(rid)
     fp = _fingerprint(params, policy, ckpt)
     meta = _check_run(d, policy, split, fp)
     lim = None if spec.sample is None else spec.sample.limit
@@ -480,7 +479,7 @@ def evaluate(
         "spec": spec.to_dict(),
         "status": "running",
     }
-    write_json_atomic(meta, d / "run.json")
+    write_json_atomic(meta, params.layout.run_json(rid))
     n_workers = workers if workers is not None else params.eval.workers
     chunks = _chunks(todo, params.eval.chunk_size)
     played = 0
@@ -523,7 +522,7 @@ def evaluate(
         n_queries=len(queries),
         n_episodes=int(metrics["n"].sum()) if metrics.height else 0,
     )
-    write_json_atomic(meta, d / "run.json")
+    write_json_atomic(meta, params.layout.run_json(rid))
     if refresh:
         from urbex.eval.warehouse import refresh_warehouse
 

@@ -1,0 +1,172 @@
+"""The one episode loop: play_episode / play_batch → Trajectory, and its Parquet projections."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from tests.env.envfixtures import play_scored
+from urbex.agents import OraclePolicy
+from urbex.agents.base import Policy, PolicyBase
+from urbex.config import EnvParams
+from urbex.env import rewards as R
+from urbex.env.episode import GroundingEnv
+from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
+from urbex.eval.metrics import trajectory_metrics
+from urbex.eval.play import play_batch, play_episode
+
+ZOOM = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}</tool_call>'
+
+
+class Scripted(PolicyBase):
+    """Plays queued texts; records the seeds and what it was shown."""
+
+    def __init__(self, *texts: str, lists_tools: bool = False) -> None:
+        self.texts = list(texts)
+        self.seeds: list[int] = []
+        self.shown: list[int] = []
+        self.template_lists_tools = lists_tools
+
+    def begin_episode(self, *, seed: int) -> None:
+        self.seeds.append(seed)
+
+    def act(self, messages, images):
+        assert sum(m["role"] == "user" for m in messages) == len(self.shown) + 1
+        self.shown.append(len(images))
+        return self.texts.pop(0)
+
+
+class Batched(PolicyBase):
+    """The oracle of each env, answered one batch at a time (counts the batches)."""
+
+    max_batch = 4
+
+    def __init__(self, envs):
+        self.oracles = {id(e): OraclePolicy(e) for e in envs}
+        self.envs = envs
+        self.batches: list[int] = []
+
+    def act(self, messages, images):
+        raise AssertionError("a batching policy is driven through act_batch")
+
+    def act_batch(self, batch_messages, batch_images):
+        self.batches.append(len(batch_messages))
+        live = [e for e in self.envs if not e.done]
+        return [
+            self.oracles[id(e)].act(m, i) for e, m, i in zip(live, batch_messages, batch_images)
+        ]
+
+
+def test_policies_satisfy_the_protocol(env):
+    assert isinstance(OraclePolicy(env), Policy) and isinstance(Scripted(), Policy)
+    assert not isinstance(object(), Policy)
+
+
+def test_trajectory_holds_steps_outcome_views_and_the_conversation(env, city):
+    q = city[2][-1]
+    traj, m = play_scored(env, OraclePolicy(env), q, seed=7)
+    assert traj.seed == 7 and traj.query is q
+    assert [s.tool for s in traj.steps] == ["landmark_query", "zoom_in", "oblique_render", "answer"]
+    o = traj.outcome
+    assert o.answered and o.stop_reason == "answer" and o.turns == 4
+    assert o.answer_view_id == "zoom_1" and traj.steps[-1].arguments["view_id"] == "zoom_1"
+    # the answer box (view units) maps to the predicted world box through the answer view
+    np.testing.assert_allclose(traj.view("zoom_1").to_world_box(o.answer_box_view), o.pred_box_2d_m)
+    assert [v.kind for v in traj.views] == ["global", "zoom", "oblique"]
+    assert [v.view_id for v in traj.views[1:]] == [s.view_id for s in traj.steps[1:3]]
+    assert m["iou_bev"] > 0.9 and m["hit1"]
+    # conversation: system, query, then assistant / tool-response pairs, ending on the answer
+    roles = [msg["role"] for msg in traj.messages]
+    assert roles == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
+    assert len(traj.images) == 3  # global, zoom, oblique (landmark_query makes no image)
+    n_placeholders = sum(
+        1
+        for msg in traj.messages
+        if isinstance(msg["content"], list)
+        for b in msg["content"]
+        if b.get("type") == "image"
+    )
+    assert n_placeholders == len(traj.images)
+    assert traj.steps[-1].model_text == traj.messages[-1]["content"]
+    assert traj.env_s >= traj.reset_s > 0 and traj.latency_s >= traj.env_s + traj.policy_s - 1e-6
+    assert sum(s.reward for s in traj.steps) == pytest.approx(o.reward)
+
+
+def test_begin_episode_gets_the_seed_and_the_prompt_follows_the_template(env, city):
+    q = city[2][0]
+    answer = '<answer>{"view_id": "global", "bbox_2d": [0, 0, 10, 10]}</answer>'
+    plain, listed = Scripted(answer), Scripted(answer, lists_tools=True)
+    t1 = play_episode(env, plain, q, seed=11)
+    t2 = play_episode(env, listed, q, seed=12)
+    assert plain.seeds == [11] and listed.seeds == [12]
+    assert "landmark_query" in t1.messages[0]["content"]  # schemas in the system prompt
+    assert len(t2.messages[0]["content"]) < len(t1.messages[0]["content"])  # template lists them
+
+
+def test_timeout_ends_unanswered_scored_by_the_env(city):
+    cache, index, queries = city
+    env = GroundingEnv(EnvParams(global_view_size=(128, 128)), lambda s: cache, index)
+    traj = play_episode(env, Scripted(ZOOM, ZOOM, ZOOM), queries[0], seed=0, timeout_s=0.0)
+    o = traj.outcome
+    assert o.stop_reason == "timeout" and not o.answered and o.turns == 1 and len(traj.steps) == 1
+    w = R.weights(env.params)
+    expected = float(R.terminal_reward(0.0, float("inf"), 1, **w))
+    assert o.reward_terminal == pytest.approx(expected)
+    assert o.reward == pytest.approx(traj.steps[0].reward_shaping + expected)
+    assert env.done
+
+
+def test_invalid_turns_have_no_tool_and_keep_the_raw_text(env, city):
+    q = city[2][0]
+    answer = '<answer>{"view_id": "zoom_1", "bbox_2d": [0, 0, 10, 10]}</answer>'
+    traj = play_episode(env, Scripted("no idea", ZOOM, "still nothing", answer), q, seed=0)
+    bad = traj.steps[0]
+    assert bad.tool is None and not bad.valid and bad.arguments == {"raw": "no idea"}
+    assert traj.steps[1].tool == "zoom_in" and traj.steps[1].valid
+    assert traj.n_invalid == 2 and traj.tool_counts()["n_zoom_in"] == 1
+
+
+def test_batch_plays_each_episode_as_one_at_a_time(city):
+    cache, index, queries = city
+    mk = lambda: GroundingEnv(EnvParams(), lambda s: cache, index)  # noqa: E731
+    envs = [mk() for _ in range(3)]
+    pol = Batched(envs)
+    qs = queries[:3]
+    batch = play_batch(envs, pol, qs, seeds=[1, 2, 3])
+    single = [
+        play_episode(mk_env, OraclePolicy(mk_env), q, seed=s)
+        for mk_env, q, s in zip([mk()] * 3, qs, [1, 2, 3])
+    ]
+    assert pol.batches[0] == 3 and max(pol.batches) == 3
+    for b, s in zip(batch, single):
+        assert [x.arguments for x in b.steps] == [x.arguments for x in s.steps]
+        np.testing.assert_array_equal(b.outcome.pred_box_2d_m, s.outcome.pred_box_2d_m)
+        assert b.outcome.reward == pytest.approx(s.outcome.reward)
+    with pytest.raises(ValueError, match="as many seeds"):
+        play_batch(envs, pol, qs, seeds=[1])
+
+
+def test_parquet_rows_are_projections_of_the_trajectory(env, city):
+    q = city[2][-1]
+    traj = play_episode(env, OraclePolicy(env), q, seed=3, point_metrics=True)
+    m = trajectory_metrics(traj, q.target_box_2d[None], 0)
+    rec = episode_record(traj, m, run_id="r", policy="oracle", split="test_no")
+    assert isinstance(rec, EpisodeRecord)
+    assert rec.seed == 3 and rec.turns == traj.outcome.turns and rec.stop_reason == "answer"
+    assert rec.iou_bev == m["iou_bev"] and rec.point_f1 == m["point_f1"] > 0.5
+    assert [rec.pred_x_min, rec.pred_y_min, rec.pred_z_min] == traj.outcome.pred_box_3d_m[
+        :3
+    ].tolist()
+    assert rec.env_s == pytest.approx(traj.env_s) and rec.n_zoom_in == 1
+    rows = step_rows(traj, run_id="r")
+    assert [r.turn for r in rows] == [1, 2, 3, 4] and all(isinstance(r, StepRow) for r in rows)
+    assert json.loads(rows[1].arguments) == traj.steps[1].arguments
+    zoom = traj.view("zoom_1").world_box
+    assert (rows[1].region_x_min_m, rows[1].region_y_max_m) == (zoom[0], zoom[3])
+    assert rows[0].region_x_min_m is None
+    assert rows[2].latency_s == pytest.approx(traj.steps[2].policy_s + traj.steps[2].env_s)
+    # every StepRow field is filled from the record (none silently defaulted)
+    assert {f.name for f in fields(StepRow)} <= set(rows[1].to_row())
