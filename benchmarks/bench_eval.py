@@ -71,7 +71,17 @@ def build_project(
                 }
             )
     (assets / "splits").mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
+    splits = pl.DataFrame(rows)
+    splits.write_parquet(assets / "splits" / "queries.parquet")
+    from urbex.annotations.class_sizes import (
+        class_sizes_from_splits,
+        class_sizes_path,
+        write_class_sizes,
+    )
+    from urbex.annotations.stages import load_instances
+
+    inst = load_instances(Params(paths={"assets": assets}), sorted(set(splits["scene_id"])))
+    write_class_sizes(class_sizes_from_splits(splits, inst), class_sizes_path(assets))
     return assets
 
 
@@ -85,7 +95,9 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
     env = GroundingEnv(
         params, CachedSceneProvider(params.assets / "scenes"), landmark_index(params)
     )
-    pol = make_policy(policy, params, env=env)
+    from urbex.annotations.class_sizes import read_class_sizes
+
+    pol = make_policy(policy, params, env=env, class_sizes=read_class_sizes(params.assets))
     qs = load_queries(params, split)
     for sid in sorted({q.scene_id for q in qs}):
         env.reset(query=next(q for q in qs if q.scene_id == sid))

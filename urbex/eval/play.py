@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,6 +116,8 @@ class EpisodePlayer:
         What is evaluated (recorded in every row).
     policy, env
         Ready instances to use instead of building them from ``params``.
+    class_sizes
+        ``{class: (dx_m, dy_m)}`` for a policy that takes them (``make_policy(...)``).
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class EpisodePlayer:
         *,
         policy: Policy | None = None,
         env: GroundingEnv | None = None,
+        class_sizes: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         from urbex.agents.registry import make_policy
         from urbex.env.episode import CachedSceneProvider, GroundingEnv
@@ -147,7 +150,7 @@ class EpisodePlayer:
         if self._landmarks.mode != "none":
             self.env.landmarks = self._landmarks.index
         self.policy = policy or make_policy(
-            policy_name, params, env=self.env, checkpoint=checkpoint
+            policy_name, params, env=self.env, checkpoint=checkpoint, class_sizes=class_sizes
         )
         schemas = not bool(getattr(self.policy, "template_lists_tools", False))
         self.system = system_prompt(self.env.params, include_tool_schemas=schemas)

@@ -252,12 +252,14 @@ def _play_chunk(
 
 
 def _pool_chunk(args: tuple[Any, ...]) -> int:
-    params, policy_name, split, run_id, checkpoint, queries, directory = args
+    params, policy_name, split, run_id, checkpoint, sizes, queries, directory = args
     key = f"{run_id}:{policy_name}"
     player = _WORKER.get(key)
     if player is None:
         _WORKER.clear()
-        player = _WORKER[key] = EpisodePlayer(params, policy_name, split, run_id, checkpoint)
+        player = _WORKER[key] = EpisodePlayer(
+            params, policy_name, split, run_id, checkpoint, class_sizes=sizes
+        )
     return _play_chunk(player, queries, directory)
 
 
@@ -278,7 +280,23 @@ def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[str, Any]:
+def _class_sizes(params: Params, policy: str) -> dict[str, tuple[float, float]] | None:
+    """The class size priors the policy takes (read once per run), None when it takes none."""
+    from urbex.agents.registry import policy_info
+
+    if not policy_info(policy).uses_class_sizes or params.policy.class_sizes:
+        return None  # the override is in the fingerprint's policy section
+    from urbex.annotations.class_sizes import read_class_sizes
+
+    return read_class_sizes(params.assets)
+
+
+def _fingerprint(
+    params: Params,
+    policy: str,
+    checkpoint: Path | None,
+    class_sizes: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues."""
     fp: dict[str, Any] = {
         "env": params.section_dict("env"),
@@ -291,6 +309,8 @@ def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[s
     _, pert = _perturbation(params)
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
+    if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
+        fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     if policy in ("vlm", "workflow", "no_tools"):
         fp["vlm"] = {
             k: v
@@ -404,7 +424,8 @@ def evaluate(
         The run exists with another policy/split or other settings, or holds episodes outside
         the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
     AnnotationError, CacheError
-        The split table or a scene cache is missing.
+        The split table, the class sizes (``landmark_prior`` without ``policy.class_sizes``)
+        or a scene cache is missing.
     urbex.errors.PolicyError
         The model backend failed (finished chunks stay written; rerun to resume).
     """
@@ -418,7 +439,8 @@ def evaluate(
     ptag, _ = _perturbation(params)
     rid = run_id or default_run_id(policy, split, ckpt, perturbation=ptag)
     d = run_dir(params.assets, rid)
-    fp = _fingerprint(params, policy, ckpt)
+    sizes = _class_sizes(params, policy)
+    fp = _fingerprint(params, policy, ckpt, sizes)
     meta = _check_run(d, policy, split, fp)
     lim = limit if limit is not None else params.eval.limit
     queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
@@ -463,7 +485,7 @@ def evaluate(
                 max_workers=min(n_workers, len(chunks)), mp_context=ctx
             ) as pool:
                 futs = [
-                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, c, d))
+                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
                     for c in chunks
                 ]
                 try:
@@ -476,7 +498,9 @@ def evaluate(
                         f.cancel()
                     raise
         elif chunks:
-            player = EpisodePlayer(params, policy, split, rid, ckpt, policy=policy_obj)
+            player = EpisodePlayer(
+                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
+            )
             batch = params.vlm.batch_size if policy in ("vlm",) else 1
             for c in chunks:
                 n = _play_chunk(player, c, d, batch=batch)
