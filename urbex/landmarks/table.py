@@ -161,8 +161,10 @@ def _check_stored_bounds(table: pl.DataFrame, path: str | Path | None) -> pl.Dat
 
 
 def _complete(table: pl.DataFrame, path: str | Path | None = None) -> pl.DataFrame:
-    """``table`` in :data:`LANDMARK_SCHEMA` order, bounds derived when it has none."""
-    if not set(FOOTPRINT_BOUNDS) <= set(table.columns):
+    """``table`` in :data:`LANDMARK_SCHEMA` order; bounds derived when it has none, else checked."""
+    if set(FOOTPRINT_BOUNDS) <= set(table.columns):
+        table = _check_stored_bounds(table, path)
+    else:
         table = with_footprint_bounds(table, path=path)
     return table.select(list(LANDMARK_SCHEMA))
 
@@ -511,12 +513,13 @@ def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
 def write_landmark_table(table: pl.DataFrame, path: str | Path) -> Path:
     """Write a landmark table as Parquet, atomically (temp file + ``os.replace``).
 
-    A table without the :data:`FOOTPRINT_BOUNDS` columns gets them (validated) first.
+    A table without the :data:`FOOTPRINT_BOUNDS` columns gets them (validated) first; stored
+    bounds are checked (four finite values with min <= max, or four nulls).
 
     Raises
     ------
     LandmarkError
-        A footprint is malformed (see :func:`with_footprint_bounds`).
+        A footprint or its stored bounds are malformed (see :func:`with_footprint_bounds`).
     """
     from urbex.atomic import atomic_path
 
@@ -547,7 +550,5 @@ def read_landmark_table(path: str | Path) -> pl.DataFrame:
         missing = set(LANDMARK_SCHEMA) - set(FOOTPRINT_BOUNDS) - set(df.columns)
         if missing:
             raise LandmarkError(f"missing landmark columns {sorted(missing)}", path=f)
-        if set(FOOTPRINT_BOUNDS) <= set(df.columns):
-            df = _check_stored_bounds(df, f)
         frames.append(_complete(df, f).cast(LANDMARK_SCHEMA))  # type: ignore[arg-type]
     return pl.concat(frames, how="vertical") if frames else empty_landmark_table()
