@@ -70,20 +70,26 @@ def _shift_wkt(wkts: list[str | None], dx: np.ndarray, dy: np.ndarray) -> list[s
 
 
 def _with_offsets(table: pl.DataFrame, dx: np.ndarray, dy: np.ndarray) -> pl.DataFrame:
-    """``table`` with every landmark (``x, y``, stored bounds, footprint) moved by ``(dx, dy)``."""
+    """``table`` with every landmark (``x, y``, footprint, stored bounds) moved by ``(dx, dy)``.
+
+    With a footprint the bounds are re-derived from the shifted WKT (so they are exactly what
+    the footprint says, to the last bit); without one the stored bounds are shifted.
+    """
     from urbex.landmarks import FOOTPRINT_BOUNDS, with_footprint_bounds
 
-    if "footprint_wkt" in table.columns and not set(FOOTPRINT_BOUNDS) <= set(table.columns):
-        table = with_footprint_bounds(table)  # validates: a bad footprint fails here, not later
     sx, sy = pl.Series(dx, dtype=pl.Float64), pl.Series(dy, dtype=pl.Float64)
-    cols: list[pl.Expr | pl.Series] = [(pl.col("x") + sx).alias("x"), (pl.col("y") + sy).alias("y")]
+    out = table.with_columns((pl.col("x") + sx).alias("x"), (pl.col("y") + sy).alias("y"))
+    if "footprint_wkt" in table.columns:
+        with_footprint_bounds(table)  # validate first: a bad footprint fails here, not later
+        fps = _shift_wkt(table["footprint_wkt"].to_list(), dx, dy)
+        out = out.with_columns(pl.Series("footprint_wkt", fps, dtype=pl.String))
+        return with_footprint_bounds(out)
     if set(FOOTPRINT_BOUNDS) <= set(table.columns):
         x0, y0, x1, y1 = FOOTPRINT_BOUNDS
-        cols += [(pl.col(c) + d).alias(c) for c, d in ((x0, sx), (y0, sy), (x1, sx), (y1, sy))]
-    if "footprint_wkt" in table.columns:
-        fps = _shift_wkt(table["footprint_wkt"].to_list(), dx, dy)
-        cols.append(pl.Series("footprint_wkt", fps, dtype=pl.String))
-    return table.with_columns(cols)
+        out = out.with_columns(
+            (pl.col(c) + d).alias(c) for c, d in ((x0, sx), (y0, sy), (x1, sx), (y1, sy))
+        )
+    return out
 
 
 def perturb_landmark_table(
