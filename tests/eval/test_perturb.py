@@ -1,4 +1,4 @@
-"""Tests of urbex.eval.perturb: perturbed landmarks keep their stored footprint bounds consistent."""
+"""Tests of urbex.eval.perturb: noise / wrong / missing landmarks, footprint bounds moved along."""
 
 from __future__ import annotations
 
@@ -32,6 +32,51 @@ def _landmarks() -> pl.DataFrame:
             ],
         }
     )
+
+
+def _at(index, name: str, scene: str) -> tuple[float, float]:
+    res = index.lookup(name, scene_id=scene)
+    assert res.found, (name, res.status)
+    return res.best.x, res.best.y
+
+
+def test_perturbation_noise_shifts_every_landmark_by_noise_m():
+    clean = LandmarkIndex(_landmarks())
+    pert = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3)
+    for name, scene in (("Merton Hall", "s"), ("Kings Parade", "s"), ("Other Hall", "t")):
+        (x0, y0), (x1, y1) = _at(clean, name, scene), _at(pert.for_query("x", scene), name, scene)
+        assert np.hypot(x1 - x0, y1 - y0) == pytest.approx(10.0)
+    row = pert.index.lookup("Merton Hall", scene_id="s").best.row
+    from shapely import wkt
+
+    c = wkt.loads(row["footprint_wkt"]).centroid
+    assert (c.x, c.y) == pytest.approx((row["x"], row["y"]))  # footprint moved along
+    again = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3).index
+    assert again.table["x"].to_list() == pert.index.table["x"].to_list()  # seeded
+
+
+def test_perturbation_wrong_moves_each_landmark_to_another_of_its_scene():
+    t = _landmarks()
+    w = perturb_landmark_table(t, "wrong", seed=1)
+    s_pos = set(zip(t["x"][:3], t["y"][:3]))
+    for i in range(3):
+        moved = (w["x"][i], w["y"][i])
+        assert moved != (t["x"][i], t["y"][i]) and moved in s_pos
+    assert sorted(zip(w["x"][:3], w["y"][:3])) == sorted(s_pos)  # a permutation
+    assert (w["x"][3], w["y"][3]) == (5.0, 5.0)  # alone in scene t: unchanged
+    idx = PerturbedLandmarks(LandmarkIndex(t), "wrong", seed=1).index
+    assert _at(idx, "Kings Parade", "s") != (100.0, 0.0)
+
+
+def test_perturbation_missing_hides_only_the_mentioned_landmarks():
+    pert = PerturbedLandmarks(LandmarkIndex(_landmarks()), "missing")
+    idx = pert.for_query("the red car next to merton hall", "s")
+    assert not idx.lookup("Merton Hall", scene_id="s").found
+    assert _at(idx, "Kings Parade", "s") == (100.0, 0.0)
+    assert _at(idx, "Mill Pond", "s") == (200.0, 50.0)
+    assert _at(idx, "Other Hall", "t") == (5.0, 5.0)
+    assert _at(pert.for_query("a tree near kings parade", "s"), "Merton Hall", "s") == (0.0, 0.0)
+    assert pert.for_query("a tree", "s").table.height == 4  # nothing mentioned: the clean map
 
 
 def _bounds(t: pl.DataFrame) -> np.ndarray:
