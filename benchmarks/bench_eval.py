@@ -71,8 +71,15 @@ def build_project(
                     "split": split,
                 }
             )
-    AssetLayout(assets).splits.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).write_parquet(AssetLayout(assets).queries)
+    lay = AssetLayout(assets)
+    lay.splits.mkdir(parents=True, exist_ok=True)
+    splits = pl.DataFrame(rows)
+    splits.write_parquet(lay.queries)
+    from urbex.annotations.class_sizes import class_sizes_from_splits, write_class_sizes
+    from urbex.annotations.stages import load_instances
+
+    inst = load_instances(Params(paths={"assets": assets}), sorted(set(splits["scene_id"])))
+    write_class_sizes(class_sizes_from_splits(splits, inst), lay.class_sizes)
     return assets
 
 
@@ -80,12 +87,13 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
     """The peer: the bare reset → act → step loop over the split, no trajectory, no metrics, no
     rows (scene warm-up untimed)."""
     from urbex.agents.registry import make_policy
+    from urbex.annotations.class_sizes import read_class_sizes
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.env.protocol import system_prompt
     from urbex.eval.play import landmark_index
 
     env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
-    pol = make_policy(policy, params, env=env)
+    pol = make_policy(policy, params, env=env, class_sizes=read_class_sizes(params.assets))
     qs = load_queries(params, split)
     for sid in sorted({q.scene_id for q in qs}):
         env.reset(query=next(q for q in qs if q.scene_id == sid))

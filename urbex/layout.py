@@ -188,7 +188,7 @@ class AssetLayout:
     @property
     def class_sizes(self) -> Path:
         """``splits/class_sizes.json``: per-class size priors computed by the splits stage."""
-        return self.splits / "class_sizes.json"
+        return self.splits / "class_sizes.json"  # urbex.annotations.class_sizes
 
     @property
     def quality(self) -> Path:

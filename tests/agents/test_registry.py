@@ -44,3 +44,25 @@ def test_make_policy_openai_and_workflow_build_without_network():
 def test_register_policy_refuses_silent_override():
     with pytest.raises(ValueError, match="already registered"):
         register_policy("oracle", lambda params, *, env, checkpoint: None)
+
+
+def test_make_policy_landmark_prior_takes_class_sizes_explicitly(synth_city):
+    from urbex.agents.heuristics import CITYREFER_CLASS_SIZES
+    from urbex.config import EnvParams
+    from urbex.env.episode import GroundingEnv
+
+    cache, index, queries = synth_city
+    env = GroundingEnv(EnvParams(), lambda s: cache, index)
+    env.reset(query=queries[0], seed=0)
+    sizes = {"Car": (1.0, 2.0)}
+    pol = make_policy("landmark_prior", Params(), env=env, class_sizes=sizes)
+    assert pol.class_sizes == sizes
+    box = pol.predict("a car", cache.scene_id)  # no anchor: a Car-sized box at the scene centre
+    assert (box[2] - box[0], box[3] - box[1]) == pytest.approx((1.0, 2.0))
+    assert make_policy("landmark_prior", Params(), env=env).class_sizes == CITYREFER_CLASS_SIZES
+    over = Params().with_updates(policy={"class_sizes": {"Car": [3.0, 3.0]}})
+    pol = make_policy("landmark_prior", over, env=env, class_sizes=sizes)
+    assert pol.class_sizes == {"Car": (3.0, 3.0)}  # params.policy.class_sizes overrides
+    assert policy_info("landmark_prior").uses_class_sizes
+    assert not policy_info("oracle").uses_class_sizes
+    make_policy("oracle", Params(), env=env, class_sizes=sizes)  # ignored by policies without

@@ -71,6 +71,15 @@ def test_stages_end_to_end(params) -> None:
     )
     counts = pl.read_csv(out.parent / "split_counts.csv")
     assert counts["total"].sum() == f.height
+    # the train split's class sizes are written beside the split table (landmark_prior's input)
+    from urbex.annotations.class_sizes import class_sizes_from_splits, read_class_sizes
+    from urbex.annotations.stages import load_instances
+
+    inst = load_instances(params, sorted(set(f["scene_id"])))
+    want = class_sizes_from_splits(f, inst)
+    assert want and (out.parent / "class_sizes.json").is_file()
+    sizes = read_class_sizes(params.assets)
+    assert {c: sizes[c] for c in want} == {c: (dx, dy) for c, (dx, dy, _) in want.items()}
     assert json.loads(quality_report_path(params, "splits").read_text())["success"] is True
 
     st = build_stpls3d_refer(params)

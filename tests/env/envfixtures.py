@@ -281,7 +281,9 @@ def build_eval_project(root: Path) -> Path:
                 }
             )
     (assets / "splits").mkdir(parents=True)
-    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
+    splits = pl.DataFrame(rows)
+    splits.write_parquet(assets / "splits" / "queries.parquet")
+    write_split_class_sizes(assets, splits)
     return assets
 
 
@@ -292,3 +294,18 @@ def play_scored(env: GroundingEnv, policy, query: Query, *, seed: int = 0, **kw)
 
     traj = play_episode(env, policy, query, seed=seed, **kw)
     return traj, trajectory_metrics(traj, query.target_box_2d[None], 0)
+
+
+def write_split_class_sizes(assets: Path, splits: pl.DataFrame) -> Path:
+    """``<assets>/splits/class_sizes.json`` from a hand-built split table (as the splits stage)."""
+    from urbex.annotations.class_sizes import (
+        class_sizes_from_splits,
+        class_sizes_path,
+        write_class_sizes,
+    )
+    from urbex.annotations.stages import load_instances
+    from urbex.config import Params
+
+    sids = sorted(set(splits["scene_id"].to_list()))
+    inst = load_instances(Params(paths={"assets": assets}), sids)
+    return write_class_sizes(class_sizes_from_splits(splits, inst), class_sizes_path(assets))

@@ -1,4 +1,4 @@
-"""Diagnostic tables (hand-computed frames), landmark perturbations, and ``diagnose`` end to end."""
+"""Diagnostic tables (hand-computed frames) and ``diagnose`` end to end."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import polars as pl
 import pytest
 from PIL import Image
@@ -24,10 +23,8 @@ from urbex.eval.diagnostics import (
     query_context,
     tool_use,
 )
-from urbex.eval.perturb import PerturbedLandmarks, perturb_landmark_table
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
-from urbex.landmarks import LandmarkIndex
 
 # ------------------------------------------------------------------ constructed frames
 
@@ -210,71 +207,6 @@ def test_tool_use_lzoa_share_and_invalid_rate():
     assert r["lzoa_share"] == pytest.approx(1 / 3)
     assert r["invalid_rate"] == pytest.approx(0.1)
     assert r["zoom_in"] == 1.0 and r["turns"] == pytest.approx(10 / 3)
-
-
-# ------------------------------------------------------------------ perturbations
-
-
-def _landmarks() -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "scene_id": ["s", "s", "s", "t"],
-            "name": ["Merton Hall", "Kings Parade", "Mill Pond", "Other Hall"],
-            "x": [0.0, 100.0, 200.0, 5.0],
-            "y": [0.0, 0.0, 50.0, 5.0],
-            "footprint_wkt": [
-                "POLYGON ((-5 -5, 5 -5, 5 5, -5 5, -5 -5))",
-                "LINESTRING (90 0, 110 0)",
-                None,
-                "POINT (5 5)",
-            ],
-        }
-    )
-
-
-def _at(index, name: str, scene: str) -> tuple[float, float]:
-    res = index.lookup(name, scene_id=scene)
-    assert res.found, (name, res.status)
-    return res.best.x, res.best.y
-
-
-def test_perturbation_noise_shifts_every_landmark_by_noise_m():
-    clean = LandmarkIndex(_landmarks())
-    pert = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3)
-    for name, scene in (("Merton Hall", "s"), ("Kings Parade", "s"), ("Other Hall", "t")):
-        (x0, y0), (x1, y1) = _at(clean, name, scene), _at(pert.for_query("x", scene), name, scene)
-        assert np.hypot(x1 - x0, y1 - y0) == pytest.approx(10.0)
-    row = pert.index.lookup("Merton Hall", scene_id="s").best.row
-    from shapely import wkt
-
-    c = wkt.loads(row["footprint_wkt"]).centroid
-    assert (c.x, c.y) == pytest.approx((row["x"], row["y"]))  # footprint moved along
-    again = PerturbedLandmarks(clean, "noise", noise_m=10.0, seed=3).index
-    assert again.table["x"].to_list() == pert.index.table["x"].to_list()  # seeded
-
-
-def test_perturbation_wrong_moves_each_landmark_to_another_of_its_scene():
-    t = _landmarks()
-    w = perturb_landmark_table(t, "wrong", seed=1)
-    s_pos = set(zip(t["x"][:3], t["y"][:3]))
-    for i in range(3):
-        moved = (w["x"][i], w["y"][i])
-        assert moved != (t["x"][i], t["y"][i]) and moved in s_pos
-    assert sorted(zip(w["x"][:3], w["y"][:3])) == sorted(s_pos)  # a permutation
-    assert (w["x"][3], w["y"][3]) == (5.0, 5.0)  # alone in scene t: unchanged
-    idx = PerturbedLandmarks(LandmarkIndex(t), "wrong", seed=1).index
-    assert _at(idx, "Kings Parade", "s") != (100.0, 0.0)
-
-
-def test_perturbation_missing_hides_only_the_mentioned_landmarks():
-    pert = PerturbedLandmarks(LandmarkIndex(_landmarks()), "missing")
-    idx = pert.for_query("the red car next to merton hall", "s")
-    assert not idx.lookup("Merton Hall", scene_id="s").found
-    assert _at(idx, "Kings Parade", "s") == (100.0, 0.0)
-    assert _at(idx, "Mill Pond", "s") == (200.0, 50.0)
-    assert _at(idx, "Other Hall", "t") == (5.0, 5.0)
-    assert _at(pert.for_query("a tree near kings parade", "s"), "Merton Hall", "s") == (0.0, 0.0)
-    assert pert.for_query("a tree", "s").table.height == 4  # nothing mentioned: the clean map
 
 
 def test_landmark_availability_pairs_by_spec_not_by_run_id():

@@ -87,6 +87,34 @@ def test_evaluate_landmark_prior_is_reproducible_and_nontrivial(assets):
     )
 
 
+def test_evaluate_landmark_prior_fingerprints_the_train_class_sizes(assets):
+    from urbex.annotations.class_sizes import class_sizes_path, read_class_sizes
+
+    p = _params(assets)
+    kw = {"split": "test_no", "limit": 1, "progress": False, "refresh": False}
+    r = evaluate(p, policy="landmark_prior", run_id="cs", **kw)
+    fp = json.loads((r.run_dir / "run.json").read_text())["fingerprint"]
+    sizes = read_class_sizes(assets)
+    assert fp["class_sizes"] == {c: list(v) for c, v in sorted(sizes.items())}
+    o = evaluate(p, policy="oracle", run_id="cs-oracle", **kw)  # takes none: not fingerprinted
+    assert "class_sizes" not in json.loads((o.run_dir / "run.json").read_text())["fingerprint"]
+    path = class_sizes_path(assets)
+    original = path.read_text()
+    try:
+        doc = json.loads(original)
+        doc["classes"]["Car"]["dx_m"] += 1.0
+        path.write_text(json.dumps(doc))  # the splits stage reran on other data
+        with pytest.raises(ConfigError, match="class_sizes"):
+            evaluate(p, policy="landmark_prior", run_id="cs", **kw)
+        path.unlink()
+        with pytest.raises(AnnotationError, match="urbex splits"):
+            evaluate(p, policy="landmark_prior", run_id="cs-missing", **kw)
+        over = p.with_updates(policy={"class_sizes": {"Car": [4.0, 2.0]}})
+        evaluate(over, policy="landmark_prior", run_id="cs-override", **kw)  # no file needed
+    finally:
+        path.write_text(original)
+
+
 class _Flaky(PolicyBase):
     """landmark_prior that raises on its 5th episode while ``armed``."""
 

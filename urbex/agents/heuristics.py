@@ -28,31 +28,24 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from urbex.agents.base import PolicyBase
+from urbex.annotations.class_sizes import CITYREFER_CLASS_SIZES
+from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     from PIL import Image
 
     from urbex.agents.base import Policy
-    from urbex.config import Params
     from urbex.env.episode import GroundingEnv
 
 __all__ = [
     "CITYREFER_CLASS_SIZES",
     "LandmarkPriorPolicy",
-    "class_size_priors",
     "compass_vector",
     "infer_class",
     "no_tools_policy",
     "prior_box",
 ]
 
-#: Mean GT box sizes ``(dx, dy)`` in metres of CityRefer (DATA_FORMATS.md): the fallback prior.
-CITYREFER_CLASS_SIZES: dict[str, tuple[float, float]] = {
-    "Ground": (32.8, 33.8),
-    "Building": (18.7, 17.9),
-    "Parking": (34.9, 35.6),
-    "Car": (5.1, 5.1),
-}
 
 # Longest alternatives first: at one position the regex takes the first that matches.
 _CLASS_WORDS: tuple[tuple[str, str], ...] = (
@@ -190,22 +183,6 @@ def _clip(box: NDArray[np.float64], scene: NDArray[np.float64]) -> NDArray[np.fl
     return b
 
 
-def _footprint_bounds(row: Mapping[str, Any]) -> NDArray[np.float64] | None:
-    wkt = row.get("footprint_wkt")
-    if not wkt:
-        return None
-    from shapely import wkt as shapely_wkt
-
-    try:
-        geom = shapely_wkt.loads(wkt)
-    except Exception:  # a malformed footprint: fall back to the point
-        return None
-    if geom.is_empty:
-        return None
-    b = np.asarray(geom.bounds, dtype=np.float64)
-    return b if b[2] > b[0] and b[3] > b[1] else None
-
-
 def _to_units(view: Any, box: NDArray[np.float64]) -> list[int]:
     u = np.asarray(view.from_world_box(box), dtype=np.float64)
     x1, y1 = (math.floor(float(np.clip(v, 0, 999))) for v in u[:2])
@@ -223,7 +200,8 @@ class LandmarkPriorPolicy(PolicyBase):
         The environment (``env.query.description``, ``env.query.scene_id``, ``env.landmarks``,
         ``env.views["global"]``).
     class_sizes
-        ``{class: (dx, dy)}`` metres (:func:`class_size_priors`).
+        ``{class: (dx, dy)}`` metres, the train split's means
+        (:func:`urbex.annotations.class_sizes.read_class_sizes`); None: CityRefer's means.
     gap_m
         Gap between the landmark's footprint and the shifted box, metres.
     default_class
@@ -257,7 +235,7 @@ class LandmarkPriorPolicy(PolicyBase):
                 best = res.best or (res.candidates[0] if res.candidates else None)
                 if best is not None:
                     anchor_xy = (best.x, best.y)
-                    anchor_box = _footprint_bounds(best.row)
+                    anchor_box = footprint_bounds(best.row, require_area=True)
                     anchor_name = best.name
         return prior_box(
             description,
@@ -276,35 +254,6 @@ class LandmarkPriorPolicy(PolicyBase):
         box = self.predict(q.description, q.scene_id)
         units = _to_units(self.env.views["global"], box)
         return f"<answer>{json.dumps({'view_id': 'global', 'bbox_2d': units})}</answer>"
-
-
-def class_size_priors(params: Params) -> dict[str, tuple[float, float]]:
-    """Mean ``(dx, dy)`` (metres) per class of the **train** split's targets; CityRefer's means
-    for classes without training targets (or without a split table / scene caches)."""
-    import polars as pl
-
-    out = dict(CITYREFER_CLASS_SIZES)
-    qpath = params.layout.queries
-    if not qpath.is_file():
-        return out
-    q = pl.read_parquet(qpath, columns=["scene_id", "object_id", "split"]).filter(
-        pl.col("split") == "train"
-    )
-    frames = []
-    for sid in q["scene_id"].unique().sort().to_list():
-        p = params.layout.instances(sid)
-        if p.is_file():
-            frames.append(
-                pl.read_parquet(p, columns=["scene_id", "object_id", "class_name", "dx", "dy"])
-            )
-    if not frames:
-        return out
-    inst = pl.concat(frames).unique(["scene_id", "object_id"])
-    t = q.unique(["scene_id", "object_id"]).join(inst, on=["scene_id", "object_id"], how="inner")
-    means = t.group_by("class_name").agg(pl.col("dx").mean(), pl.col("dy").mean())
-    for r in means.iter_rows(named=True):
-        out[str(r["class_name"])] = (float(r["dx"]), float(r["dy"]))
-    return out
 
 
 def no_tools_policy(inner: Policy, *, max_turns: int = 8, redirects: int = 1) -> Policy:

@@ -54,6 +54,7 @@ from urbex.agents.colour import (
 )
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.names import normalize_name
+from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     import polars as pl
@@ -510,17 +511,8 @@ def score_candidates(
 
 def _anchor_box(row: dict[str, Any], x: float, y: float) -> NDArray[np.float64]:
     """Footprint bounds (world m) of a landmark row; the point ``(x, y)`` without a footprint."""
-    wkt = row.get("footprint_wkt")
-    if wkt:
-        from shapely import wkt as shapely_wkt
-
-        try:
-            geom = shapely_wkt.loads(wkt)
-        except Exception:  # a malformed footprint: fall back to the point
-            geom = None
-        if geom is not None and not geom.is_empty:
-            return np.asarray(geom.bounds, dtype=np.float64)
-    return np.array([x, y, x, y], dtype=np.float64)
+    b = footprint_bounds(row)
+    return b if b is not None else np.array([x, y, x, y], dtype=np.float64)
 
 
 def anchors_for(description: str, scene_id: str, index: Any) -> list[Anchor]:

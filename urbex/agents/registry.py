@@ -6,13 +6,16 @@ Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``land
 are bound to the environment they play in (pass ``env``); the model policies ignore it.
 ``ranking`` is the With-GT candidate-ranking baseline: its factory hands it the scene's GT
 instance table (from the env's scene caches) as the candidate set, never the query's target.
+``landmark_prior`` takes the class size priors as an explicit input
+(``make_policy(..., class_sizes=...)``, read once by the caller with
+:func:`urbex.annotations.class_sizes.read_class_sizes`); no factory reads files.
 
 Extension point: :func:`register_policy` adds a name (tests use it to inject failing policies).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,6 +30,7 @@ __all__ = [
     "PolicyFactory",
     "PolicyInfo",
     "make_policy",
+    "policy_class_sizes",
     "policy_info",
     "register_policy",
 ]
@@ -53,12 +57,16 @@ class PolicyInfo:
         process pool. False for model policies (one model, sequential or batched).
     needs_env : bool
         Bound to the environment (``make_policy(..., env=...)`` is required).
+    uses_class_sizes : bool
+        Its factory takes ``class_sizes=`` (``{class: (dx_m, dy_m)}``); the runner reads them
+        and puts them in the run fingerprint.
     """
 
     name: str
     factory: PolicyFactory
     parallel: bool
     needs_env: bool
+    uses_class_sizes: bool = False
 
 
 def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
@@ -68,11 +76,17 @@ def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
     return OraclePolicy(env)
 
 
-def _landmark_prior(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.heuristics import LandmarkPriorPolicy, class_size_priors
+def _landmark_prior(
+    params: Params,
+    *,
+    env: GroundingEnv | None,
+    checkpoint: Path | None,
+    class_sizes: Mapping[str, tuple[float, float]] | None = None,
+) -> Policy:
+    from urbex.agents.heuristics import LandmarkPriorPolicy
 
     assert env is not None
-    sizes = params.policy.class_sizes or class_size_priors(params)
+    sizes = params.policy.class_sizes or class_sizes  # None: CityRefer's means
     return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=params.policy.prior_gap_m)
 
 
@@ -133,7 +147,13 @@ _REGISTRY: dict[str, PolicyInfo] = {
         PolicyInfo(name="openai", factory=_openai, parallel=False, needs_env=False),
         PolicyInfo(name="workflow", factory=_workflow, parallel=False, needs_env=False),
         PolicyInfo(name="no_tools", factory=_no_tools, parallel=False, needs_env=False),
-        PolicyInfo(name="landmark_prior", factory=_landmark_prior, parallel=True, needs_env=True),
+        PolicyInfo(
+            name="landmark_prior",
+            factory=_landmark_prior,
+            parallel=True,
+            needs_env=True,
+            uses_class_sizes=True,
+        ),
         PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
         PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
     )
@@ -149,12 +169,23 @@ def register_policy(
     *,
     parallel: bool = False,
     needs_env: bool = False,
+    uses_class_sizes: bool = False,
     replace: bool = False,
 ) -> None:
-    """Add a policy name (process-local: pool workers started by *spawn* do not see it)."""
+    """Add a policy name (process-local: pool workers started by *spawn* do not see it).
+
+    The flags are those of :class:`PolicyInfo`; with ``uses_class_sizes`` the factory is called
+    with ``class_sizes=``.
+    """
     if name in _REGISTRY and not replace:
         raise ValueError(f"policy {name!r} is already registered; pass replace=True to override")
-    _REGISTRY[name] = PolicyInfo(name=name, factory=factory, parallel=parallel, needs_env=needs_env)  # type: ignore[arg-type]
+    _REGISTRY[name] = PolicyInfo(
+        name=name,
+        factory=factory,  # type: ignore[arg-type]
+        parallel=parallel,
+        needs_env=needs_env,
+        uses_class_sizes=uses_class_sizes,
+    )
 
 
 def policy_info(name: str) -> PolicyInfo:
@@ -170,12 +201,24 @@ def policy_info(name: str) -> PolicyInfo:
     return _REGISTRY[name]
 
 
+def policy_class_sizes(params: Params, name: str) -> dict[str, tuple[float, float]] | None:
+    """The class size priors ``name`` takes (``class_sizes=`` of :func:`make_policy`), read
+    once from the splits stage's file; None when it takes none or ``policy.class_sizes``
+    overrides them (the override is in the params)."""
+    if not policy_info(name).uses_class_sizes or params.policy.class_sizes:
+        return None
+    from urbex.annotations.class_sizes import read_class_sizes
+
+    return read_class_sizes(params.assets)
+
+
 def make_policy(
     name: str,
     params: Params,
     *,
     env: GroundingEnv | None = None,
     checkpoint: str | Path | None = None,
+    class_sizes: Mapping[str, tuple[float, float]] | None = None,
     **_: Any,
 ) -> Policy:
     """Build the policy ``name`` from ``params``.
@@ -191,6 +234,11 @@ def make_policy(
     checkpoint
         Local checkpoint directory for ``vlm`` (and ``workflow``/``no_tools`` on the vlm
         backend); overrides ``params.vlm.checkpoint``.
+    class_sizes
+        ``{class: (dx_m, dy_m)}`` box-size priors, world metres, for the policies that use them
+        (``landmark_prior``): the train split's means from
+        :func:`urbex.annotations.class_sizes.read_class_sizes`. ``params.policy.class_sizes``
+        overrides them; None (and no override): CityRefer's means.
 
     Raises
     ------
@@ -203,4 +251,5 @@ def make_policy(
     if info.needs_env and env is None:
         raise ValueError(f"policy {name!r} is bound to an environment: pass env=GroundingEnv(...)")
     ckpt = None if checkpoint is None else Path(checkpoint)
-    return info.factory(params, env=env, checkpoint=ckpt)
+    inputs: dict[str, Any] = {"class_sizes": class_sizes} if info.uses_class_sizes else {}
+    return info.factory(params, env=env, checkpoint=ckpt, **inputs)

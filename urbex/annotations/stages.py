@@ -207,8 +207,14 @@ def build_splits(params: Params) -> Path:
     -------
     Path
         ``<assets>/splits/queries.parquet`` (cleaned queries + ``split``); the per split × class
-        counts go to ``split_counts.csv``.
+        counts go to ``split_counts.csv``, the train split's mean box size per class (world
+        metres, the ``landmark_prior`` input) to ``class_sizes.json``
+        (:mod:`urbex.annotations.class_sizes`).
     """
+    from urbex.annotations.class_sizes import (
+        class_sizes_from_splits,
+        write_class_sizes,
+    )
     from urbex.annotations.quality import publish_checked, validate_splits, write_report
     from urbex.annotations.splits import make_splits, split_counts
 
@@ -224,6 +230,7 @@ def build_splits(params: Params) -> Path:
     write_report(report, quality_report_path(params, "splits"))
     path = publish_checked(frame, params.layout.queries, report)
     publish_checked(split_counts(frame), params.layout.split_counts, report)
+    write_class_sizes(class_sizes_from_splits(frame, instances), params.layout.class_sizes)
     return path
 
 

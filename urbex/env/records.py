@@ -82,8 +82,12 @@ class Query:
                 f"(free-text query), got 2d={self.target_box_2d!r}, 3d={self.target_box_3d!r}"
             )
         if self.target_box_2d is not None and self.target_box_3d is not None:
-            object.__setattr__(self, "target_box_2d", _box(self.target_box_2d, 4, "Query.target_box_2d"))
-            object.__setattr__(self, "target_box_3d", _box(self.target_box_3d, 6, "Query.target_box_3d"))
+            object.__setattr__(
+                self, "target_box_2d", _box(self.target_box_2d, 4, "Query.target_box_2d")
+            )
+            object.__setattr__(
+                self, "target_box_3d", _box(self.target_box_3d, 6, "Query.target_box_3d")
+            )
 
     @property
     def has_target(self) -> bool:

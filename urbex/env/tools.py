@@ -25,6 +25,7 @@ import numpy as np
 from urbex.config import EnvParams
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
 from urbex.errors import CacheError, ToolCallError
+from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -197,22 +198,6 @@ def _bev_view(ctx: ToolContext, args: Mapping[str, Any]) -> EpisodeView:
     return view
 
 
-def _footprint_bounds(row: Mapping[str, Any]) -> np.ndarray | None:
-    wkt = row.get("footprint_wkt")
-    if not wkt:
-        return None
-    from shapely import wkt as shapely_wkt
-
-    try:
-        geom = shapely_wkt.loads(wkt)
-    except Exception:  # malformed WKT in a landmark table: report the point only
-        return None
-    if geom.is_empty:
-        return None
-    b = np.asarray(geom.bounds, dtype=np.float64)
-    return b if b[2] > b[0] and b[3] > b[1] else None
-
-
 def _landmark_query(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     view = _bev_view(ctx, args)
     name = args["name"]
@@ -237,7 +222,7 @@ def _landmark_query(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         uu, vv = view.world_to_units(x, y)
         u, v = float(uu), float(vv)
         where = f"world XY ({x:.1f}, {y:.1f}) m"
-        fb = _footprint_bounds(row)
+        fb = footprint_bounds(row, require_area=True)
         if fb is not None:
             ub = view.from_world_box(fb)
             inside = ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000

@@ -287,7 +287,7 @@ def ground(
     PolicyError
         ``oracle`` without ``object_id`` (it needs ground truth), or a model backend failure.
     """
-    from urbex.agents.registry import make_policy, policy_info
+    from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.eval.metrics import trajectory_metrics
     from urbex.eval.play import episode_seed, play_episode
@@ -310,7 +310,9 @@ def ground(
     q = _make_query(scene, scene_id, query, None if object_id is None else str(object_id))
     index = LandmarkIndex.from_params(read_landmark_table(table), params)
     env = GroundingEnv(params, provider, index)
-    pol = make_policy(policy, params, env=env, checkpoint=checkpoint)
+    # the train split's class sizes when the splits stage ran; ground needs no splits otherwise
+    sizes = policy_class_sizes(params, policy) if params.layout.class_sizes.is_file() else None
+    pol = make_policy(policy, params, env=env, checkpoint=checkpoint, class_sizes=sizes)
     env.reset(query=q, seed=0)  # untimed warm-up: open the scene, build the global view
     traj = play_episode(
         env,

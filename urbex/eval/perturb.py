@@ -59,29 +59,36 @@ def perturbation_tag(mode: str, noise_m: float = 10.0) -> str:
     return mode
 
 
-def _shift_wkt(wkt: str | None, dx: float, dy: float) -> str | None:
-    if not wkt:
-        return wkt
-    from shapely import affinity
-    from shapely import wkt as shapely_wkt
+def _shift_wkt(wkts: list[str | None], dx: np.ndarray, dy: np.ndarray) -> list[str | None]:
+    """Each footprint translated by ``(dx, dy)`` metres (validated WKT; null/"" kept)."""
+    from shapely import affinity, from_wkt
 
-    try:
-        geom = shapely_wkt.loads(wkt)
-    except Exception:  # a malformed footprint stays as it was (consumers fall back to x, y)
-        return wkt
-    return str(affinity.translate(geom, xoff=dx, yoff=dy).wkt)
+    out: list[str | None] = []
+    for w, a, b in zip(wkts, dx.tolist(), dy.tolist()):
+        out.append(w if not w else str(affinity.translate(from_wkt(w), xoff=a, yoff=b).wkt))
+    return out
 
 
 def _with_offsets(table: pl.DataFrame, dx: np.ndarray, dy: np.ndarray) -> pl.DataFrame:
-    out = table.with_columns(
-        (pl.col("x") + pl.Series(dx)).alias("x"), (pl.col("y") + pl.Series(dy)).alias("y")
-    )
+    """``table`` with every landmark (``x, y``, footprint, stored bounds) moved by ``(dx, dy)``.
+
+    With a footprint the bounds are re-derived from the shifted WKT (so they are exactly what
+    the footprint says, to the last bit); without one the stored bounds are shifted.
+    """
+    from urbex.landmarks import FOOTPRINT_BOUNDS, with_footprint_bounds
+
+    sx, sy = pl.Series(dx, dtype=pl.Float64), pl.Series(dy, dtype=pl.Float64)
+    out = table.with_columns((pl.col("x") + sx).alias("x"), (pl.col("y") + sy).alias("y"))
     if "footprint_wkt" in table.columns:
-        fps = [
-            _shift_wkt(w, float(a), float(b))
-            for w, a, b in zip(table["footprint_wkt"].to_list(), dx, dy)
-        ]
+        with_footprint_bounds(table)  # validate first: a bad footprint fails here, not later
+        fps = _shift_wkt(table["footprint_wkt"].to_list(), dx, dy)
         out = out.with_columns(pl.Series("footprint_wkt", fps, dtype=pl.String))
+        return with_footprint_bounds(out)
+    if set(FOOTPRINT_BOUNDS) <= set(table.columns):
+        x0, y0, x1, y1 = FOOTPRINT_BOUNDS
+        out = out.with_columns(
+            (pl.col(c) + d).alias(c) for c, d in ((x0, sx), (y0, sy), (x1, sx), (y1, sy))
+        )
     return out
 
 
@@ -94,7 +101,8 @@ def perturb_landmark_table(
     ----------
     table
         Landmark rows with world ``x, y`` (metres) per :data:`urbex.landmarks.LANDMARK_SCHEMA`;
-        ``footprint_wkt`` is translated along when present.
+        the footprint bounds (``fp_*_m``) and ``footprint_wkt`` are translated along when
+        present (bounds are derived first for a table that has a footprint but no bounds).
     mode
         One of :data:`PERTURBATIONS`; ``none`` and ``missing`` return ``table`` unchanged
         (``missing`` is per query, see :class:`PerturbedLandmarks`).
@@ -102,6 +110,11 @@ def perturb_landmark_table(
         ``noise``: every landmark moves by exactly this distance (metres), random direction.
     seed
         Seeds the directions (``noise``) or the permutation (``wrong``).
+
+    Raises
+    ------
+    urbex.errors.LandmarkError
+        A footprint of a table without stored bounds is malformed.
 
     Examples
     --------

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,6 +271,8 @@ class EpisodePlayer:
         What is evaluated (recorded in every row).
     policy, env
         Ready instances to use instead of building them from ``params``.
+    class_sizes
+        ``{class: (dx_m, dy_m)}`` for a policy that takes them (``make_policy(...)``).
     """
 
     def __init__(
@@ -283,6 +285,7 @@ class EpisodePlayer:
         *,
         policy: Policy | None = None,
         env: GroundingEnv | None = None,
+        class_sizes: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         from urbex.agents.base import Policy
         from urbex.agents.registry import make_policy
@@ -301,7 +304,7 @@ class EpisodePlayer:
         if self._landmarks.mode != "none":
             self.env.landmarks = self._landmarks.index
         self.policy = policy or make_policy(
-            policy_name, params, env=self.env, checkpoint=checkpoint
+            policy_name, params, env=self.env, checkpoint=checkpoint, class_sizes=class_sizes
         )
         if not isinstance(self.policy, Policy):
             raise TypeError(

@@ -224,12 +224,14 @@ def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], directory: Path
 
 
 def _pool_chunk(args: tuple[Any, ...]) -> int:
-    params, policy_name, split, run_id, checkpoint, queries, directory = args
+    params, policy_name, split, run_id, checkpoint, sizes, queries, directory = args
     key = f"{run_id}:{policy_name}"
     player = _WORKER.get(key)
     if player is None:
         _WORKER.clear()
-        player = _WORKER[key] = EpisodePlayer(params, policy_name, split, run_id, checkpoint)
+        player = _WORKER[key] = EpisodePlayer(
+            params, policy_name, split, run_id, checkpoint, class_sizes=sizes
+        )
     return _play_chunk(player, queries, directory)
 
 
@@ -250,7 +252,12 @@ def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[str, Any]:
+def _fingerprint(
+    params: Params,
+    policy: str,
+    checkpoint: Path | None,
+    class_sizes: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues."""
     fp: dict[str, Any] = {
         "env": params.section_dict("env"),
@@ -263,6 +270,8 @@ def _fingerprint(params: Params, policy: str, checkpoint: Path | None) -> dict[s
     pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
+    if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
+        fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     if policy in ("vlm", "workflow", "no_tools"):
         fp["vlm"] = {
             k: v
@@ -432,13 +441,14 @@ def evaluate(
         The run exists with another policy/split or other settings, or holds episodes outside
         the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
     AnnotationError, CacheError
-        The split table or a scene cache is missing.
+        The split table, the class sizes (``landmark_prior`` without ``policy.class_sizes``)
+        or a scene cache is missing.
     urbex.errors.PolicyError
         The model backend failed (finished chunks stay written; rerun to resume).
     """
     from tqdm.auto import tqdm
 
-    from urbex.agents.registry import policy_info
+    from urbex.agents.registry import policy_class_sizes, policy_info
 
     t_start = time.perf_counter()
     params, spec = _resolve_spec(
@@ -449,7 +459,8 @@ def evaluate(
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
     d = params.layout.run(rid)
-    fp = _fingerprint(params, policy, ckpt)
+    sizes = policy_class_sizes(params, policy)
+    fp = _fingerprint(params, policy, ckpt, sizes)
     meta = _check_run(d, policy, split, fp)
     lim = None if spec.sample is None else spec.sample.limit
     queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
@@ -495,7 +506,7 @@ def evaluate(
                 max_workers=min(n_workers, len(chunks)), mp_context=ctx
             ) as pool:
                 futs = [
-                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, c, d))
+                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
                     for c in chunks
                 ]
                 try:
@@ -508,7 +519,9 @@ def evaluate(
                         f.cancel()
                     raise
         elif chunks:
-            player = EpisodePlayer(params, policy, split, rid, ckpt, policy=policy_obj)
+            player = EpisodePlayer(
+                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
+            )
             for c in chunks:
                 n = _play_chunk(player, c, d)
                 played += n

@@ -17,7 +17,13 @@ footprint_wkt str         polygon / line / point, **world metres** (scene frame,
 x, y       float64        world centroid, metres (a line's midpoint)
 source     str            ``box3d`` or ``geojson``
 object_id  str            the instance's object_id (``""`` for GeoJSON rows)
+fp_x_min_m float64        footprint bounds, **world metres** (also ``fp_y_min_m``,
+                          ``fp_x_max_m``, ``fp_y_max_m``); null without a footprint
 ========== ============== ==========================================================
+
+Footprints are validated and their bounds stored when a table is built or read
+(:func:`with_footprint_bounds`; a bad footprint is a :class:`~urbex.errors.LandmarkError`
+naming the scene and landmark); consumers read them with :func:`footprint_bounds`.
 
 :class:`LandmarkIndex` answers ``lookup(name)`` by exact, normalised and fuzzy matching and never
 returns a wrong landmark silently: a weak or ambiguous match comes back ``found=False`` with the
@@ -30,23 +36,28 @@ Submodules: :mod:`~urbex.landmarks.names` (normalisation, kinds), :mod:`~urbex.l
 from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match
 from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
 from urbex.landmarks.table import (
+    FOOTPRINT_BOUNDS,
     LANDMARK_SCHEMA,
     empty_landmark_table,
+    footprint_bounds,
     landmarks_from_geojson,
     landmarks_from_instances,
     merge_landmark_tables,
     read_landmark_table,
     registration_offset,
+    with_footprint_bounds,
     write_landmark_table,
 )
 
 __all__ = [
+    "FOOTPRINT_BOUNDS",
     "LANDMARK_KINDS",
     "LANDMARK_SCHEMA",
     "LandmarkIndex",
     "LookupResult",
     "Match",
     "empty_landmark_table",
+    "footprint_bounds",
     "landmark_kind",
     "landmarks_from_geojson",
     "landmarks_from_instances",
@@ -54,5 +65,6 @@ __all__ = [
     "normalize_name",
     "read_landmark_table",
     "registration_offset",
+    "with_footprint_bounds",
     "write_landmark_table",
 ]

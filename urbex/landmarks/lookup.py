@@ -22,7 +22,7 @@ from urbex.landmarks.names import (
     landmark_kind,
     normalize_name,
 )
-from urbex.landmarks.table import read_landmark_table
+from urbex.landmarks.table import FOOTPRINT_BOUNDS, read_landmark_table, with_footprint_bounds
 
 __all__ = ["LandmarkIndex", "LookupResult", "Match"]
 
@@ -123,7 +123,9 @@ class LandmarkIndex:
     Parameters
     ----------
     table
-        Landmark rows (:data:`LANDMARK_SCHEMA`).
+        Landmark rows (:data:`LANDMARK_SCHEMA`). A table with ``footprint_wkt`` but without
+        the footprint bounds columns gets them here (:func:`with_footprint_bounds`), so every
+        :attr:`Match.row` carries its bounds.
     threshold
         Minimum fuzzy score (0–1) for ``found``.
     ambiguity_margin
@@ -131,6 +133,11 @@ class LandmarkIndex:
         fuzzy candidate, the lookup is ambiguous (not found).
     mention_threshold
         Minimum score (0–1) of a description n-gram to count as a mention.
+
+    Raises
+    ------
+    urbex.errors.LandmarkError
+        A footprint of a table without stored bounds is malformed.
 
     Examples
     --------
@@ -150,6 +157,8 @@ class LandmarkIndex:
         ambiguity_margin: float = 0.03,
         mention_threshold: float = 0.9,
     ) -> None:
+        if "footprint_wkt" in table.columns and not set(FOOTPRINT_BOUNDS) <= set(table.columns):
+            table = with_footprint_bounds(table)
         table = table.with_row_index("_i") if "_i" not in table.columns else table
         if "name_norm" not in table.columns:
             table = table.with_columns(

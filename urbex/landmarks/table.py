@@ -1,12 +1,17 @@
 """Landmark tables: build from instances and OSM-style GeoJSON, merge, read and write.
 
+A footprint is parsed once, when its table is built (or read from a file written before the
+bounds columns existed): :func:`with_footprint_bounds` validates ``footprint_wkt`` and stores its
+bounds in :data:`FOOTPRINT_BOUNDS`; policies and tools read them with :func:`footprint_bounds`
+and never parse WKT.
+
 Frames: every coordinate is **world metres** of the scene frame (the scene cache's world,
 ``xyz + offset``); GeoJSON is registered into it with pyproj (via geopandas) and an offset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +23,26 @@ from urbex.errors import LandmarkError
 from urbex.landmarks.names import landmark_kind, normalize_name
 
 __all__ = [
+    "FOOTPRINT_BOUNDS",
     "LANDMARK_SCHEMA",
     "empty_landmark_table",
+    "footprint_bounds",
     "landmarks_from_geojson",
     "landmarks_from_instances",
     "merge_landmark_tables",
     "read_landmark_table",
     "registration_offset",
+    "with_footprint_bounds",
     "write_landmark_table",
 ]
+
+#: Footprint bounds columns, world metres (scene frame); null when a landmark has no footprint.
+FOOTPRINT_BOUNDS: tuple[str, str, str, str] = (
+    "fp_x_min_m",
+    "fp_y_min_m",
+    "fp_x_max_m",
+    "fp_y_max_m",
+)
 
 #: Column → polars dtype of a landmark table.
 LANDMARK_SCHEMA: dict[str, Any] = {
@@ -41,9 +57,8 @@ LANDMARK_SCHEMA: dict[str, Any] = {
     "y": pl.Float64,
     "source": pl.String,
     "object_id": pl.String,
+    **{c: pl.Float64 for c in FOOTPRINT_BOUNDS},
 }
-
-# Canonical forms of abbreviations ("st" is resolved by position in normalize_name).
 
 
 def empty_landmark_table() -> pl.DataFrame:
@@ -51,10 +66,149 @@ def empty_landmark_table() -> pl.DataFrame:
     return pl.DataFrame(schema=LANDMARK_SCHEMA)
 
 
+def _landmark_label(row: dict[str, Any]) -> str:
+    return (
+        f"scene {row.get('scene_id')!r}, landmark {row.get('landmark_id')!r} ({row.get('name')!r})"
+    )
+
+
+def with_footprint_bounds(table: pl.DataFrame, *, path: str | Path | None = None) -> pl.DataFrame:
+    """Validate ``footprint_wkt`` and (re)compute the :data:`FOOTPRINT_BOUNDS` columns.
+
+    A null or ``""`` footprint means "no footprint" (null bounds); a point footprint has zero
+    extent. This is the one place a landmark's WKT is parsed for its bounds.
+
+    Parameters
+    ----------
+    table
+        Landmark rows with ``footprint_wkt`` (polygon / line / point, world metres, scene frame);
+        ``scene_id``, ``landmark_id`` and ``name`` name a bad row in the error when present.
+    path
+        The file the table was read from, named in the error.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``table`` with ``fp_x_min_m, fp_y_min_m, fp_x_max_m, fp_y_max_m`` (float64, world metres)
+        replaced or appended; without a ``footprint_wkt`` column, ``table`` unchanged.
+
+    Raises
+    ------
+    LandmarkError
+        A footprint is not WKT, is an empty geometry, or has a non-finite coordinate; the
+        message names the scene, the landmark and (with ``path``) the file.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"footprint_wkt": ["POLYGON ((0 0, 4 0, 4 2, 0 0))", "POINT (5 6)", None]})
+    >>> with_footprint_bounds(t).select(FOOTPRINT_BOUNDS).rows()
+    [(0.0, 0.0, 4.0, 2.0), (5.0, 6.0, 5.0, 6.0), (None, None, None, None)]
+    """
+    import shapely
+
+    if "footprint_wkt" not in table.columns:
+        return table
+    wkts = table["footprint_wkt"].to_list()
+    has = np.array([w is not None and w != "" for w in wkts], dtype=bool)
+    geoms = shapely.from_wkt(
+        np.array([w if h else None for w, h in zip(wkts, has)], dtype=object), on_invalid="ignore"
+    )
+    bounds = np.full((len(wkts), 4), np.nan, dtype=np.float64)
+    if has.any():
+        bounds[has] = shapely.bounds(geoms[has])
+    bad = has & (shapely.is_missing(geoms) | shapely.is_empty(geoms) | ~np.isfinite(bounds).all(1))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        g = geoms[i]
+        why = (
+            "is not valid WKT"
+            if g is None
+            else "is an empty geometry"
+            if shapely.is_empty(g)
+            else "has a non-finite coordinate"
+        )
+        text = str(wkts[i])
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise LandmarkError(
+            f"{_landmark_label(table.row(i, named=True))}: footprint {text!r} {why} "
+            f"({int(bad.sum())} bad footprint(s) in the table); expected a polygon, line or point "
+            "in world metres, or null for a landmark without a footprint",
+            path=path,
+            field="footprint_wkt",
+        )
+    cols = [
+        pl.Series(c, [float(v) if h else None for v, h in zip(bounds[:, k], has)], pl.Float64)
+        for k, c in enumerate(FOOTPRINT_BOUNDS)
+    ]
+    return table.with_columns(cols)
+
+
+def _check_stored_bounds(table: pl.DataFrame, path: str | Path | None) -> pl.DataFrame:
+    """Stored bounds: all four null or all four finite with ``min <= max`` (no WKT parse)."""
+    b = table.select(FOOTPRINT_BOUNDS).to_numpy().astype(np.float64)
+    nul = np.isnan(b)
+    ok = nul.all(1) | (np.isfinite(b).all(1) & (b[:, 0] <= b[:, 2]) & (b[:, 1] <= b[:, 3]))
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise LandmarkError(
+            f"{_landmark_label(table.row(i, named=True))}: footprint bounds {b[i].tolist()} are "
+            "not four finite world-metre values with min <= max (or four nulls); rebuild the "
+            "landmark table (urbex landmarks)",
+            path=path,
+            field="fp_x_min_m",
+        )
+    return table
+
+
+def _complete(table: pl.DataFrame, path: str | Path | None = None) -> pl.DataFrame:
+    """``table`` in :data:`LANDMARK_SCHEMA` order; bounds derived when it has none, else checked."""
+    if set(FOOTPRINT_BOUNDS) <= set(table.columns):
+        table = _check_stored_bounds(table, path)
+    else:
+        table = with_footprint_bounds(table, path=path)
+    return table.select(list(LANDMARK_SCHEMA))
+
+
 def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     if not rows:
         return empty_landmark_table()
-    return pl.DataFrame(rows, schema=LANDMARK_SCHEMA)
+    base = {k: v for k, v in LANDMARK_SCHEMA.items() if k not in FOOTPRINT_BOUNDS}
+    return _complete(pl.DataFrame(rows, schema=base))
+
+
+def footprint_bounds(
+    row: Mapping[str, Any], *, require_area: bool = False
+) -> NDArray[np.float64] | None:
+    """The stored footprint bounds of one landmark row (no WKT parsing).
+
+    Parameters
+    ----------
+    row
+        A landmark-table row (e.g. :attr:`urbex.landmarks.Match.row`).
+    require_area
+        Return None unless the footprint has a positive extent along both x and y.
+
+    Returns
+    -------
+    ndarray, shape (4,), float64, or None
+        ``[x_min, y_min, x_max, y_max]``, world metres (scene frame); None when the row has no
+        footprint (or, with ``require_area``, a point/line footprint of zero width).
+
+    Examples
+    --------
+    >>> row = {"fp_x_min_m": 0.0, "fp_y_min_m": 1.0, "fp_x_max_m": 4.0, "fp_y_max_m": 1.0}
+    >>> footprint_bounds(row).tolist(), footprint_bounds(row, require_area=True)
+    ([0.0, 1.0, 4.0, 1.0], None)
+    >>> footprint_bounds({"x": 1.0, "y": 2.0}) is None
+    True
+    """
+    vals = [row.get(c) for c in FOOTPRINT_BOUNDS]
+    if any(v is None for v in vals):
+        return None
+    b = np.asarray(vals, dtype=np.float64)
+    if require_area and not (b[2] > b[0] and b[3] > b[1]):
+        return None
+    return b
 
 
 def _hull_wkt(xy: NDArray[np.floating]) -> tuple[str, float, float]:
@@ -324,7 +478,7 @@ def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
     landmark of the same scene is dropped (the instance's own geometry wins), its aliases kept.
     Landmark ids are made unique by suffixing ``#2``, ``#3``, ...
     """
-    parts = [t.select(list(LANDMARK_SCHEMA)) for t in tables if t.height]
+    parts = [_complete(t) for t in tables if t.height]
     if not parts:
         return empty_landmark_table()
     df = pl.concat(parts, how="vertical")
@@ -357,30 +511,44 @@ def merge_landmark_tables(*tables: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_landmark_table(table: pl.DataFrame, path: str | Path) -> Path:
-    """Write a landmark table as Parquet, atomically (temp file + ``os.replace``)."""
+    """Write a landmark table as Parquet, atomically (temp file + ``os.replace``).
+
+    A table without the :data:`FOOTPRINT_BOUNDS` columns gets them (validated) first; stored
+    bounds are checked (four finite values with min <= max, or four nulls).
+
+    Raises
+    ------
+    LandmarkError
+        A footprint or its stored bounds are malformed (see :func:`with_footprint_bounds`).
+    """
     from urbex.atomic import atomic_path
 
     path = Path(path)
+    out = _complete(table)
     with atomic_path(path) as tmp:
-        table.select(list(LANDMARK_SCHEMA)).write_parquet(tmp)
+        out.write_parquet(tmp)
     return path
 
 
 def read_landmark_table(path: str | Path) -> pl.DataFrame:
     """Read one (file) or all (``*.parquet`` in a directory) landmark tables.
 
+    A file written before the :data:`FOOTPRINT_BOUNDS` columns existed gets them derived from
+    its footprints (validated as at build time); stored bounds are checked, not recomputed.
+
     Raises
     ------
     LandmarkError
-        A file lacks a column of :data:`LANDMARK_SCHEMA`.
+        A file lacks a column of :data:`LANDMARK_SCHEMA` (other than the bounds), or holds a
+        malformed footprint or bounds; the message names the file, scene and landmark.
     """
     path = Path(path)
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
     frames = []
     for f in files:
         df = pl.read_parquet(f)
-        missing = set(LANDMARK_SCHEMA) - set(df.columns)
+        missing = set(LANDMARK_SCHEMA) - set(FOOTPRINT_BOUNDS) - set(df.columns)
         if missing:
             raise LandmarkError(f"missing landmark columns {sorted(missing)}", path=f)
-        frames.append(df.select(list(LANDMARK_SCHEMA)).cast(LANDMARK_SCHEMA))  # type: ignore[arg-type]
+        frames.append(_complete(df, f).cast(LANDMARK_SCHEMA))  # type: ignore[arg-type]
     return pl.concat(frames, how="vertical") if frames else empty_landmark_table()

@@ -1,4 +1,4 @@
-"""Tests of urbex.landmarks: normalisation, tables, registration, lookup, mentions."""
+"""Tests of urbex.landmarks.table: building, registering, merging, reading and writing tables."""
 
 from __future__ import annotations
 
@@ -8,133 +8,18 @@ import pytest
 
 from urbex.errors import LandmarkError
 from urbex.landmarks import (
+    FOOTPRINT_BOUNDS,
     LANDMARK_SCHEMA,
     LandmarkIndex,
-    landmark_kind,
+    footprint_bounds,
     landmarks_from_geojson,
     landmarks_from_instances,
     merge_landmark_tables,
-    normalize_name,
     read_landmark_table,
     registration_offset,
+    with_footprint_bounds,
     write_landmark_table,
 )
-
-NAMES = [
-    "Merton Hall",
-    "St Mary's Church",
-    "King's Parade",
-    "Perry Barr Greyhound Stadium",
-    "Merton College",
-    "Jesus Green",
-    "Trinity Street",
-]
-
-
-@pytest.fixture(scope="module")
-def index() -> LandmarkIndex:
-    n = len(NAMES)
-    t = pl.DataFrame(
-        {"scene_id": ["s"] * n, "name": NAMES, "x": np.arange(n, dtype=float), "y": np.zeros(n)}
-    )
-    other = pl.DataFrame({"scene_id": ["t"], "name": ["Merton Hall"], "x": [99.0], "y": [99.0]})
-    return LandmarkIndex(pl.concat([t, other]))
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        ("St. Mary's Church", "Saint Marys Church"),
-        ("King's Parade", "Kings Pde"),
-        ("Trinity St", "Trinity Street"),
-        ("The Café", "cafe"),
-        ("MERTON   HALL", "merton hall"),
-        ("Hills Rd.", "Hills Road"),
-    ],
-)
-def test_normalize_name_equivalent_forms(a: str, b: str) -> None:
-    assert normalize_name(a) == normalize_name(b)
-
-
-def test_normalize_name_saint_vs_street_by_position() -> None:
-    assert normalize_name("St Andrew's St") == "saint andrews street"
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("Mertn Hall", "Merton Hall"),
-        ("merton hall", "Merton Hall"),
-        ("St. Mary's", "St Mary's Church"),
-        ("Saint Marys Church", "St Mary's Church"),
-        ("Kings Pde", "King's Parade"),
-        ("King's Parade", "King's Parade"),
-        ("greyhound stadium", "Perry Barr Greyhound Stadium"),
-        ("Perry Bar Stadium", "Perry Barr Greyhound Stadium"),
-        ("Trinity St", "Trinity Street"),
-    ],
-)
-def test_lookup_finds_misspelled_and_variant_names(
-    index: LandmarkIndex, query: str, expected: str
-) -> None:
-    r = index.lookup(query, scene_id="s")
-    assert r.found, (query, r)
-    assert r.best is not None and r.best.name == expected
-    assert r.best.scene_id == "s"
-
-
-def test_lookup_exact_then_normalized_methods(index: LandmarkIndex) -> None:
-    assert index.lookup("Merton Hall", scene_id="s").best.method == "exact"
-    assert index.lookup("merton hall", scene_id="s").best.method == "normalized"
-    assert index.lookup("Mertn Hall", scene_id="s").best.method == "fuzzy"
-
-
-@pytest.mark.parametrize("query", ["Big Ben", "Hall", "church", "Green"])
-def test_lookup_not_found_returns_closest_names(index: LandmarkIndex, query: str) -> None:
-    r = index.lookup(query, scene_id="s", limit=3)
-    assert not r.found and r.best is None
-    assert r.status == "below_threshold"
-    assert 1 <= len(r.closest_names) <= 3
-    assert set(r.closest_names) <= set(NAMES)
-
-
-def test_lookup_ambiguous_is_not_found(index: LandmarkIndex) -> None:
-    r = index.lookup("Merton", scene_id="s")
-    assert not r.found and r.status == "ambiguous"
-    assert {"Merton Hall", "Merton College"} <= set(r.closest_names)
-
-
-def test_lookup_scene_filter_and_empty_scene(index: LandmarkIndex) -> None:
-    assert index.lookup("Merton Hall", scene_id="t").best.x == 99.0
-    r = index.lookup("Merton Hall", scene_id="nowhere")
-    assert not r.found and r.status == "no_landmarks" and r.candidates == ()
-
-
-def test_lookup_candidates_ranked_and_limited(index: LandmarkIndex) -> None:
-    r = index.lookup("Mertn Hall", scene_id="s", limit=3)
-    assert len(r.candidates) == 3
-    scores = [c.score for c in r.candidates]
-    assert scores == sorted(scores, reverse=True)
-    assert all(0.0 <= s <= 1.0 for s in scores)
-
-
-def test_mentions_finds_names_in_order(index: LandmarkIndex) -> None:
-    got = index.mentions(
-        "The red car on kings pde, just west of saint marys church and near Mertn Hall.", "s"
-    )
-    assert got == ["King's Parade", "St Mary's Church", "Merton Hall"]
-
-
-def test_mentions_none_in_plain_text(index: LandmarkIndex) -> None:
-    assert index.mentions("the big grey building next to the car park", "s") == []
-
-
-def test_landmark_kind_sources() -> None:
-    assert landmark_kind("X", tags={"highway": "residential"}) == "road"
-    assert landmark_kind("X", tags={"amenity": "parking"}) == "parking"
-    assert landmark_kind("X", object_name="Building") == "building"
-    assert landmark_kind("Romsey Car Park") == "parking"
-    assert landmark_kind("Nothing") == "other"
 
 
 def _instances() -> pl.DataFrame:
@@ -272,52 +157,6 @@ def test_merge_landmark_tables_of_empty_tables_is_empty():
     assert out.is_empty() and out.columns == empty_landmark_table().columns
 
 
-@pytest.mark.parametrize(
-    ("names", "query"),
-    [
-        (["Merton Hall"], "Merton Hall Road"),
-        (["Merton Hall"], "Merton Hall Car Park"),
-        (["Kings Parade"], "Kings Parade Car Park"),
-        (["Mill Road"], "Mill Road Cemetery"),
-        (["Mill Road"], "Mill Road Library"),
-    ],
-)
-def test_lookup_superset_naming_another_place_is_not_found(names: list[str], query: str) -> None:
-    # The query is the landmark's name plus a word naming a different kind of place: a
-    # different landmark that the table lacks, not the one it has.
-    t = pl.DataFrame(
-        {
-            "scene_id": ["s"] * len(names),
-            "name": names,
-            "x": [0.0] * len(names),
-            "y": [0.0] * len(names),
-        }
-    )
-    r = LandmarkIndex(t).lookup(query)
-    assert not r.found and r.best is None
-    assert r.closest_names[0] == names[0]
-
-
-@pytest.mark.parametrize(
-    ("name", "query"),
-    [
-        ("Merton Hall", "merton hall building"),
-        ("Jesus Green", "Jesus Green Park"),
-        ("Merton Hall", "Merton"),
-    ],
-)
-def test_lookup_superset_with_same_kind_word_still_found(name: str, query: str) -> None:
-    t = pl.DataFrame({"scene_id": ["s"], "name": [name], "x": [0.0], "y": [0.0]})
-    r = LandmarkIndex(t).lookup(query)
-    assert r.found and r.best is not None and r.best.name == name
-
-
-@pytest.mark.parametrize("query", ["", "   ", "\t\n", "x" * 5000])
-def test_lookup_empty_or_garbage_query_not_found(index: LandmarkIndex, query: str) -> None:
-    r = index.lookup(query)
-    assert not r.found and r.best is None
-
-
 def test_landmarks_from_geojson_lonlat_to_utm_lands_within_half_metre(tmp_path) -> None:
     import json as _json
 
@@ -377,3 +216,143 @@ def test_landmarks_from_geojson_missing_crs_raises_when_scene_has_one(tmp_path) 
         landmarks_from_geojson(gdf, scene_id="S", scene_crs="EPSG:32611")
     t = landmarks_from_geojson(gdf, scene_id="S", scene_crs=None, offset=(1.0, 1.0, 0.0))
     assert (t["x"][0], t["y"][0]) == (0.0, 1.0)  # offset subtracted
+
+
+# ---------------------------------------------------------------------------------------------
+# footprint bounds: validated and stored once, at build / read time
+# ---------------------------------------------------------------------------------------------
+
+
+def _shapely_bounds(wkt: str | None) -> tuple[float, ...] | None:
+    import shapely
+
+    return None if not wkt else tuple(shapely.from_wkt(wkt).bounds)
+
+
+def _stored_bounds(t: pl.DataFrame) -> list[tuple[float, ...] | None]:
+    rows = t.select(FOOTPRINT_BOUNDS).rows()
+    return [None if r[0] is None else tuple(r) for r in rows]
+
+
+def test_landmarks_from_instances_bounds_equal_shapely_bounds() -> None:
+    rng = np.random.default_rng(1)
+    pts = rng.uniform(0, 10, size=(300, 2))
+    inst = np.full(len(pts), 1, np.int32)
+    t = landmarks_from_instances(_instances(), scene_id="s", xy=pts, point_instance=inst)
+    assert t.columns == list(LANDMARK_SCHEMA) and set(FOOTPRINT_BOUNDS) <= set(t.columns)
+    assert _stored_bounds(t) == [_shapely_bounds(w) for w in t["footprint_wkt"]]
+    assert _stored_bounds(t)[1] == (30.0, 30.0, 40.0, 40.0)  # the box fallback
+
+
+def test_landmarks_from_geojson_bounds_equal_shapely_bounds_point_has_zero_extent() -> None:
+    import geopandas as gpd
+    import shapely
+
+    gdf = gpd.GeoDataFrame(
+        {"name": ["Hall", "Road", "Statue"]},
+        geometry=[
+            shapely.box(10.0, 10.0, 20.0, 25.0),
+            shapely.LineString([(0.0, 50.0), (60.0, 50.0)]),
+            shapely.Point(5.5, 7.25),
+        ],
+        crs=None,
+    )
+    t = landmarks_from_geojson(gdf, scene_id="s", scene_crs=None)
+    got = _stored_bounds(t)
+    assert got == [_shapely_bounds(w) for w in t["footprint_wkt"]]
+    assert got[1] == (0.0, 50.0, 60.0, 50.0)  # a line: zero height
+    assert got[2] == (5.5, 7.25, 5.5, 7.25)  # a point: zero extent
+
+
+def _table(wkts: list[str | None]) -> pl.DataFrame:
+    n = len(wkts)
+    return pl.DataFrame(
+        {
+            "scene_id": ["s"] * n,
+            "landmark_id": [f"s:geojson:{i}" for i in range(n)],
+            "name": [f"Place {i}" for i in range(n)],
+            "name_norm": [f"place {i}" for i in range(n)],
+            "aliases": [[] for _ in range(n)],
+            "kind": ["other"] * n,
+            "footprint_wkt": wkts,
+            "x": [1.0] * n,
+            "y": [2.0] * n,
+            "source": ["geojson"] * n,
+            "object_id": [""] * n,
+        },
+        schema={k: v for k, v in LANDMARK_SCHEMA.items() if k not in FOOTPRINT_BOUNDS},
+    )
+
+
+@pytest.mark.parametrize(
+    ("wkt", "why"),
+    [
+        ("not a footprint", "not valid WKT"),
+        ("POLYGON ((0 0, 1 0, 1", "not valid WKT"),
+        ("POLYGON EMPTY", "empty geometry"),
+        ("POINT (nan 1)", "non-finite"),
+        ("LINESTRING (0 0, inf 1)", "non-finite"),
+    ],
+)
+def test_with_footprint_bounds_bad_footprint_raises_naming_scene_and_landmark(
+    wkt: str, why: str
+) -> None:
+    with pytest.raises(LandmarkError, match=why) as exc:
+        with_footprint_bounds(_table(["POINT (1 2)", wkt]))
+    msg = str(exc.value)
+    assert "scene 's'" in msg and "s:geojson:1" in msg and "Place 1" in msg
+    assert exc.value.field == "footprint_wkt"
+
+
+@pytest.mark.parametrize("build", ["merge", "write", "index"])
+def test_building_a_table_with_a_bad_footprint_raises(tmp_path, build: str) -> None:
+    bad = _table(["POINT (1 2)", "POLYGON ((0 0, 1"])
+    with pytest.raises(LandmarkError, match="s:geojson:1"):
+        if build == "merge":
+            merge_landmark_tables(bad)
+        elif build == "write":
+            write_landmark_table(bad, tmp_path / "s.parquet")
+        else:
+            LandmarkIndex(bad)
+    assert not (tmp_path / "s.parquet").exists()
+
+
+def test_footprint_bounds_null_footprint_and_require_area() -> None:
+    t = with_footprint_bounds(_table([None, "", "POINT (3 4)", "POLYGON ((0 0, 2 0, 2 1, 0 0))"]))
+    rows = t.to_dicts()
+    assert footprint_bounds(rows[0]) is None and footprint_bounds(rows[1]) is None
+    assert footprint_bounds(rows[2]).tolist() == [3.0, 4.0, 3.0, 4.0]
+    assert footprint_bounds(rows[2], require_area=True) is None
+    assert footprint_bounds(rows[3], require_area=True).tolist() == [0.0, 0.0, 2.0, 1.0]
+
+
+def test_read_old_table_without_bounds_columns_derives_them(tmp_path) -> None:
+    wkts = ["POLYGON ((0 0, 4 0, 4 3, 0 0))", "LINESTRING (1 1, 9 1)", "POINT (5 5)", None]
+    path = tmp_path / "lm" / "s.parquet"
+    path.parent.mkdir()
+    _table(wkts).write_parquet(path)  # as written before the bounds columns existed
+    t = read_landmark_table(path)
+    assert t.columns == list(LANDMARK_SCHEMA)
+    assert _stored_bounds(t) == [_shapely_bounds(w) for w in wkts]
+    idx = LandmarkIndex.from_path(tmp_path / "lm")
+    assert footprint_bounds(idx.lookup("Place 0").best.row).tolist() == [0.0, 0.0, 4.0, 3.0]
+
+
+def test_read_old_table_with_bad_footprint_names_file_scene_and_landmark(tmp_path) -> None:
+    path = tmp_path / "s.parquet"
+    _table(["POINT (1 2)", "POINT (1"]).write_parquet(path)
+    with pytest.raises(LandmarkError, match="not valid WKT") as exc:
+        read_landmark_table(path)
+    assert exc.value.path == path and "s:geojson:1" in str(exc.value)
+
+
+def test_read_table_with_inconsistent_stored_bounds_raises(tmp_path) -> None:
+    t = with_footprint_bounds(_table(["POLYGON ((0 0, 4 0, 4 3, 0 0))"]))
+    bad = t.with_columns(fp_x_min_m=pl.lit(9.0))
+    path = tmp_path / "s.parquet"
+    bad.write_parquet(path)
+    with pytest.raises(LandmarkError, match="min <= max") as exc:
+        read_landmark_table(path)
+    assert exc.value.path == path and "s:geojson:0" in str(exc.value)
+    with pytest.raises(LandmarkError, match="min <= max"):
+        write_landmark_table(bad, tmp_path / "out.parquet")
