@@ -1,5 +1,16 @@
-"""Every benchmark still runs (``--quick``) and prints its figures; no timing is asserted here."""
+"""Every benchmark still runs (``--quick``) and prints its named figures, and they parse.
 
+Each benchmark is run once (a module-scoped fixture); a parser per benchmark pulls out its
+figures (throughputs, timings, the ratio against its peer, the table rows) and the tests assert
+they are present, finite, positive where they must be, and that each peer ratio is printed and
+agrees with the two figures it is the ratio of (within the rounding they were printed with).
+No speed is asserted here: ``PASS``/``MISS``/``OK``/``OVER`` verdicts are parsed, never required.
+"""
+
+from __future__ import annotations
+
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -7,26 +18,369 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"))
+BY_NAME = {b.stem: b for b in BENCHMARKS}
+
+# a printed number: digits with optional thousands separators and decimals (or nan/inf, so a
+# non-finite figure parses and fails the finiteness check instead of "line not found")
+NUM = r"(-?(?:\d[\d,]*)?\.?\d+|-?nan|-?inf)"
 
 
-def test_benchmarks_are_found():
-    assert {b.stem for b in BENCHMARKS} >= {
-        "bench_io",
-        "bench_synth",
-        "bench_scene",
-        "bench_env",
-        "bench_eval",
-    }
+class Fig(float):
+    """A printed figure: its value, and ``tol``, half its last printed digit (its rounding)."""
+
+    tol: float
+
+    def __new__(cls, text: str) -> Fig:
+        self = super().__new__(cls, float(text.replace(",", "")))
+        decimals = len(text.split(".")[1]) if "." in text else 0
+        self.tol = 0.5 * 10.0**-decimals
+        return self
 
 
-@pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda p: p.stem)
-def test_benchmark_quick_mode_runs(bench, tmp_path):
+def _match(text: str, pattern: str, shown: str | None = None) -> dict[str, Fig | str]:
+    """The named groups of the first line matching ``pattern`` (``{N}``: an unnamed number);
+    numeric groups as ``Fig``."""
+    m = re.search(pattern.replace("{N}", NUM), text, flags=re.MULTILINE | re.IGNORECASE)
+    assert m, f"no line matching {shown or pattern!r} in the benchmark's output:\n{text}"
+    out: dict[str, Fig | str] = {}
+    for k, v in m.groupdict().items():
+        if v is None:
+            continue
+        try:
+            out[k] = Fig(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def _figs(text: str, pattern: str) -> dict[str, Fig]:
+    """``_match`` with ``{name}`` placeholders in ``pattern`` standing for named numbers."""
+    regex = pattern
+    for name in re.findall(r"\{(\w+)\}", pattern):
+        regex = regex.replace("{" + name + "}", f"(?P<{name}>{NUM})")
+    return {k: v for k, v in _match(text, regex, shown=pattern).items() if isinstance(v, Fig)}
+
+
+def _finite(figs: dict[str, float], *, positive: tuple[str, ...] = ()) -> None:
+    """All finite and >= 0 (a rounded duration may print as 0); those in ``positive`` > 0."""
+    for k, v in figs.items():
+        assert math.isfinite(v), f"{k} = {v} is not finite"
+        assert v >= 0, f"{k} = {v} is negative"
+    for k in positive:
+        assert figs[k] > 0, f"{k} = {figs[k]} must be positive"
+
+
+def _is_ratio(ratio: Fig, num: Fig | float, den: Fig | float) -> None:
+    """``ratio`` is ``num / den`` as far as the rounding of all three printed figures allows."""
+    tn, td = getattr(num, "tol", 0.0), getattr(den, "tol", 0.0)
+    lo = max(num - tn, 0.0) / (den + td)
+    hi = (num + tn) / (den - td) if den - td > 0 else math.inf
+    eps = 1e-9 * max(1.0, abs(ratio))
+    assert ratio - ratio.tol - eps <= hi and ratio + ratio.tol + eps >= lo, (
+        f"printed ratio {ratio} is not {num} / {den} (in [{lo:.4g}, {hi:.4g}])"
+    )
+
+
+def _run_quick(name: str, cwd: Path) -> str:
     out = subprocess.run(
-        [sys.executable, str(bench), "--quick"],
-        cwd=tmp_path,
+        [sys.executable, str(BY_NAME[name]), "--quick"],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert any(ch.isdigit() for ch in out.stdout), "a benchmark must print its figures"
+    return out.stdout
+
+
+def _quick_output(name: str):
+    """A module-scoped fixture ``<name without bench_>_out``: ``name``'s ``--quick`` stdout (run
+    once, cwd a tmp dir)."""
+
+    @pytest.fixture(scope="module", name=f"{name.removeprefix('bench_')}_out")
+    def fixture(tmp_path_factory: pytest.TempPathFactory) -> str:
+        if name not in BY_NAME:
+            pytest.fail(f"benchmarks/{name}.py is missing")
+        return _run_quick(name, tmp_path_factory.mktemp(name))
+
+    return fixture
+
+
+io_out = _quick_output("bench_io")
+synth_out = _quick_output("bench_synth")
+scene_out = _quick_output("bench_scene")
+env_out = _quick_output("bench_env")
+eval_out = _quick_output("bench_eval")
+PARSED = {"bench_io", "bench_synth", "bench_scene", "bench_env", "bench_eval"}
+
+
+def test_benchmarks_are_found():
+    assert {b.stem for b in BENCHMARKS} >= PARSED
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda p: p.stem)
+def test_every_benchmark_has_a_figure_parser(bench):
+    assert bench.stem in PARSED, f"add a fixture and a figure test for {bench.name} here"
+
+
+# --- bench_io ---------------------------------------------------------------------------------
+
+
+def parse_io(text: str) -> dict[str, dict[str, Fig]]:
+    """PLY: size, write/read M pts/s, the peer (plyfile or np.loadtxt) on a subset, urbex on the
+    same subset and their ratio; LAS and LAZ: size, write/read M pts/s, laspy's and the ratio."""
+    ply_block, _, las_part = text.partition("\nLAS ")
+    las_block, _, laz_block = ("LAS " + las_part).partition("\nLAZ ")
+    out = {
+        "ply": {
+            **_figs(ply_block, r"^PLY binary\s+{n} pts\s+{mb} MB$"),
+            **_figs(ply_block, r"^\s+urbex write_ply\s+{write} M pts/s$"),
+            **_figs(ply_block, r"^\s+urbex read_ply\s+{read} M pts/s\s+\(median of {repeat}\)$"),
+            **_figs(
+                ply_block,
+                r"^\s+peer \((?:plyfile mmap=False|np\.loadtxt ascii), {peer_n} pts\)\s+"
+                r"{peer} M pts/s$",
+            ),
+            **_figs(ply_block, r"^\s+urbex on the same subset\s+{subset} M pts/s$"),
+            **_figs(ply_block, r"^\s+ratio urbex / peer\s+{ratio} x$"),
+        }
+    }
+    _match(ply_block, r"^\s+target read >= 50 M pts/s: (?P<verdict>PASS|MISS)$")
+    for key, block in (("las", las_block), ("laz", "LAZ " + laz_block)):
+        out[key] = {
+            **_figs(block, rf"^{key.upper()}\s+{{n}} pts\s+{{mb}} MB$"),
+            **_figs(block, r"^\s+urbex write_las\s+{write} M pts/s$"),
+            **_figs(block, r"^\s+urbex read_las\s+{read} M pts/s$"),
+            **_figs(
+                block, r"^\s+peer laspy\.read\+arrays\s+{peer} M pts/s\s+\(urbex/peer {ratio}x\)$"
+            ),
+        }
+    return out
+
+
+def test_bench_io_figures(io_out):
+    figs = parse_io(io_out)
+    for f in figs.values():
+        _finite(f, positive=("n", "mb", "write", "read", "peer"))
+    ply = figs["ply"]
+    _finite(ply, positive=("peer_n", "subset", "repeat"))
+    assert ply["n"] == 1_000_000 and ply["peer_n"] <= ply["n"]
+    _is_ratio(ply["ratio"], ply["subset"], ply["peer"])  # same points: time ratio = M pts/s ratio
+    for key in ("las", "laz"):
+        assert figs[key]["n"] == 1_000_000
+        _is_ratio(figs[key]["ratio"], figs[key]["read"], figs[key]["peer"])
+    assert figs["laz"]["mb"] < figs["las"]["mb"]  # compressed
+
+
+# --- bench_synth ------------------------------------------------------------------------------
+
+
+def parse_synth(text: str) -> dict[str, Fig]:
+    """generate_block's points, instances, seconds and M pts/s with the numpy floor peer and its
+    time ratio; scene_queries seconds; write_ply seconds, M pts/s, MB, MB/s with the tofile peer
+    and its ratio; write_las (.laz) seconds and M pts/s; end-to-end M pts/s."""
+    return {
+        **_figs(
+            text,
+            r"^generate_block\(size={size} m, density={density}\): {points} points, "
+            r"{instances} instances in {gen_s} s = {gen} M pts/s$",
+        ),
+        **_figs(
+            text,
+            r"^\s+peer \(numpy uniform xyz\+rgb, no geometry\): {floor} M pts/s; "
+            r"generator / peer time ratio = {gen_ratio}x$",
+        ),
+        **_figs(text, r"^scene_queries: {queries_s} s$"),
+        **_figs(
+            text,
+            r"^write_ply: {ply_s} s = {ply} M pts/s \({ply_mb} MB, {ply_mb_s} MB/s\)$",
+        ),
+        **_figs(
+            text,
+            r"^\s+peer \(pack \+ ndarray\.tofile\): {tofile} M pts/s; "
+            r"write_ply / peer time ratio = {ply_ratio}x$",
+        ),
+        **_figs(text, r"^write_las \(\.laz\): {laz_s} s = {laz} M pts/s$"),
+        **_figs(text, r"^generate \+ write PLY: {end_to_end} M pts/s end to end$"),
+    }
+
+
+def test_bench_synth_figures(synth_out):
+    f = parse_synth(synth_out)
+    # seconds are printed to 0.01 s and may round to 0; rates and sizes may not
+    _finite(
+        f,
+        positive=(
+            *("size", "density", "points", "instances", "gen", "floor", "ply", "ply_mb"),
+            *("tofile", "laz", "end_to_end"),
+        ),
+    )
+    assert (f["size"], f["density"]) == (200, 20)
+    _is_ratio(f["gen_ratio"], f["floor"], f["gen"])  # time ratio = inverse rate ratio
+    _is_ratio(f["ply_ratio"], f["tofile"], f["ply"])
+
+
+# --- bench_scene ------------------------------------------------------------------------------
+
+
+def parse_scene(text: str) -> dict[str, Fig]:
+    """The generated data; the build (read/build/total s, peak RSS vs raw arrays and its ratio);
+    the BEV scatter (numba wall and 1-thread M pts/s vs np.maximum.at and the naive numpy job,
+    with both ratios; the gather); bev_window median/p90 ms and global_view ms; the oblique
+    render median and crop ms, with open3d's median and ratio (or its "unavailable" line:
+    open3d is the optional ``render`` extra)."""
+    f = {
+        **_figs(text, r"^data: .*, {points_m} M points, {size} m block \({gen_s} s to generate\)$"),
+        **_figs(text, r"^PLY written: {ply_gb} GB$"),
+        **_figs(
+            text,
+            r"^== build \(read PLY → sort → rasters → write\), {build_m} M pts, "
+            r"BEV {bev_w}×{bev_h} px$",
+        ),
+        **_figs(
+            text, r"^\s+read_ply {read_s} s \+ build {build_s} s = total {total_s} s\s+\(target"
+        ),
+        **_figs(
+            text,
+            r"^\s+peak RSS delta {rss_gb} GB vs raw point arrays {raw_gb} GB = {rss_ratio}×",
+        ),
+        **_figs(
+            text,
+            r"^\s+numba {par} M pts/s on {threads} threads \(wall\), {one} M pts/s on 1 thread"
+            r"\s+vs\s+np\.maximum\.at \(z only, full raster\) {maxat} M pts/s\s+→ {maxat_ratio}×",
+        ),
+        **_figs(
+            text,
+            r"^\s+naive numpy doing the same job .* {naive} M pts/s → numba on 1 thread is "
+            r"{naive_ratio}× faster$",
+        ),
+        **_figs(
+            text,
+            r"^\s+\+ per-pixel attribute gather .* {gather_s} s on 1 thread; "
+            r"scatter\+gather = {scatter_gather} M pts/s on 1 thread$",
+        ),
+        **_figs(text, r"^== bev_window {win_m} m \({win_px} px native\) → 768×768$"),
+        **_figs(text, r"^\s+median {bev_ms} ms, p90 {bev_p90_ms} ms"),
+        **_figs(text, r"^\s+global_view\(\) {global_ms} ms$"),
+        **_figs(text, r"^== oblique render of {oblique_m} M points at 512×512 \(box {box_m} m\)$"),
+        **_figs(text, r"^\s+render median {render_ms} ms \(target[^)]*\); crop {crop_ms} ms;"),
+    }
+    if re.search(r"^\s+open3d peer unavailable: ", text, flags=re.MULTILINE):
+        return f
+    return f | _figs(
+        text,
+        r"^\s+open3d OffscreenRenderer .* median {o3d_ms} ms \(first {o3d_first_ms} ms\) "
+        r"→ ours {o3d_ratio}× faster",
+    )
+
+
+def test_bench_scene_figures(scene_out):
+    f = parse_scene(scene_out)
+    _finite(
+        f,
+        positive=(
+            *("points_m", "size", "build_m", "bev_w", "bev_h", "build_s", "total_s", "raw_gb"),
+            *("par", "threads", "one", "maxat", "naive", "scatter_gather", "win_m", "win_px"),
+            *("bev_ms", "bev_p90_ms", "global_ms", "oblique_m", "box_m", "render_ms"),
+        ),
+    )
+    assert f["size"] == 200
+    assert f["bev_p90_ms"] + f["bev_p90_ms"].tol >= f["bev_ms"] - f["bev_ms"].tol
+    _is_ratio(f["rss_ratio"], f["rss_gb"], f["raw_gb"])
+    _is_ratio(f["maxat_ratio"], f["par"], f["maxat"])  # time ratio = inverse rate ratio
+    _is_ratio(f["naive_ratio"], f["one"], f["naive"])
+    if "o3d_ratio" in f:
+        _is_ratio(f["o3d_ratio"], f["o3d_ms"], f["render_ms"])
+
+
+# --- bench_env --------------------------------------------------------------------------------
+
+TOOLS = ("landmark_query", "zoom_in", "oblique_render", "answer")
+
+
+def parse_env(text: str) -> dict[str, Fig]:
+    """The scene; the global view build ms; the 8-turn oracle episode median/p90 ms over N
+    episodes; each tool's median ms and call count; the ratio to the paper's 3.2 s budget; the
+    zoom window median vs the PIL peer's and their ratio."""
+    f = {
+        **_figs(
+            text,
+            r"^scene: {size} m block, {points} points, BEV {bev_w}x{bev_h} px at 0\.1 m, "
+            r"{queries} queries \(build {build_s} s, not counted\)$",
+        ),
+        **_figs(text, r"^global view build \(once per scene, cached\): {global_ms} ms$"),
+        **_figs(
+            text,
+            r"^8-turn oracle episode overhead: median {episode_ms} ms, p90 {episode_p90_ms} ms "
+            r"over {episodes} episodes \(target <= 50 ms\) -> (?:OK|OVER)$",
+        ),
+        **_figs(text, r"^ratio vs the paper's 3\.2 s per-query budget: {budget_ratio}$"),
+        **_figs(
+            text,
+            r"^zoom window \(bev_window, area-weighted\) median {zoom_ms} ms vs peer "
+            r"PIL crop\+BOX resize {peer_ms} ms -> ratio {zoom_ratio}$",
+        ),
+    }
+    for tool in TOOLS:
+        f |= _figs(text, rf"^\s+{tool}\s+median\s+{{{tool}_ms}} ms\s+\(n={{{tool}_n}}\)$")
+    return f
+
+
+def test_bench_env_figures(env_out):
+    f = parse_env(env_out)
+    _finite(
+        f,
+        positive=(
+            *("size", "points", "bev_w", "bev_h", "queries", "global_ms", "episode_ms"),
+            *("episode_p90_ms", "episodes", "budget_ratio", "zoom_ms", "peer_ms", "zoom_ratio"),
+            *(f"{t}_{k}" for t in TOOLS for k in ("ms", "n")),
+        ),
+    )
+    assert (f["size"], f["episodes"]) == (120, 10)
+    assert f["episode_p90_ms"] + f["episode_p90_ms"].tol >= f["episode_ms"] - f["episode_ms"].tol
+    assert sum(f[f"{t}_n"] for t in TOOLS) == 8 * f["episodes"]  # every turn of every episode
+    _is_ratio(f["budget_ratio"], f["episode_ms"], 3200.0)
+    _is_ratio(f["zoom_ratio"], f["zoom_ms"], f["peer_ms"])
+
+
+# --- bench_eval -------------------------------------------------------------------------------
+
+EVAL_COLUMNS = ("eps", "ep_s", "bare_ep_s", "ratio", "env_pct", "policy_pct", "hit1")
+EVAL_HEADER = (
+    r"^policy\s+split\s+workers\s+eps\s+ep/s\s+bare ep/s\s+ratio\s+env %\s+policy %\s+Hit@1$"
+)
+
+
+def parse_eval(text: str) -> dict[tuple[str, str, int], dict[str, Fig]]:
+    """The table: per (policy, split, workers), episodes, ep/s, the bare loop's ep/s (the peer),
+    their ratio, env % and policy % of episode latency, Hit@1 %."""
+    _match(text, r"^project: .* \(built in {N} s\)$")
+    _match(text, EVAL_HEADER)
+    header = re.search(EVAL_HEADER, text, flags=re.MULTILINE).end()
+    row = re.compile(
+        r"^(?P<policy>\w+)\s+(?P<split>\w+)\s+(?P<workers>\d+)" + rf"\s+{NUM}" * 7 + r"$"
+    )
+    rows = {}
+    for line in text[header:].strip().splitlines():
+        m = row.match(line)
+        if m is None:
+            break  # the legend after the table
+        key = (m["policy"], m["split"], int(m["workers"]))
+        assert key not in rows, f"row {key} printed twice"
+        rows[key] = dict(zip(EVAL_COLUMNS, map(Fig, m.groups()[3:]), strict=True))
+    _match(text, r"^ep/s: wall time of evaluate\(\)")
+    return rows
+
+
+def test_bench_eval_figures(eval_out):
+    rows = parse_eval(eval_out)
+    policies, splits = ("oracle", "landmark_prior"), ("test_nd", "test_no")
+    assert set(rows) == {(p, s, w) for p in policies for s in splits for w in (1, 2)}
+    for key, r in rows.items():
+        _finite(r, positive=("eps", "ep_s", "bare_ep_s", "env_pct"))
+        _is_ratio(r["ratio"], r["ep_s"], r["bare_ep_s"])
+        assert r["hit1"] <= 100 and r["env_pct"] + r["policy_pct"] <= 100 + 2 * 0.05, key
+    for s in splits:  # the same episodes whatever the policy or the worker count
+        assert len({rows[p, s, w]["eps"] for p in policies for w in (1, 2)}) == 1, s
+        for p in policies:  # and the same result with 1 or 2 workers
+            assert rows[p, s, 1]["hit1"] == rows[p, s, 2]["hit1"], (p, s)
