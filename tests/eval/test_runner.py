@@ -403,3 +403,15 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
             spec=RunSpec(policy="oracle", split="test_no", repeat_seed=1),
             progress=False,
         )
+
+
+def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
+    from urbex.eval.warehouse import TABLES, refresh_warehouse
+
+    r = evaluate(_params(assets), policy="oracle", split="test_no", run_id="cols", limit=2,
+                 progress=False, refresh=False)  # fmt: skip
+    written = pl.read_parquet(r.run_dir / "metrics.parquet").columns
+    assert sorted(written) == sorted(c for c, _ in TABLES["metrics"].columns)
+    con = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=con)  # no runs: the empty view has the same columns
+    assert sorted(con.sql("SELECT * FROM metrics").columns) == sorted(written)

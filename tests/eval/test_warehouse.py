@@ -126,3 +126,19 @@ def test_warehouse_globs_come_from_the_layout():
     assert TABLES["episodes"].glob == "eval/runs/*/episodes/*.parquet"
     assert TABLES["metrics"].glob == rel.run_metrics("*").as_posix()
     assert TABLES["queries"].glob == "splits/queries.parquet"
+
+
+def test_warehouse_landmarks_and_queries_views_follow_their_table_schemas(tmp_path):
+    from urbex.annotations.clean import QUERY_SCHEMA
+    from urbex.landmarks import write_landmark_table
+    from urbex.landmarks.table import LANDMARK_SCHEMA, empty_landmark_table
+
+    con = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=con)
+    assert _view_columns(con, "landmarks") == tuple(LANDMARK_SCHEMA)
+    assert _view_columns(con, "queries") == (*QUERY_SCHEMA, "split")
+    want = con.execute("DESCRIBE landmarks").fetchall()
+    write_landmark_table(empty_landmark_table(), tmp_path / "landmarks" / "s.parquet")
+    full = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=full)
+    assert [r[:2] for r in full.execute("DESCRIBE landmarks").fetchall()] == [r[:2] for r in want]

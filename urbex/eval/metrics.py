@@ -45,6 +45,7 @@ __all__ = [
     "candidate_scores",
     "episode_metrics",
     "hit_at_k",
+    "metrics_schema",
     "point_f1",
     "point_f1_counts",
     "points_in_box_3d",
@@ -402,6 +403,22 @@ def trajectory_metrics(
         gt_box_3d=traj.query.target_box_3d,
         point_counts=o.point_counts,
     )
+
+
+def metrics_schema() -> dict[str, Any]:
+    """Column → polars dtype of :func:`aggregate`'s rows (derived by aggregating no episodes).
+
+    >>> schema = metrics_schema()
+    >>> list(schema)[:4], str(schema["hit1"])
+    (['run_id', 'policy', 'split', 'n'], 'Float64')
+    """
+    import polars as pl
+
+    from urbex.eval.episodes import episode_schema
+
+    empty = pl.from_arrow(episode_schema().empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return dict(aggregate(empty).schema)
 
 
 def aggregate(episodes: pl.DataFrame, *, by: tuple[str, ...] = GROUP_KEYS) -> pl.DataFrame:

@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import polars as pl
 
+from urbex.annotations.clean import QUERY_SCHEMA
 from urbex.eval.episodes import episode_schema, step_schema
+from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
+from urbex.landmarks.table import LANDMARK_SCHEMA
 from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
 from urbex.scene.instances import INSTANCE_SCHEMA
 
@@ -66,6 +71,7 @@ _POLARS_TO_DUCKDB = {
     "Int64": "BIGINT",
     "Float64": "DOUBLE",
     "Boolean": "BOOLEAN",
+    "List(String)": "VARCHAR[]",
 }
 #: DuckDB types of the Arrow types of the episodes / steps shard schemas.
 _ARROW_TO_DUCKDB = {
@@ -76,6 +82,11 @@ _ARROW_TO_DUCKDB = {
     "double": "DOUBLE",
     "bool": "BOOLEAN",
 }
+
+
+def _polars_columns(schema: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(name, DuckDB type) of a polars schema (lists of strings → ``VARCHAR[]``)."""
+    return tuple((c, _POLARS_TO_DUCKDB[str(t)]) for c, t in schema.items())
 
 
 def _arrow_columns(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
@@ -121,26 +132,12 @@ TABLES: dict[str, TableSpec] = {
         TableSpec(
             name="landmarks",
             glob=_glob(_REL.landmark_table("*")),
-            columns=(
-                ("scene_id", "VARCHAR"),
-                ("name", "VARCHAR"),
-                ("kind", "VARCHAR"),
-                ("x", "DOUBLE"),
-                ("y", "DOUBLE"),
-                ("source", "VARCHAR"),
-            ),
+            columns=_polars_columns(LANDMARK_SCHEMA),
         ),
         TableSpec(
             name="queries",
             glob=_glob(_REL.queries),
-            columns=(
-                ("query_id", "VARCHAR"),
-                ("scene_id", "VARCHAR"),
-                ("object_id", "VARCHAR"),
-                ("class_name", "VARCHAR"),
-                ("description", "VARCHAR"),
-                ("split", "VARCHAR"),
-            ),
+            columns=_polars_columns({**QUERY_SCHEMA, "split": pl.String}),
         ),
         TableSpec(
             name="annotation_drops",
@@ -167,37 +164,7 @@ TABLES: dict[str, TableSpec] = {
             name="metrics",
             glob=_glob(_REL.run_metrics("*")),
             columns=(
-                ("run_id", "VARCHAR"),
-                ("policy", "VARCHAR"),
-                ("split", "VARCHAR"),
-                ("n", "BIGINT"),
-                ("hit1", "DOUBLE"),
-                ("hit3", "DOUBLE"),
-                ("hit5", "DOUBLE"),
-                ("iou_bev", "DOUBLE"),
-                ("iou_3d", "DOUBLE"),
-                ("point_f1", "DOUBLE"),
-                ("hit1_iou25", "DOUBLE"),
-                ("area_ratio_median", "DOUBLE"),
-                ("area_ratio_p90", "DOUBLE"),
-                ("latency_s", "DOUBLE"),
-                ("valid_rate", "DOUBLE"),
-                ("hit1_nz", "DOUBLE"),
-                ("hit3_nz", "DOUBLE"),
-                ("hit5_nz", "DOUBLE"),
-                ("hit1_ciou", "DOUBLE"),
-                ("hit3_ciou", "DOUBLE"),
-                ("hit5_ciou", "DOUBLE"),
-                ("center_dist_m", "DOUBLE"),
-                ("n_pos_overlap_mean", "DOUBLE"),
-                ("n_iou25_median", "DOUBLE"),
-                ("turns", "DOUBLE"),
-                ("n_invalid", "DOUBLE"),
-                ("latency_p50_s", "DOUBLE"),
-                ("latency_p90_s", "DOUBLE"),
-                ("env_s", "DOUBLE"),
-                ("policy_s", "DOUBLE"),
-                ("reward", "DOUBLE"),
+                *_polars_columns(metrics_schema()),
                 *((c, t) for c, t in SPEC_COLUMNS if c not in ("policy", "split")),
             ),
         ),
