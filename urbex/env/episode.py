@@ -528,10 +528,14 @@ class GroundingEnv:
                 if self._point_metrics:
                     counts = self._point_counts(pred2d, q.target_box_2d)
         terminal = float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(self.params)))
+        box_view = None
+        if ans is not None:
+            x1, y1, x2, y2 = (float(v) for v in ans.bbox_2d)
+            box_view = (x1, y1, x2, y2)
         self._outcome = EpisodeOutcome(
             stop_reason=reason,
             answer_view_id=None if ans is None else ans.view_id,
-            answer_box_view=None if ans is None else tuple(float(v) for v in ans.bbox_2d),  # type: ignore[arg-type]
+            answer_box_view=box_view,
             pred_box_2d_m=pred2d,
             pred_box_3d_m=pred3d,
             n_pred_points=n_pts,
