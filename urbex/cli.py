@@ -211,10 +211,50 @@ def _cmd_train(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
-    from urbex.train.tiny import make_tiny_model
+    from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
-    path = make_tiny_model(args.path, seed=args.seed)
-    print(f"tiny Qwen3-VL (random weights, offline) → {path}")
+    spec = TinyModelSpec(
+        hidden_size=args.hidden,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        num_kv_heads=args.kv_heads,
+        head_dim=args.head_dim,
+        vision_hidden_size=args.vision_hidden,
+        vocab_size=args.vocab,
+    )
+    corpus = None
+    what = "byte tokens, no merges"
+    if args.tokenizer == "protocol":
+        from urbex.train.corpus import protocol_corpus
+
+        trajs = []
+        if params.layout.queries.is_file():  # a built project: the teacher's conversations too
+            from urbex.train.sft import teacher_trajectories
+
+            trajs = teacher_trajectories(params, progress=not args.quiet)
+        corpus = list(protocol_corpus(params, trajs, seed=args.seed))
+        what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
+    path = make_tiny_model(args.path, seed=args.seed, spec=spec, corpus=corpus)
+    print(f"tiny Qwen3-VL (random weights, offline; tokenizer: {what}) → {path}")
+    return 0
+
+
+def _cmd_sft(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.sft import sft
+
+    r = sft(
+        params,
+        checkpoint=args.checkpoint,
+        run_name=args.run_name,
+        steps=args.steps,
+        progress=not args.quiet,
+    )
+    print(
+        f"SFT: {r.steps} steps on {r.n_examples} teacher conversations "
+        f"({r.tokens_mean:.0f} tokens, {r.assistant_tokens_mean:.0f} supervised, on average) in "
+        f"{r.wall_s:.1f} s ({r.s_per_step:.2f} s/step); loss {r.loss_first:.3f} → "
+        f"{r.loss_last:.3f} → {r.checkpoint_dir}"
+    )
     return 0
 
 
@@ -312,7 +352,27 @@ def _build_parser() -> argparse.ArgumentParser:
     tm = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
     tm.add_argument("path", type=Path)
     tm.add_argument("--seed", type=int, default=0)
+    tm.add_argument("--hidden", type=int, default=32, help="text hidden size")
+    tm.add_argument("--layers", type=int, default=2, help="text decoder layers")
+    tm.add_argument("--heads", type=int, default=4, help="attention heads")
+    tm.add_argument("--kv-heads", type=int, default=2, help="key/value heads")
+    tm.add_argument("--head-dim", type=int, default=8, help="attention head size")
+    tm.add_argument("--vision-hidden", type=int, default=16, help="vision tower hidden size")
+    tm.add_argument("--vocab", type=int, default=1024, help="BPE vocabulary (protocol tokenizer)")
+    tm.add_argument(
+        "--tokenizer",
+        choices=("bytes", "protocol"),
+        default="bytes",
+        help="bytes: 256 byte tokens, no merges; protocol: BPE trained offline on the "
+        "protocol's text (and the teacher's conversations when the project is built)",
+    )
     tm.set_defaults(func=_cmd_make_tiny_model)
+
+    sf = sub.add_parser("sft", help="SFT warm start on teacher (oracle) trajectories")
+    sf.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default sft.checkpoint)")
+    sf.add_argument("--run-name", help="output <assets>/checkpoints/<name> (default sft.run_name)")
+    sf.add_argument("--steps", type=int, help="optimizer steps (default sft.steps)")
+    sf.set_defaults(func=_cmd_sft)
 
     w = sub.add_parser("warehouse", help="refresh the DuckDB views and print row counts")
     w.set_defaults(func=_cmd_warehouse)

@@ -27,6 +27,7 @@ __all__ = [
     "Params",
     "PathsParams",
     "PolicyParams",
+    "SFTParams",
     "SceneParams",
     "Stpls3dReferParams",
     "SynthParams",
@@ -344,6 +345,34 @@ class TrainParams(_Strict):
     limit: int | None = Field(None, ge=1, description="train on a seeded sample of queries")
 
 
+class SFTParams(_Strict):
+    """SFT warm start on teacher trajectories (``urbex sft``; :mod:`urbex.train.sft`).
+
+    The paper trains no SFT stage; the tiny CPU recipe (``params-cpu.yaml``) does, so that GRPO
+    starts from a policy that emits valid actions.
+    """
+
+    checkpoint: Path | None = Field(
+        None, description="LOCAL base model dir (--checkpoint overrides); never downloaded"
+    )
+    split: str = Field("train", description="split whose queries the teacher plays")
+    per_query: int = Field(2, ge=1, description="seeded teacher paths per query")
+    limit: int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
+    run_name: str = Field(
+        "sft",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="output: <assets>/checkpoints/<run_name>/",
+    )
+    steps: int = Field(200, ge=1, description="optimizer steps")
+    batch_size: int = Field(8, ge=1, description="conversations per step")
+    learning_rate: float = Field(2e-3, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    max_length: int | None = Field(
+        4096, ge=1, description="longest rendered conversation, tokens (image pads included)"
+    )
+    seed: int = Field(0, description="teacher paths, example order and torch seed")
+
+
 class Params(_Strict):
     """All parameters. ``base_dir`` is the directory relative paths are resolved against."""
 
@@ -361,6 +390,7 @@ class Params(_Strict):
     vlm: VLMParams = VLMParams()
     openai: OpenAIParams = OpenAIParams()
     train: TrainParams = TrainParams()
+    sft: SFTParams = SFTParams()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("base_dir")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
     from urbex.env.views import EpisodeView
 
-__all__ = ["OraclePolicy"]
+__all__ = ["OraclePolicy", "TeacherPolicy"]
 
 
 def _call(tool: str, **arguments: Any) -> str:
@@ -160,4 +160,74 @@ class OraclePolicy(PolicyBase):
         c = (t[:2] + t[2:]) / 2
         half = np.maximum((t[2:] - t[:2]) * self.zoom_factor, self.min_window_m) / 2
         window = np.concatenate([c - half, c + half])
+        return _outward(view.from_world_box(window))
+
+
+class TeacherPolicy(OraclePolicy):
+    """The oracle with seeded variety: the demonstrations SFT learns from (``urbex sft``).
+
+    Per episode (seeded by :meth:`begin_episode`): the landmark query is made with probability
+    ``p_landmark``, the zoom window is ``zoom_factor`` ∈ ``zoom_range`` × the target with its
+    centre shifted by up to ``jitter`` of the window side (the target stays inside), and the
+    oblique render is made with probability ``p_oblique`` from a random compass direction. The
+    answer is the target box in the zoom view, as the oracle's.
+    """
+
+    def __init__(
+        self,
+        env: GroundingEnv,
+        *,
+        p_landmark: float = 0.7,
+        p_oblique: float = 0.5,
+        zoom_range: tuple[float, float] = (1.5, 3.0),
+        jitter: float = 0.2,
+    ) -> None:
+        super().__init__(env)
+        for name, p in (("p_landmark", p_landmark), ("p_oblique", p_oblique)):
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"{name}: expected a probability in [0, 1], got {p}")
+        if not 1.0 <= zoom_range[0] <= zoom_range[1]:
+            raise ValueError(f"zoom_range: expected 1 <= lo <= hi, got {zoom_range}")
+        if not 0.0 <= jitter < 0.5:
+            raise ValueError(f"jitter: expected 0 <= jitter < 0.5, got {jitter}")
+        self.p_landmark, self.p_oblique = float(p_landmark), float(p_oblique)
+        self.zoom_range, self.jitter = zoom_range, float(jitter)
+        self.begin_episode(seed=0)
+
+    def begin_episode(self, *, seed: int) -> None:
+        """Draw this episode's path (which tools, zoom window, oblique direction)."""
+        rng = np.random.default_rng(seed)
+        self._use_landmark = bool(rng.random() < self.p_landmark)
+        self._use_oblique = bool(rng.random() < self.p_oblique)
+        self.zoom_factor = float(rng.uniform(*self.zoom_range))
+        self._shift = rng.uniform(-self.jitter, self.jitter, size=2)
+        self._azimuth = int(rng.choice([0, 90, 180, 270]))
+
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        env = self.env
+        target = self._target()
+        done = {r.tool for r in env.steps if r.valid}
+        zoom = env.views.last("zoom")
+        if self._use_landmark and not done & {"landmark_query", "zoom_in"}:
+            name = self._landmark_name()
+            if name is not None:
+                return _call("landmark_query", name=name, view_id="global")
+        if zoom is None:
+            return _call("zoom_in", view_id="global", bbox_2d=self._zoom_box(env.views["global"]))
+        if self._use_oblique and "oblique_render" not in done:
+            box = _outward(zoom.from_world_box(target))
+            return _call(
+                "oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=self._azimuth
+            )
+        box = _nearest(zoom.from_world_box(target))
+        return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': box})}</answer>"
+
+    def _zoom_box(self, view: EpisodeView) -> list[int]:
+        t = self._target()
+        c = (t[:2] + t[2:]) / 2
+        side = np.maximum((t[2:] - t[:2]) * self.zoom_factor, self.min_window_m)
+        # shift the window, but keep the whole target inside it
+        slack = np.maximum((side - (t[2:] - t[:2])) / 2, 0.0)
+        c = c + np.clip(self._shift * side, -slack, slack)
+        window = np.concatenate([c - side / 2, c + side / 2])
         return _outward(view.from_world_box(window))

@@ -1,18 +1,27 @@
-"""A tiny Qwen3-VL checkpoint built fully offline (no download), for plumbing tests.
+"""A tiny Qwen3-VL checkpoint built fully offline (no download): plumbing tests and CPU learning.
 
-The model is randomly initialised and generates gibberish; it proves that tokenisation, image
-processing, the chat template with tools, trl's GRPO loop and our environment fit together.
-Recipe (STACK_NOTES "A tiny Qwen3-VL"): a byte-level BPE tokenizer with no merges (every string
-encodes) and Qwen's special tokens; ``Qwen2VLImageProcessor`` (patch 16, temporal patch 2,
+The model is randomly initialised. Recipe (STACK_NOTES "A tiny Qwen3-VL"): a byte-level BPE
+tokenizer with Qwen's special tokens; ``Qwen2VLImageProcessor`` (patch 16, temporal patch 2,
 merge 2) + ``Qwen3VLVideoProcessor`` in a ``Qwen3VLProcessor`` with trl's Qwen3-VL chat template
-(trl recognises templates by exact string); a 2-layer ``Qwen3VLConfig``.
+(trl recognises templates by exact string); a small ``Qwen3VLConfig``.
+
+Two tokenizers:
+
+* no ``corpus``: the 256 byte tokens and no merges — every string encodes, nothing is learned
+  (plumbing tests; a tool call is hundreds of tokens);
+* a ``corpus`` (the protocol's text: system prompt, tool schemas, tool calls and answers, tool
+  responses, the train split's descriptions — :func:`urbex.train.corpus.protocol_corpus`): BPE
+  merges trained offline with ``tokenizers`` (digits stay one per token, merges may span words),
+  so a tool call is tens of tokens and a small model can learn the protocol on 2 cores.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SPECIAL_TOKENS", "make_tiny_model"]
+__all__ = ["ADDED_TOKENS", "SPECIAL_TOKENS", "TinyModelSpec", "make_tiny_model"]
 
 #: Special tokens (in id order after the 256 byte tokens).
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -35,14 +44,36 @@ ADDED_TOKENS: tuple[str, ...] = (
 )
 
 
-def _tokenizer():  # type: ignore[no-untyped-def]
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+def _tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1024):  # type: ignore[no-untyped-def]
+    """The byte-level tokenizer: no merges without ``corpus``; BPE merges trained on it else."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if corpus is None:
+        vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+        tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        tok = Tokenizer(models.BPE())
+        # digits one per token (numbers stay compositional); merges may cross word boundaries, so
+        # the protocol's fixed phrases ('", "bbox_2d": [') become single tokens
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split("\n", behavior="isolated"),
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=2,
+            initial_alphabet=sorted(alphabet),
+            special_tokens=[*SPECIAL_TOKENS, *ADDED_TOKENS],
+            max_token_length=48,
+            show_progress=False,
+        )
+        tok.train_from_iterator(corpus, trainer=trainer)
     tok.decoder = decoders.ByteLevel()
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -56,7 +87,65 @@ def _tokenizer():  # type: ignore[no-untyped-def]
     return fast
 
 
-def make_tiny_model(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -> Path:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TinyModelSpec:
+    """Sizes of a tiny Qwen3-VL.
+
+    Attributes
+    ----------
+    hidden_size, num_layers, num_heads, num_kv_heads, head_dim, intermediate_size
+        Text decoder (``hidden_size`` a multiple of 8 in 16..512; ``num_heads`` a multiple of
+        ``num_kv_heads``; ``head_dim`` a multiple of 8).
+    vision_hidden_size, vision_depth
+        Vision tower (``vision_depth`` >= 2: deepstack reads its layer 1).
+    vocab_size
+        Target BPE vocabulary (with a corpus).
+    """
+
+    hidden_size: int = 32
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 8
+    intermediate_size: int | None = None
+    vision_hidden_size: int = 16
+    vision_depth: int = 2
+    vocab_size: int = 1024
+
+    def __post_init__(self) -> None:
+        if not 16 <= self.hidden_size <= 512 or self.hidden_size % 8:
+            raise ValueError(
+                f"hidden_size: expected a multiple of 8 in 16..512, got {self.hidden_size}"
+            )
+        if self.num_layers < 1 or self.num_heads < 1 or self.num_kv_heads < 1:
+            raise ValueError("num_layers, num_heads, num_kv_heads: expected >= 1")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads ({self.num_heads}): expected a multiple of num_kv_heads "
+                f"({self.num_kv_heads})"
+            )
+        if self.head_dim < 8 or self.head_dim % 8:
+            raise ValueError(f"head_dim: expected a multiple of 8, got {self.head_dim}")
+        if self.vision_depth < 2 or self.vision_hidden_size < 8 or self.vision_hidden_size % 8:
+            raise ValueError("vision_depth >= 2 and vision_hidden_size a multiple of 8 expected")
+        if not 300 <= self.vocab_size <= 65536:
+            raise ValueError(f"vocab_size: expected 300..65536, got {self.vocab_size}")
+
+    def mrope_section(self) -> list[int]:
+        """Rotary sections (t, h, w) summing to ``head_dim / 2`` (Qwen3-VL's 2:1:1 split)."""
+        half = self.head_dim // 2
+        h = w = max(half // 4, 1)
+        return [half - h - w, h, w]
+
+
+def make_tiny_model(
+    path: str | Path,
+    *,
+    seed: int = 0,
+    hidden_size: int = 32,
+    spec: TinyModelSpec | None = None,
+    corpus: Iterable[str] | None = None,
+) -> Path:
     """Write a tiny random Qwen3-VL model + processor to ``path`` (``save_pretrained`` layout).
 
     Parameters
@@ -66,7 +155,11 @@ def make_tiny_model(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -
     seed
         Torch seed for the random weights (the global torch RNG is restored afterwards).
     hidden_size
-        Text hidden size (16–64); 2 layers, 4 heads, 2 KV heads, head_dim 8.
+        Text hidden size when no ``spec`` is given (2 layers, 4 heads, 2 KV heads, head_dim 8).
+    spec
+        All sizes (:class:`TinyModelSpec`); overrides ``hidden_size``.
+    corpus
+        Texts to train the BPE merges on (see the module docstring); None = byte tokens only.
 
     Returns
     -------
@@ -84,11 +177,10 @@ def make_tiny_model(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -
     )
     from trl.chat_template_utils import qwen3_vl_chat_template
 
-    if not 16 <= hidden_size <= 256 or hidden_size % 8:
-        raise ValueError(f"hidden_size: expected a multiple of 8 in 16..256, got {hidden_size}")
+    sp = spec if spec is not None else TinyModelSpec(hidden_size=hidden_size)
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer()
+    tokenizer = _tokenizer(corpus, sp.vocab_size)
     image_processor = Qwen2VLImageProcessor(
         patch_size=16,
         temporal_patch_size=2,
@@ -104,21 +196,20 @@ def make_tiny_model(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -
         chat_template=qwen3_vl_chat_template,
     )
     ids = tokenizer.convert_tokens_to_ids
-    head_dim = 8
     config = Qwen3VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": hidden_size,
-            "intermediate_size": 2 * hidden_size,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": head_dim,
+            "hidden_size": sp.hidden_size,
+            "intermediate_size": sp.intermediate_size or 2 * sp.hidden_size,
+            "num_hidden_layers": sp.num_layers,
+            "num_attention_heads": sp.num_heads,
+            "num_key_value_heads": sp.num_kv_heads,
+            "head_dim": sp.head_dim,
             "max_position_embeddings": 32768,
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": 5_000_000.0,
-                "mrope_section": [2, 1, 1],
+                "mrope_section": sp.mrope_section(),
                 "mrope_interleaved": True,
             },
             "pad_token_id": ids("<|endoftext|>"),
@@ -126,14 +217,14 @@ def make_tiny_model(path: str | Path, *, seed: int = 0, hidden_size: int = 32) -
             "eos_token_id": ids("<|im_end|>"),
         },
         vision_config={
-            "depth": 2,
-            "hidden_size": 16,
-            "intermediate_size": 32,
+            "depth": sp.vision_depth,
+            "hidden_size": sp.vision_hidden_size,
+            "intermediate_size": 2 * sp.vision_hidden_size,
             "num_heads": 2,
             "patch_size": 16,
             "spatial_merge_size": 2,
             "temporal_patch_size": 2,
-            "out_hidden_size": hidden_size,
+            "out_hidden_size": sp.hidden_size,
             "num_position_embeddings": 64,
             "deepstack_visual_indexes": [1],
         },

@@ -1,0 +1,163 @@
+"""SFT warm start: teacher trajectories, assistant-only labels, the plain training loop, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.env.envfixtures import build_eval_project
+from urbex.config import Params
+from urbex.errors import AnnotationError, ConfigError, PolicyError
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory) -> Path:
+    return build_eval_project(tmp_path_factory.mktemp("sft"))
+
+
+def _params(assets: Path, **sft) -> Params:
+    return Params(
+        paths={"assets": assets},
+        env={"global_view_size": [64, 64], "zoom_size": [64, 64], "oblique_size": [64, 64]},
+        sft={"per_query": 1, "batch_size": 2, "warmup_steps": 1, **sft},
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny(assets, tmp_path_factory) -> Path:
+    """A tiny model whose BPE was trained on the protocol and the teacher's conversations."""
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.sft import teacher_trajectories
+    from urbex.train.tiny import TinyModelSpec, make_tiny_model
+
+    p = _params(assets)
+    corpus = list(protocol_corpus(p, teacher_trajectories(p, limit=6), n_actions=300))
+    spec = TinyModelSpec(hidden_size=32, vocab_size=800)
+    return make_tiny_model(tmp_path_factory.mktemp("m") / "tiny", seed=0, spec=spec, corpus=corpus)
+
+
+def test_teacher_paths_vary_with_the_seed_and_all_answer(assets):
+    from urbex.train.sft import teacher_trajectories
+
+    trajs = teacher_trajectories(_params(assets), per_query=3, limit=4)
+    assert len(trajs) == 12 and all(t.outcome.answered for t in trajs)
+    paths = {tuple(s.tool for s in t.steps) for t in trajs}
+    zooms = {tuple(s.arguments["bbox_2d"]) for t in trajs for s in t.steps if s.tool == "zoom_in"}
+    assert len(paths) >= 2 and len(zooms) >= 8  # several tool sequences and zoom windows
+    again = teacher_trajectories(_params(assets), per_query=3, limit=4)
+    assert [s.arguments for t in again for s in t.steps] == [
+        s.arguments for t in trajs for s in t.steps
+    ]  # seeded
+    # the student's view: with template tools the system prompt leaves the schemas out
+    assert '"parameters"' not in trajs[0].messages[0]["content"]
+
+
+def test_no_valid_teacher_trajectory_is_a_one_line_error(assets):
+    from urbex.train.sft import teacher_trajectories
+
+    p = _params(assets).with_updates(env={"max_turns": 1})  # the teacher zooms first: no answer
+    with pytest.raises(AnnotationError, match=r"no teacher trajectory.*sft\.split"):
+        teacher_trajectories(p, limit=2)
+
+
+def test_protocol_tokenizer_makes_a_tool_call_tens_of_tokens(tiny):
+    from transformers import AutoProcessor
+
+    tok = AutoProcessor.from_pretrained(tiny, local_files_only=True).tokenizer
+    call = (
+        '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", '
+        '"bbox_2d": [412, 380, 520, 470]}}</tool_call>'
+    )
+    ids = tok.encode(call, add_special_tokens=False)
+    assert len(ids) <= 40 < len(call.encode())  # the byte tokenizer needs one token per byte
+    assert tok.decode(ids) == call
+    assert [tok.decode([i]) for i in tok.encode("[412]", add_special_tokens=False)][1:4] == [
+        "4",
+        "1",
+        "2",
+    ]  # digits one per token
+
+
+def test_assistant_labels_cover_exactly_the_assistant_turns(tiny):
+    from transformers import AutoProcessor
+
+    from urbex.train.sft import assistant_labels
+
+    proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "find it"},
+        {"role": "assistant", "content": "<answer>A</answer>"},
+        {"role": "user", "content": "<tool_response>\nok\n</tool_response>"},
+        {"role": "assistant", "content": "second"},
+    ]
+    text = proc.apply_chat_template(msgs, tokenize=False)
+    ids = proc.tokenizer([text, text[: text.index("second")]], return_tensors="pt", padding=True)
+    labels = assistant_labels(ids["input_ids"], proc.tokenizer, ids["attention_mask"])
+    kept = proc.tokenizer.decode(ids["input_ids"][0][labels[0] != -100])
+    assert kept == "<answer>A</answer><|im_end|>second<|im_end|>"
+    # a cut conversation (and left padding) supervises only what is there
+    kept1 = proc.tokenizer.decode(ids["input_ids"][1][labels[1] != -100])
+    assert kept1 == "<answer>A</answer><|im_end|>"
+
+
+def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
+    import torch
+    from safetensors.torch import load_file
+
+    from urbex.agents.vlm import VLMPolicy
+    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.eval.play import play_episode
+    from urbex.eval.runner import load_queries
+    from urbex.train.sft import sft, teacher_trajectories
+
+    p = _params(assets, learning_rate=5e-3)
+    trajs = teacher_trajectories(p, limit=4)
+    r = sft(p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs)
+    d = r.checkpoint_dir
+    assert d == assets / "checkpoints" / "sft" and (d / "model.safetensors").is_file()
+    meta = json.loads((d / "sft.json").read_text())
+    assert meta["steps"] == 4 and meta["n_examples"] == len(trajs) == r.n_examples
+    assert np.isfinite(r.loss_first) and np.isfinite(r.loss_last)
+    assert 0 < r.assistant_tokens_mean < r.tokens_mean
+    before, after = load_file(tiny / "model.safetensors"), load_file(d / "model.safetensors")
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert len(changed) >= 0.9 * len(before)  # (almost) every parameter trained
+    assert not list(d.parent.glob(".staging-*"))
+    # the published checkpoint is a policy the loop can play (whatever it says)
+    env = GroundingEnv(p, CachedSceneProvider(p.layout.scenes))
+    pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}), checkpoint=d)
+    traj = play_episode(env, pol, load_queries(p, "test_no", limit=1)[0], seed=0)
+    assert traj.outcome.turns >= 1 and len(traj.images) >= 1
+
+
+def test_sft_bad_checkpoints_are_one_line_errors(assets, tmp_path):
+    from urbex.train.sft import sft
+
+    with pytest.raises(ConfigError, match=r"sft\.checkpoint"):
+        sft(_params(assets), progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PolicyError, match=r"config\.json"):
+        sft(_params(assets), checkpoint=tmp_path / "empty", progress=False)
+    weights_only = tmp_path / "weights"
+    weights_only.mkdir()
+    (weights_only / "config.json").write_text("{}")
+    with pytest.raises(PolicyError, match=r"processor|tokenizer"):
+        sft(_params(assets), checkpoint=weights_only, progress=False)
+
+
+def test_sft_example_over_max_length_names_the_field(assets, tiny):
+    from urbex.train.sft import sft, teacher_trajectories
+
+    p = _params(assets, max_length=50)
+    with pytest.raises(ConfigError, match=r"sft\.max_length"):
+        sft(
+            p,
+            checkpoint=tiny,
+            steps=1,
+            progress=False,
+            trajectories=teacher_trajectories(p, limit=1),
+        )

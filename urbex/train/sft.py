@@ -1,0 +1,422 @@
+"""SFT warm start: teach a policy the protocol from teacher trajectories (``urbex sft``).
+
+The teacher (:class:`urbex.agents.oracle.TeacherPolicy`: the oracle with seeded variety —
+optional landmark query, jittered zoom windows, optional oblique render) plays the split's
+queries through the one episode loop (:func:`urbex.eval.play.play_episode`); every trajectory
+that ends in a valid answer is one training example: its conversation (``Trajectory.messages``
+and ``images``, exactly what the ``vlm`` policy is shown at evaluation) rendered with the
+model's chat template — the tool schemas (``vlm.template_tools``), the tool calls, the tool
+responses with their images — and the loss on the assistant turns only (each turn's text and its
+``<|im_end|>``; system, user and tool-response tokens are ``-100``).
+
+trl 1.16's ``SFTTrainer`` does not fit (read in its source, STACK_NOTES): its vision collator
+renders without ``tools``, masks only padding (the loss would cover user and tool turns), and
+``assistant_only_loss=True`` raises for VLMs. So this is a plain torch loop (AdamW, linear warmup
+then cosine decay), honest and small.
+
+Output, published atomically (written in a staging directory, then renamed), the same layout as
+``urbex train``'s::
+
+    <assets>/checkpoints/<sft.run_name>/
+        config.json, model.safetensors, ...   the trained model (save_pretrained)
+        processor / tokenizer files           the processor, unchanged
+        sft_log.parquet                       one row per step: loss, learning rate, seconds
+        sft.json                              params, examples, tokens, steps, wall time
+
+The paper trains no SFT stage: ``train.sft`` is off for real Qwen3-VL checkpoints and on in the
+tiny CPU recipe (``params-cpu.yaml``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbex.atomic import publish_dir
+from urbex.errors import AnnotationError, ConfigError, PolicyError
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+    from urbex.eval.trajectory import Trajectory
+
+__all__ = ["SFTExample", "SFTResult", "assistant_labels", "sft", "teacher_trajectories"]
+
+
+# ---------------------------------------------------------------------------------------------
+# teacher data
+# ---------------------------------------------------------------------------------------------
+
+
+def teacher_trajectories(
+    params: Params,
+    *,
+    split: str | None = None,
+    per_query: int | None = None,
+    seed: int | None = None,
+    limit: int | None = None,
+    progress: bool = False,
+) -> list[Trajectory]:
+    """Teacher trajectories over a split (``sft.split``), ``per_query`` seeded paths per query.
+
+    Only trajectories that end in a valid answer are returned. The teacher's system prompt lists
+    the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
+    conversation is the one the student will see.
+
+    Raises
+    ------
+    AnnotationError
+        The split has no queries, or no trajectory ended in a valid answer.
+    """
+    from tqdm.auto import tqdm
+
+    from urbex.agents.oracle import TeacherPolicy
+    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.eval.play import episode_seed, landmark_index, play_episode
+    from urbex.eval.runner import load_queries
+
+    s = params.sft
+    split = split or s.split
+    per_query = per_query or s.per_query
+    seed = s.seed if seed is None else seed
+    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
+    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
+    teacher = TeacherPolicy(env)
+    teacher.template_lists_tools = params.vlm.template_tools
+    out: list[Trajectory] = []
+    for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
+        for k in range(per_query):
+            traj = play_episode(env, teacher, q, seed=episode_seed(seed * 1000 + k, q.query_id))
+            if traj.outcome.answered:
+                out.append(traj)
+    if not out:
+        raise AnnotationError(
+            f"no teacher trajectory of split {split!r} ended in a valid answer "
+            f"({len(queries)} queries × {per_query}); check the split (sft.split) and the scene "
+            "caches",
+            field="sft.split",
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering and masking
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SFTExample:
+    """One rendered conversation: its chat-template text and its images (placeholder order)."""
+
+    text: str
+    images: tuple[Any, ...] = field(repr=False)
+    query_id: str
+
+
+def _tools(params: Params) -> list[dict[str, Any]] | None:
+    from urbex.env.tools import openai_tool_schemas
+
+    return openai_tool_schemas() if params.vlm.template_tools else None
+
+
+def render_examples(
+    trajectories: Sequence[Trajectory], processor: Any, params: Params
+) -> list[SFTExample]:
+    """Each trajectory's conversation rendered with the processor's chat template (with tools)."""
+    tools = _tools(params)
+    out = []
+    for t in trajectories:
+        text = processor.apply_chat_template(
+            list(t.messages), tools=tools, add_generation_prompt=False, tokenize=False
+        )
+        out.append(SFTExample(text=text, images=t.images, query_id=t.query.query_id))
+    return out
+
+
+def assistant_labels(input_ids: Any, tokenizer: Any, attention_mask: Any = None) -> Any:
+    """Labels for the assistant turns only: ``input_ids`` where a token belongs to an assistant
+    turn's content or its closing ``<|im_end|>``, ``-100`` elsewhere (and on padding).
+
+    Parameters
+    ----------
+    input_ids : torch.LongTensor, shape (B, T)
+    tokenizer
+        The processor's tokenizer (``<|im_start|>``, ``<|im_end|>`` and ``assistant\\n`` ids).
+    attention_mask : torch.LongTensor, shape (B, T), optional
+        Padding (0) is never supervised, even after an unterminated assistant turn.
+    """
+    import torch
+
+    start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    head = tokenizer.encode("assistant\n", add_special_tokens=False)
+    labels = torch.full_like(input_ids, -100)
+    ids = input_ids.tolist()
+    for b, row in enumerate(ids):
+        i, n = 0, len(row)
+        while i < n:
+            if row[i] == start and row[i + 1 : i + 1 + len(head)] == head:
+                j = i + 1 + len(head)
+                k = j
+                while k < n and row[k] != end:
+                    k += 1
+                labels[b, j : min(k + 1, n)] = input_ids[b, j : min(k + 1, n)]
+                i = k
+            i += 1
+    if attention_mask is not None:
+        labels[attention_mask == 0] = -100
+    return labels
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SFTResult:
+    """What :func:`sft` published.
+
+    Attributes
+    ----------
+    checkpoint_dir : Path
+    base_checkpoint : Path
+    n_trajectories, n_examples, steps : int
+    tokens_mean, assistant_tokens_mean : float
+        Per example: all tokens (image pads included) and the supervised ones.
+    loss_first, loss_last : float
+        Mean loss of the first and last 10 steps.
+    wall_s, s_per_step : float
+    """
+
+    checkpoint_dir: Path
+    base_checkpoint: Path
+    n_trajectories: int
+    n_examples: int
+    steps: int
+    tokens_mean: float
+    assistant_tokens_mean: float
+    loss_first: float
+    loss_last: float
+    wall_s: float
+    s_per_step: float
+
+
+def _load(path: Path) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    if not (path / "config.json").is_file():
+        raise PolicyError(
+            "not a model directory (no config.json); set sft.checkpoint / --checkpoint to a local "
+            "Qwen3-VL checkpoint (e.g. `urbex make-tiny-model assets/checkpoints/tiny`)",
+            path=path,
+            field="sft.checkpoint",
+        )
+    try:
+        processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, TypeError) as exc:
+        raise PolicyError(
+            f"the checkpoint has no loadable processor/tokenizer ({exc}); save the processor "
+            "beside the weights (processor.save_pretrained)",
+            path=path,
+            field="sft.checkpoint",
+        ) from exc
+    if (
+        getattr(processor, "tokenizer", None) is None
+        or getattr(processor, "image_processor", None) is None
+    ):
+        raise PolicyError(
+            "the checkpoint's processor has no tokenizer or image processor; a Qwen3-VL "
+            "processor (tokenizer + image processor) is needed",
+            path=path,
+            field="sft.checkpoint",
+        )
+    try:
+        model = AutoModelForImageTextToText.from_pretrained(
+            path, local_files_only=True, dtype=torch.float32
+        )
+    except (OSError, ValueError) as exc:
+        raise PolicyError(
+            f"cannot load the model: {exc}", path=path, field="sft.checkpoint"
+        ) from exc
+    return model, processor
+
+
+def _lr(step: int, total: int, warmup: int, base: float) -> float:
+    """Linear warmup to ``base``, then cosine decay to 10 % of it.
+
+    >>> _lr(0, 100, 10, 1.0), _lr(10, 100, 10, 1.0), round(_lr(100, 100, 10, 1.0), 3)
+    (0.1, 1.0, 0.1)
+    """
+    if step < warmup:
+        return base * (step + 1) / warmup
+    t = (step - warmup) / max(total - warmup, 1)
+    return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
+
+
+def _batch(
+    processor: Any, examples: Sequence[SFTExample], max_length: int | None
+) -> dict[str, Any]:
+    texts = [e.text for e in examples]
+    images = [im.convert("RGB") for e in examples for im in e.images]
+    inputs = processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+    if max_length is not None and inputs["input_ids"].shape[1] > max_length:
+        raise ConfigError(
+            f"an SFT example is {inputs['input_ids'].shape[1]} tokens, over "
+            f"sft.max_length={max_length}; raise sft.max_length or shrink the images "
+            "(env.global_view_size / zoom_size / oblique_size)",
+            field="sft.max_length",
+        )
+    inputs["labels"] = assistant_labels(
+        inputs["input_ids"], processor.tokenizer, inputs["attention_mask"]
+    )
+    return dict(inputs)
+
+
+def sft(
+    params: Params,
+    *,
+    checkpoint: str | Path | None = None,
+    run_name: str | None = None,
+    steps: int | None = None,
+    progress: bool = True,
+    trajectories: Sequence[Trajectory] | None = None,
+) -> SFTResult:
+    """Fine-tune ``checkpoint`` (``sft.checkpoint``) on teacher trajectories; publish the result.
+
+    Parameters
+    ----------
+    params
+        ``sft`` (steps, batch size, learning rate, teacher data), ``vlm.template_tools``, ``env``.
+    checkpoint
+        The LOCAL base model (overrides ``sft.checkpoint``); never downloaded.
+    run_name, steps
+        Override ``sft.run_name`` / ``sft.steps``.
+    trajectories
+        Teacher trajectories to use instead of playing them (:func:`teacher_trajectories`).
+
+    Raises
+    ------
+    ConfigError
+        No base checkpoint given; an example longer than ``sft.max_length``.
+    PolicyError
+        The checkpoint has no loadable model, tokenizer or processor.
+    AnnotationError
+        No valid teacher trajectory.
+    """
+    import numpy as np
+    import polars as pl
+    import torch
+    from tqdm.auto import tqdm
+
+    s = params.sft
+    base = checkpoint if checkpoint is not None else s.checkpoint
+    if base is None:
+        raise ConfigError(
+            "SFT needs a LOCAL base checkpoint: pass --checkpoint PATH or set sft.checkpoint "
+            "(`urbex make-tiny-model PATH` builds one offline)",
+            field="sft.checkpoint",
+        )
+    base = Path(base)
+    if not base.is_absolute():
+        base = params.base_dir / base
+    name = run_name or s.run_name
+    n_steps = steps or s.steps
+    out = params.layout.checkpoint(name)
+    model, processor = _load(base)
+    trajs = (
+        list(trajectories)
+        if trajectories is not None
+        else teacher_trajectories(params, progress=progress)
+    )
+    if not trajs:
+        raise AnnotationError("no valid teacher trajectory to train on", field="sft.split")
+    examples = render_examples(trajs, processor, params)
+    rng = np.random.default_rng(s.seed)
+    torch.manual_seed(s.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=s.learning_rate, weight_decay=0.0)
+    model.train()
+    log: list[dict[str, Any]] = []
+    n_tok: list[int] = []
+    n_sup: list[int] = []
+    order: list[int] = []
+    t_start = time.perf_counter()
+    bar = tqdm(range(n_steps), desc="sft", unit="step", disable=not progress)
+    for step in bar:
+        if len(order) < s.batch_size:
+            order += rng.permutation(len(examples)).tolist()
+        idx, order = order[: s.batch_size], order[s.batch_size :]
+        t0 = time.perf_counter()
+        inputs = _batch(processor, [examples[i] for i in idx], s.max_length)
+        lr = _lr(step, n_steps, s.warmup_steps, s.learning_rate)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss = model(**inputs).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        mask = inputs["attention_mask"].sum(dim=1)
+        n_tok += mask.tolist()
+        n_sup += (inputs["labels"] != -100).sum(dim=1).tolist()
+        log.append(
+            {
+                "step": step + 1,
+                "loss": float(loss.detach()),
+                "learning_rate": lr,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+        bar.set_postfix(loss=f"{log[-1]['loss']:.3f}")
+    wall = time.perf_counter() - t_start
+    model.eval()
+    losses = [r["loss"] for r in log]
+    result = SFTResult(
+        checkpoint_dir=out,
+        base_checkpoint=base,
+        n_trajectories=len(trajs),
+        n_examples=len(examples),
+        steps=n_steps,
+        tokens_mean=float(np.mean(n_tok)),
+        assistant_tokens_mean=float(np.mean(n_sup)),
+        loss_first=float(np.mean(losses[:10])),
+        loss_last=float(np.mean(losses[-10:])),
+        wall_s=wall,
+        s_per_step=wall / n_steps,
+    )
+    staging = out.with_name(f".staging-{out.name}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        model.save_pretrained(staging)
+        processor.save_pretrained(staging)
+        pl.DataFrame(log).write_parquet(staging / "sft_log.parquet")
+        meta = {
+            "kind": "sft",
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "base_checkpoint": str(base),
+            "params": params.section_dict("sft"),
+            "env": params.section_dict("env"),
+            "n_trajectories": result.n_trajectories,
+            "n_examples": result.n_examples,
+            "steps": n_steps,
+            "tokens_mean": result.tokens_mean,
+            "assistant_tokens_mean": result.assistant_tokens_mean,
+            "loss_first": result.loss_first,
+            "loss_last": result.loss_last,
+            "wall_s": wall,
+        }
+        (staging / "sft.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        publish_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
