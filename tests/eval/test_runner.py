@@ -460,8 +460,6 @@ def test_evaluate_second_writer_exits_2_naming_the_holder_and_a_killed_holder_ne
     import subprocess
     import sys
 
-    from urbex.eval.runlock import LOCK_HOLDER_FILE
-
     run_id = "two-writers"
     d = assets / "eval" / "runs" / run_id
     holder = subprocess.Popen(
@@ -473,7 +471,7 @@ def test_evaluate_second_writer_exits_2_naming_the_holder_and_a_killed_holder_ne
     )
     try:
         deadline = time.monotonic() + 120
-        while not (d / LOCK_HOLDER_FILE).is_file():  # the holder has the lock
+        while not (d / "run.json").is_file():  # written once the holder has the lock
             assert holder.poll() is None, holder.stderr.read().decode()
             assert time.monotonic() < deadline, "the holder never took the lock"
             time.sleep(0.1)
@@ -499,6 +497,8 @@ def test_evaluate_second_writer_exits_2_naming_the_holder_and_a_killed_holder_ne
     assert r.n_played == r.n_queries and read_episodes(r.run_dir).height == r.n_queries
     meta = json.loads((r.run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and meta["n_episodes"] == r.n_queries
+    from urbex.eval.runlock import LOCK_HOLDER_FILE
+
     assert not (d / LOCK_HOLDER_FILE).exists()  # released on exit
 
 
