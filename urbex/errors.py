@@ -15,10 +15,12 @@ __all__ = [
     "CacheError",
     "ConfigError",
     "DataQualityError",
+    "DuplicateEpisodesError",
     "EmptyRegionError",
     "LandmarkError",
     "PointCloudFormatError",
     "PolicyError",
+    "RunLockedError",
     "StaleCacheError",
     "ToolCallError",
     "UrbexError",
@@ -103,3 +105,13 @@ class PolicyError(UrbexError):
     """A policy backend failed: a model endpoint kept failing or refused the request, or a local
     checkpoint is missing or unreadable. The message names the endpoint/checkpoint and the status,
     never a credential."""
+
+
+class RunLockedError(UrbexError):
+    """An evaluation run directory is being written by another live process (one writer per
+    run); the message names the holder's pid, host and start time."""
+
+
+class DuplicateEpisodesError(UrbexError):
+    """An evaluation run holds several episodes of one query (e.g. two writers played it); its
+    rows would count twice in every table."""

@@ -323,3 +323,32 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
     assert set(noise["subset"].to_list()) == {"all", "with landmark", "without landmark"}
     text = (out / "diagnostics.md").read_text()
     assert "## disambiguation" in text and "landmark_prior-test_no-lm_noise10" in text
+
+
+def test_diagnose_refuses_a_run_with_duplicate_queries(project):
+    import shutil
+
+    from urbex.errors import UrbexError
+
+    r = evaluate(_params(project), policy="oracle", split="test_no", run_id="dup", limit=3,
+                 progress=False, refresh=False)  # fmt: skip
+    copies = []
+    for sub in ("episodes", "steps"):  # what a second writer of the same run left
+        (shard,) = sorted((r.run_dir / sub).glob("part-*.parquet"))
+        copies.append(shutil.copy(shard, shard.with_name("part-second-writer.parquet")))
+    try:
+        with pytest.raises(UrbexError, match=r"run 'dup' holds 3 queries") as e:
+            diagnose(_params(project), refresh=False)
+        assert type(e.value).__name__ == "DuplicateEpisodesError"
+        ids = sorted(pl.read_parquet(r.run_dir / "episodes")["query_id"].unique().to_list())
+        assert str(ids[:3]) in str(e.value) and "\n" not in str(e.value)
+    finally:
+        for c in copies:
+            Path(c).unlink()
+    diagnose(_params(project), refresh=False)  # one episode per query again: accepted
+
+
+def test_check_unique_episodes_accepts_one_episode_per_run_and_query():
+    from urbex.eval.diagnostics import check_unique_episodes
+
+    check_unique_episodes(pl.DataFrame({"run_id": ["a", "b"], "query_id": ["q", "q"]}))

@@ -415,3 +415,173 @@ def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
     con = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=con)  # no runs: the empty view has the same columns
     assert sorted(con.sql("SELECT * FROM metrics").columns) == sorted(written)
+
+
+# ---------------------------------------------------------------------------------------------
+# one writer per run; run.json's status; the warehouse's runs table
+# ---------------------------------------------------------------------------------------------
+
+_REPO = Path(__file__).resolve().parents[2]
+
+#: An ``evaluate`` whose policy sleeps on its first turn: it holds the run's lock until killed.
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from urbex.agents.base import PolicyBase
+from urbex.config import Params
+from urbex.eval.runner import evaluate
+
+class Sleepy(PolicyBase):
+    def act(self, messages, images):
+        time.sleep(600)
+        raise AssertionError("not reached")
+
+evaluate(Params(paths={"assets": Path(sys.argv[1])}, eval={"workers": 1}), policy="oracle",
+         split="test_no", run_id=sys.argv[2], policy_obj=Sleepy(), progress=False, refresh=False)
+"""
+
+
+def _subprocess_env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(_REPO), "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+
+
+def _params_file(assets: Path, tmp_path: Path) -> Path:
+    p = tmp_path / "params.yaml"
+    p.write_text(f"paths:\n  assets: {json.dumps(str(assets))}\neval:\n  workers: 1\n")
+    return p
+
+
+def test_evaluate_second_writer_exits_2_naming_the_holder_and_a_killed_holder_never_blocks(
+    assets, tmp_path
+):
+    import signal
+    import subprocess
+    import sys
+
+    run_id = "two-writers"
+    d = assets / "eval" / "runs" / run_id
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(assets), run_id],
+        cwd=_REPO,
+        env=_subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (d / "run.json").is_file():  # written once the holder has the lock
+            assert holder.poll() is None, holder.stderr.read().decode()
+            assert time.monotonic() < deadline, "the holder never took the lock"
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        second = subprocess.run(
+            [sys.executable, "-m", "urbex.cli", "--params", str(_params_file(assets, tmp_path)),
+             "-q", "evaluate", "--policy", "oracle", "--split", "test_no", "--run-id", run_id],
+            cwd=_REPO, env=_subprocess_env(), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        elapsed = time.monotonic() - t0
+        err = second.stderr.strip()
+        assert second.returncode == 2, err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+        assert f"run {run_id!r}" in err and f"pid {holder.pid}" in err and "host" in err
+        assert elapsed < 60  # it refused at once instead of playing
+        assert not list((d / "episodes").glob("*.parquet"))  # and wrote nothing
+        assert json.loads((d / "run.json").read_text())["status"] == "running"  # the holder's
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=60)
+    # the OS released the dead holder's lock: the next run plays everything, exactly once
+    r = evaluate(_params(assets), policy="oracle", split="test_no", run_id=run_id, progress=False)
+    assert r.n_played == r.n_queries and read_episodes(r.run_dir).height == r.n_queries
+    meta = json.loads((r.run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["n_episodes"] == r.n_queries
+    from urbex.eval.runlock import LOCK_HOLDER_FILE
+
+    assert not (d / LOCK_HOLDER_FILE).exists()  # released on exit
+
+
+def test_evaluate_same_run_locked_in_process_raises_run_locked(assets):
+    from urbex.errors import RunLockedError
+    from urbex.eval.runlock import run_lock
+
+    d = assets / "eval" / "runs" / "locked-here"
+    with run_lock(d, run_id="locked-here") as me:
+        with pytest.raises(RunLockedError, match=rf"pid {me['pid']} on host"):
+            evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here",
+                     limit=1, progress=False)  # fmt: skip
+    evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here", limit=1,
+             progress=False, refresh=False)  # fmt: skip
+
+
+def test_evaluate_vlm_failed_start_marks_the_run_failed_and_cli_exits_2(assets, tmp_path, capsys):
+    from urbex.cli import main
+
+    missing = tmp_path / "no-such-checkpoint"
+    args = ["--params", str(_params_file(assets, tmp_path)), "-q", "evaluate", "--policy", "vlm",
+            "--split", "test_no", "--limit", "1", "--checkpoint", str(missing),
+            "--run-id", "vlm-nockpt"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no-such-checkpoint" in err
+    meta = json.loads((assets / "eval" / "runs" / "vlm-nockpt" / "run.json").read_text())
+    assert meta["status"] == "failed" and "no-such-checkpoint" in meta["error"]
+    assert len(meta["error"].splitlines()) == 1
+    con = duckdb.connect(":memory:")
+    try:
+        from urbex.eval.warehouse import refresh_warehouse
+
+        refresh_warehouse(assets, con=con)
+        row = con.execute(
+            "SELECT status, policy, split, sample_limit, n_queries, n_episodes FROM runs "
+            "WHERE run_id = 'vlm-nockpt'"
+        ).fetchall()
+    finally:
+        con.close()
+    assert row == [("failed", "vlm", "test_no", 1, 1, None)]
+
+
+def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(assets):
+    from urbex.eval.warehouse import refresh_warehouse
+
+    p = _params(assets)
+    _Flaky.armed = True
+    try:
+        with pytest.raises(RuntimeError, match="injected"):
+            evaluate(p, policy="flaky_prior", split="test_no", run_id="flaky-wh", progress=False)
+    finally:
+        _Flaky.armed = False
+    d = assets / "eval" / "runs" / "flaky-wh"
+    meta = json.loads((d / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["error"] == "RuntimeError: injected failure"
+    assert read_episodes(d).height == 4  # the finished episodes stay on disk for the resume
+
+    def view(sql: str) -> list[tuple]:
+        con = duckdb.connect(":memory:")
+        try:
+            refresh_warehouse(assets, con=con)
+            return con.execute(sql, ["flaky-wh"]).fetchall()
+        finally:
+            con.close()
+
+    for table in ("episodes", "steps", "metrics"):
+        assert view(f"SELECT count(*) FROM {table} WHERE run_id = ?") == [(0,)], table
+    assert view("SELECT status FROM runs WHERE run_id = ?") == [("failed",)]
+    r = evaluate(p, policy="flaky_prior", split="test_no", run_id="flaky-wh", progress=False,
+                 refresh=False)  # fmt: skip
+    assert view("SELECT count(*) FROM episodes WHERE run_id = ?") == [(r.n_queries,)]
+    assert view("SELECT status, error, n_episodes FROM runs WHERE run_id = ?") == [
+        ("complete", None, r.n_queries)
+    ]
+
+
+def test_run_json_holds_every_runs_view_column(assets):
+    from urbex.eval.warehouse import RUN_COLUMNS, TABLES
+
+    r = evaluate(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no",
+                 run_id="runs-cols", limit=2, progress=False, refresh=False)  # fmt: skip
+    meta = json.loads((r.run_dir / "run.json").read_text())
+    assert {c for c, _ in RUN_COLUMNS} <= set(meta)
+    assert {k: meta[k] for k in r.spec.columns()} == r.spec.columns()
+    assert TABLES["runs"].columns == RUN_COLUMNS

@@ -142,3 +142,57 @@ def test_warehouse_landmarks_and_queries_views_follow_their_table_schemas(tmp_pa
     full = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=full)
     assert [r[:2] for r in full.execute("DESCRIBE landmarks").fetchall()] == [r[:2] for r in want]
+
+
+def _run(assets, run_id: str, status: str | None, n: int = 2) -> None:
+    """A run directory with ``n`` episodes, their steps, metrics and (unless None) a run.json."""
+    import json
+
+    from urbex.eval.episodes import episode_schema, step_schema, write_table_atomic
+
+    d = assets / "eval" / "runs" / run_id
+    ep = episode_schema()
+    rows = [{f.name: None for f in ep} | {"run_id": run_id, "query_id": f"q{i}"} for i in range(n)]
+    write_table_atomic(pa.Table.from_pylist(rows, schema=ep), d / "episodes" / "part-0.parquet")
+    st = step_schema()
+    srows = [{f.name: None for f in st} | {"run_id": run_id, "query_id": "q0"}]
+    write_table_atomic(pa.Table.from_pylist(srows, schema=st), d / "steps" / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist([{"run_id": run_id, "n": n}]), d / "metrics.parquet")
+    if status is not None:
+        meta = {"run_id": run_id, "status": status, "policy": "oracle", "split": "test_no",
+                "fingerprint": {"env": {"max_turns": 5}}, "n_queries": n,
+                "error": "PolicyError: boom" if status == "failed" else None}  # fmt: skip
+        (d / "run.json").write_text(json.dumps(meta, indent=2))
+
+
+def test_warehouse_shows_only_complete_runs_and_lists_every_run_in_runs(tmp_path):
+    _run(tmp_path, "done", "complete")
+    _run(tmp_path, "playing", "running")
+    _run(tmp_path, "broken", "failed")
+    _run(tmp_path, "handmade", None)  # no run.json: not the runner's, shown as is
+    con = duckdb.connect(":memory:")
+    counts = refresh_warehouse(tmp_path, con=con)
+    for table in ("episodes", "steps", "metrics"):
+        got = con.execute(f"SELECT DISTINCT run_id FROM {table} ORDER BY run_id").fetchall()
+        assert got == [("done",), ("handmade",)], table
+    assert counts["episodes"] == 4 and counts["runs"] == 3
+    runs = con.execute("SELECT run_id, status, error, n_queries FROM runs ORDER BY run_id")
+    assert runs.fetchall() == [
+        ("broken", "failed", "PolicyError: boom", 2),
+        ("done", "complete", None, 2),
+        ("playing", "running", None, 2),
+    ]
+
+
+def test_warehouse_runs_view_is_typed_empty_and_over_run_json(tmp_path):
+    from urbex.eval.warehouse import RUN_COLUMNS
+
+    con = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=con)
+    empty = [r[:2] for r in con.execute("DESCRIBE runs").fetchall()]
+    assert empty == list(RUN_COLUMNS)
+    assert TABLES["runs"].glob == "eval/runs/*/run.json"
+    _run(tmp_path, "r", "running")
+    full = duckdb.connect(":memory:")
+    refresh_warehouse(tmp_path, con=full)
+    assert [r[:2] for r in full.execute("DESCRIBE runs").fetchall()] == empty

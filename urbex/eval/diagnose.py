@@ -17,6 +17,7 @@ from urbex.eval.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
     box_extent,
+    check_unique_episodes,
     disambiguation,
     landmark_availability,
     matching_rules,
@@ -148,9 +149,16 @@ def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
 
 
 def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Every diagnostic table from the warehouse frames of :func:`diagnose`."""
+    """Every diagnostic table from the warehouse frames of :func:`diagnose`.
+
+    Raises
+    ------
+    urbex.errors.DuplicateEpisodesError
+        A run holds a query more than once (:func:`urbex.eval.diagnostics.check_unique_episodes`).
+    """
     d = params.diagnose
     ep, steps, queries = frames["episodes"], frames["steps"], frames["queries"]
+    check_unique_episodes(ep)
     used = queries.filter(pl.col("query_id").is_in(ep["query_id"].unique().to_list()))
     mentions, landmarks = _mentions(params, used)
     ctx = query_context(

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from urbex.errors import DuplicateEpisodesError
+
 if TYPE_CHECKING:
     pass
 
@@ -44,6 +46,7 @@ __all__ = [
     "area_ratio_histogram",
     "bin_labels",
     "box_extent",
+    "check_unique_episodes",
     "disambiguation",
     "landmark_availability",
     "matching_rules",
@@ -100,6 +103,39 @@ def _cut(col: str, edges: Sequence[float], labels: Sequence[str]) -> pl.Expr:
         expr = expr.when(pl.col(col) < e).then(pl.lit(lab))
     out: pl.Expr = expr.when(pl.col(col).is_not_null()).then(pl.lit(labels[-1])).otherwise(None)
     return out
+
+
+def check_unique_episodes(episodes: pl.DataFrame) -> None:
+    """Refuse episodes where a run holds a query more than once (its rows would count twice).
+
+    >>> ep = pl.DataFrame({"run_id": ["r", "r", "s"], "query_id": ["q1", "q1", "q1"]})
+    >>> check_unique_episodes(ep)
+    Traceback (most recent call last):
+    ...
+    urbex.errors.DuplicateEpisodesError: run 'r' holds 1 queries more than once (e.g. ['q1'], 2 episodes of 'q1'); ...
+    >>> check_unique_episodes(ep[1:])
+
+    Raises
+    ------
+    DuplicateEpisodesError
+        Names the first such run, how many queries repeat, and a few of their ids.
+    """
+    dup = (
+        episodes.group_by("run_id", "query_id")
+        .len()
+        .filter(pl.col("len") > 1)
+        .sort("run_id", "query_id")
+    )
+    if dup.height == 0:
+        return
+    run = dup["run_id"][0]
+    rows = dup.filter(pl.col("run_id") == run)
+    ids = rows["query_id"].to_list()
+    raise DuplicateEpisodesError(
+        f"run {run!r} holds {len(ids)} queries more than once (e.g. {ids[:3]}, "
+        f"{rows['len'][0]} episodes of {ids[0]!r}); expected one episode per query (two writers "
+        f"played it?). Delete the run directory eval/runs/{run} and rerun `urbex evaluate`"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,12 @@ refreshes the DuckDB warehouse.
   flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from
   ``(eval.seed, query_id)``, so a resumed run plays each episode exactly as an uninterrupted
   one would.
+* **One writer**: the run directory is locked for the whole call
+  (:func:`urbex.eval.runlock.run_lock`, an OS ``flock`` released even when the holder is
+  killed); a second ``evaluate`` of the same run id raises :class:`urbex.errors.RunLockedError`
+  at once. ``run.json``'s ``status`` is ``running`` while it plays, ``complete`` at the end, or
+  ``failed`` with the ``error`` text when anything raised (a policy that fails to build
+  included); the warehouse shows the episodes of complete runs only.
 * **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
   process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
   ``eval.parallel_min_episodes`` episodes are pending; model policies
@@ -54,6 +60,7 @@ from urbex.eval.episodes import (
     write_table_atomic,
 )
 from urbex.eval.play import EpisodePlayer, episode_seed
+from urbex.eval.runlock import run_lock
 from urbex.eval.runspec import SPEC_COLUMNS, LandmarkPerturbation, RunSpec, read_spec
 
 if TYPE_CHECKING:
@@ -384,6 +391,71 @@ def _resolve_spec(
     return params, spec
 
 
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line (``run.json``'s ``error``)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__
+
+
+def _play(
+    params: Params,
+    spec: RunSpec,
+    rid: str,
+    ckpt: Path | None,
+    sizes: dict[str, tuple[float, float]] | None,
+    todo: Sequence[Query],
+    *,
+    workers: int | None,
+    progress: bool,
+    policy_obj: Policy | None,
+) -> int:
+    """Play the pending queries ``todo`` of run ``rid`` in chunks; return the episodes played."""
+    from tqdm.auto import tqdm
+
+    from urbex.agents.registry import policy_info
+
+    policy, split = spec.policy, spec.split
+    d = params.layout.run(rid)
+    n_workers = workers if workers is not None else params.eval.workers
+    chunks = _chunks(todo, params.eval.chunk_size)
+    played = 0
+    bar = tqdm(total=len(todo), desc=f"{policy}/{split}", unit="ep", disable=not progress)
+    try:
+        pool_ok = len(todo) >= params.eval.parallel_min_episodes and len(chunks) > 1
+        if policy_info(policy).parallel and policy_obj is None and n_workers > 1 and pool_ok:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ctx = mp.get_context("spawn")
+            with ProcessPoolExecutor(
+                max_workers=min(n_workers, len(chunks)), mp_context=ctx
+            ) as pool:
+                futs = [
+                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
+                    for c in chunks
+                ]
+                try:
+                    for fut in as_completed(futs):
+                        n = fut.result()
+                        played += n
+                        bar.update(n)
+                except BaseException:
+                    for f in futs:
+                        f.cancel()
+                    raise
+        elif chunks:
+            player = EpisodePlayer(
+                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
+            )
+            for c in chunks:
+                n = _play_chunk(player, c, d)
+                played += n
+                bar.update(n)
+    finally:
+        bar.close()
+    return played
+
+
 def evaluate(
     params: Params,
     *,
@@ -437,6 +509,8 @@ def evaluate(
     ValueError
         ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, neither, or a
         ``spec`` with a ``repeat_seed`` (repeated decoding is not played yet).
+    RunLockedError
+        Another process is writing this run (the message names its pid, host and start).
     ConfigError
         The run exists with another policy/split or other settings, or holds episodes outside
         the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
@@ -446,96 +520,80 @@ def evaluate(
     urbex.errors.PolicyError
         The model backend failed (finished chunks stay written; rerun to resume).
     """
-    from tqdm.auto import tqdm
-
-    from urbex.agents.registry import policy_class_sizes, policy_info
+    from urbex.agents.registry import policy_class_sizes
 
     t_start = time.perf_counter()
     params, spec = _resolve_spec(
         params, spec, policy=policy, split=split, limit=limit, checkpoint=checkpoint
     )
     policy, split = spec.policy, spec.split
-    info = policy_info(policy)
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
     d = params.layout.run(rid)
     sizes = policy_class_sizes(params, policy)
     fp = _fingerprint(params, policy, ckpt, sizes)
-    meta = _check_run(d, policy, split, fp)
-    lim = None if spec.sample is None else spec.sample.limit
-    queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
-    done = finished_query_ids(d)
-    extra = sorted(done - {q.query_id for q in queries})
-    if extra:
-        raise ConfigError(
-            f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
-            f"({extra[:3]}): limit, eval.sample_seed or the split table changed since it "
-            "started, and its metrics would mix both. Pass another run_id, or delete the run "
-            "directory.",
-            path=d / "episodes",
-        )
-    todo = [q for q in queries if q.query_id not in done]
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    meta = {
-        **meta,
-        "run_id": rid,
-        "policy": policy,
-        "split": split,
-        "checkpoint": None if ckpt is None else str(ckpt),
-        "fingerprint": fp,
-        "created": meta.get("created", now),
-        "updated": now,
-        "limit": lim,
-        "landmark_perturbation": spec.perturbation_tag,
-        "spec": spec.to_dict(),
-        "status": "running",
-    }
-    write_json_atomic(meta, params.layout.run_json(rid))
-    n_workers = workers if workers is not None else params.eval.workers
-    chunks = _chunks(todo, params.eval.chunk_size)
-    played = 0
-    bar = tqdm(total=len(todo), desc=f"{policy}/{split}", unit="ep", disable=not progress)
-    try:
-        pool_ok = len(todo) >= params.eval.parallel_min_episodes and len(chunks) > 1
-        if info.parallel and policy_obj is None and n_workers > 1 and pool_ok:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(
-                max_workers=min(n_workers, len(chunks)), mp_context=ctx
-            ) as pool:
-                futs = [
-                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
-                    for c in chunks
-                ]
-                try:
-                    for fut in as_completed(futs):
-                        n = fut.result()
-                        played += n
-                        bar.update(n)
-                except BaseException:
-                    for f in futs:
-                        f.cancel()
-                    raise
-        elif chunks:
-            player = EpisodePlayer(
-                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
+    with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
+        meta = _check_run(d, policy, split, fp)
+        lim = None if spec.sample is None else spec.sample.limit
+        queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
+        done = finished_query_ids(d)
+        extra = sorted(done - {q.query_id for q in queries})
+        if extra:
+            raise ConfigError(
+                f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
+                f"({extra[:3]}): limit, eval.sample_seed or the split table changed since it "
+                "started, and its metrics would mix both. Pass another run_id, or delete the run "
+                "directory.",
+                path=d / "episodes",
             )
-            for c in chunks:
-                n = _play_chunk(player, c, d)
-                played += n
-                bar.update(n)
-    finally:
-        bar.close()
-    metrics = finalize_run(params, rid)
-    meta.update(
-        status="complete",
-        updated=datetime.now(UTC).isoformat(timespec="seconds"),
-        n_queries=len(queries),
-        n_episodes=int(metrics["n"].sum()) if metrics.height else 0,
-    )
-    write_json_atomic(meta, params.layout.run_json(rid))
+        todo = [q for q in queries if q.query_id not in done]
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        meta = {
+            **meta,
+            **spec.columns(),  # flat, for the warehouse's runs table
+            "run_id": rid,
+            "policy": policy,
+            "split": split,
+            "checkpoint": None if ckpt is None else str(ckpt),
+            "fingerprint": fp,
+            "created": meta.get("created", now),
+            "updated": now,
+            "limit": lim,
+            "landmark_perturbation": spec.perturbation_tag,
+            "spec": spec.to_dict(),
+            "status": "running",
+            "error": None,
+            "n_queries": len(queries),
+            "n_episodes": None,
+        }
+        write_json_atomic(meta, params.layout.run_json(rid))
+        try:
+            played = _play(
+                params,
+                spec,
+                rid,
+                ckpt,
+                sizes,
+                todo,
+                workers=workers,
+                progress=progress,
+                policy_obj=policy_obj,
+            )
+            metrics = finalize_run(params, rid)
+        except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
+            meta.update(
+                status="failed",
+                error=_one_line(exc),
+                updated=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            write_json_atomic(meta, params.layout.run_json(rid))
+            raise
+        meta.update(
+            status="complete",
+            updated=datetime.now(UTC).isoformat(timespec="seconds"),
+            n_episodes=int(metrics["n"].sum()) if metrics.height else 0,
+        )
+        write_json_atomic(meta, params.layout.run_json(rid))
     if refresh:
         from urbex.eval.warehouse import refresh_warehouse
 

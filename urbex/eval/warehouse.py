@@ -6,6 +6,12 @@ it read-only at any time (``duckdb.connect(path, read_only=True)``). When a tabl
 its view is an empty relation with the documented columns, so queries never fail on a fresh
 checkout.
 
+``episodes``, ``steps`` and ``metrics`` show **complete runs only**: the rows of a run whose
+``run.json`` gives a status other than ``complete`` (``running``: still playing or killed;
+``failed``) are left out; such a run appears in ``runs`` with its status. (A run directory without
+``run.json``, or a ``run.json`` without a status, neither of which the runner leaves, is shown as
+is.)
+
 Tables
 ------
 ``scenes``     one row per scene cache   ``<assets>/scenes/*/scene.parquet``
@@ -13,6 +19,8 @@ Tables
 ``landmarks``  one row per landmark      ``<assets>/landmarks/*.parquet``
 ``queries``    one row per cleaned query ``<assets>/splits/queries.parquet``
 ``annotation_drops``                     ``<assets>/splits/annotation_drops.parquet``
+``runs``       one row per run           ``<assets>/eval/runs/*/run.json`` (JSON, not Parquet)
+               (:data:`RUN_COLUMNS`: the spec, ``status`` running/complete/failed, ``error``)
 ``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
 ``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
 ``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
@@ -28,7 +36,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 import polars as pl
@@ -45,6 +53,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "RUN_COLUMNS",
     "SCENE_COLUMNS",
     "TABLES",
     "TableSpec",
@@ -62,6 +71,10 @@ class TableSpec:
     name: str
     glob: str
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of the documented columns
+    #: ``json``: one row per JSON file (``runs``: ``run.json``, ``run_id`` its directory name).
+    format: Literal["parquet", "json"] = "parquet"
+    #: Keep only the rows of runs that ``runs`` does not mark running or failed.
+    complete_runs: bool = False
 
 
 #: DuckDB types of the polars dtype names of :data:`urbex.scene.instances.INSTANCE_SCHEMA`.
@@ -112,6 +125,20 @@ SCENE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("build_seconds", "DOUBLE"),
 )
 
+#: The ``runs`` row: ``run_id`` (the run directory's name), then top-level keys of its
+#: ``run.json`` as :func:`urbex.eval.runner.evaluate` writes them (the spec's flat columns, the
+#: status and its error text, ISO-8601 UTC times, query and episode counts).
+RUN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    *SPEC_COLUMNS,
+    ("status", "VARCHAR"),
+    ("error", "VARCHAR"),
+    ("created", "VARCHAR"),
+    ("updated", "VARCHAR"),
+    ("n_queries", "BIGINT"),
+    ("n_episodes", "BIGINT"),
+)
+
 #: The layout relative to the assets root: with ``"*"`` for a name, its paths are the globs.
 _REL = AssetLayout.relative()
 
@@ -150,19 +177,24 @@ TABLES: dict[str, TableSpec] = {
                 ("reason", "VARCHAR"),
             ),
         ),
+        # runs before the views that filter on it
+        TableSpec(name="runs", glob=_glob(_REL.run_json("*")), columns=RUN_COLUMNS, format="json"),
         TableSpec(
             name="episodes",
             glob=_glob(_REL.run_episodes("*") / "*.parquet"),
             columns=_arrow_columns(episode_schema()),
+            complete_runs=True,
         ),
         TableSpec(
             name="steps",
             glob=_glob(_REL.run_steps("*") / "*.parquet"),
             columns=_arrow_columns(step_schema()),
+            complete_runs=True,
         ),
         TableSpec(
             name="metrics",
             glob=_glob(_REL.run_metrics("*")),
+            complete_runs=True,
             columns=(
                 *_polars_columns(metrics_schema()),
                 *((c, t) for c, t in SPEC_COLUMNS if c not in ("policy", "split")),
@@ -256,12 +288,29 @@ def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+#: The filter of a ``complete_runs`` view.
+_COMPLETE_ONLY = (
+    " WHERE run_id NOT IN (SELECT run_id FROM runs WHERE status IS NOT NULL"
+    " AND status <> 'complete')"
+)
+
+
 def _view_sql(spec: TableSpec, assets: Path) -> str:
-    pattern = assets.resolve() / spec.glob
+    pattern = _sql_str(str(assets.resolve() / spec.glob))
     if any(assets.glob(spec.glob)):
+        if spec.format == "json":
+            keys = [(c, t) for c, t in spec.columns if c != "run_id"]
+            cols = ", ".join(f"{_sql_str(c)}: {_sql_str(t)}" for c, t in keys)
+            sel = ", ".join(f'"{c}"' for c, _ in keys)
+            return (
+                f"CREATE OR REPLACE VIEW {spec.name} AS SELECT "
+                f"parse_filename(parse_dirpath(filename)) AS run_id, {sel} FROM read_json("
+                f"{pattern}, columns={{{cols}}}, filename=true, format='auto')"
+            )
+        where = _COMPLETE_ONLY if spec.complete_runs else ""
         return (
             f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet("
-            f"{_sql_str(str(pattern))}, union_by_name=true)"
+            f"{pattern}, union_by_name=true){where}"
         )
     cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in spec.columns)
     return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT {cols} WHERE false"
