@@ -79,8 +79,8 @@ def test_layout_is_frozen(tmp_path):
 
 # ---------------------------------------------------------------- the safe-name rule
 
-_UNSAFE = ["", ".", "..", "a/b", "a\\b", ".hidden", "-flag", "a b", "é", "a:b", "run\n"]
-_SAFE = ["oracle-test_no", "vlm-test_no-step_300", "a.b_c-1", "R2", "0"]
+_UNSAFE = ["", ".", "..", "a/b", "a\\b", ".hidden", "-flag", "_x", "a b", "a:b", "run\n", "a*"]
+_SAFE = ["oracle-test_no", "vlm-test_no-step_300", "a.b_c-1", "R2", "0", "ü-modell_v2"]
 
 
 @pytest.mark.parametrize("name", _UNSAFE)
@@ -123,7 +123,7 @@ def test_safe_name_error_names_the_argument():
         safe_name("..", what="--run-id")
 
 
-_CHECKPOINTS = [None, "/ck/step 300", "/ck/modèle-ü", "ck/..", ".", "/", "a\\b", "x:y", "-x"]
+_CHECKPOINTS = [None, "/ck/step 300", "/ck/modèle+ü", "ck/..", ".", "/", "a\\b", "x:y*", "-x"]
 
 
 @pytest.mark.parametrize("checkpoint", _CHECKPOINTS)

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from urbex.errors import ConfigError
-from urbex.layout import SAFE_NAME_PATTERN, AssetLayout
+from urbex.layout import AssetLayout, safe_name
 
 __all__ = [
     "SPLIT_NAMES",
@@ -34,10 +34,10 @@ __all__ = [
     "PathsParams",
     "PolicyParams",
     "SceneParams",
+    "Split",
     "Stpls3dReferParams",
     "SynthParams",
     "TrainParams",
-    "Split",
     "VLMParams",
     "load_params",
 ]
@@ -336,7 +336,6 @@ class TrainParams(_Strict):
     split: Split = Field("train", description="split whose queries are the training prompts")
     run_name: str = Field(
         "grpo",
-        pattern=SAFE_NAME_PATTERN,
         description="output: <assets>/checkpoints/<run_name>/",
     )
     max_steps: Int = Field(300, ge=1, description="optimizer steps")
@@ -361,6 +360,11 @@ class TrainParams(_Strict):
     bf16: Bool = Field(True, description="bf16 mixed precision (cuda only)")
     gradient_checkpointing: Bool = Field(True, description="activation checkpointing (cuda only)")
     limit: Int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe_run_name(cls, v: str) -> str:
+        return safe_name(v, what="run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
 class Params(_Strict):

@@ -34,7 +34,6 @@ and the warehouse's globs are the same paths with ``*`` for a name::
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +45,6 @@ __all__ = [
     "GLOBAL_VIEW_FILE",
     "INSTANCES_FILE",
     "META_FILE",
-    "SAFE_NAME_PATTERN",
     "SCENE_ROW_FILE",
     "AssetLayout",
     "plain_name",
@@ -80,30 +78,31 @@ def plain_name(name: str, *, what: str) -> str:
     return name
 
 
-#: The one rule for names urbex chooses or lets the user choose (run ids, checkpoint names,
-#: ``train.run_name``): ASCII letters, digits, ``-``, ``_`` and ``.``, starting with a letter or
-#: a digit, so never empty, ``.``, ``..``, a hidden name or one that reads as a flag.
-SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-_SAFE_NAME = re.compile(SAFE_NAME_PATTERN)
-
-
 def safe_name(name: str, *, what: str) -> str:
-    """``name`` if it follows :data:`SAFE_NAME_PATTERN`, else a ``ValueError`` naming ``what``.
+    """``name`` if it is a safe name, else a ``ValueError`` naming ``what``.
 
-    Run ids and checkpoint names follow it (they are chosen, not found in a data set, so they
-    can be held to a portable rule); scene ids from a data set only need :func:`plain_name`.
+    The one rule for names urbex derives or lets the user choose (run ids, checkpoint names,
+    ``train.run_name``): letters, digits (``str.isalnum``), ``-``, ``_`` and ``.``, starting
+    with a letter or a digit, so never empty, ``.``, ``..``, a hidden name or one that reads as
+    a flag. Derived run ids (:attr:`urbex.eval.runspec.RunSpec.run_id`) keep to it: other
+    characters of a checkpoint name become ``_``. Scene ids, found in a data set, only need
+    :func:`plain_name`.
 
     >>> safe_name("oracle-test_no.v2", what="run_id")
     'oracle-test_no.v2'
     >>> safe_name("..", what="--run-id")
     Traceback (most recent call last):
     ...
-    ValueError: --run-id: expected a safe name (ASCII letters, digits, '-', '_', '.', ...), got '..'
+    ValueError: --run-id: expected a safe name (letters, digits, '-', '_', '.', ...), got '..'
     """
-    if not isinstance(name, str) or _SAFE_NAME.fullmatch(name) is None:
+    if not (
+        isinstance(name, str)
+        and name[:1].isalnum()
+        and all(c.isalnum() or c in "-_." for c in name)
+    ):
         raise ValueError(
-            f"{what}: expected a safe name (ASCII letters, digits, '-', '_', '.', starting with "
-            f"a letter or digit; not empty, '.' or '..'), got {name!r}"
+            f"{what}: expected a safe name (letters, digits, '-', '_', '.', starting with a "
+            f"letter or digit; not empty, '.' or '..'), got {name!r}"
         )
     return name
 

@@ -61,9 +61,8 @@ def _is_int(v: object) -> bool:
 
 
 def _name_part(s: str) -> str:
-    """A path's last component, safe in a run id (:func:`urbex.layout.safe_name`): characters
-    other than ASCII letters, digits and ``-_.`` become ``_``."""
-    return "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in Path(s).name)
+    """A path's last component, safe in a directory name (other characters become ``_``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(s).name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
