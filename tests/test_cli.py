@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -234,3 +235,154 @@ def test_cli_commands_refresh_the_warehouse_once(tmp_path, monkeypatch, capsys):
     finally:
         con.close()
     assert n["scenes"] == 2 and all(v > 0 for v in n.values()), n
+
+
+# ---------------------------------------------------------------- global options, flags, run ids
+
+
+def _one_line_error(err: str, *needles: str) -> None:
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+#: The positional/required arguments each command needs to parse.
+_REQUIRED = {
+    "ground": ["--scene", "s", "--query", "q", "--policy", "oracle"],
+    "make-tiny-model": ["tiny"],
+}
+
+
+def _commands() -> list[str]:
+    import argparse
+
+    from urbex.cli import _build_parser
+
+    (sub,) = (a for a in _build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(sub.choices)
+
+
+def test_cli_commands_are_all_covered():
+    assert {"cache", "evaluate", "report", "synth", "train", "warehouse"} <= set(_commands())
+
+
+@pytest.mark.parametrize("command", _commands())
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_cli_global_options_go_before_or_after_the_command(command, where):
+    from urbex.cli import _build_parser
+
+    opts = ["--params", "P.yaml", "-q"]
+    rest = [command, *_REQUIRED.get(command, [])]
+    args = _build_parser().parse_args([*opts, *rest] if where == "before" else [*rest, *opts])
+    assert args.params == Path("P.yaml") and args.quiet is True
+    bare = _build_parser().parse_args(rest)
+    assert bare.params is None and bare.quiet is False
+
+
+def test_cli_cache_reads_params_given_after_the_command(tmp_path, capsys):
+    """``urbex cache --params P`` (how people type it) was 'unrecognized arguments'."""
+    params = write_small_project(tmp_path, synth={"scenes": 1})
+    assert main(["cache", "--params", str(params), "-q"]) == 2  # P read: its assets, 1 scene
+    _one_line_error(capsys.readouterr().err, str(tmp_path / "assets"), "urbex synth")
+    assert main(["warehouse", "--params", str(params), "-q"]) == 0
+    assert (tmp_path / "assets" / "warehouse.duckdb").is_file()
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_cli_evaluate_limit_follows_the_rule_of_eval_limit(tmp_path, capsys, value):
+    """``--limit -1`` played 29 of 30 queries and ``--limit 0`` marked an empty run complete,
+    while the same values in params.yaml are rejected."""
+    params = write_small_project(tmp_path)
+    argv = ["evaluate", "--params", str(params), "--policy", "oracle", "--limit", value]
+    assert main(argv) == 2
+    _one_line_error(capsys.readouterr().err, f"--limit {value}", "eval.limit", "greater than")
+    assert not (tmp_path / "assets" / "eval").exists()
+    in_file = write_small_project(tmp_path / "f", eval={"limit": int(value)})
+    assert main(["evaluate", "--params", str(in_file), "--policy", "oracle"]) == 2
+    _one_line_error(capsys.readouterr().err, "eval.limit", "greater than")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"),
+    [
+        (["--max-steps", "0"], ["--max-steps 0", "train.max_steps"]),
+        (["--run-name", "../x"], ["--run-name ../x", "train.run_name"]),
+    ],
+)
+def test_cli_train_flags_follow_the_rules_of_their_params(tmp_path, capsys, flags, needles):
+    params = write_small_project(tmp_path)
+    assert main(["train", "--params", str(params), *flags]) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+
+
+@pytest.mark.parametrize("run_id", ["a/b", ".", "..", "", "-x", "a b", "../../escape"])
+def test_cli_evaluate_unsafe_run_id_is_a_one_line_error(tmp_path, capsys, run_id):
+    """``urbex evaluate --run-id a/b`` (also ``.`` and ``..``) ended in a traceback."""
+    params = write_small_project(tmp_path)
+    argv = ["evaluate", "--params", str(params), "--policy", "oracle", f"--run-id={run_id}"]
+    assert main(argv) == 2
+    _one_line_error(capsys.readouterr().err, "--run-id", repr(run_id), "safe name")
+    assert not (tmp_path / "assets" / "eval").exists()
+
+
+def test_cli_max_turns_true_is_an_error_not_a_one_turn_budget(tmp_path, capsys):
+    """``env.max_turns: true`` became a 1-turn budget (oracle Hit@1 1.0 → 0.0, exit 0)."""
+    params = write_small_project(tmp_path, env={"max_turns": True})
+    assert main(["evaluate", "--params", str(params), "--policy", "oracle"]) == 2
+    _one_line_error(capsys.readouterr().err, "env.max_turns", "valid integer", str(params))
+
+
+@pytest.mark.parametrize("command", ["cache", "splits"])
+def test_cli_empty_params_file_says_to_generate_the_synthetic_set(tmp_path, capsys, command):
+    """An empty params file talked about ``cityrefer`` although the default is synthetic."""
+    params = tmp_path / "params.yaml"
+    params.write_text("")
+    assert main(["--params", str(params), "-q", command]) == 2
+    err = capsys.readouterr().err
+    _one_line_error(err, "synthetic", "urbex synth", "data.source")
+    assert "cityrefer" not in err.lower()
+
+
+def _eval_project(root: Path) -> Path:
+    """``root/params.yaml`` over one small synthetic scene whose queries are all ``test_no``."""
+    import polars as pl
+
+    from tests.env.envfixtures import build_synth_cache, write_split_class_sizes
+    from urbex.landmarks import write_landmark_table
+
+    assets = root / "assets"
+    cache, index, queries = build_synth_cache(assets / "scenes", seed=3, size=60, density=4)
+    write_landmark_table(index.table, assets / "landmarks" / f"{cache.scene_id}.parquet")
+    rows = [
+        {
+            "query_id": q.query_id,
+            "scene_id": q.scene_id,
+            "object_id": q.object_id,
+            "class_name": q.class_name,
+            "description": q.description,
+            "split": "test_no",
+        }
+        for q in queries
+    ]
+    (assets / "splits").mkdir(parents=True)
+    splits = pl.DataFrame(rows)
+    splits.write_parquet(assets / "splits" / "queries.parquet")
+    write_split_class_sizes(assets, splits)
+    return write_small_project(root, eval={"workers": 1})
+
+
+def test_cli_report_custom_run_id_beside_the_default_run(tmp_path, capsys):
+    """``--run-id oracle`` beside ``oracle-test_no`` (same method × split) raised
+    ``ValueError: several runs give the same method × split`` in ``urbex report``."""
+    params = _eval_project(tmp_path)
+    base = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--limit", "2"]
+    assert main([*base, "--split", "test_no", "--run-id", "oracle"]) == 0
+    assert main([*base, "--split", "test_no"]) == 0
+    runs = tmp_path / "assets" / "eval" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["oracle", "oracle-test_no"]
+    capsys.readouterr()
+    assert main(["--params", str(params), "report"]) == 0
+    md = (tmp_path / "assets" / "eval" / "report.md").read_text()
+    assert "oracle [oracle]" in md, md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| oracle")]
+    assert len(rows) == 2, md

@@ -1,8 +1,12 @@
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
-from urbex.config import load_params
+from urbex.annotations.splits import SPLITS
+from urbex.config import SPLIT_NAMES, Params, load_params
 from urbex.errors import ConfigError
 
 
@@ -52,3 +56,118 @@ def test_params_with_updates_returns_a_new_object(repo_root):
     q = p.with_updates(scene={"resolution": 0.2})
     assert q.scene.resolution == 0.2 and p.scene.resolution == 0.1
     assert q.base_dir == p.base_dir
+
+
+# ---------------------------------------------------------------- strict numbers and switches
+
+#: A valid value of each numeric field whose default is None (the walk below needs one).
+_NONE_DEFAULT_EXAMPLES: dict[str, Any] = {
+    "eval.limit": 3,
+    "train.limit": 3,
+    "sft.limit": 3,
+    "sft.max_length": 4096,
+    "stpls3d_refer.offset": (0.0, 0.0, 0.0),
+    "policy.class_sizes": {"Car": (4.0, 2.0)},
+}
+
+
+def _numeric_fields() -> list[tuple[str, Any]]:
+    """``(section.field, a valid value)`` for every field of Params holding an int or a float."""
+    out = []
+    for section, f in Params.model_fields.items():
+        model = f.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        for name, ff in model.model_fields.items():
+            if re.search(r"\b(int|float)\b", str(ff.annotation)) is None:
+                continue
+            key = f"{section}.{name}"
+            value = ff.default if ff.default is not None else _NONE_DEFAULT_EXAMPLES[key]
+            out.append((key, value))
+    return out
+
+
+def _with_a_bool(value: Any) -> Any:
+    """``value`` with its (first) number replaced by ``True``."""
+    if isinstance(value, dict):
+        return {k: _with_a_bool(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [True, *value[1:]]
+    return True
+
+
+def _set(key: str, value: Any) -> dict[str, dict[str, Any]]:
+    section, name = key.split(".")
+    return {section: {name: value}}
+
+
+def test_params_numeric_fields_are_found():
+    keys = {k for k, _ in _numeric_fields()}
+    assert {"env.max_turns", "scene.resolution", "eval.limit", "env.zoom_size"} <= keys
+    assert "synth.las_copy" not in keys and len(keys) > 60
+
+
+@pytest.mark.parametrize(("key", "value"), _numeric_fields(), ids=lambda v: str(v))
+def test_params_bool_in_a_numeric_field_is_an_error(key, value):
+    Params(**_set(key, value))  # the example itself is valid
+    with pytest.raises(ValidationError, match=re.escape(key)) as exc:
+        Params(**_set(key, _with_a_bool(value)))
+    assert "valid integer" in str(exc.value) or "valid number" in str(exc.value)
+
+
+def test_load_params_max_turns_true_is_an_error_naming_the_field(tmp_path):
+    """YAML ``true`` for the turn budget was read as 1 (oracle Hit@1 1.0 → 0.0, exit 0)."""
+    f = tmp_path / "params.yaml"
+    f.write_text("env:\n  max_turns: true\n")
+    with pytest.raises(ConfigError, match=r"env\.max_turns: Input should be a valid integer"):
+        load_params(f)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("env:\n  max_turns: '8'\n", "env.max_turns"),
+        ("env:\n  max_turns: 8.0\n", "env.max_turns"),
+        ("scene:\n  resolution: '0.1'\n", "scene.resolution"),
+        ("synth:\n  las_copy: 1\n", "synth.las_copy"),
+        ("eval:\n  point_metrics: 'yes'\n", "eval.point_metrics"),
+        ("env:\n  zoom_size: [512.0, 512]\n", "env.zoom_size"),
+    ],
+)
+def test_load_params_numbers_and_switches_are_not_coerced(tmp_path, text, field):
+    f = tmp_path / "params.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(field)):
+        load_params(f)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "want"),
+    [
+        ("scene:\n  resolution: 1\n", "scene.resolution", 1.0),
+        ("synth:\n  density: 20\n", "synth.density", 20.0),
+        ("eval:\n  episode_timeout_s: 600\n", "eval.episode_timeout_s", 600.0),
+        ("diagnose:\n  distance_bins_m: [50, 100]\n", "diagnose.distance_bins_m", [50.0, 100.0]),
+        ("stpls3d_refer:\n  vehicle_length_m: [2, 14]\n", "stpls3d_refer.vehicle_length_m",
+         (2.0, 14.0)),
+    ],
+)  # fmt: skip
+def test_load_params_yaml_int_is_accepted_where_a_float_is_expected(tmp_path, text, field, want):
+    f = tmp_path / "params.yaml"
+    f.write_text(text)
+    section, name = field.split(".")
+    got = getattr(getattr(load_params(f), section), name)
+    assert got == want
+    assert all(isinstance(x, float) for x in (got if isinstance(got, list | tuple) else [got]))
+
+
+@pytest.mark.parametrize("key", ["eval.split", "train.split"])
+def test_params_split_must_be_a_split_name(key):
+    with pytest.raises(ValidationError, match=re.escape(key)):
+        Params(**_set(key, "tset_no"))
+    assert SPLIT_NAMES == SPLITS  # the --split choices are the splits the splits stage writes
+
+
+def test_params_with_updates_keeps_strictness():
+    with pytest.raises(ConfigError, match=r"env\.max_turns"):
+        Params().with_updates(env={"max_turns": True})

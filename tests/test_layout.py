@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from urbex.config import Params
-from urbex.layout import AssetLayout, plain_name
+from urbex.config import SPLIT_NAMES, Params
+from urbex.layout import AssetLayout, plain_name, safe_name
 
 
 def test_layout_from_params_is_rooted_at_assets(tmp_path):
@@ -61,7 +61,7 @@ def test_layout_accepts_a_string_root():
     "method", ["scene", "landmark_table", "run", "checkpoint", "quality_report"]
 )
 def test_layout_rejects_names_that_are_not_one_path_component(tmp_path, name, method):
-    with pytest.raises(ValueError, match="plain name"):
+    with pytest.raises(ValueError, match=r"(plain|safe) name"):
         getattr(AssetLayout(tmp_path), method)(name)
 
 
@@ -75,3 +75,79 @@ def test_layout_is_frozen(tmp_path):
 
     with pytest.raises(FrozenInstanceError):
         AssetLayout(tmp_path).root = Path("/")  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- the safe-name rule
+
+_UNSAFE = ["", ".", "..", "a/b", "a\\b", ".hidden", "-flag", "_x", "a b", "a:b", "run\n", "a*"]
+_SAFE = ["oracle-test_no", "vlm-test_no-step_300", "a.b_c-1", "R2", "0", "ü-modell_v2"]
+
+
+@pytest.mark.parametrize("name", _UNSAFE)
+@pytest.mark.parametrize("method", ["run", "run_json", "run_metrics", "checkpoint"])
+def test_layout_run_and_checkpoint_names_follow_the_safe_name_rule(tmp_path, method, name):
+    with pytest.raises(ValueError, match="safe name"):
+        getattr(AssetLayout(tmp_path), method)(name)
+
+
+@pytest.mark.parametrize("name", _SAFE)
+def test_layout_safe_names_are_accepted(tmp_path, name):
+    assert AssetLayout(tmp_path).run(name) == tmp_path / "eval" / "runs" / name
+    assert safe_name(name, what="run_id") == name
+
+
+@pytest.mark.parametrize("name", _UNSAFE + _SAFE)
+def test_safe_name_is_the_rule_of_train_run_name(name):
+    """``train.run_name`` (a checkpoint name) takes exactly the names the layout takes."""
+    try:
+        safe_name(name, what="run_name")
+        ok = True
+    except ValueError:
+        ok = False
+    try:
+        Params(train={"run_name": name})
+        ok_params = True
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        ok_params = False
+    assert ok == ok_params == (name in _SAFE)
+
+
+def test_layout_run_glob_only_in_the_relative_layout(tmp_path):
+    assert AssetLayout.relative().run("*").as_posix() == "eval/runs/*"
+    with pytest.raises(ValueError, match="safe name"):
+        AssetLayout(tmp_path).run("*")
+
+
+def test_safe_name_error_names_the_argument():
+    with pytest.raises(ValueError, match=r"^--run-id: .*got '\.\.'$"):
+        safe_name("..", what="--run-id")
+
+
+_CHECKPOINTS = [None, "/ck/step 300", "/ck/modèle+ü", "ck/..", ".", "/", "a\\b", "x:y*", "-x"]
+
+
+@pytest.mark.parametrize("checkpoint", _CHECKPOINTS)
+def test_layout_takes_every_derived_run_id(tmp_path, checkpoint):
+    """The runner's default run ids (:class:`RunSpec`) are safe names whatever the checkpoint."""
+    from urbex.agents.registry import POLICY_NAMES
+    from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+
+    perturbations = [
+        LandmarkPerturbation(),
+        LandmarkPerturbation(mode="noise", noise_m=2.5, seed=0),
+        LandmarkPerturbation(mode="missing"),
+        LandmarkPerturbation(mode="wrong", seed=1),
+    ]
+    lay = AssetLayout(tmp_path)
+    for policy in POLICY_NAMES:
+        for split in SPLIT_NAMES:
+            for pert in perturbations:
+                for repeat_seed in (None, 3):
+                    spec = RunSpec(
+                        policy=policy,
+                        split=split,
+                        checkpoint=checkpoint,
+                        perturbation=pert,
+                        repeat_seed=repeat_seed,
+                    )
+                    assert lay.run(spec.run_id).name == spec.run_id

@@ -4,6 +4,11 @@ Every command reads ``params.yaml`` (or ``--params FILE``) and writes under ``pa
 (:class:`urbex.layout.AssetLayout`). A command that changes files the warehouse reads refreshes
 the warehouse views once, at its end. Errors on bad input print one line naming the file/field
 and exit with status 2.
+
+The global options (``--params``, ``-q``) go before or after the command
+(``urbex --params P cache`` and ``urbex cache --params P`` are the same). A flag with a twin in
+``params.yaml`` (``--limit`` is ``eval.limit``) is written into the params and validated by the
+same rule, so a value the file would reject is rejected on the command line too.
 """
 
 from __future__ import annotations
@@ -14,27 +19,74 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from urbex.config import Params, load_params
+from urbex.config import SPLIT_NAMES, Params, load_params
 from urbex.errors import ConfigError, UrbexError
+from urbex.layout import safe_name
 
 __all__ = ["main"]
+
+
+def _with_flags(params: Params, args: argparse.Namespace, twins: dict[str, str]) -> Params:
+    """``params`` with each given flag written into its params twin (``{"--limit": "eval.limit"}``).
+
+    The flag is validated by its field's rule (range, type), so the command line accepts exactly
+    what ``params.yaml`` accepts.
+
+    Raises
+    ------
+    ConfigError
+        A flag's value breaks its field's rule; the message names the flag and the field.
+    """
+    for flag, twin in twins.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is None:
+            continue
+        section, name = twin.split(".")
+        try:
+            params = params.with_updates(**{section: {name: value}})
+        except ConfigError as exc:
+            why = str(exc).removeprefix("invalid override: ")
+            raise ConfigError(f"{flag} {value}: {why}") from exc
+    return params
+
+
+def _run_id(value: str | None) -> str | None:
+    """``--run-id`` if it is a safe name (:func:`urbex.layout.safe_name`), else a ConfigError."""
+    if value is None:
+        return None
+    try:
+        return safe_name(value, what="--run-id")
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; pick another run id") from exc
+
+
+def _require_raw(params: Params) -> None:
+    """A ConfigError saying to run ``urbex synth`` when the synthetic set is not generated yet."""
+    from urbex.raw import raw_dataset
+
+    ds = raw_dataset(params)
+    if ds.generated and not ds.root.is_dir():
+        raise ConfigError(
+            f"'synthetic' (the default): the synthetic data set is not generated yet "
+            f"({ds.root} does not exist); run `urbex synth` first, or set data.source and "
+            "data.root in params.yaml to use your own data",
+            field="data.source",
+        )
 
 
 def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import stage_raw
 
-    updates = {
-        k: v
-        for k, v in {
-            "scenes": args.scenes,
-            "seed": args.seed,
-            "density": args.density,
-            "size": args.size,
-        }.items()
-        if v is not None
-    }
-    # validated like params.yaml (ranges of synth.*): a bad flag is a ConfigError, not a traceback
-    p = params.with_updates(synth=updates) if updates else params
+    p = _with_flags(
+        params,
+        args,
+        {
+            "--scenes": "synth.scenes",
+            "--seed": "synth.seed",
+            "--density": "synth.density",
+            "--size": "synth.size",
+        },
+    )
     if args.out is None:
         if args.format is not None:
             raise ConfigError(
@@ -75,6 +127,7 @@ def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
         raise UrbexError(
             f"--scene {args.scene!r} is not in the data set; known scenes: {list(ds.scene_ids)}"
         )
+    _require_raw(params)
     for sid in ids:
         b = build_scene(params, sid, force=args.force, progress=not args.quiet)
         state = "reused (fresh)" if b.reused else f"built in {b.build_seconds:.1f} s"
@@ -99,6 +152,7 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
     from urbex.stages import refresh, stage_clean_annotations, stage_splits
 
+    _require_raw(params)
     clean = stage_clean_annotations(params)
     drops = pl.read_parquet(params.layout.annotation_drops)
     print(f"cleaned: {pl.read_parquet(clean).height} queries kept, {drops.height} dropped")
@@ -123,14 +177,23 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.runner import evaluate
 
-    if args.landmark_perturbation is not None:
-        params = params.with_updates(eval={"landmark_perturbation": args.landmark_perturbation})
+    run_id = _run_id(args.run_id)
+    params = _with_flags(
+        params,
+        args,
+        {
+            "--policy": "eval.policy",
+            "--split": "eval.split",
+            "--limit": "eval.limit",
+            "--landmark-perturbation": "eval.landmark_perturbation",
+        },
+    )
     r = evaluate(
         params,
-        policy=args.policy or params.eval.policy,
-        split=args.split or params.eval.split,
-        run_id=args.run_id,
-        limit=args.limit,
+        policy=params.eval.policy,
+        split=params.eval.split,
+        run_id=run_id,
+        limit=params.eval.limit,
         checkpoint=args.checkpoint,
         progress=not args.quiet,
     )
@@ -190,13 +253,16 @@ def _cmd_report(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_train(args: argparse.Namespace, params: Params) -> int:
-    from urbex.train.grpo import train
+    params = _with_flags(
+        params, args, {"--run-name": "train.run_name", "--max-steps": "train.max_steps"}
+    )
+    from urbex.train.grpo import train  # trl: seconds to import, after the flags are checked
 
     r = train(
         params,
-        checkpoint=args.checkpoint,
-        run_name=args.run_name,
-        max_steps=args.max_steps,
+        checkpoint=args.checkpoint,  # resolved against the working directory by train()
+        run_name=params.train.run_name,
+        max_steps=params.train.max_steps,
         progress=not args.quiet,
     )
     last = f", last reward mean {r.reward_mean[-1][1]:.3f}" if r.reward_mean else ""
@@ -240,13 +306,14 @@ def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_sft(args: argparse.Namespace, params: Params) -> int:
-    from urbex.train.sft import sft
+    params = _with_flags(params, args, {"--run-name": "sft.run_name", "--steps": "sft.steps"})
+    from urbex.train.sft import sft  # torch: seconds to import, after the flags are checked
 
     r = sft(
         params,
         checkpoint=args.checkpoint,
-        run_name=args.run_name,
-        steps=args.steps,
+        run_name=params.sft.run_name,
+        steps=params.sft.steps,
         progress=not args.quiet,
     )
     print(
@@ -266,13 +333,36 @@ def _cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _global_options(parser: argparse.ArgumentParser, *, default: bool) -> None:
+    """The options every command takes, before or after its name.
+
+    The main parser holds the defaults; each command's copy has ``SUPPRESS`` defaults, so it
+    sets a value only when the option is given after the command.
+    """
+    none = argparse.SUPPRESS
+    parser.add_argument(
+        "--params",
+        type=Path,
+        default=None if default else none,
+        help="params file (default ./params.yaml)",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", default=False if default else none,
+        help="no progress bars",
+    )  # fmt: skip
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="urbex", description=__doc__.splitlines()[0])
-    p.add_argument("--params", type=Path, default=None, help="params file (default ./params.yaml)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    _global_options(p, default=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, default=False)
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("synth", help="write a synthetic data set in a real layout")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, parents=[common])
+
+    s = command("synth", help="write a synthetic data set in a real layout")
     s.add_argument(
         "out",
         nargs="?",
@@ -292,25 +382,25 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="regenerate even if up to date")
     s.set_defaults(func=_cmd_synth)
 
-    c = sub.add_parser("cache", help="build scene caches (and the warehouse scenes/instances)")
+    c = command("cache", help="build scene caches (and the warehouse scenes/instances)")
     c.add_argument("--scene", help="one scene id (default: all)")
     c.add_argument("--force", action="store_true", help="rebuild even if fresh")
     c.set_defaults(func=_cmd_cache)
 
-    lm = sub.add_parser("landmarks", help="landmark tables (checked with great-expectations)")
+    lm = command("landmarks", help="landmark tables (checked with great-expectations)")
     lm.set_defaults(func=_cmd_landmarks)
-    sp = sub.add_parser("splits", help="clean the annotations and split them (checked)")
+    sp = command("splits", help="clean the annotations and split them (checked)")
     sp.set_defaults(func=_cmd_splits)
-    sr = sub.add_parser("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
+    sr = command("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
     sr.set_defaults(func=_cmd_stpls3d_refer)
 
     from urbex.agents.registry import POLICY_NAMES
 
-    ev = sub.add_parser("evaluate", help="run a policy over a split; write episodes/steps/metrics")
+    ev = command("evaluate", help="run a policy over a split; write episodes/steps/metrics")
     ev.add_argument("--policy", choices=POLICY_NAMES, help="default: eval.policy in params")
     ev.add_argument(
         "--split",
-        choices=["train", "val", "test_nd", "test_no"],
+        choices=SPLIT_NAMES,
         help="default: eval.split in params",
     )
     ev.add_argument("--checkpoint", type=Path, help="LOCAL model directory (vlm/workflow)")
@@ -322,7 +412,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="landmark-availability run (default eval.landmark_perturbation); run id gets -lm_<tag>",
     )
     ev.set_defaults(func=_cmd_evaluate)
-    gr = sub.add_parser("ground", help="one query: its steps, answer and trajectory picture")
+    gr = command("ground", help="one query: its steps, answer and trajectory picture")
     gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
     gr.add_argument("--query", required=True, help="the description, free text")
     gr.add_argument("--policy", required=True, choices=POLICY_NAMES)
@@ -334,12 +424,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="output directory (default <assets>/ground/<scene>-<time>)"
     )
     gr.set_defaults(func=_cmd_ground)
-    rp = sub.add_parser("report", help="the Table-1-shaped comparison (Markdown + CSV)")
+    rp = command("report", help="the Table-1-shaped comparison (Markdown + CSV)")
     rp.set_defaults(func=_cmd_report)
-    dg = sub.add_parser("diagnose", help="the paper's diagnostic tables and plots (appendix D)")
+    dg = command("diagnose", help="the paper's diagnostic tables and plots (appendix D)")
     dg.set_defaults(func=_cmd_diagnose)
 
-    tr = sub.add_parser("train", help="GRPO-train a policy from a LOCAL checkpoint (trl)")
+    tr = command("train", help="GRPO-train a policy from a LOCAL checkpoint (trl)")
     tr.add_argument(
         "--checkpoint", type=Path, help="LOCAL base model dir (default train.checkpoint)"
     )
@@ -349,7 +439,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--max-steps", type=int, help="optimizer steps (default train.max_steps)")
     tr.set_defaults(func=_cmd_train)
 
-    tm = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
+    tm = command("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
     tm.add_argument("path", type=Path)
     tm.add_argument("--seed", type=int, default=0)
     tm.add_argument("--hidden", type=int, default=32, help="text hidden size")
@@ -368,13 +458,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     tm.set_defaults(func=_cmd_make_tiny_model)
 
-    sf = sub.add_parser("sft", help="SFT warm start on teacher (oracle) trajectories")
+    sf = command("sft", help="SFT warm start on teacher (oracle) trajectories")
     sf.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default sft.checkpoint)")
     sf.add_argument("--run-name", help="output <assets>/checkpoints/<name> (default sft.run_name)")
     sf.add_argument("--steps", type=int, help="optimizer steps (default sft.steps)")
     sf.set_defaults(func=_cmd_sft)
 
-    w = sub.add_parser("warehouse", help="refresh the DuckDB views and print row counts")
+    w = command("warehouse", help="refresh the DuckDB views and print row counts")
     w.set_defaults(func=_cmd_warehouse)
     return p
 

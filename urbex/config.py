@@ -2,21 +2,27 @@
 
 One :class:`Params` object carries every knob of every stage. The CLI, DVC stages and Dagster
 all build it with :func:`load_params`. Unknown keys are errors (a typo must not be ignored).
+
+Numbers and switches are strict: an int field takes an int (not ``true``, not ``"8"``, not
+``8.0``), a float field an int or a float (not ``true``, not ``"0.1"``), a bool field ``true``
+or ``false`` (not ``1``). YAML reads ``max_turns: true`` as a bool; coercing it to ``1`` would
+silently become a 1-turn budget.
 """
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from urbex.errors import ConfigError
-from urbex.layout import AssetLayout
+from urbex.layout import AssetLayout, safe_name
 
 __all__ = [
+    "SPLIT_NAMES",
     "AnnotationParams",
     "DataParams",
     "DiagnoseParams",
@@ -29,12 +35,25 @@ __all__ = [
     "PolicyParams",
     "SFTParams",
     "SceneParams",
+    "Split",
     "Stpls3dReferParams",
     "SynthParams",
     "TrainParams",
     "VLMParams",
     "load_params",
 ]
+
+#: A split of the cleaned queries (``urbex.annotations.splits.SPLITS``; ``--split`` choices).
+Split = Literal["train", "val", "test_nd", "test_no"]
+SPLIT_NAMES: tuple[str, ...] = get_args(Split)
+
+
+#: An int field: a bool, a float or a numeric string is an error (never coerced).
+Int = Annotated[int, Strict()]
+#: A float field: an int is accepted (YAML ``density: 20``), a bool or a string is an error.
+Float = Annotated[float, Strict()]
+#: A bool field: ``true``/``false`` only (``1`` or ``"yes"`` in quotes is an error).
+Bool = Annotated[bool, Strict()]
 
 
 class _Strict(BaseModel):
@@ -54,21 +73,21 @@ class DataParams(_Strict):
 
 
 class SynthParams(_Strict):
-    scenes: int = Field(5, ge=1)
-    seed: int = 0
-    density: float = Field(20.0, gt=0, description="points per m² of horizontal surface")
-    size: float = Field(160.0, ge=40, description="block side, metres")
-    las_copy: bool = True
-    stpls3d_scenes: int = Field(1, ge=0)
+    scenes: Int = Field(5, ge=1)
+    seed: Int = 0
+    density: Float = Field(20.0, gt=0, description="points per m² of horizontal surface")
+    size: Float = Field(160.0, ge=40, description="block side, metres")
+    las_copy: Bool = True
+    stpls3d_scenes: Int = Field(1, ge=0)
 
 
 class SceneParams(_Strict):
-    resolution: float = Field(0.1, gt=0, description="BEV metres per pixel")
-    cell_size: float = Field(8.0, gt=0, description="spatial-index cell side, metres")
-    global_view_size: int = Field(1024, ge=64)
-    hole_fill_iterations: int = Field(3, ge=0)
-    cog_export: bool = False
-    max_bev_megapixels: float = Field(
+    resolution: Float = Field(0.1, gt=0, description="BEV metres per pixel")
+    cell_size: Float = Field(8.0, gt=0, description="spatial-index cell side, metres")
+    global_view_size: Int = Field(1024, ge=64)
+    hole_fill_iterations: Int = Field(3, ge=0)
+    cog_export: Bool = False
+    max_bev_megapixels: Float = Field(
         600.0, gt=0, description="refuse BEV rasters larger than this (a units/extent guard)"
     )
 
@@ -80,24 +99,24 @@ class EnvParams(_Strict):
     image sizes). Distances are world metres; reward weights are dimensionless.
     """
 
-    max_turns: int = Field(8, ge=1, description="assistant-turn budget T_max")
-    global_view_size: tuple[int, int] = Field(
+    max_turns: Int = Field(8, ge=1, description="assistant-turn budget T_max")
+    global_view_size: tuple[Int, Int] = Field(
         (768, 768), description="[w, h] px of the global view"
     )
-    zoom_size: tuple[int, int] = Field((512, 512), description="[w, h] px of a zoom view")
-    oblique_size: tuple[int, int] = Field((512, 512), description="[w, h] px of an oblique view")
-    oblique_elevation_deg: float = Field(45.0, gt=0, le=90, description="default oblique elevation")
-    min_zoom_extent_m: float = Field(4.0, gt=0, description="smallest zoom window side, metres")
-    landmark_limit: int = Field(3, ge=1, description="landmark matches returned per query")
-    lambda_iou: float = Field(1.0, ge=0, description="terminal IoU weight")
-    lambda_dist: float = Field(0.5, ge=0, description="terminal exp(-d/tau) weight")
-    tau_m: float = Field(20.0, gt=0, description="distance scale tau, metres")
-    lambda_step: float = Field(0.1, ge=0, description="terminal step-cost weight (x T/T_max)")
-    zoom_shaping_scale: float = Field(0.05, ge=0, description="zoom shaping per tau of progress")
-    zoom_shaping_cap: float = Field(0.1, ge=0, description="|zoom shaping| cap per call")
-    oblique_shaping_scale: float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
-    oblique_shaping_cap: float = Field(0.1, ge=0, description="oblique shaping cap per call")
-    invalid_penalty: float = Field(0.1, ge=0, description="subtracted per invalid action")
+    zoom_size: tuple[Int, Int] = Field((512, 512), description="[w, h] px of a zoom view")
+    oblique_size: tuple[Int, Int] = Field((512, 512), description="[w, h] px of an oblique view")
+    oblique_elevation_deg: Float = Field(45.0, gt=0, le=90, description="default oblique elevation")
+    min_zoom_extent_m: Float = Field(4.0, gt=0, description="smallest zoom window side, metres")
+    landmark_limit: Int = Field(3, ge=1, description="landmark matches returned per query")
+    lambda_iou: Float = Field(1.0, ge=0, description="terminal IoU weight")
+    lambda_dist: Float = Field(0.5, ge=0, description="terminal exp(-d/tau) weight")
+    tau_m: Float = Field(20.0, gt=0, description="distance scale tau, metres")
+    lambda_step: Float = Field(0.1, ge=0, description="terminal step-cost weight (x T/T_max)")
+    zoom_shaping_scale: Float = Field(0.05, ge=0, description="zoom shaping per tau of progress")
+    zoom_shaping_cap: Float = Field(0.1, ge=0, description="|zoom shaping| cap per call")
+    oblique_shaping_scale: Float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
+    oblique_shaping_cap: Float = Field(0.1, ge=0, description="oblique shaping cap per call")
+    invalid_penalty: Float = Field(0.1, ge=0, description="subtracted per invalid action")
 
     @field_validator("global_view_size", "zoom_size", "oblique_size")
     @classmethod
@@ -110,14 +129,14 @@ class EnvParams(_Strict):
 class LandmarkParams(_Strict):
     """Landmark tables and name lookup (``urbex.landmarks``). Scores are 0–1; distances metres."""
 
-    threshold: float = Field(0.85, gt=0, le=1, description="min fuzzy score for found=True")
-    ambiguity_margin: float = Field(
+    threshold: Float = Field(0.85, gt=0, le=1, description="min fuzzy score for found=True")
+    ambiguity_margin: Float = Field(
         0.03, ge=0, le=1, description="a different name scoring within this of the best → not found"
     )
-    mention_threshold: float = Field(0.9, gt=0, le=1, description="min score of an n-gram mention")
-    limit: int = Field(5, ge=1, description="ranked candidates returned by a lookup")
-    use_geojson: bool = Field(True, description="also register <root>/landmarks/<scene>.geojson")
-    bounds_margin_m: float = Field(5.0, ge=0, description="tolerance of the inside-bounds check")
+    mention_threshold: Float = Field(0.9, gt=0, le=1, description="min score of an n-gram mention")
+    limit: Int = Field(5, ge=1, description="ranked candidates returned by a lookup")
+    use_geojson: Bool = Field(True, description="also register <root>/landmarks/<scene>.geojson")
+    bounds_margin_m: Float = Field(5.0, ge=0, description="tolerance of the inside-bounds check")
 
 
 class AnnotationParams(_Strict):
@@ -126,10 +145,10 @@ class AnnotationParams(_Strict):
     target_classes: list[str] = Field(
         ["Building", "Car", "Ground", "Parking"], description="object_name values kept"
     )
-    min_words: int = Field(3, ge=1, description="fewer words → dropped as too_short")
-    min_distinct_words: int = Field(3, ge=1, description="fewer distinct words → non_informative")
-    min_chars: int = Field(10, ge=1, description="quality bound on description length")
-    max_chars: int = Field(2000, ge=1, description="quality bound on description length")
+    min_words: Int = Field(3, ge=1, description="fewer words → dropped as too_short")
+    min_distinct_words: Int = Field(3, ge=1, description="fewer distinct words → non_informative")
+    min_chars: Int = Field(10, ge=1, description="quality bound on description length")
+    max_chars: Int = Field(2000, ge=1, description="quality bound on description length")
     non_informative: list[str] = Field(
         [
             "n/a",
@@ -148,8 +167,8 @@ class AnnotationParams(_Strict):
         ],
         description="whole descriptions (normalised) that carry no content",
     )
-    seed: int = 0
-    nd_fraction: float = Field(
+    seed: Int = 0
+    nd_fraction: Float = Field(
         0.2, ge=0, lt=1, description="share of training-scene descriptions → test_nd"
     )
     val_scenes: list[str] | None = Field(None, description="null: scenes of CityRefer_val.json")
@@ -162,57 +181,57 @@ class Stpls3dReferParams(_Strict):
     """STPLS3D-Refer construction (``urbex.annotations.stpls3d_refer``). Lengths in metres."""
 
     scenes: list[str] | None = Field(None, description="STPLS3D scene ids (null = all found)")
-    building_classes: list[int] = Field(
+    building_classes: list[Int] = Field(
         [1], description="STPLS3D semantic ids clustered as buildings"
     )
-    vehicle_classes: list[int] = Field(
+    vehicle_classes: list[Int] = Field(
         [5, 6], description="STPLS3D semantic ids clustered as vehicles"
     )
-    building_cell_m: float = Field(0.75, gt=0, description="occupancy-grid cell for buildings")
-    vehicle_cell_m: float = Field(0.5, gt=0, description="occupancy-grid cell for vehicles")
-    building_closing: int = Field(1, ge=0, description="binary closing passes before labelling")
-    vehicle_closing: int = Field(0, ge=0, description="binary closing passes before labelling")
-    building_min_points: int = Field(100, ge=1)
-    vehicle_min_points: int = Field(15, ge=1)
-    building_min_area_m2: float = Field(20.0, ge=0, description="min XY box area of a building")
-    vehicle_length_m: tuple[float, float] = Field((2.0, 14.0), description="[min, max] long side")
-    vehicle_footprint_m2: float = Field(
+    building_cell_m: Float = Field(0.75, gt=0, description="occupancy-grid cell for buildings")
+    vehicle_cell_m: Float = Field(0.5, gt=0, description="occupancy-grid cell for vehicles")
+    building_closing: Int = Field(1, ge=0, description="binary closing passes before labelling")
+    vehicle_closing: Int = Field(0, ge=0, description="binary closing passes before labelling")
+    building_min_points: Int = Field(100, ge=1)
+    vehicle_min_points: Int = Field(15, ge=1)
+    building_min_area_m2: Float = Field(20.0, ge=0, description="min XY box area of a building")
+    vehicle_length_m: tuple[Float, Float] = Field((2.0, 14.0), description="[min, max] long side")
+    vehicle_footprint_m2: Float = Field(
         11.0,
         ge=0,
         description="area per parked vehicle incl. gap; merged rows are split by k-means (0 = off)",
     )
-    max_expressions_per_target: int = Field(2, ge=1)
-    landmark_max_distance_m: float = Field(120.0, gt=0, description="farthest landmark referred to")
+    max_expressions_per_target: Int = Field(2, ge=1)
+    landmark_max_distance_m: Float = Field(120.0, gt=0, description="farthest landmark referred to")
     crs: str | None = Field(None, description="scene CRS override (null: from the data set)")
-    offset: tuple[float, float, float] | None = Field(None, description="scene offset override")
+    offset: tuple[Float, Float, Float] | None = Field(None, description="scene offset override")
 
 
 class EvalParams(_Strict):
     """The evaluation runner and report (``urbex.eval``). Times are seconds."""
 
     policy: str = Field("landmark_prior", description="default policy of `urbex evaluate`")
-    split: str = Field("test_no", description="default split of `urbex evaluate`")
-    limit: int | None = Field(
+    split: Split = Field("test_no", description="default split of `urbex evaluate`")
+    limit: Int | None = Field(
         None, ge=1, description="evaluate a seeded sample of this many queries"
     )
-    sample_seed: int = Field(0, description="seeds the sample drawn when limit is set")
-    seed: int = Field(0, description="base of the per-episode seeds (policy sampling, env RNG)")
-    chunk_size: int = Field(
+    sample_seed: Int = Field(0, description="seeds the sample drawn when limit is set")
+    seed: Int = Field(0, description="base of the per-episode seeds (policy sampling, env RNG)")
+    chunk_size: Int = Field(
         16, ge=1, description="episodes per Parquet shard (the resume granularity)"
     )
-    workers: int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
-    parallel_min_episodes: int = Field(
+    workers: Int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
+    parallel_min_episodes: Int = Field(
         2000,
         ge=1,
         description="fewer pending episodes run in-process (a process pool costs seconds to start)",
     )
-    episode_timeout_s: float = Field(600.0, gt=0, description="wall-clock limit of one episode")
+    episode_timeout_s: Float = Field(600.0, gt=0, description="wall-clock limit of one episode")
     candidate_classes: list[str] | None = Field(
         None,
         description="GT instance classes ranked for Hit@k (null = every instance of the scene)",
     )
-    point_metrics: bool = Field(True, description="compute point precision/recall/F1")
-    report_splits: list[str] = Field(
+    point_metrics: Bool = Field(True, description="compute point precision/recall/F1")
+    report_splits: list[Split] = Field(
         ["test_nd", "test_no"], description="column groups of the report"
     )
     report_metrics: list[str] = Field(
@@ -225,26 +244,26 @@ class EvalParams(_Strict):
         "landmark by landmark_noise_m; missing = drop the landmarks the query mentions; "
         "wrong = swap landmark positions within a scene",
     )
-    landmark_noise_m: float = Field(
+    landmark_noise_m: Float = Field(
         10.0, gt=0, description="length of the seeded 2D offset of the noise perturbation, m"
     )
-    landmark_perturbation_seed: int = Field(0, description="seeds the noise / wrong perturbation")
+    landmark_perturbation_seed: Int = Field(0, description="seeds the noise / wrong perturbation")
 
 
 class DiagnoseParams(_Strict):
     """The diagnostic tables of ``urbex diagnose`` (``urbex.eval.diagnostics``). Metres."""
 
-    distractor_radius_m: float = Field(
+    distractor_radius_m: Float = Field(
         50.0, gt=0, description="same-class GT instances within this BEV centre distance count"
     )
-    distractor_bins: list[int] = Field(
+    distractor_bins: list[Int] = Field(
         [1, 5, 10], description="lower edges of the distractor-count bins after 0 (0, 1-4, ...)"
     )
-    distance_bins_m: list[float] = Field(
+    distance_bins_m: list[Float] = Field(
         [50.0, 100.0, 200.0],
         description="edges of the target-to-mentioned-landmark distance bins, m",
     )
-    area_ratio_bins: list[float] = Field(
+    area_ratio_bins: list[Float] = Field(
         [0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
         description="edges of the predicted/target area-ratio histogram (plot)",
     )
@@ -261,13 +280,13 @@ class PolicyParams(_Strict):
     """Policies (``urbex.agents``): which model backs ``workflow``/``no_tools``, heuristic knobs."""
 
     backend: Literal["vlm", "openai"] = Field("vlm", description="model behind workflow / no_tools")
-    prior_gap_m: float = Field(
+    prior_gap_m: Float = Field(
         4.0, ge=0, description="landmark_prior: gap between landmark and target, m"
     )
-    class_sizes: dict[str, tuple[float, float]] | None = Field(
+    class_sizes: dict[str, tuple[Float, Float]] | None = Field(
         None, description="landmark_prior: [dx, dy] metres per class (null = train-split means)"
     )
-    workflow_redirects: int = Field(
+    workflow_redirects: Int = Field(
         1, ge=0, description="workflow: re-asks before rejecting a turn"
     )
 
@@ -280,12 +299,12 @@ class VLMParams(_Strict):
     )
     device: str = Field("cpu", description="torch device: cpu, cuda, cuda:1, ...")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
-    max_new_tokens: int = Field(256, ge=1)
-    do_sample: bool = Field(False, description="false = greedy")
-    temperature: float = Field(0.7, gt=0)
-    top_p: float = Field(0.95, gt=0, le=1)
-    batch_size: int = Field(1, ge=1, description="episodes generated together (lockstep)")
-    template_tools: bool = Field(True, description="pass the tool schemas to the chat template")
+    max_new_tokens: Int = Field(256, ge=1)
+    do_sample: Bool = Field(False, description="false = greedy")
+    temperature: Float = Field(0.7, gt=0)
+    top_p: Float = Field(0.95, gt=0, le=1)
+    batch_size: Int = Field(1, ge=1, description="episodes generated together (lockstep)")
+    template_tools: Bool = Field(True, description="pass the tool schemas to the chat template")
 
 
 class OpenAIParams(_Strict):
@@ -296,11 +315,11 @@ class OpenAIParams(_Strict):
     api_key_env: str | None = Field(
         "OPENAI_API_KEY", description="NAME of the env var holding the key (read at call time)"
     )
-    timeout_s: float = Field(120.0, gt=0, description="per request")
-    max_retries: int = Field(4, ge=0, description="retries on 5xx / 429 / timeouts")
-    backoff_s: float = Field(1.0, ge=0, description="first retry delay, doubled each retry")
-    max_tokens: int = Field(1024, ge=1)
-    temperature: float = Field(0.0, ge=0)
+    timeout_s: Float = Field(120.0, gt=0, description="per request")
+    max_retries: Int = Field(4, ge=0, description="retries on 5xx / 429 / timeouts")
+    backoff_s: Float = Field(1.0, ge=0, description="first retry delay, doubled each retry")
+    max_tokens: Int = Field(1024, ge=1)
+    temperature: Float = Field(0.0, ge=0)
     image_format: Literal["png", "jpeg"] = "png"
 
 
@@ -315,34 +334,38 @@ class TrainParams(_Strict):
     checkpoint: Path | None = Field(
         None, description="LOCAL base model dir (--checkpoint overrides); never downloaded"
     )
-    split: str = Field("train", description="split whose queries are the training prompts")
+    split: Split = Field("train", description="split whose queries are the training prompts")
     run_name: str = Field(
         "grpo",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
         description="output: <assets>/checkpoints/<run_name>/",
     )
-    max_steps: int = Field(300, ge=1, description="optimizer steps")
-    learning_rate: float = Field(1e-6, gt=0)
-    num_generations: int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
-    per_device_train_batch_size: int = Field(8, ge=1, description="rollouts per device per step")
-    gradient_accumulation_steps: int = Field(1, ge=1)
-    max_completion_length: int = Field(
+    max_steps: Int = Field(300, ge=1, description="optimizer steps")
+    learning_rate: Float = Field(1e-6, gt=0)
+    num_generations: Int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
+    per_device_train_batch_size: Int = Field(8, ge=1, description="rollouts per device per step")
+    gradient_accumulation_steps: Int = Field(1, ge=1)
+    max_completion_length: Int = Field(
         4096, ge=1, description="tokens of a whole episode, tool-image tokens included"
     )
-    temperature: float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
-    beta: float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
+    temperature: Float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
+    beta: Float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
     loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = (
         Field("dapo", description="trl GRPOConfig.loss_type (trl 1.16 accepts exactly these)")
     )
-    seed: int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
-    save_steps: int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
-    logging_steps: int = Field(1, ge=1)
+    seed: Int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
+    save_steps: Int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
+    logging_steps: Int = Field(1, ge=1)
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="auto = cuda when available; cpu forces use_cpu and fp32"
     )
-    bf16: bool = Field(True, description="bf16 mixed precision (cuda only)")
-    gradient_checkpointing: bool = Field(True, description="activation checkpointing (cuda only)")
-    limit: int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+    bf16: Bool = Field(True, description="bf16 mixed precision (cuda only)")
+    gradient_checkpointing: Bool = Field(True, description="activation checkpointing (cuda only)")
+    limit: Int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe_run_name(cls, v: str) -> str:
+        return safe_name(v, what="run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
 class SFTParams(_Strict):
@@ -355,22 +378,23 @@ class SFTParams(_Strict):
     checkpoint: Path | None = Field(
         None, description="LOCAL base model dir (--checkpoint overrides); never downloaded"
     )
-    split: str = Field("train", description="split whose queries the teacher plays")
-    per_query: int = Field(2, ge=1, description="seeded teacher paths per query")
-    limit: int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
-    run_name: str = Field(
-        "sft",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
-        description="output: <assets>/checkpoints/<run_name>/",
-    )
-    steps: int = Field(200, ge=1, description="optimizer steps")
-    batch_size: int = Field(8, ge=1, description="conversations per step")
-    learning_rate: float = Field(2e-3, gt=0)
-    warmup_steps: int = Field(10, ge=0)
-    max_length: int | None = Field(
+    split: Split = Field("train", description="split whose queries the teacher plays")
+    per_query: Int = Field(2, ge=1, description="seeded teacher paths per query")
+    limit: Int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
+    run_name: str = Field("sft", description="output: <assets>/checkpoints/<run_name>/")
+    steps: Int = Field(200, ge=1, description="optimizer steps")
+    batch_size: Int = Field(8, ge=1, description="conversations per step")
+    learning_rate: Float = Field(2e-3, gt=0)
+    warmup_steps: Int = Field(10, ge=0)
+    max_length: Int | None = Field(
         4096, ge=1, description="longest rendered conversation, tokens (image pads included)"
     )
-    seed: int = Field(0, description="teacher paths, example order and torch seed")
+    seed: Int = Field(0, description="teacher paths, example order and torch seed")
+
+    @field_validator("run_name")
+    @classmethod
+    def _safe_run_name(cls, v: str) -> str:
+        return safe_name(v, what="sft.run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
 class Params(_Strict):

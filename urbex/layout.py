@@ -48,6 +48,7 @@ __all__ = [
     "SCENE_ROW_FILE",
     "AssetLayout",
     "plain_name",
+    "safe_name",
 ]
 
 #: Files of a scene cache directory (the builder writes them into a staging directory first).
@@ -77,6 +78,35 @@ def plain_name(name: str, *, what: str) -> str:
     return name
 
 
+def safe_name(name: str, *, what: str) -> str:
+    """``name`` if it is a safe name, else a ``ValueError`` naming ``what``.
+
+    The one rule for names urbex derives or lets the user choose (run ids, checkpoint names,
+    ``train.run_name``): letters, digits (``str.isalnum``), ``-``, ``_`` and ``.``, starting
+    with a letter or a digit, so never empty, ``.``, ``..``, a hidden name or one that reads as
+    a flag. Derived run ids (:attr:`urbex.eval.runspec.RunSpec.run_id`) keep to it: other
+    characters of a checkpoint name become ``_``. Scene ids, found in a data set, only need
+    :func:`plain_name`.
+
+    >>> safe_name("oracle-test_no.v2", what="run_id")
+    'oracle-test_no.v2'
+    >>> safe_name("..", what="--run-id")
+    Traceback (most recent call last):
+    ...
+    ValueError: --run-id: expected a safe name (letters, digits, '-', '_', '.', ...), got '..'
+    """
+    if not (
+        isinstance(name, str)
+        and name[:1].isalnum()
+        and all(c.isalnum() or c in "-_." for c in name)
+    ):
+        raise ValueError(
+            f"{what}: expected a safe name (letters, digits, '-', '_', '.', starting with a "
+            f"letter or digit; not empty, '.' or '..'), got {name!r}"
+        )
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class AssetLayout:
     """The published paths under one assets root.
@@ -89,7 +119,8 @@ class AssetLayout:
         a name is ``"*"``.
 
     Every ``name`` argument (scene id, run id, checkpoint name, quality suite) must be one plain
-    path component; anything else raises ``ValueError``.
+    path component; anything else raises ``ValueError``. Run ids and checkpoint names must
+    moreover follow :func:`safe_name` (in the :meth:`relative` layout, ``"*"`` too: a glob).
     """
 
     root: Path
@@ -106,6 +137,12 @@ class AssetLayout:
     def relative(cls) -> AssetLayout:
         """The layout relative to the assets root (paths like ``scenes/*/scene.parquet``)."""
         return cls(Path())
+
+    def _safe(self, name: str, *, what: str) -> str:
+        """:func:`safe_name`, or ``"*"`` in the relative layout (a warehouse glob)."""
+        if name == "*" and self.root == Path():
+            return name
+        return safe_name(name, what=what)
 
     # ---------------------------------------------------------------- raw data
     @property
@@ -212,7 +249,7 @@ class AssetLayout:
 
     def checkpoint(self, name: str) -> Path:
         """``checkpoints/<name>``: one trained checkpoint (model, processor, train log)."""
-        return self.checkpoints / plain_name(name, what="checkpoint name")
+        return self.checkpoints / self._safe(name, what="checkpoint name")
 
     # ---------------------------------------------------------------- evaluation
     @property
@@ -226,8 +263,8 @@ class AssetLayout:
         return self.eval / "runs"
 
     def run(self, run_id: str) -> Path:
-        """``eval/runs/<run_id>`` (``run_id`` must be a plain name)."""
-        return self.runs / plain_name(run_id, what="run_id")
+        """``eval/runs/<run_id>`` (``run_id`` must be a :func:`safe_name`)."""
+        return self.runs / self._safe(run_id, what="run_id")
 
     def run_json(self, run_id: str) -> Path:
         """``eval/runs/<run_id>/run.json``: what was run and its status."""
