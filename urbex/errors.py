@@ -19,6 +19,7 @@ __all__ = [
     "LandmarkError",
     "PointCloudFormatError",
     "PolicyError",
+    "PolicyTimeoutError",
     "StaleCacheError",
     "ToolCallError",
     "UrbexError",
@@ -103,3 +104,13 @@ class PolicyError(UrbexError):
     """A policy backend failed: a model endpoint kept failing or refused the request, or a local
     checkpoint is missing or unreadable. The message names the endpoint/checkpoint and the status,
     never a credential."""
+
+
+class PolicyTimeoutError(PolicyError):
+    """A policy could not reply before the episode's deadline (``eval.episode_timeout_s``).
+
+    Raised by a policy that waits on something (a model server) instead of waiting past the
+    ``deadline`` given to :meth:`~urbex.agents.base.Policy.begin_episode`. The episode loop
+    (:func:`urbex.eval.play.play_episode`) catches exactly this error and ends the episode
+    unanswered with ``stop_reason == "timeout"``; it never fails a run.
+    """
