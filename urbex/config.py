@@ -315,7 +315,12 @@ class OpenAIParams(_Strict):
     api_key_env: str | None = Field(
         "OPENAI_API_KEY", description="NAME of the env var holding the key (read at call time)"
     )
-    timeout_s: Float = Field(120.0, gt=0, description="per request")
+    timeout_s: Float = Field(
+        120.0,
+        gt=0,
+        description="total per request: connect + read + every retry and backoff (the episode's "
+        "eval.episode_timeout_s bounds it too)",
+    )
     max_retries: Int = Field(4, ge=0, description="retries on 5xx / 429 / timeouts")
     backoff_s: Float = Field(1.0, ge=0, description="first retry delay, doubled each retry")
     max_tokens: Int = Field(1024, ge=1)

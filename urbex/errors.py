@@ -20,6 +20,7 @@ __all__ = [
     "LandmarkError",
     "PointCloudFormatError",
     "PolicyError",
+    "PolicyTimeoutError",
     "RunLockedError",
     "StaleCacheError",
     "ToolCallError",
@@ -115,3 +116,13 @@ class RunLockedError(UrbexError):
 class DuplicateEpisodesError(UrbexError):
     """An evaluation run holds several episodes of one query (e.g. two writers played it); its
     rows would count twice in every table."""
+
+
+class PolicyTimeoutError(PolicyError):
+    """A policy could not reply before the episode's deadline (``eval.episode_timeout_s``).
+
+    Raised by a policy that waits on something (a model server) instead of waiting past the
+    ``deadline`` given to :meth:`~urbex.agents.base.Policy.begin_episode`. The episode loop
+    (:func:`urbex.eval.play.play_episode`) catches exactly this error and ends the episode
+    unanswered with ``stop_reason == "timeout"``; it never fails a run.
+    """

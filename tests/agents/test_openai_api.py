@@ -10,9 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
+from tests.agents.stall_server import silent_server, trickle_server
 from urbex.agents.openai_api import OpenAIPolicy, from_openai_message, to_openai_messages
 from urbex.env.protocol import Answer, ToolCall, parse_action
-from urbex.errors import ConfigError, PolicyError
+from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 
 SECRET = "sk-test-DO-NOT-LEAK-123"
 
@@ -167,12 +168,85 @@ def test_openai_act_retries_5xx_then_succeeds(server, monkeypatch):
     assert len(server.requests) == 3 and slept == [0.5, 1.0]
 
 
-def test_openai_act_timeout_retries_then_raises(server, monkeypatch):
+def test_openai_act_timeout_is_one_total_deadline_not_one_per_attempt(server, monkeypatch):
+    # timeout_s bounds the whole request: the late first attempt uses it up, no retry follows
     monkeypatch.setenv("URBEX_TEST_KEY", SECRET)
     server.replies += [(200, _reply({"content": "late"}), 1.0)] * 2
-    pol = _policy(server.url, timeout_s=0.2, max_retries=1)
-    with pytest.raises(PolicyError, match=r"after 2 attempts.*Timeout"):
+    pol = _policy(server.url, timeout_s=0.3, max_retries=1)
+    t = time.monotonic()
+    with pytest.raises(PolicyError, match=r"within openai.timeout_s = 0.3 s in total.*Timeout"):
         pol.act(*_conversation())
+    assert time.monotonic() - t < 0.9  # a bound (0.3 s + slack), not a benchmark
+    assert pol.n_requests == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded waits: servers that never answer (tests/agents/stall_server.py); time assertions are
+# generous upper bounds (shared CI machines), far below what an unbounded wait takes
+# ---------------------------------------------------------------------------------------------
+
+
+def _keyless(url, **kw):
+    kw.setdefault("sleep", lambda s: None)
+    return OpenAIPolicy(base_url=url, model="m", api_key_env=None, **kw)
+
+
+def test_openai_act_silent_server_costs_timeout_s_in_total_whatever_the_retries():
+    # before: 1 s per attempt × 5 attempts + 0.5+1+2+4 s of backoff = 12.5 s
+    with silent_server() as url:
+        pol = _keyless(url, timeout_s=1.0, max_retries=4, backoff_s=0.5, sleep=time.sleep)
+        t = time.monotonic()
+        with pytest.raises(PolicyError, match=r"within openai.timeout_s = 1 s in total") as ei:
+            pol.act(*_conversation())
+        elapsed = time.monotonic() - t
+        pol.close()
+    assert not isinstance(ei.value, PolicyTimeoutError)  # no episode deadline was given
+    assert 0.9 < elapsed < 4.0
+
+
+def test_openai_act_trickling_server_is_bounded_by_timeout_s():
+    # a byte every 50 ms keeps every socket read alive: httpx's per-operation timeouts alone
+    # would wait as long as the server trickles (20 s here, forever in the wild)
+    with trickle_server(every_s=0.05) as url:
+        pol = _keyless(url, timeout_s=1.0, max_retries=2, backoff_s=0.1, sleep=time.sleep)
+        t = time.monotonic()
+        with pytest.raises(PolicyError, match="in total"):
+            pol.act(*_conversation())
+        elapsed = time.monotonic() - t
+        pol.close()
+    assert elapsed < 4.0
+
+
+def test_openai_act_waits_no_longer_than_the_episode_deadline():
+    with silent_server() as url:
+        pol = _keyless(url, timeout_s=30.0, max_retries=4, sleep=time.sleep)
+        pol.begin_episode(seed=0, deadline=time.monotonic() + 1.0)
+        t = time.monotonic()
+        with pytest.raises(PolicyTimeoutError, match="episode's deadline"):
+            pol.act(*_conversation())
+        elapsed = time.monotonic() - t
+        pol.close()
+    assert 0.9 < elapsed < 4.0  # before: 30 s per attempt, 5 attempts
+
+
+def test_openai_act_past_the_episode_deadline_sends_nothing(server):
+    pol = _keyless(server.url)
+    pol.begin_episode(seed=0, deadline=time.monotonic() - 1.0)
+    with pytest.raises(PolicyTimeoutError, match="0 attempts"):
+        pol.act(*_conversation())
+    assert server.requests == []
+    pol.begin_episode(seed=1)  # the next episode has no deadline: the request is made
+    server.replies.append((200, _reply({"content": "hi"}), 0))
+    assert pol.act(*_conversation()) == "hi"
+
+
+def test_openai_act_no_retry_whose_backoff_ends_past_the_deadline(server):
+    server.replies += [(503, {"error": "busy"}, 0)] * 5
+    slept: list[float] = []
+    pol = _keyless(server.url, timeout_s=2.0, max_retries=4, backoff_s=5.0, sleep=slept.append)
+    with pytest.raises(PolicyError, match=r"in total \(1 attempt,.*HTTP 503"):
+        pol.act(*_conversation())
+    assert slept == [] and len(server.requests) == 1
 
 
 def test_openai_act_client_error_raises_without_key(server, monkeypatch):

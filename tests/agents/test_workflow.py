@@ -96,11 +96,13 @@ def test_workflow_rejects_bad_steps():
         WorkflowPolicy(Scripted(), steps=("zoom_in",))
 
 
-def test_workflow_forwards_episode_seed():
+def test_workflow_forwards_episode_seed_and_deadline():
     class Seeded(Scripted):
-        def begin_episode(self, *, seed):
-            self.seed = seed
+        def begin_episode(self, *, seed, deadline=None):
+            self.seed, self.deadline = seed, deadline
 
     inner = Seeded()
     WorkflowPolicy(inner).begin_episode(seed=11)
-    assert inner.seed == 11
+    assert inner.seed == 11 and inner.deadline is None
+    WorkflowPolicy(inner).begin_episode(seed=12, deadline=123.0)
+    assert (inner.seed, inner.deadline) == (12, 123.0)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.env.envfixtures import play_scored
+from tests.agents.stall_server import silent_server
+from tests.env.envfixtures import build_eval_project, play_scored
 from urbex.agents import OraclePolicy
 from urbex.agents.base import Policy, PolicyBase
-from urbex.config import EnvParams
+from urbex.agents.openai_api import OpenAIPolicy
+from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.episode import GroundingEnv
+from urbex.errors import PolicyError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectory_metrics
 from urbex.eval.play import play_batch, play_episode
@@ -27,11 +32,13 @@ class Scripted(PolicyBase):
     def __init__(self, *texts: str, lists_tools: bool = False) -> None:
         self.texts = list(texts)
         self.seeds: list[int] = []
+        self.deadlines: list[float | None] = []
         self.shown: list[int] = []
         self.template_lists_tools = lists_tools
 
-    def begin_episode(self, *, seed: int) -> None:
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         self.seeds.append(seed)
+        self.deadlines.append(deadline)
 
     def act(self, messages, images):
         assert sum(m["role"] == "user" for m in messages) == len(self.shown) + 1
@@ -170,3 +177,103 @@ def test_parquet_rows_are_projections_of_the_trajectory(env, city):
     assert rows[2].latency_s == pytest.approx(traj.steps[2].policy_s + traj.steps[2].env_s)
     # every StepRow field is filled from the record (none silently defaulted)
     assert {f.name for f in fields(StepRow)} <= set(rows[1].to_row())
+
+
+# ---------------------------------------------------------------------------------------------
+# the episode timeout during a request: a policy waiting on a server that never answers
+# (tests/agents/stall_server.py). Time assertions are generous upper bounds (shared machines),
+# far below the unbounded wait (openai.timeout_s 30 s × 5 attempts here).
+# ---------------------------------------------------------------------------------------------
+
+
+def _silent_policy(url: str) -> OpenAIPolicy:
+    return OpenAIPolicy(base_url=url, model="m", api_key_env=None, timeout_s=30.0, max_retries=4)
+
+
+def test_the_loop_gives_the_policy_the_episode_deadline(env, city):
+    q = city[2][0]
+    answer = '<answer>{"view_id": "global", "bbox_2d": [0, 0, 10, 10]}</answer>'
+    timed, untimed = Scripted(answer), Scripted(answer)
+    t = time.monotonic()
+    play_episode(env, timed, q, seed=0, timeout_s=5.0)
+    play_episode(env, untimed, q, seed=0)  # no budget: no deadline
+    assert timed.deadlines[0] == pytest.approx(t + 5.0, abs=0.5)
+    assert untimed.deadlines == [None]
+
+
+def test_play_episode_silent_server_ends_at_the_episode_timeout(city):
+    cache, index, queries = city
+    env = GroundingEnv(EnvParams(global_view_size=(128, 128)), lambda s: cache, index)
+    with silent_server() as url:
+        pol = _silent_policy(url)
+        t = time.monotonic()
+        traj = play_episode(env, pol, queries[0], seed=0, timeout_s=1.0)
+        elapsed = time.monotonic() - t
+        pol.close()
+    o = traj.outcome
+    assert o.stop_reason == "timeout" and not o.answered and o.turns == 0 and traj.steps == ()
+    assert env.done and 0.9 < elapsed < 5.0
+    assert traj.latency_s >= 1.0
+
+
+class _Raises(PolicyBase):
+    """Raises ``error`` on every turn (``act`` and ``act_batch``)."""
+
+    max_batch = 4
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def act(self, messages, images):
+        raise self.error
+
+    def act_batch(self, batch_messages, batch_images):
+        raise self.error
+
+
+def test_play_batch_round_past_the_deadline_times_out_every_episode(city):
+    cache, index, queries = city
+    envs = [GroundingEnv(EnvParams(), lambda s: cache, index) for _ in range(2)]
+    pol = _Raises(PolicyTimeoutError("no reply before the episode's deadline"))
+    trajs = play_batch(envs, pol, queries[:2], seeds=[1, 2], timeout_s=1.0)
+    assert [t.outcome.stop_reason for t in trajs] == ["timeout", "timeout"]
+    assert all(not t.outcome.answered and t.steps == () for t in trajs) and all(
+        e.done for e in envs
+    )
+
+
+def test_play_other_policy_errors_propagate(env, city):
+    err = PolicyError("HTTP 401: bad key")
+    with pytest.raises(PolicyError, match="HTTP 401"):
+        play_episode(env, _Raises(err), city[2][0], seed=0, timeout_s=1.0)
+    envs = [GroundingEnv(EnvParams(), lambda s: city[0], city[1]) for _ in range(2)]
+    with pytest.raises(PolicyError, match="HTTP 401"):
+        play_batch(envs, _Raises(err), city[2][:2], seeds=[1, 2], timeout_s=1.0)
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory) -> Path:
+    """The two-scene synthetic project of tests/eval/test_runner.py."""
+    return build_eval_project(tmp_path_factory.mktemp("project"))
+
+
+def test_evaluate_silent_server_records_every_episode_as_timed_out(assets):
+    from urbex.eval.episodes import read_episodes, read_steps
+    from urbex.eval.runner import evaluate
+
+    p = Params(paths={"assets": assets}, eval={"workers": 1, "episode_timeout_s": 1.0})
+    with silent_server() as url:
+        pol = _silent_policy(url)
+        t = time.monotonic()
+        r = evaluate(
+            p, policy="openai", split="test_no", run_id="silent", limit=2, progress=False,
+            policy_obj=pol, refresh=False,
+        )  # fmt: skip
+        elapsed = time.monotonic() - t
+        pol.close()
+    ep = read_episodes(r.run_dir)
+    assert r.n_played == 2 and ep.height == 2
+    assert ep["timed_out"].all() and (ep["stop_reason"] == "timeout").all()
+    assert not ep["valid_answer"].any() and (ep["turns"] == 0).all()
+    assert read_steps(r.run_dir).height == 0 and r.metrics["hit1"][0] == 0.0
+    assert elapsed < 15.0  # two episodes of 1 s each, plus the untimed scene warm-ups

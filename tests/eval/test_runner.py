@@ -123,7 +123,7 @@ class _Flaky(PolicyBase):
     def __init__(self, inner):
         self.inner, self.n = inner, 0
 
-    def begin_episode(self, *, seed: int) -> None:
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         self.n += 1
         if _Flaky.armed and self.n == 5:
             raise RuntimeError("injected failure")

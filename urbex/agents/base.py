@@ -5,7 +5,9 @@ Messages follow the chat format transformers/trl use: ``{"role": "system"|"user"
 separately, in the order their ``{"type": "image"}`` placeholders appear.
 
 Episodes are played by one loop, :func:`urbex.eval.play.play_episode` (and its lockstep form
-:func:`urbex.eval.play.play_batch`); it calls only what :class:`Policy` declares.
+:func:`urbex.eval.play.play_batch`); it calls only what :class:`Policy` declares. The loop
+gives each episode a deadline (``begin_episode(deadline=...)``); a policy that cannot reply
+before it raises :class:`~urbex.errors.PolicyTimeoutError` and the episode ends as timed out.
 """
 
 from __future__ import annotations
@@ -38,8 +40,20 @@ class Policy(Protocol):
     @property
     def max_batch(self) -> int: ...
 
-    def begin_episode(self, *, seed: int) -> None:
-        """Called before each episode with its seed (sampling policies seed from it)."""
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        """Called before each episode with its seed and deadline.
+
+        Parameters
+        ----------
+        seed
+            The episode seed (sampling policies seed from it).
+        deadline
+            The instant the episode must end by, on the :func:`time.monotonic` clock, seconds
+            (``t0 + eval.episode_timeout_s``); None = no deadline. A policy that waits on
+            something (a model server) must not wait past it: it raises
+            :class:`~urbex.errors.PolicyTimeoutError`, and the loop ends the episode as timed
+            out. A local policy may ignore it (the loop also checks the budget between turns).
+        """
         ...
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str: ...
@@ -69,8 +83,10 @@ class PolicyBase(ABC):
     template_lists_tools: bool = False
     max_batch: int = 1
 
-    def begin_episode(self, *, seed: int) -> None:  # noqa: B027 (a no-op default hook)
-        """No per-episode state by default."""
+    def begin_episode(  # noqa: B027 (a no-op default hook)
+        self, *, seed: int, deadline: float | None = None
+    ) -> None:
+        """No per-episode state by default (the seed and the deadline are ignored)."""
 
     @abstractmethod
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:

@@ -26,12 +26,13 @@ import io
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from urbex.agents.base import PolicyBase
-from urbex.errors import ConfigError, PolicyError
+from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 
 if TYPE_CHECKING:
     import httpx
@@ -233,9 +234,14 @@ class OpenAIPolicy(PolicyBase):
         NAME of the environment variable holding the key, read at every request; None for
         keyless endpoints (a local vLLM server).
     timeout_s, max_retries, backoff_s
-        Per-request timeout; retries on 408/409/425/429/5xx, timeouts and dropped connections,
-        sleeping ``backoff_s · 2**attempt`` (or the server's ``Retry-After``), at most 60 s.
-        ``timeout_s`` bounds each phase of a request (connect, write, each read), as httpx does.
+        One total deadline per :meth:`act`, seconds: connect, write, read, every retry and
+        every backoff sleep together never take longer than ``timeout_s``, whatever the
+        server does (a server that accepts and never answers, or trickles bytes, included).
+        Retries on 408/409/425/429/5xx, timeouts and dropped connections, sleeping
+        ``backoff_s · 2**attempt`` (or the server's ``Retry-After``), at most 60 s; a retry
+        whose sleep would end past the deadline is not made. The episode's deadline
+        (:meth:`begin_episode`) bounds a request too: one that cannot finish before it raises
+        :class:`~urbex.errors.PolicyTimeoutError`.
     max_tokens, temperature, image_format
         Generation settings and the data-URL image format.
     tool_names
@@ -280,6 +286,7 @@ class OpenAIPolicy(PolicyBase):
         self.image_format = image_format
         self.tool_names = tool_names
         self.seed: int | None = None
+        self.deadline: float | None = None
         self._sleep = sleep
         self._client: httpx.Client | None = None
         self.n_requests = 0
@@ -308,9 +315,12 @@ class OpenAIPolicy(PolicyBase):
     def __repr__(self) -> str:
         return f"OpenAIPolicy(url={self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
 
-    def begin_episode(self, *, seed: int) -> None:
-        """Set the seed sent with the episode's requests (servers that honour ``seed``)."""
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        """Set the seed sent with the episode's requests (servers that honour ``seed``) and the
+        episode's deadline (:func:`time.monotonic` instant, seconds; None = none) no request
+        waits past."""
         self.seed = int(seed)
+        self.deadline = None if deadline is None else float(deadline)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -375,8 +385,11 @@ class OpenAIPolicy(PolicyBase):
 
         Raises
         ------
+        PolicyTimeoutError
+            No reply before the episode's deadline (:meth:`begin_episode`).
         PolicyError
-            A non-retryable HTTP status, a malformed reply, or every retry failed.
+            A non-retryable HTTP status, a malformed reply, every retry failed, or no reply
+            within ``timeout_s`` in total.
         ConfigError
             The key's environment variable is not set.
         """
@@ -393,32 +406,27 @@ class OpenAIPolicy(PolicyBase):
         return from_openai_message(message)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
-        last = ""
-        for attempt in range(self.max_retries + 1):
+        """POST ``body`` with retries, all within one deadline (see the class docstring)."""
+        t_start = time.monotonic()
+        end = t_start + self.timeout_s
+        by_episode = self.deadline is not None and self.deadline <= end
+        if by_episode:
+            assert self.deadline is not None
+            end = self.deadline
+        headers = self._headers()
+        last = "none (no time was left for an attempt)"
+        attempts = 0
+        while (remaining := end - time.monotonic()) > 0:
+            attempts += 1
             self.n_requests += 1
-            delay = min(self.backoff_s * 2**attempt, _MAX_DELAY_S)
+            delay = min(self.backoff_s * 2 ** (attempts - 1), _MAX_DELAY_S)
             try:
-                r = self._client.post(self.url, headers=self._headers(), json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last = f"{type(exc).__name__}"
+                r = self._attempt(body, headers, remaining)
+            except _AttemptFailed as exc:
+                last = str(exc)
             else:
                 if r.status_code == 200:
-                    try:
-                        data = r.json()
-                    except ValueError:
-                        raise PolicyError(
-                            f"{self.url}: reply is not JSON ({self._redact(r.text[:200])!r})"
-                        ) from None  # the decode error's .doc holds the whole reply
-                    if not isinstance(data, dict):
-                        raise PolicyError(
-                            f"{self.url}: reply is not a JSON object "
-                            f"({self._redact(r.text[:200])!r})"
-                        )
-                    return data
+                    return self._json(r)
                 detail = self._redact(r.text[:300])
                 if r.status_code not in _RETRY_STATUS:
                     hint = (
@@ -434,9 +442,105 @@ class OpenAIPolicy(PolicyBase):
                         delay = min(max(float(ra), 0.0), _MAX_DELAY_S)
                     except ValueError:
                         pass
-            if attempt < self.max_retries:
-                self.n_retries += 1
-                self._sleep(delay)
+            if attempts > self.max_retries:
+                raise PolicyError(
+                    f"{self.url}: failed after {attempts} attempts; last error: {last}"
+                )
+            if time.monotonic() + delay >= end:
+                break  # the retry could not start before the deadline
+            self.n_retries += 1
+            self._sleep(delay)
+        spent = time.monotonic() - t_start
+        if by_episode:
+            raise PolicyTimeoutError(
+                f"{self.url}: no reply before the episode's deadline "
+                f"(eval.episode_timeout_s; {spent:.1f} s spent on {_n_attempts(attempts)}); "
+                f"last error: {last}"
+            )
         raise PolicyError(
-            f"{self.url}: failed after {self.max_retries + 1} attempts; last error: {last}"
+            f"{self.url}: no reply within openai.timeout_s = {self.timeout_s:g} s in total "
+            f"({_n_attempts(attempts)}, backoff included); last error: {last} — raise "
+            "openai.timeout_s for a slow server, or check that it answers"
         )
+
+    def _json(self, r: httpx.Response) -> dict[str, Any]:
+        """The JSON object of a 200 reply."""
+        try:
+            data = r.json()
+        except ValueError:
+            raise PolicyError(
+                f"{self.url}: reply is not JSON ({self._redact(r.text[:200])!r})"
+            ) from None  # the decode error's .doc holds the whole reply
+        if not isinstance(data, dict):
+            raise PolicyError(
+                f"{self.url}: reply is not a JSON object ({self._redact(r.text[:200])!r})"
+            )
+        return data
+
+    def _attempt(
+        self, body: dict[str, Any], headers: dict[str, str], timeout_s: float
+    ) -> httpx.Response:
+        """One POST that returns or fails within ``timeout_s`` seconds of wall time.
+
+        httpx's timeouts bound each network operation, not their sum (a server trickling bytes
+        keeps every read alive), so the request runs in a daemon thread this one waits for at
+        most ``timeout_s``. A thread left behind still ends by itself (its own httpx timeouts,
+        ``timeout_s`` per operation) and then closes the client it used; the next attempt
+        opens a new one.
+
+        Raises
+        ------
+        _AttemptFailed
+            A retryable failure: a timeout (of httpx or of the wait) or a dropped connection.
+        """
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client()
+        client = self._client
+        done = threading.Event()
+        lock = threading.Lock()  # whoever sees both "done" and "abandoned" closes the client
+        flags = {"done": False, "abandoned": False}
+        out: dict[str, Any] = {}
+
+        def post() -> None:
+            try:
+                out["reply"] = client.post(
+                    self.url, headers=headers, json=body, timeout=httpx.Timeout(timeout_s)
+                )
+            except BaseException as exc:  # handed to the waiting thread below
+                out["error"] = exc
+            finally:
+                with lock:
+                    flags["done"] = True
+                    orphan = flags["abandoned"]
+                done.set()
+                if orphan:
+                    client.close()
+
+        worker = threading.Thread(target=post, name="urbex-openai-request", daemon=True)
+        worker.start()
+        if not done.wait(timeout_s):
+            with lock:
+                flags["abandoned"] = True
+                finished = flags["done"]
+            if self._client is client:
+                self._client = None
+            if finished:  # it ended between the wait and the flag: close its client here
+                client.close()
+            raise _AttemptFailed(f"no reply within {timeout_s:.1f} s (ReadTimeout)")
+        error = out.get("error")
+        if isinstance(error, httpx.TimeoutException | httpx.TransportError):
+            raise _AttemptFailed(type(error).__name__)
+        if error is not None:
+            raise error
+        reply: httpx.Response = out["reply"]
+        return reply
+
+
+def _n_attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+class _AttemptFailed(Exception):
+    """One attempt of :meth:`OpenAIPolicy._post` failed in a way worth a retry (module only)."""

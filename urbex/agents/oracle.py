@@ -194,7 +194,7 @@ class TeacherPolicy(OraclePolicy):
         self.zoom_range, self.jitter = zoom_range, float(jitter)
         self.begin_episode(seed=0)
 
-    def begin_episode(self, *, seed: int) -> None:
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         """Draw this episode's path (which tools, zoom window, oblique direction)."""
         rng = np.random.default_rng(seed)
         self._use_landmark = bool(rng.random() < self.p_landmark)

@@ -208,8 +208,9 @@ class VLMPolicy(PolicyBase):
     def __repr__(self) -> str:
         return f"VLMPolicy(checkpoint={str(self.checkpoint)!r}, device={self.device!r})"
 
-    def begin_episode(self, *, seed: int) -> None:
-        """Set the episode seed used for sampling."""
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        """Set the episode seed used for sampling (local generation ignores the deadline; the
+        loop checks the episode budget between turns)."""
         self.seed = int(seed)
 
     def _tools(self) -> list[dict[str, Any]] | None:

@@ -155,9 +155,9 @@ class WorkflowPolicy(PolicyBase):
         """As the wrapped policy's template."""
         return self.inner.template_lists_tools
 
-    def begin_episode(self, *, seed: int) -> None:
-        """Forward the episode seed to the wrapped policy."""
-        self.inner.begin_episode(seed=seed)
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        """Forward the episode seed and deadline to the wrapped policy."""
+        self.inner.begin_episode(seed=seed, deadline=deadline)
 
     def _system_note(self) -> str:
         if self.steps == ("answer",):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from urbex.errors import AnnotationError
+from urbex.errors import AnnotationError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.trajectory import Trajectory
 
@@ -95,7 +95,8 @@ class _Live:
     ) -> _Live:
         from urbex.env.protocol import system_prompt
 
-        policy.begin_episode(seed=seed)
+        deadline = time.monotonic() + timeout_s  # the instant the policy must not wait past
+        policy.begin_episode(seed=seed, deadline=deadline if math.isfinite(deadline) else None)
         t0 = time.perf_counter()
         obs, _ = env.reset(
             query=query, seed=seed, options={"point_metrics": True} if point_metrics else None
@@ -123,13 +124,17 @@ class _Live:
         if terminated or truncated:
             self.ended = True
         elif time.perf_counter() - self.t0 > self.timeout_s:
-            self.env.end_without_answer("timeout")
-            self.ended = True
+            self.time_out()
         else:
             self.images.extend(obs["images"])
             self.messages.append(
                 _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
             )
+
+    def time_out(self) -> None:
+        """End the episode unanswered: its budget ran out (between turns or during a request)."""
+        self.env.end_without_answer("timeout")
+        self.ended = True
 
     def trajectory(self) -> Trajectory:
         outcome = self.env.outcome
@@ -163,24 +168,38 @@ def play_episode(
     env
         The environment (reset here).
     policy
-        Any :class:`~urbex.agents.base.Policy`; ``begin_episode(seed=seed)`` is called first.
+        Any :class:`~urbex.agents.base.Policy`; ``begin_episode(seed=seed, deadline=...)`` is
+        called first, with the episode's deadline on the :func:`time.monotonic` clock (None
+        when ``timeout_s`` is infinite).
     query
         The query (with or without ground truth).
     seed
         Episode seed (the env's RNG and the policy's).
     timeout_s
-        Wall-clock budget of the episode, seconds, checked between turns.
+        Wall-clock budget of the episode, seconds: checked between turns, and during a turn by
+        the policy, which raises :class:`~urbex.errors.PolicyTimeoutError` rather than wait
+        past the deadline. Either way the episode ends unanswered, ``stop_reason ==
+        "timeout"`` (the unfinished turn is not a step).
     point_metrics
         Have the environment count the points point F1 needs (``outcome.point_counts``).
 
     Returns
     -------
     Trajectory
+
+    Raises
+    ------
+    urbex.errors.PolicyError
+        The policy failed (any error but :class:`~urbex.errors.PolicyTimeoutError`).
     """
     live = _Live.start(env, policy, query, seed, timeout_s, point_metrics)
     while not live.ended:
         tp = time.perf_counter()
-        text = policy.act(live.messages, live.images)
+        try:
+            text = policy.act(live.messages, live.images)
+        except PolicyTimeoutError:
+            live.time_out()
+            break
         live.advance(text, time.perf_counter() - tp)
     return live.trajectory()
 
@@ -199,7 +218,9 @@ def play_batch(
     Each round asks the policy for one turn of every unfinished episode at once; the rest is
     :func:`play_episode`'s loop, so a batch plays each episode exactly as one at a time would
     for a deterministic policy. A step's policy time is the round's wall time divided by the
-    episodes in it.
+    episodes in it. A round the policy cannot finish before the deadline
+    (:class:`~urbex.errors.PolicyTimeoutError`; the policy holds the deadline of the episode
+    begun last, a few resets after the first) ends every episode of the round as timed out.
     """
     if not len(envs) >= len(queries) == len(seeds):
         raise ValueError(
@@ -212,7 +233,12 @@ def play_batch(
     ]
     while active := [lv for lv in lives if not lv.ended]:
         tp = time.perf_counter()
-        texts = policy.act_batch([lv.messages for lv in active], [lv.images for lv in active])
+        try:
+            texts = policy.act_batch([lv.messages for lv in active], [lv.images for lv in active])
+        except PolicyTimeoutError:
+            for lv in active:
+                lv.time_out()
+            break
         dt = (time.perf_counter() - tp) / len(active)
         for lv, text in zip(active, texts, strict=True):
             lv.advance(text, dt)
