@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -53,6 +54,7 @@ __all__ = [
     "PlyHeader",
     "PlyProperty",
     "PlyReader",
+    "check_coordinates",
     "read_ply",
     "write_ply",
 ]
@@ -61,7 +63,62 @@ __all__ = [
 _SEMANTIC_NAMES = ("class", "label", "scalar_class", "semantic")
 _INSTANCE_NAMES = ("instance", "instance_id")
 _LARGE_COORD = 1e5
+#: Largest plausible |coordinate| in metres (a million km): beyond it a value is corrupt data.
+MAX_ABS_COORD = 1e9
 PathOrFile = str | os.PathLike[str] | BinaryIO
+_DATA_LINE = re.compile(rb"^[ \t]*[^\s]", re.MULTILINE)
+
+
+def check_coordinates(
+    xyz: NDArray, src: object, *, total: int | None = None, first_row: int = 0
+) -> None:
+    """Raise :class:`PointCloudFormatError` if a coordinate column is non-finite or absurd.
+
+    A column holding NaN/inf, or a value beyond :data:`MAX_ABS_COORD` metres, is the mark of
+    a corrupt body (random bytes, a wrong byte order, a header that lies about the types).
+
+    Parameters
+    ----------
+    xyz
+        (N, 3) coordinates as stored in the file (before any offset is subtracted).
+    src
+        The file (path or description) named in the message.
+    total
+        Rows in the whole file, for the message (default N).
+    first_row
+        File row of ``xyz[0]``.
+
+    Examples
+    --------
+    >>> check_coordinates(np.zeros((2, 3)), "a.ply")
+    >>> check_coordinates(np.array([[0.0, 1.0, 2.0], [np.nan, 1.0, 2.0]]), "a.ply")
+    Traceback (most recent call last):
+    ...
+    urbex.errors.PointCloudFormatError: a.ply: field 'x': 1 of 2 rows hold NaN/inf (first at row 1: nan); expected finite coordinates in metres: the vertex data is corrupt or not in the header's format
+    """
+    n = len(xyz)
+    if n == 0:
+        return
+    total = n if total is None else total
+    for i, axis in enumerate("xyz"):
+        col = xyz[:, i]
+        lo, hi = col.min(), col.max()
+        if np.isfinite(lo) and np.isfinite(hi) and max(-lo, hi) <= MAX_ABS_COORD:
+            continue
+        bad = ~np.isfinite(col)
+        what = "hold NaN/inf"
+        if not bad.any():
+            bad = np.abs(col) > MAX_ABS_COORD
+            what = f"lie beyond ±{MAX_ABS_COORD:.0e} m"
+        k = int(np.argmax(bad))
+        rows = f"{total} rows" if n == total else f"rows {first_row}..{first_row + n - 1}"
+        raise _err(
+            src,
+            f"{int(bad.sum())} of {rows} {what} (first at row {first_row + k}: "
+            f"{col[k]:.6g}); expected finite coordinates in metres: the vertex data is corrupt "
+            "or not in the header's format",
+            field=axis,
+        )
 
 
 class PlyReader:
@@ -167,24 +224,55 @@ class PlyReader:
             raise _err(self._src, f"bad vertex properties: {e}", field="vertex") from e
         offset = self._base + self.header.data_start + skip
         need = self.count * dtype.itemsize
+        tail = self._tail_bytes(order)
         if self._path is not None:
             size = os.fstat(self._fh.fileno()).st_size
             have = max(size - offset, 0)
-            self._check_size(need, have, dtype.itemsize)
+            self._check_size(need, have, dtype.itemsize, tail)
             if self.count == 0:
                 return np.zeros(0, dtype)
             return np.memmap(self._path, dtype=dtype, mode="r", offset=offset, shape=(self.count,))
+        if self._fh.seekable():
+            end = self._fh.seek(0, os.SEEK_END)
+            self._check_size(need, max(end - offset, 0), dtype.itemsize, tail)
         self._fh.seek(offset)
         data = self._fh.read(need)
-        self._check_size(need, len(data), dtype.itemsize)
+        self._check_size(need, len(data), dtype.itemsize, None)
         return np.frombuffer(data, dtype=dtype, count=self.count)
 
-    def _check_size(self, need: int, have: int, itemsize: int) -> None:
+    def _tail_bytes(self, order: str) -> int | None:
+        """Bytes of the elements after ``vertex``; None if one has lists (size unknown)."""
+        tail = 0
+        after = False
+        for e in self.header.elements:
+            if after:
+                if e.has_list:
+                    return None
+                tail += e.count * e.dtype(order).itemsize
+            after = after or e.name == "vertex"
+        return tail
+
+    def _check_size(self, need: int, have: int, itemsize: int, tail: int | None) -> None:
+        """``have`` bytes from the first vertex to the end of the file; ``tail`` bytes of the
+        elements after ``vertex`` (None: unknown, no upper bound checked)."""
         if have < need:
             raise _err(
                 self._src,
                 f"truncated: the header promises {self.count} vertices ({need} bytes), the "
                 f"file holds {have // itemsize} ({have} bytes)",
+                field="vertex",
+            )
+        if tail is None or itemsize == 0:
+            return
+        extra = have - need - tail
+        if extra >= itemsize:
+            raise _err(
+                self._src,
+                f"the header declares {self.count} vertices ({need} bytes"
+                + (f" + {tail} bytes of later elements" if tail else "")
+                + f") but the file holds {have} bytes after the header, room for "
+                f"{(have - tail) // itemsize} vertices: the 'element vertex' count is wrong "
+                "(fix the header to the real count)",
                 field="vertex",
             )
 
@@ -209,12 +297,18 @@ class PlyReader:
         hi = np.array([self._rows[a].max() for a in "xyz"], np.float64)
         return self._offset_from(lo, hi)
 
-    def _to_cloud(self, cols: dict[str, NDArray], offset: NDArray | None) -> PointCloud:
-        """Build a PointCloud from column arrays (structured fields or pandas columns)."""
+    def _to_cloud(
+        self, cols: dict[str, NDArray], offset: NDArray | None, first_row: int = 0
+    ) -> PointCloud:
+        """Build a PointCloud from column arrays (structured fields or pandas columns).
+
+        ``first_row`` is the file row of ``cols``' first entry (for error messages).
+        """
         n = len(cols["x"])
         xyz = np.empty((n, 3), self._xyz_dtype())
         for i, a in enumerate("xyz"):
             xyz[:, i] = cols[a]
+        check_coordinates(xyz, self._src, total=self.count, first_row=first_row)
         if offset is None:
             offset = np.zeros(3, np.float64)
             if n and xyz.dtype == np.float64:
@@ -319,6 +413,30 @@ class PlyReader:
                 f"truncated: the header promises {self.count} vertices, the file holds {total}",
                 field="vertex",
             )
+        self._check_ascii_lines()
+
+    def _check_ascii_lines(self) -> None:
+        """Raise if the body has more data lines than the header's elements declare."""
+        declared = sum(e.count for e in self.header.elements)
+        self._fh.seek(self._base + self.header.data_start)
+        lines = 0
+        while True:
+            block = self._fh.read(1 << 24)
+            if not block:
+                break
+            if not block.endswith(b"\n"):
+                block += self._fh.readline()
+            lines += len(_DATA_LINE.findall(block))
+        if lines > declared:
+            others = declared - self.count
+            raise _err(
+                self._src,
+                f"the header declares {self.count} vertices"
+                + (f" and {others} rows of other elements" if others else "")
+                + f" but the body has {lines} data lines ({lines - declared} extra): the "
+                "'element vertex' count is wrong (fix the header to the real count)",
+                field="vertex",
+            )
 
     # -- public -----------------------------------------------------------------------------
 
@@ -345,12 +463,15 @@ class PlyReader:
             offset = self._global_offset()
             for start in range(0, self.count, n):
                 rows = self._rows[start : start + n]
-                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset)
+                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset, start)
             return
         ascii_offset: NDArray | None = None
+        at = 0
         for df in self._ascii_frames(n):
-            chunk = self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, ascii_offset)
+            cols = {k: df[k].to_numpy() for k in self._wanted()}
+            chunk = self._to_cloud(cols, ascii_offset, first_row=at)
             ascii_offset = chunk.offset
+            at += len(chunk)
             yield chunk
 
     def close(self) -> None:
@@ -501,6 +622,7 @@ def _write_ascii_rows(
         header=False,
         index=False,
         float_format="%.9g" if f32 else "%.17g",
+        na_rep="nan",
         lineterminator="\n",
     )
     fh.write(text.encode("ascii"))
