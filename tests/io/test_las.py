@@ -253,3 +253,15 @@ def _no_warning():  # type: ignore[no-untyped-def]
     import contextlib
 
     return contextlib.nullcontext()
+
+
+def test_read_las_corrupt_evlr_length_raises_without_allocating(tmp_path: Path) -> None:
+    # found by the fuzz test: one flipped byte (1 extended VLR at byte 0) made laspy allocate the
+    # record's garbage length (MemoryError) before reading it
+    raw = bytearray(_small(tmp_path, ".las", crs="EPSG:32630", n=5))
+    raw[243] = 1  # number_of_evlrs (LAS 1.4 header), start_of_first_evlr stays 0
+    p = tmp_path / "evlr.las"
+    p.write_bytes(bytes(raw))
+    with pytest.raises(PointCloudFormatError, match=r"extended VLR 1 of 1 ends at byte \d+") as e:
+        read_las(p)
+    assert e.value.field == "file" and f"the file has {len(raw)} bytes" in str(e.value)

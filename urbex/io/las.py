@@ -181,6 +181,69 @@ def _stream_size(path: str | os.PathLike[str] | BinaryIO) -> int | None:
     return end - here
 
 
+def _read_at(fh: IO[bytes], base: int, pos: int, n: int) -> bytes:
+    fh.seek(base + pos)
+    return fh.read(n)
+
+
+def _record_problem(path: str | os.PathLike[str] | BinaryIO, size: int) -> str | None:
+    """Why the (E)VLR records of a LAS/LAZ file cannot fit in its ``size`` bytes, or None.
+
+    laspy trusts the record lengths and allocates them before reading; a corrupt length makes
+    it ask for gigabytes. Anything that is not a LAS header is left to laspy to report.
+    """
+    import struct
+
+    own = isinstance(path, str | os.PathLike)
+    fh: IO[bytes]
+    if isinstance(path, str | os.PathLike):
+        try:
+            fh = open(path, "rb")  # closed in the finally below
+        except OSError:
+            return None  # laspy reports it
+    else:
+        fh = path
+    if not fh.seekable():
+        return None
+    base = fh.tell()
+    try:
+        head = _read_at(fh, base, 0, 375)
+        if len(head) < 227 or head[:4] != b"LASF":
+            return None
+        header_size, _, n_vlrs = struct.unpack_from("<HIL", head, 94)
+        pos = header_size
+        for i in range(min(n_vlrs, 1 + size // 54)):
+            vlr = _read_at(fh, base, pos, 54)
+            if len(vlr) < 54:
+                return f"VLR {i + 1} of {n_vlrs} starts at byte {pos}, past the end of the file"
+            pos += 54 + struct.unpack_from("<H", vlr, 20)[0]
+        if pos > size:
+            return f"the {n_vlrs} VLRs end at byte {pos}, past the end of the file"
+        if head[24:26] < bytes([1, 4]) or len(head) < 375:
+            return None
+        evlr_start, n_evlrs = struct.unpack_from("<QL", head, 235)
+        pos = evlr_start
+        for i in range(n_evlrs):
+            evlr = _read_at(fh, base, pos, 60) if pos < size else b""
+            if len(evlr) < 60:
+                return (
+                    f"extended VLR {i + 1} of {n_evlrs} starts at byte {pos}, past the end of "
+                    "the file (truncated?)"
+                )
+            pos += 60 + struct.unpack_from("<Q", evlr, 20)[0]
+            if pos > size:
+                return (
+                    f"extended VLR {i + 1} of {n_evlrs} ends at byte {pos}, past the end of the "
+                    "file (truncated?)"
+                )
+        return None
+    finally:
+        if own:
+            fh.close()
+        else:
+            fh.seek(base)
+
+
 def _laz_backend() -> Any:
     import laspy
 
@@ -229,6 +292,9 @@ class LasReader:
         self._path = path if isinstance(path, str | os.PathLike) else None
         self.chunk_size = chunk_size
         self.size: int | None = _stream_size(path)
+        problem = None if self.size is None else _record_problem(path, self.size)
+        if problem is not None:
+            raise self._error(f"{problem}; the file has {self.size} bytes", "file")
         try:
             self._reader = laspy.open(
                 path, mode="r", laz_backend=_laz_backend(), closefd=self._path is not None
