@@ -135,12 +135,21 @@ def test_read_ply_mutated_file_is_a_cloud_or_an_urbex_error(
 
 
 @FUZZ
-@given(kind=st.sampled_from(sorted(PLY)), body=st.binary(max_size=2000))
+@given(
+    kind=st.sampled_from(sorted(PLY)),
+    seed=st.integers(0, 2**32 - 1),
+    delta=st.integers(-40, 40),
+    body=st.binary(max_size=600),
+)
 def test_read_ply_valid_header_random_body_is_a_cloud_or_an_urbex_error(
-    fuzz_dir: Path, kind: str, body: bytes
+    fuzz_dir: Path, kind: str, seed: int, delta: int, body: bytes
 ) -> None:
-    head = PLY[kind].split(b"end_header\n", 1)[0] + b"end_header\n"
-    _read_ply_everywhere(head + body, fuzz_dir / "b.ply")
+    # uniformly random bytes of about the body's size (NaN, 1e38, ... coordinates), then
+    # hypothesis' own bytes (zeros, repeats, short bodies)
+    head, real = PLY[kind].split(b"end_header\n", 1)
+    noise = np.random.default_rng(seed).bytes(max(len(real) + delta, 0))
+    for data in (noise, body):
+        _read_ply_everywhere(head + b"end_header\n" + data, fuzz_dir / "b.ply")
 
 
 @FUZZ
