@@ -24,6 +24,7 @@ extra-bytes dimension named ``instance_dim`` when present.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -37,7 +38,7 @@ from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
-from urbex.io.ply import check_coordinates
+from urbex.io._checks import check_coordinates, las_record_problem, stream_size
 from urbex.pointcloud import PointCloud
 
 __all__ = ["LasReader", "UnitConversion", "read_las", "unit_conversion", "write_las"]
@@ -139,6 +140,7 @@ def unit_conversion(crs: Any) -> UnitConversion:
     return UnitConversion(xy=xy, z=z, unit=ax.unit_name, crs_metres=crs_metres)
 
 
+@functools.cache
 def _decode_errors() -> tuple[type[BaseException], ...]:
     """What laspy and lazrs raise on bytes that are not a valid LAS/LAZ file."""
     import laspy
@@ -153,7 +155,6 @@ def _decode_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-_DECODE_ERRORS = _decode_errors()
 #: A LAZ file holding more points than this per byte of file has a corrupt point count.
 _MAX_POINTS_PER_BYTE = 64
 
@@ -164,84 +165,6 @@ def _describe(e: BaseException) -> str:
     if len(text) > 200:
         text = text[:200] + "..."
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-def _stream_size(path: str | os.PathLike[str] | BinaryIO) -> int | None:
-    """Bytes from the current position to the end (None if unknown)."""
-    if isinstance(path, str | os.PathLike):
-        try:
-            return os.path.getsize(path)
-        except OSError:
-            return None
-    if not path.seekable():
-        return None
-    here = path.tell()
-    end = path.seek(0, os.SEEK_END)
-    path.seek(here)
-    return end - here
-
-
-def _read_at(fh: IO[bytes], base: int, pos: int, n: int) -> bytes:
-    fh.seek(base + pos)
-    return fh.read(n)
-
-
-def _record_problem(path: str | os.PathLike[str] | BinaryIO, size: int) -> str | None:
-    """Why the (E)VLR records of a LAS/LAZ file cannot fit in its ``size`` bytes, or None.
-
-    laspy trusts the record lengths and allocates them before reading; a corrupt length makes
-    it ask for gigabytes. Anything that is not a LAS header is left to laspy to report.
-    """
-    import struct
-
-    own = isinstance(path, str | os.PathLike)
-    fh: IO[bytes]
-    if isinstance(path, str | os.PathLike):
-        try:
-            fh = open(path, "rb")  # closed in the finally below
-        except OSError:
-            return None  # laspy reports it
-    else:
-        fh = path
-    if not fh.seekable():
-        return None
-    base = fh.tell()
-    try:
-        head = _read_at(fh, base, 0, 375)
-        if len(head) < 227 or head[:4] != b"LASF":
-            return None
-        header_size, _, n_vlrs = struct.unpack_from("<HIL", head, 94)
-        pos = header_size
-        for i in range(min(n_vlrs, 1 + size // 54)):
-            vlr = _read_at(fh, base, pos, 54)
-            if len(vlr) < 54:
-                return f"VLR {i + 1} of {n_vlrs} starts at byte {pos}, past the end of the file"
-            pos += 54 + struct.unpack_from("<H", vlr, 20)[0]
-        if pos > size:
-            return f"the {n_vlrs} VLRs end at byte {pos}, past the end of the file"
-        if head[24:26] < bytes([1, 4]) or len(head) < 375:
-            return None
-        evlr_start, n_evlrs = struct.unpack_from("<QL", head, 235)
-        pos = evlr_start
-        for i in range(n_evlrs):
-            evlr = _read_at(fh, base, pos, 60) if pos < size else b""
-            if len(evlr) < 60:
-                return (
-                    f"extended VLR {i + 1} of {n_evlrs} starts at byte {pos}, past the end of "
-                    "the file (truncated?)"
-                )
-            pos += 60 + struct.unpack_from("<Q", evlr, 20)[0]
-            if pos > size:
-                return (
-                    f"extended VLR {i + 1} of {n_evlrs} ends at byte {pos}, past the end of the "
-                    "file (truncated?)"
-                )
-        return None
-    finally:
-        if own:
-            fh.close()
-        else:
-            fh.seek(base)
 
 
 def _laz_backend() -> Any:
@@ -291,15 +214,15 @@ class LasReader:
         self.source = str(path) if isinstance(path, str | os.PathLike) else repr(path)
         self._path = path if isinstance(path, str | os.PathLike) else None
         self.chunk_size = chunk_size
-        self.size: int | None = _stream_size(path)
-        problem = None if self.size is None else _record_problem(path, self.size)
+        self.size: int | None = stream_size(path)
+        problem = None if self.size is None else las_record_problem(path, self.size)
         if problem is not None:
             raise self._error(f"{problem}; the file has {self.size} bytes", "file")
         try:
             self._reader = laspy.open(
                 path, mode="r", laz_backend=_laz_backend(), closefd=self._path is not None
             )
-        except _DECODE_ERRORS as e:
+        except _decode_errors() as e:
             raise self._error(f"cannot read as LAS/LAZ: {_describe(e)}", "file") from e
         self.header = self._reader.header
         self.count: int = int(self.header.point_count)
@@ -473,7 +396,7 @@ class LasReader:
                 pts = next(chunks)
             except StopIteration:
                 return
-            except _DECODE_ERRORS as e:
+            except _decode_errors() as e:
                 raise self._decode_error(e) from e
             yield self._cloud(*self._convert(pts))
 
@@ -484,7 +407,7 @@ class LasReader:
         if n <= self.chunk_size:  # one chunk: no second copy
             try:
                 pts = self._reader.read_points(n)
-            except _DECODE_ERRORS as e:
+            except _decode_errors() as e:
                 raise self._decode_error(e) from e
             if len(pts) < n:
                 raise self._error(
@@ -510,7 +433,7 @@ class LasReader:
                 if inst is not None and cinst is not None:
                     inst[at : at + k] = cinst
                 at += k
-        except _DECODE_ERRORS as e:
+        except _decode_errors() as e:
             raise self._decode_error(e) from e
         if at < n:
             raise self._error(

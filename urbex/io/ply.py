@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
+from urbex.io._checks import check_coordinates
 from urbex.io._ply_header import (
     PLY_TYPES,
     PlyElement,
@@ -54,7 +55,6 @@ __all__ = [
     "PlyHeader",
     "PlyProperty",
     "PlyReader",
-    "check_coordinates",
     "read_ply",
     "write_ply",
 ]
@@ -63,62 +63,8 @@ __all__ = [
 _SEMANTIC_NAMES = ("class", "label", "scalar_class", "semantic")
 _INSTANCE_NAMES = ("instance", "instance_id")
 _LARGE_COORD = 1e5
-#: Largest plausible |coordinate| in metres (a million km): beyond it a value is corrupt data.
-MAX_ABS_COORD = 1e9
 PathOrFile = str | os.PathLike[str] | BinaryIO
 _DATA_LINE = re.compile(rb"^[ \t]*[^\s]", re.MULTILINE)
-
-
-def check_coordinates(
-    xyz: NDArray, src: object, *, total: int | None = None, first_row: int = 0
-) -> None:
-    """Raise :class:`PointCloudFormatError` if a coordinate column is non-finite or absurd.
-
-    A column holding NaN/inf, or a value beyond :data:`MAX_ABS_COORD` metres, is the mark of
-    a corrupt body (random bytes, a wrong byte order, a header that lies about the types).
-
-    Parameters
-    ----------
-    xyz
-        (N, 3) coordinates as stored in the file (before any offset is subtracted).
-    src
-        The file (path or description) named in the message.
-    total
-        Rows in the whole file, for the message (default N).
-    first_row
-        File row of ``xyz[0]``.
-
-    Examples
-    --------
-    >>> check_coordinates(np.zeros((2, 3)), "a.ply")
-    >>> check_coordinates(np.array([[0.0, 1.0, 2.0], [np.nan, 1.0, 2.0]]), "a.ply")
-    Traceback (most recent call last):
-    ...
-    urbex.errors.PointCloudFormatError: a.ply: field 'x': 1 of 2 rows hold NaN/inf (first at row 1: nan); expected finite coordinates in metres: the vertex data is corrupt or not in the header's format
-    """
-    n = len(xyz)
-    if n == 0:
-        return
-    total = n if total is None else total
-    for i, axis in enumerate("xyz"):
-        col = xyz[:, i]
-        lo, hi = col.min(), col.max()
-        if np.isfinite(lo) and np.isfinite(hi) and max(-lo, hi) <= MAX_ABS_COORD:
-            continue
-        bad = ~np.isfinite(col)
-        what = "hold NaN/inf"
-        if not bad.any():
-            bad = np.abs(col) > MAX_ABS_COORD
-            what = f"lie beyond ±{MAX_ABS_COORD:.0e} m"
-        k = int(np.argmax(bad))
-        rows = f"{total} rows" if n == total else f"rows {first_row}..{first_row + n - 1}"
-        raise _err(
-            src,
-            f"{int(bad.sum())} of {rows} {what} (first at row {first_row + k}: "
-            f"{col[k]:.6g}); expected finite coordinates in metres: the vertex data is corrupt "
-            "or not in the header's format",
-            field=axis,
-        )
 
 
 class PlyReader:

@@ -37,6 +37,7 @@ from urbex.atomic import publish_dir
 from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
+from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
@@ -57,7 +58,6 @@ __all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_s
 _BAND_PIXELS = 3_000_000  # pixels per raster band (~60 MB of band layers + fill scratch)
 _RASTER_THREADS = 2  # bands rasterised concurrently (+ one being written)
 _MAX_CELLS = 1 << 26
-_MAX_ABS_COORD = 1e9  # metres; a world coordinate beyond this is corrupt data (= urbex.io.ply)
 _CORE_QUANTILE = 0.001  # outliers: beyond the 0.1 %..99.9 % range by more than that range
 _SAMPLE = 1_000_000  # points the quantiles are estimated from
 
@@ -78,15 +78,15 @@ def _check_extent(xyz: NDArray, cloud: PointCloud, lo: NDArray, hi: NDArray, sce
     wlo, whi = lo + cloud.offset, hi + cloud.offset
     for i, axis in enumerate("xyz"):
         worst = max(abs(float(wlo[i])), abs(float(whi[i])))
-        if worst > _MAX_ABS_COORD:
+        if worst > MAX_ABS_COORD:
             col = np.asarray(xyz[:, i], np.float64) + cloud.offset[i]
-            far = np.isfinite(col) & (np.abs(col) > _MAX_ABS_COORD)
+            far = np.isfinite(col) & (np.abs(col) > MAX_ABS_COORD)
             k = int(np.argmax(far))
             raise _source_error(
                 cloud,
                 scene_id,
                 f"{int(far.sum())} of {cloud.n_points} points have |{axis}| beyond "
-                f"{_MAX_ABS_COORD:.0e} m (first at row {k}: {col[k]:.6g}); expected world "
+                f"{MAX_ABS_COORD:.0e} m (first at row {k}: {col[k]:.6g}); expected world "
                 "metres of one city: the file is corrupt or not in metres",
                 axis,
             )
