@@ -268,7 +268,7 @@ def test_read_ply_random_body_raises_naming_the_column(tmp_path: Path) -> None:
     bad = tmp_path / "random_body.ply"
     bad.write_bytes(raw[:h] + np.random.default_rng(0).bytes(len(raw) - h))
     with pytest.raises(
-        PointCloudFormatError, match=r"rows (hold NaN/inf|lie beyond).*row \d+"
+        PointCloudFormatError, match=r"of 200 rows, \d+ (hold NaN/inf|lie beyond).*row \d+"
     ) as e:
         read_ply(bad)
     assert e.value.field in ("x", "y", "z") and str(bad) in str(e.value)
@@ -285,10 +285,12 @@ def test_read_ply_bad_coordinate_names_column_row_count_and_value(
     xyz[[27, 30], 1] = value
     p = tmp_path / "bad.ply"
     write_ply(p, PointCloud(xyz=xyz, semantic=c.semantic), ascii=ascii)
-    with pytest.raises(PointCloudFormatError, match=r"2 of 50 rows .*first at row 27: ") as e:
+    with pytest.raises(
+        PointCloudFormatError, match=r"of 50 rows, 2 (hold NaN/inf|lie beyond) .*first at row 27: "
+    ) as e:
         read_ply(p)
     assert e.value.field == "y" and str(p) in str(e.value)
-    chunked = r"2 of rows 20\.\.39 .*first at row 27"
+    chunked = r"of rows 20\.\.39, 2 .*first at row 27"
     with PlyReader(p) as reader, pytest.raises(PointCloudFormatError, match=chunked):
         list(reader.iter_chunks(20))
 

@@ -52,7 +52,7 @@ def check_coordinates(
     >>> check_coordinates(np.array([[0.0, 1.0, 2.0], [np.nan, 1.0, 2.0]]), "a.ply")
     Traceback (most recent call last):
     ...
-    urbex.errors.PointCloudFormatError: a.ply: field 'x': 1 of 2 rows hold NaN/inf (first at row 1: nan); expected finite coordinates in metres: the vertex data is corrupt or not in the header's format
+    urbex.errors.PointCloudFormatError: a.ply: field 'x': of 2 rows, 1 hold NaN/inf (first at row 1: nan); expected finite coordinates in metres: the vertex data is corrupt or not in the header's format
     """
     n = len(xyz)
     if n == 0:
@@ -63,16 +63,20 @@ def check_coordinates(
         lo, hi = col.min(), col.max()
         if np.isfinite(lo) and np.isfinite(hi) and max(-lo, hi) <= MAX_ABS_COORD:
             continue
-        bad = ~np.isfinite(col)
-        what = "hold NaN/inf"
-        if not bad.any():
-            bad = np.abs(col) > MAX_ABS_COORD
-            what = f"lie beyond ±{MAX_ABS_COORD:.0e} m"
+        nonfinite = ~np.isfinite(col)
+        with np.errstate(invalid="ignore"):
+            huge = np.abs(col) > MAX_ABS_COORD  # False for NaN
+        bad = nonfinite | huge
+        n_nan, n_huge = int(nonfinite.sum()), int(huge.sum()) - int(np.isinf(col).sum())
+        what = " and ".join(
+            ([f"{n_nan} hold NaN/inf"] if n_nan else [])
+            + ([f"{n_huge} lie beyond ±{MAX_ABS_COORD:.0e} m"] if n_huge else [])
+        )
         k = int(np.argmax(bad))
         rows = f"{total} rows" if n == total else f"rows {first_row}..{first_row + n - 1}"
         raise _error(
             src,
-            f"{int(bad.sum())} of {rows} {what} (first at row {first_row + k}: "
+            f"of {rows}, {what} (first at row {first_row + k}: "
             f"{col[k]:.6g}); expected finite coordinates in metres: the vertex data is corrupt "
             "or not in the header's format",
             field=axis,
