@@ -460,7 +460,10 @@ def read_ply(path: PathOrFile, *, class_scheme: str = "sensaturban") -> PointClo
     ------
     PointCloudFormatError
         Not a PLY, unsupported format, unknown property type, missing x/y/z, list property on
-        ``vertex``, or fewer vertices in the file than the header promises.
+        ``vertex``; fewer vertices in the file than the header promises, or more (binary: at
+        least one whole vertex row of bytes beyond the declared elements, checked when the
+        elements after ``vertex`` have fixed-size rows; ASCII: more data lines than the
+        elements declare); a coordinate column holding NaN/inf or values beyond ±1e9 m.
 
     Examples
     --------
