@@ -88,7 +88,7 @@ def raw_dataset(params: Params) -> RawDataset:
     if not found:
         raise ConfigError(
             f"data.root {root} holds no scenes in the {params.data.source!r} layout "
-            "(see DATA_FORMATS.md / README 'Bring your own data')"
+            "(see docs/DATA_FORMATS.md and the README section 'Bring your own data')"
         )
     return RawDataset(
         source=params.data.source,

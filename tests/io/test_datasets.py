@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbex.errors import ConfigError
+from urbex.errors import AnnotationError, ConfigError
 from urbex.io.cityrefer import BoxRecord, write_box3d, write_segs
 from urbex.io.datasets import RawScene, annotation_files, list_scenes, read_scene
 from urbex.io.las import write_las
@@ -121,3 +121,47 @@ def test_list_scenes_unknown_source_raises(tmp_path: Path) -> None:
 def test_read_scene_missing_root_raises(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a directory"):
         read_scene("las", tmp_path / "absent", "x")
+
+
+# -- issue 11: a missing segs.json, the empty-layout hint ---------------------------------------
+
+
+def test_read_scene_boxes_without_segs_raises_naming_the_file(cityrefer_root: Path) -> None:
+    # used to give a scene with no instances, and much later a data-quality line naming no file
+    segs = cityrefer_root / "scans" / "cambridge_block_2" / "cambridge_block_2.segs.json"
+    segs.unlink()
+    with pytest.raises(AnnotationError, match=r"'cambridge_block_2'.*1 instances.*missing") as e:
+        read_scene("cityrefer", cityrefer_root, "cambridge_block_2")
+    assert e.value.path == segs and str(segs) in str(e.value)
+
+
+def test_read_scene_instances_in_the_ply_need_no_segs(cityrefer_root: Path) -> None:
+    sid = "cambridge_block_2"
+    (cityrefer_root / "scans" / sid / f"{sid}.segs.json").unlink()
+    c = _cloud()
+    inst = np.full(len(c), -1, np.int32)
+    inst[:10] = 3
+    write_ply(
+        cityrefer_root / "scans" / sid / f"{sid}.ply",
+        PointCloud(xyz=c.xyz, rgb=c.rgb, semantic=c.semantic, instance=inst),
+    )
+    s = read_scene("cityrefer", cityrefer_root, sid)
+    assert s.cloud.instance is not None and (s.cloud.instance == 3).sum() == 10
+
+
+def test_raw_dataset_empty_layout_points_to_docs_in_the_repo(tmp_path: Path) -> None:
+    import re
+
+    from urbex.config import Params
+    from urbex.raw import raw_dataset
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "scans").mkdir()
+    params = Params.model_validate({"data": {"source": "cityrefer", "root": str(tmp_path)}})
+    with pytest.raises(ConfigError, match="holds no scenes") as e:
+        raw_dataset(params)
+    docs = re.findall(r"[\w/]+\.md", str(e.value))
+    assert docs and all((repo / d).is_file() for d in docs), docs
+    readme = (repo / "README.md").read_text()
+    for section in re.findall(r"README section '([^']+)'", str(e.value)):
+        assert f"## {section}" in readme

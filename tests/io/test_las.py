@@ -192,3 +192,76 @@ def test_read_las_instance_dim_unrepresentable_raises(dtype: type, values: list)
         pytest.raises(PointCloudFormatError, match="instance"),
     ):
         read_las(_las_with_instance(dtype, values), instance_dim="instance")
+
+
+# -- issue 11: files cut short ----------------------------------------------------------------
+
+
+def _small(tmp_path: Path, suffix: str, *, crs: str | None = None, n: int = 2000) -> bytes:
+    c = _cloud(n)
+    c = PointCloud(xyz=c.xyz, offset=c.offset, semantic=c.semantic, class_scheme="asprs", crs=crs)
+    p = tmp_path / f"whole{suffix}"
+    write_las(p, c)
+    return p.read_bytes()
+
+
+@pytest.mark.parametrize("cut", [7, 1000, 20_000])
+def test_read_las_cut_mid_point_raises_expected_vs_found_size(tmp_path: Path, cut: int) -> None:
+    # used to be "ValueError: buffer size must be a multiple of element size" (a traceback)
+    raw = _small(tmp_path, ".las", crs="EPSG:32630")
+    p = tmp_path / "cut.las"
+    p.write_bytes(raw[:-cut])
+    want = (
+        rf"promises 2000 points of 36 bytes .*\({len(raw)} bytes\), the file has {len(raw) - cut}"
+    )
+    with pytest.raises(PointCloudFormatError, match=want) as info:
+        read_las(p)
+    assert info.value.field == "point_count" and str(p) in str(info.value)
+    with pytest.raises(PointCloudFormatError, match="promises 2000 points"):
+        read_las(io.BytesIO(raw[:-cut]))
+
+
+@pytest.mark.parametrize("crs", [None, "EPSG:32630"])
+def test_read_laz_cut_in_half_raises_naming_the_file(tmp_path: Path, crs: str | None) -> None:
+    # used to be "lazrs.LazrsError: IoError: failed to fill whole buffer" (a traceback); with a
+    # CRS (an extended VLR after the points) it was a page-long "cannot parse the CRS VLR"
+    raw = _small(tmp_path, ".laz", crs=crs)
+    p = tmp_path / "half.laz"
+    p.write_bytes(raw[: len(raw) // 2])
+    with (
+        pytest.warns(UserWarning, match="no CRS") if crs is None else _no_warning(),
+        pytest.raises(PointCloudFormatError, match=r"truncated|cannot decode the LAZ points") as e,
+    ):
+        read_las(p)
+    msg = str(e.value)
+    assert str(p) in msg and "\n" not in msg and len(msg) < 400
+    assert f"{len(raw) // 2} bytes" in msg and ("2000 points" in msg or "VLR" in msg)
+
+
+def test_read_laz_real_file_cut_in_half_raises(tmp_path: Path, realdata: Path) -> None:
+    raw = (realdata / "autzen_trim.laz").read_bytes()
+    p = tmp_path / "autzen_half.laz"
+    p.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(PointCloudFormatError, match="promises 110000 points") as e:
+        read_las(p)
+    assert e.value.field == "points"
+    with LasReader(p) as reader, pytest.raises(PointCloudFormatError, match="cannot decode"):
+        list(reader.iter_chunks(40_000))
+
+
+def _no_warning():  # type: ignore[no-untyped-def]
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def test_read_las_corrupt_evlr_length_raises_without_allocating(tmp_path: Path) -> None:
+    # found by the fuzz test: one flipped byte (1 extended VLR at byte 0) made laspy allocate the
+    # record's garbage length (MemoryError) before reading it
+    raw = bytearray(_small(tmp_path, ".las", crs="EPSG:32630", n=5))
+    raw[243] = 1  # number_of_evlrs (LAS 1.4 header), start_of_first_evlr stays 0
+    p = tmp_path / "evlr.las"
+    p.write_bytes(bytes(raw))
+    with pytest.raises(PointCloudFormatError, match=r"extended VLR 1 of 1 ends at byte \d+") as e:
+        read_las(p)
+    assert e.value.field == "file" and f"the file has {len(raw)} bytes" in str(e.value)

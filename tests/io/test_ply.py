@@ -248,3 +248,79 @@ def test_read_ply_16bit_colours_scaled_the_same_in_every_channel(tmp_path: Path)
     r = read_ply(tmp_path / "c.ply")
     want = np.stack([rows[c] >> 8 for c in ("red", "green", "blue")], 1).astype(np.uint8)
     np.testing.assert_array_equal(r.rgb, want)
+
+
+# -- issue 11: corrupt bodies, lying vertex counts --------------------------------------------
+
+
+def _valid_ply(tmp_path: Path, n: int = 200, *, ascii: bool = False) -> tuple[Path, bytes, int]:
+    """A small valid PLY (float xyz, colours, class); returns (path, bytes, header length)."""
+    p = tmp_path / ("valid_ascii.ply" if ascii else "valid.ply")
+    write_ply(p, _cloud(n=n, seed=3), ascii=ascii)
+    raw = p.read_bytes()
+    return p, raw, raw.index(b"end_header\n") + len(b"end_header\n")
+
+
+def test_read_ply_random_body_raises_naming_the_column(tmp_path: Path) -> None:
+    # a valid header over random bytes: NaN and 1e38 coordinates used to be read silently and
+    # crash the cache build with "OverflowError: cannot convert float infinity to integer"
+    _, raw, h = _valid_ply(tmp_path)
+    bad = tmp_path / "random_body.ply"
+    bad.write_bytes(raw[:h] + np.random.default_rng(0).bytes(len(raw) - h))
+    with pytest.raises(
+        PointCloudFormatError, match=r"of 200 rows, \d+ (hold NaN/inf|lie beyond).*row \d+"
+    ) as e:
+        read_ply(bad)
+    assert e.value.field in ("x", "y", "z") and str(bad) in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 3e30])
+@pytest.mark.parametrize("ascii", [False, True])
+def test_read_ply_bad_coordinate_names_column_row_count_and_value(
+    tmp_path: Path, value: float, ascii: bool
+) -> None:
+    c = _cloud(n=50, dtype=np.float64, seed=4)
+    xyz = c.xyz.copy()
+    xyz[[27, 30], 1] = value
+    p = tmp_path / "bad.ply"
+    write_ply(p, PointCloud(xyz=xyz, semantic=c.semantic), ascii=ascii)
+    with pytest.raises(
+        PointCloudFormatError, match=r"of 50 rows, 2 (hold NaN/inf|lie beyond) .*first at row 27: "
+    ) as e:
+        read_ply(p)
+    assert e.value.field == "y" and str(p) in str(e.value)
+    chunked = r"of rows 20\.\.39, 2 .*first at row 27"
+    with PlyReader(p) as reader, pytest.raises(PointCloudFormatError, match=chunked):
+        list(reader.iter_chunks(20))
+
+
+@pytest.mark.parametrize("ascii", [False, True])
+def test_read_ply_header_undercounting_vertices_raises(tmp_path: Path, ascii: bool) -> None:
+    # "element vertex 150" over 200 vertices used to be read as a 150-point cloud, exit 0
+    _, raw, _ = _valid_ply(tmp_path, ascii=ascii)
+    bad = tmp_path / "under.ply"
+    bad.write_bytes(raw.replace(b"element vertex 200\n", b"element vertex 150\n"))
+    want = r"declares 150 vertices .*(room for 200 vertices|200 data lines)"
+    with pytest.raises(PointCloudFormatError, match=want) as e:
+        read_ply(bad)
+    assert e.value.field == "vertex" and str(bad) in str(e.value)
+    with pytest.raises(PointCloudFormatError, match=want):
+        read_ply(io.BytesIO(bad.read_bytes()))
+
+
+def test_read_ply_later_elements_and_trailing_newline_are_not_extra_data(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    # fixed-size rows after the vertices are accounted for; a stray byte or two is tolerated
+    c = _cloud(n=5, seed=5)
+    buf = io.BytesIO()
+    write_ply(buf, c)
+    raw = buf.getvalue().replace(b"end_header\n", b"element extra 2\nproperty int id\nend_header\n")
+    (tmp_path / "tail.ply").write_bytes(raw + np.arange(2, dtype="<i4").tobytes() + b"\n")
+    assert len(read_ply(tmp_path / "tail.ply")) == 5
+    # ASCII: a face element after the vertices is not "extra lines"; blank lines are ignored
+    assert len(read_ply(data_dir / "tiny_ascii_face.ply")) == 3
+    _, araw, _ = _valid_ply(tmp_path, n=4, ascii=True)
+    (tmp_path / "blank.ply").write_bytes(araw + b"\n\n  \n")
+    assert len(read_ply(tmp_path / "blank.ply")) == 4

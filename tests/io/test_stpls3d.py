@@ -91,3 +91,17 @@ def test_read_stpls3d_ply_sets_scheme(tmp_path: Path) -> None:
     r = read_stpls3d_ply(tmp_path / "a.ply")
     assert r.class_scheme == "stpls3d"
     np.testing.assert_array_equal(r.semantic, c.semantic)
+
+
+@pytest.mark.parametrize("cell", ["nan", "", "inf", "1e300"])
+def test_read_stpls3d_txt_bad_coordinate_raises_naming_column_and_row(
+    tmp_path: Path, cell: str
+) -> None:
+    # an empty or NaN cell used to be read as a NaN coordinate (silently dropped far downstream)
+    p = tmp_path / "USC_points.txt"
+    p.write_text(f"x,y,z,r,g,b,semantic\n1,2,3,4,5,6,0\n1,{cell},3,4,5,6,0\n1.5,2,3,4,5,6,1\n")
+    with pytest.raises(
+        PointCloudFormatError, match=r"of 3 rows, 1 (hold NaN/inf|lie beyond) .*first at row 1"
+    ) as e:
+        read_stpls3d_txt(p)
+    assert e.value.field == "y" and str(p) in str(e.value)

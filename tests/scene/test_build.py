@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from urbex.config import SceneParams
-from urbex.errors import CacheError, StaleCacheError
+from urbex.errors import CacheError, PointCloudFormatError, StaleCacheError
 from urbex.pointcloud import PointCloud
 from urbex.scene import SceneCache, build_scene_cache, cache_is_fresh, content_hash
 from urbex.scene import build as build_mod
@@ -292,3 +292,43 @@ def test_build_refuses_a_huge_sparse_bev_with_a_units_hint(tmp_path: Path) -> No
     coarse = SceneParams(resolution=5.0)
     meta = build_scene_cache(PointCloud(xyz=xyz), out, coarse, scene_id="huge")
     assert meta.bev_width == 1000
+
+
+# -- issue 11: a corrupt cloud is blamed on its points, not on scene.cell_size ----------------
+
+
+def test_build_single_far_outlier_names_the_source_not_cell_size(
+    tmp_path: Path, make_cloud
+) -> None:
+    # one point at (1e7, 1e7) used to be reported as "... cells (max ...); raise scene.cell_size"
+    c = make_cloud(2, n=3000)
+    xyz = c.xyz.copy()
+    xyz[123, :2] = 1e7
+    bad = dataclasses.replace(c, xyz=xyz, source="/data/block.ply")
+    with pytest.raises(PointCloudFormatError, match=r"1 far outlier point.*row 123") as e:
+        build_scene_cache(bad, tmp_path / "s", P, scene_id="s")
+    msg = str(e.value)
+    assert msg.startswith("/data/block.ply: field 'x'") and "cell_size" not in msg
+    assert "2999 of 3000 points lie within" in msg
+    assert list(tmp_path.iterdir()) == []  # no cache, no staging folder
+
+
+def test_build_absurd_coordinates_raise_instead_of_overflow(tmp_path: Path, make_cloud) -> None:
+    # float32 values near 3e38 (a random PLY body) used to end in
+    # "OverflowError: cannot convert float infinity to integer"
+    c = make_cloud(4, n=500)
+    xyz = c.xyz.copy()
+    xyz[[10, 11], 1] = [3e38, -3e38]
+    bad = dataclasses.replace(c, xyz=xyz, source=None)
+    with pytest.raises(PointCloudFormatError, match=r"2 of 500 points have \|y\| beyond") as e:
+        build_scene_cache(bad, tmp_path / "s", P, scene_id="s")
+    assert e.value.field == "y" and "in-memory cloud" in str(e.value)
+
+
+def test_build_large_but_dense_scene_still_blames_cell_size(tmp_path: Path) -> None:
+    # no outliers: a genuinely huge extent keeps the parameter message
+    rng = np.random.default_rng(0)
+    xyz = rng.random((4000, 3)) * np.array([4e5, 4e5, 10.0])
+    big = PointCloud(xyz=xyz, offset=np.zeros(3), source="big.las")
+    with pytest.raises(CacheError, match=r"scene\.(cell_size|resolution)"):
+        build_scene_cache(big, tmp_path / "s", P, scene_id="s")

@@ -1,6 +1,6 @@
 """CityRefer annotation files: descriptions, box3d, segs and false-segment lists.
 
-Layout (see ``DATA_FORMATS.md``)::
+Layout (see ``docs/DATA_FORMATS.md``)::
 
     <root>/meta_data/CityRefer_{train,val,test}.json   # list of flat annotation records
     <root>/box3d/<scene_id>_bbox.json                  # {"scene_id", "bboxes": [...]}

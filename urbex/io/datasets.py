@@ -1,10 +1,11 @@
 """One entry point over the data sources: list the scenes of a root and read one scene.
 
-Sources and layouts (see ``DATA_FORMATS.md``)
---------------------------------------------
+Sources and layouts (see ``docs/DATA_FORMATS.md``)
+--------------------------------------------------
 ``cityrefer`` / ``synthetic``
     ``<root>/scans/<id>/<id>.ply`` (+ ``<id>.segs.json`` → ``cloud.instance``, the instance id
-    being the segment id), ``<root>/box3d/<id>_bbox.json`` (absent → no boxes),
+    being the segment id; required when the scene has boxes and the PLY no ``instance``
+    property), ``<root>/box3d/<id>_bbox.json`` (absent → no boxes),
     ``<root>/landmarks/<id>.geojson`` if present. Semantic ids are SensatUrban's.
 ``stpls3d``
     ``<root>/RealWorldData/<ID>_points.ply`` or ``.txt`` (the PLY wins if both exist), scene id
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from urbex.errors import ConfigError
+from urbex.errors import AnnotationError, ConfigError
 from urbex.io.cityrefer import BoxRecord, read_box3d, read_segs, segs_to_instance
 from urbex.io.las import read_las
 from urbex.io.ply import read_ply
@@ -145,7 +146,9 @@ def read_scene(source: str, root: Path, scene_id: str) -> RawScene:
         Unknown source, root not a directory, or unknown scene (the message lists the
         available ids).
     PointCloudFormatError, AnnotationError
-        From the readers, on malformed files.
+        From the readers, on malformed files; ``AnnotationError`` also when a scene's box3d
+        file names instances but its ``.segs.json`` is missing (and the PLY has no
+        ``instance`` property).
     """
     root = _check(source, root)
     if source in ("cityrefer", "synthetic"):
@@ -153,7 +156,20 @@ def read_scene(source: str, root: Path, scene_id: str) -> RawScene:
         if not ply.is_file():
             raise _unknown(source, root, scene_id)
         cloud = read_ply(ply, class_scheme="sensaturban")
+        box_path = root / "box3d" / f"{scene_id}_bbox.json"
+        boxes: list[BoxRecord] = []
+        if box_path.is_file():
+            _, boxes = read_box3d(box_path)
         segs_path = ply.with_name(f"{scene_id}.segs.json")
+        if not segs_path.is_file() and boxes and cloud.instance is None:
+            raise AnnotationError(
+                f"scene {scene_id!r}: {box_path.name} annotates {len(boxes)} instances but the "
+                "instance segments file is missing (expected it next to the PLY; the PLY has no "
+                "'instance' property either); restore the scene's .segs.json or remove the box3d "
+                "file",
+                path=segs_path,
+                field="segGroups",
+            )
         if segs_path.is_file():
             instance = segs_to_instance(read_segs(segs_path), len(cloud))
             cloud = PointCloud(
@@ -166,10 +182,6 @@ def read_scene(source: str, root: Path, scene_id: str) -> RawScene:
                 crs=cloud.crs,
                 source=cloud.source,
             )
-        box_path = root / "box3d" / f"{scene_id}_bbox.json"
-        boxes: list[BoxRecord] = []
-        if box_path.is_file():
-            _, boxes = read_box3d(box_path)
         lm = root / "landmarks" / f"{scene_id}.geojson"
         return RawScene(
             scene_id=scene_id,

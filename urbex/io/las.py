@@ -24,6 +24,7 @@ extra-bytes dimension named ``instance_dim`` when present.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -37,6 +38,7 @@ from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
+from urbex.io._checks import check_coordinates, las_record_problem, stream_size
 from urbex.pointcloud import PointCloud
 
 __all__ = ["LasReader", "UnitConversion", "read_las", "unit_conversion", "write_las"]
@@ -138,6 +140,33 @@ def unit_conversion(crs: Any) -> UnitConversion:
     return UnitConversion(xy=xy, z=z, unit=ax.unit_name, crs_metres=crs_metres)
 
 
+@functools.cache
+def _decode_errors() -> tuple[type[BaseException], ...]:
+    """What laspy and lazrs raise on bytes that are not a valid LAS/LAZ file."""
+    import laspy
+
+    errors: list[type[BaseException]] = [OSError, ValueError, EOFError, laspy.LaspyException]
+    try:
+        import lazrs
+
+        errors.append(lazrs.LazrsError)
+    except ImportError:  # pragma: no cover - lazrs is a dependency
+        pass
+    return tuple(errors)
+
+
+#: A LAZ file holding more points than this per byte of file has a corrupt point count.
+_MAX_POINTS_PER_BYTE = 64
+
+
+def _describe(e: BaseException) -> str:
+    """One line for a decoder's exception (its type, its first line)."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if len(text) > 200:
+        text = text[:200] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 def _laz_backend() -> Any:
     import laspy
 
@@ -185,22 +214,31 @@ class LasReader:
         self.source = str(path) if isinstance(path, str | os.PathLike) else repr(path)
         self._path = path if isinstance(path, str | os.PathLike) else None
         self.chunk_size = chunk_size
+        self.size: int | None = stream_size(path)
+        problem = None if self.size is None else las_record_problem(path, self.size)
+        if problem is not None:
+            raise self._error(f"{problem}; the file has {self.size} bytes", "file")
         try:
             self._reader = laspy.open(
                 path, mode="r", laz_backend=_laz_backend(), closefd=self._path is not None
             )
-        except (OSError, laspy.LaspyException, ValueError) as e:
-            raise self._error(f"cannot read as LAS/LAZ: {e}", "file") from e
+        except _decode_errors() as e:
+            raise self._error(f"cannot read as LAS/LAZ: {_describe(e)}", "file") from e
         self.header = self._reader.header
         self.count: int = int(self.header.point_count)
         if self.count == 0:
             self._reader.close()
             raise self._error("the file holds 0 points (expected at least 1)", "point_count")
         try:
+            self._check_size()
+        except PointCloudFormatError:
+            self._reader.close()
+            raise
+        try:
             crs = self.header.parse_crs()
         except Exception as e:  # pyproj / laspy raise various types on a garbled CRS VLR
             self._reader.close()
-            raise self._error(f"cannot parse the CRS VLR: {e}", "crs") from e
+            raise self._error(f"cannot parse the CRS VLR: {_describe(e)}", "crs") from e
         self.units = unit_conversion(crs)
         if crs is None:
             warnings.warn(
@@ -238,6 +276,48 @@ class LasReader:
         self._has_rgb = "red" in dims
         self._rgb_shift: int | None = None
 
+    def _check_size(self) -> None:
+        """Raise if the file is too small for the points its header promises."""
+        if self.size is None:
+            return
+        record = int(self.header.point_format.size)
+        start = int(self.header.offset_to_point_data)
+        n_evlrs = int(getattr(self.header, "number_of_evlrs", 0) or 0)
+        evlr_start = int(getattr(self.header, "start_of_first_evlr", 0) or 0)
+        if n_evlrs and self.size < evlr_start:
+            raise self._error(
+                f"truncated: the header places {n_evlrs} extended VLR(s) at byte {evlr_start} "
+                f"after the points, the file has {self.size} bytes; re-copy or re-export the file",
+                "file",
+            )
+        if self.header.are_points_compressed:
+            if self.count > _MAX_POINTS_PER_BYTE * self.size:
+                raise self._error(
+                    f"the header promises {self.count} points but the LAZ file is only "
+                    f"{self.size} bytes (at most {_MAX_POINTS_PER_BYTE * self.size} points fit): "
+                    "the header's point count is corrupt",
+                    "point_count",
+                )
+            return
+        need = start + self.count * record
+        if self.size < need:
+            have = max(self.size - start, 0)
+            raise self._error(
+                f"truncated: the header promises {self.count} points of {record} bytes from "
+                f"byte {start} ({need} bytes), the file has {self.size} bytes "
+                f"({have // record} whole points); re-copy or re-export the file",
+                "point_count",
+            )
+
+    def _decode_error(self, e: BaseException) -> PointCloudFormatError:
+        kind = "LAZ" if self.header.are_points_compressed else "LAS"
+        size = "" if self.size is None else f"the file is {self.size} bytes, "
+        return self._error(
+            f"cannot decode the {kind} points ({size}the header promises {self.count} points; "
+            f"truncated or corrupt?): {_describe(e)}",
+            "points",
+        )
+
     def _error(self, msg: str, field: str) -> PointCloudFormatError:
         if self._path is None:
             return PointCloudFormatError(f"{self.source}: {msg}", field=field)
@@ -260,6 +340,7 @@ class LasReader:
         instance = None
         if self._instance_dim is not None:
             instance = self._instance_ids(np.asarray(pts[self._instance_dim]))
+        check_coordinates(xyz + self.offset, self._path or self.source)
         return xyz, rgb, semantic, instance
 
     def _instance_ids(self, raw: NDArray) -> NDArray[np.int32]:
@@ -307,25 +388,27 @@ class LasReader:
 
         Chunks share ``offset``. 16-bit colour detection is decided on the first chunk.
         """
-        import laspy
 
         n = self.chunk_size if n is None else n
-        try:
-            for pts in self._reader.chunk_iterator(n):
-                yield self._cloud(*self._convert(pts))
-        except laspy.LaspyException as e:
-            raise self._error(f"cannot decode points: {e}", "points") from e
+        chunks = self._reader.chunk_iterator(n)
+        while True:
+            try:
+                pts = next(chunks)
+            except StopIteration:
+                return
+            except _decode_errors() as e:
+                raise self._decode_error(e) from e
+            yield self._cloud(*self._convert(pts))
 
     def read(self) -> PointCloud:
         """All points as one cloud (16-bit colour detection over the whole file)."""
-        import laspy
 
         n = self.count
         if n <= self.chunk_size:  # one chunk: no second copy
             try:
                 pts = self._reader.read_points(n)
-            except laspy.LaspyException as e:
-                raise self._error(f"cannot decode points: {e}", "points") from e
+            except _decode_errors() as e:
+                raise self._decode_error(e) from e
             if len(pts) < n:
                 raise self._error(
                     f"truncated: the header promises {n} points, the file holds {len(pts)}",
@@ -350,8 +433,8 @@ class LasReader:
                 if inst is not None and cinst is not None:
                     inst[at : at + k] = cinst
                 at += k
-        except laspy.LaspyException as e:
-            raise self._error(f"cannot decode points: {e}", "points") from e
+        except _decode_errors() as e:
+            raise self._decode_error(e) from e
         if at < n:
             raise self._error(
                 f"truncated: the header promises {n} points, the file holds {at}", "point_count"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
+from urbex.io._checks import check_coordinates
 from urbex.io._ply_header import (
     PLY_TYPES,
     PlyElement,
@@ -62,6 +64,7 @@ _SEMANTIC_NAMES = ("class", "label", "scalar_class", "semantic")
 _INSTANCE_NAMES = ("instance", "instance_id")
 _LARGE_COORD = 1e5
 PathOrFile = str | os.PathLike[str] | BinaryIO
+_DATA_LINE = re.compile(rb"^[ \t]*[^\s]", re.MULTILINE)
 
 
 class PlyReader:
@@ -167,24 +170,55 @@ class PlyReader:
             raise _err(self._src, f"bad vertex properties: {e}", field="vertex") from e
         offset = self._base + self.header.data_start + skip
         need = self.count * dtype.itemsize
+        tail = self._tail_bytes(order)
         if self._path is not None:
             size = os.fstat(self._fh.fileno()).st_size
             have = max(size - offset, 0)
-            self._check_size(need, have, dtype.itemsize)
+            self._check_size(need, have, dtype.itemsize, tail)
             if self.count == 0:
                 return np.zeros(0, dtype)
             return np.memmap(self._path, dtype=dtype, mode="r", offset=offset, shape=(self.count,))
+        if self._fh.seekable():
+            end = self._fh.seek(0, os.SEEK_END)
+            self._check_size(need, max(end - offset, 0), dtype.itemsize, tail)
         self._fh.seek(offset)
         data = self._fh.read(need)
-        self._check_size(need, len(data), dtype.itemsize)
+        self._check_size(need, len(data), dtype.itemsize, None)
         return np.frombuffer(data, dtype=dtype, count=self.count)
 
-    def _check_size(self, need: int, have: int, itemsize: int) -> None:
+    def _tail_bytes(self, order: str) -> int | None:
+        """Bytes of the elements after ``vertex``; None if one has lists (size unknown)."""
+        tail = 0
+        after = False
+        for e in self.header.elements:
+            if after:
+                if e.has_list:
+                    return None
+                tail += e.count * e.dtype(order).itemsize
+            after = after or e.name == "vertex"
+        return tail
+
+    def _check_size(self, need: int, have: int, itemsize: int, tail: int | None) -> None:
+        """``have`` bytes from the first vertex to the end of the file; ``tail`` bytes of the
+        elements after ``vertex`` (None: unknown, no upper bound checked)."""
         if have < need:
             raise _err(
                 self._src,
                 f"truncated: the header promises {self.count} vertices ({need} bytes), the "
                 f"file holds {have // itemsize} ({have} bytes)",
+                field="vertex",
+            )
+        if tail is None or itemsize == 0:
+            return
+        extra = have - need - tail
+        if extra >= itemsize:
+            raise _err(
+                self._src,
+                f"the header declares {self.count} vertices ({need} bytes"
+                + (f" + {tail} bytes of later elements" if tail else "")
+                + f") but the file holds {have} bytes after the header, room for "
+                f"{(have - tail) // itemsize} vertices: the 'element vertex' count is wrong "
+                "(fix the header to the real count)",
                 field="vertex",
             )
 
@@ -209,12 +243,18 @@ class PlyReader:
         hi = np.array([self._rows[a].max() for a in "xyz"], np.float64)
         return self._offset_from(lo, hi)
 
-    def _to_cloud(self, cols: dict[str, NDArray], offset: NDArray | None) -> PointCloud:
-        """Build a PointCloud from column arrays (structured fields or pandas columns)."""
+    def _to_cloud(
+        self, cols: dict[str, NDArray], offset: NDArray | None, first_row: int = 0
+    ) -> PointCloud:
+        """Build a PointCloud from column arrays (structured fields or pandas columns).
+
+        ``first_row`` is the file row of ``cols``' first entry (for error messages).
+        """
         n = len(cols["x"])
         xyz = np.empty((n, 3), self._xyz_dtype())
         for i, a in enumerate("xyz"):
             xyz[:, i] = cols[a]
+        check_coordinates(xyz, self._src, total=self.count, first_row=first_row)
         if offset is None:
             offset = np.zeros(3, np.float64)
             if n and xyz.dtype == np.float64:
@@ -319,6 +359,30 @@ class PlyReader:
                 f"truncated: the header promises {self.count} vertices, the file holds {total}",
                 field="vertex",
             )
+        self._check_ascii_lines()
+
+    def _check_ascii_lines(self) -> None:
+        """Raise if the body has more data lines than the header's elements declare."""
+        declared = sum(e.count for e in self.header.elements)
+        self._fh.seek(self._base + self.header.data_start)
+        lines = 0
+        while True:
+            block = self._fh.read(1 << 24)
+            if not block:
+                break
+            if not block.endswith(b"\n"):
+                block += self._fh.readline()
+            lines += len(_DATA_LINE.findall(block))
+        if lines > declared:
+            others = declared - self.count
+            raise _err(
+                self._src,
+                f"the header declares {self.count} vertices"
+                + (f" and {others} rows of other elements" if others else "")
+                + f" but the body has {lines} data lines ({lines - declared} extra): the "
+                "'element vertex' count is wrong (fix the header to the real count)",
+                field="vertex",
+            )
 
     # -- public -----------------------------------------------------------------------------
 
@@ -345,12 +409,15 @@ class PlyReader:
             offset = self._global_offset()
             for start in range(0, self.count, n):
                 rows = self._rows[start : start + n]
-                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset)
+                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset, start)
             return
         ascii_offset: NDArray | None = None
+        at = 0
         for df in self._ascii_frames(n):
-            chunk = self._to_cloud({k: df[k].to_numpy() for k in self._wanted()}, ascii_offset)
+            cols = {k: df[k].to_numpy() for k in self._wanted()}
+            chunk = self._to_cloud(cols, ascii_offset, first_row=at)
             ascii_offset = chunk.offset
+            at += len(chunk)
             yield chunk
 
     def close(self) -> None:
@@ -393,7 +460,10 @@ def read_ply(path: PathOrFile, *, class_scheme: str = "sensaturban") -> PointClo
     ------
     PointCloudFormatError
         Not a PLY, unsupported format, unknown property type, missing x/y/z, list property on
-        ``vertex``, or fewer vertices in the file than the header promises.
+        ``vertex``; fewer vertices in the file than the header promises, or more (binary: at
+        least one whole vertex row of bytes beyond the declared elements, checked when the
+        elements after ``vertex`` have fixed-size rows; ASCII: more data lines than the
+        elements declare); a coordinate column holding NaN/inf or values beyond ±1e9 m.
 
     Examples
     --------
@@ -501,6 +571,7 @@ def _write_ascii_rows(
         header=False,
         index=False,
         float_format="%.9g" if f32 else "%.17g",
+        na_rep="nan",
         lineterminator="\n",
     )
     fh.write(text.encode("ascii"))

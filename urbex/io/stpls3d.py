@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
+from urbex.io._checks import check_coordinates
 from urbex.io.ply import read_ply
 from urbex.pointcloud import PointCloud
 
@@ -68,8 +69,8 @@ def read_stpls3d_txt(path: str | os.PathLike[str]) -> PointCloud:
     Raises
     ------
     PointCloudFormatError
-        Unreadable file, fewer than 7 or more than 8 columns, non-numeric cells, colours
-        outside 0..255, fractional ids.
+        Unreadable file, fewer than 7 or more than 8 columns, non-numeric cells, empty, NaN/inf
+        or absurd (beyond ±1e9 m) coordinates, colours outside 0..255, fractional ids.
     """
     import pyarrow as pa
     from pyarrow import csv
@@ -103,6 +104,7 @@ def read_stpls3d_txt(path: str | os.PathLike[str]) -> PointCloud:
     xyz = np.empty((n, 3), np.float64)
     for i in range(3):
         xyz[:, i] = cols[i]
+    check_coordinates(xyz, src)
     offset = np.zeros(3, np.float64)
     if n:
         lo = np.array([xyz[:, i].min() for i in range(3)])

@@ -35,8 +35,9 @@ from numpy.typing import NDArray
 
 from urbex.atomic import publish_dir
 from urbex.config import SceneParams
-from urbex.errors import CacheError
+from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
+from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
@@ -57,6 +58,62 @@ __all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_s
 _BAND_PIXELS = 3_000_000  # pixels per raster band (~60 MB of band layers + fill scratch)
 _RASTER_THREADS = 2  # bands rasterised concurrently (+ one being written)
 _MAX_CELLS = 1 << 26
+_CORE_QUANTILE = 0.001  # outliers: beyond the 0.1 %..99.9 % range by more than that range
+_SAMPLE = 1_000_000  # points the quantiles are estimated from
+
+
+def _source_error(cloud: PointCloud, scene_id: str, msg: str, axis: str) -> PointCloudFormatError:
+    if cloud.source:
+        return PointCloudFormatError(f"scene {scene_id!r}: {msg}", path=cloud.source, field=axis)
+    return PointCloudFormatError(f"scene {scene_id!r} (in-memory cloud): {msg}", field=axis)
+
+
+def _check_extent(xyz: NDArray, cloud: PointCloud, lo: NDArray, hi: NDArray, scene_id: str) -> None:
+    """Raise :class:`PointCloudFormatError` on absurd coordinates or a few far outliers.
+
+    Both would otherwise surface as a grid "too large for ``scene.cell_size``" (or an overflow)
+    although the parameter is fine and the points are at fault. ``lo``/``hi`` are the finite
+    bounds of ``xyz`` (cloud frame).
+    """
+    wlo, whi = lo + cloud.offset, hi + cloud.offset
+    for i, axis in enumerate("xyz"):
+        worst = max(abs(float(wlo[i])), abs(float(whi[i])))
+        if worst > MAX_ABS_COORD:
+            col = np.asarray(xyz[:, i], np.float64) + cloud.offset[i]
+            far = np.isfinite(col) & (np.abs(col) > MAX_ABS_COORD)
+            k = int(np.argmax(far))
+            raise _source_error(
+                cloud,
+                scene_id,
+                f"{int(far.sum())} of {cloud.n_points} points have |{axis}| beyond "
+                f"{MAX_ABS_COORD:.0e} m (first at row {k}: {col[k]:.6g}); expected world "
+                "metres of one city: the file is corrupt or not in metres",
+                axis,
+            )
+    ext = hi - lo
+    if max(float(ext[0]), float(ext[1])) <= 10_000.0:  # a city-scale extent: nothing to explain
+        return
+    step = max(1, len(xyz) // _SAMPLE)
+    for i, axis in enumerate("xy"):
+        col = np.asarray(xyz[:, i], np.float64)
+        sample = col[::step]
+        sample = sample[np.isfinite(sample)]
+        q_lo, q_hi = np.quantile(sample, [_CORE_QUANTILE, 1.0 - _CORE_QUANTILE])
+        core = max(float(q_hi - q_lo), 1.0)
+        if float(ext[i]) <= 10.0 * core:
+            continue
+        far = np.isfinite(col) & ((col < q_lo - core) | (col > q_hi + core))
+        k = int(np.argmax(far))
+        off = float(cloud.offset[i])
+        raise _source_error(
+            cloud,
+            scene_id,
+            f"{axis} spans {lo[i] + off:.6g}..{hi[i] + off:.6g} m, but {len(col) - int(far.sum())} "
+            f"of {len(col)} points lie within {q_lo + off:.6g}..{q_hi + off:.6g} m: "
+            f"{int(far.sum())} far outlier point(s) (first at row {k}: {axis} = {col[k] + off:.6g}) "
+            "would blow up the scene grid; remove them from the file",
+            axis,
+        )
 
 
 def content_hash(cloud: PointCloud, params: SceneParams, input_hash: str = "") -> str:
@@ -260,6 +317,7 @@ def _build(
             RuntimeWarning,
             stacklevel=3,
         )
+    _check_extent(xyz_in, cloud, lo, hi, scene_id)
     shift = np.floor(lo)
     origin = cloud.offset + shift
     rel_lo = np.asarray(lo - shift, np.float32).astype(np.float64)
