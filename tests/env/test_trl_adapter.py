@@ -122,6 +122,23 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
         dataloader_num_workers=0,
     )
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    # what the training forward passes (with grad) receive: images, pixel rows, image tokens
+    image_token = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    seen: list[tuple[int, int, int, int]] = []
+
+    def spy(module, args, kwargs):
+        grid = kwargs.get("image_grid_thw")
+        if torch.is_grad_enabled() and grid is not None:
+            seen.append(
+                (
+                    int(grid.shape[0]),
+                    int(kwargs["pixel_values"].shape[0]),
+                    int(grid.prod(dim=1).sum()),
+                    int((kwargs["input_ids"] == image_token).sum()),
+                )
+            )
+
+    hook = model.register_forward_pre_hook(spy, with_kwargs=True)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[answer_reward],
@@ -131,10 +148,18 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
         environment_factory=env_cls,
     )
     trainer.train()
+    hook.remove()
     assert trainer.state.global_step == 1
     envs = trainer.environments
     assert len(envs) == 4 and all(e.env.done for e in envs)
     assert all(any(r.tool == "zoom_in" and r.valid for r in e.env.steps) for e in envs)
+    # the tool images reach the training forward pass (trl issue 5663 / PR 6286): every rollout
+    # brings its global view and its zoom view, as pixel rows and as image tokens (merge 2×2)
+    views = sum(len(e.env.views) for e in envs)
+    assert views == 8
+    assert seen and max(n for n, *_ in seen) == views
+    n, rows, grid_rows, tokens = max(seen)
+    assert rows == grid_rows and tokens == rows // 4
     returns = sorted(e.env.episode_return for e in envs)
     assert returns[0] < returns[-1]  # good and bad answers differ → non-zero advantages
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]

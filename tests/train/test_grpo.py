@@ -208,3 +208,13 @@ def test_train_indivisible_generation_batch_is_a_config_error_before_staging(pro
     with pytest.raises(ConfigError, match=r"train\.num_generations"):
         train(params, checkpoint=tiny, run_name="odd-batch", max_steps=1, progress=False)
     assert not (params.assets / "checkpoints" / ".staging-odd-batch").exists()
+
+
+def test_train_completion_too_short_for_one_image_is_a_config_error(project, tiny):
+    from urbex.train.grpo import train
+
+    p = load_params(project).with_updates(
+        env={"zoom_size": [512, 512]}, train={"max_completion_length": 300}
+    )
+    with pytest.raises(ConfigError, match=r"train\.max_completion_length.*at least 384"):
+        train(p, checkpoint=tiny, max_steps=1)

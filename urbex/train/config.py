@@ -11,6 +11,7 @@ fields; the environment's turn budget sets ``max_tool_calling_iterations = env.m
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,13 @@ from urbex.config import Params, TrainParams
 if TYPE_CHECKING:
     from trl import GRPOConfig
 
-__all__ = ["check_generation_batch", "make_grpo_config", "resolve_device"]
+__all__ = [
+    "check_completion_length",
+    "check_generation_batch",
+    "image_tokens",
+    "make_grpo_config",
+    "resolve_device",
+]
 
 
 def resolve_device(device: str) -> str:
@@ -85,6 +92,34 @@ def check_generation_batch(
     return batch
 
 
+def image_tokens(size: tuple[int, int], *, patch: int = 16, merge: int = 2) -> int:
+    """Tokens one image of ``size`` (w, h px) costs a Qwen3-VL model (patches merged ``merge``²).
+
+    >>> image_tokens((64, 64)), image_tokens((512, 512))
+    (4, 256)
+    """
+    w, h = size
+    return max(1, math.ceil(w / patch) * math.ceil(h / patch) // (merge * merge))
+
+
+def check_completion_length(params: Params) -> None:
+    """``ValueError`` unless ``train.max_completion_length`` holds one tool image and a turn.
+
+    The completion of a GRPO rollout is the whole episode: every tool image's tokens count
+    (STACK_NOTES); a budget that cannot hold one zoom or oblique image plus a tool call and an
+    answer (~128 tokens of text) trains on truncated episodes only.
+    """
+    e = params.env
+    need = max(image_tokens(e.zoom_size), image_tokens(e.oblique_size)) + 128
+    if params.train.max_completion_length < need:
+        raise ValueError(
+            f"train.max_completion_length: {params.train.max_completion_length} tokens cannot "
+            f"hold one tool image ({need - 128} tokens at env.zoom_size {list(e.zoom_size)} / "
+            f"env.oblique_size {list(e.oblique_size)}) and a turn; set it to at least {need}, or "
+            "shrink the views"
+        )
+
+
 def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -> GRPOConfig:
     """A ``trl.GRPOConfig`` from ``params.train`` and ``params.env``.
 
@@ -106,11 +141,13 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
     ValueError
         The generation batch is not a multiple of ``num_generations`` (see
         :func:`check_generation_batch`; ``WORLD_SIZE``, set by ``accelerate launch``/``torchrun``,
-        counts the processes), or ``train.device`` is unknown.
+        counts the processes), ``train.device`` is unknown, or ``train.max_completion_length``
+        cannot hold one tool image (:func:`check_completion_length`).
     """
     from trl import GRPOConfig
 
     t: TrainParams = params.train
+    check_completion_length(params)
     device = resolve_device(t.device)
     on_cpu = device == "cpu"
     kwargs: dict[str, Any] = {
