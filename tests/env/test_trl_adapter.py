@@ -158,7 +158,7 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     views = sum(len(e.env.views) for e in envs)
     assert views == 8
     assert seen and max(n for n, *_ in seen) == views
-    n, rows, grid_rows, tokens = max(seen)
+    _, rows, grid_rows, tokens = max(seen)
     assert rows == grid_rows and tokens == rows // 4
     returns = sorted(e.env.episode_return for e in envs)
     assert returns[0] < returns[-1]  # good and bad answers differ → non-zero advantages
