@@ -2,7 +2,8 @@
 
 Stages, the runner, policies, the trainer and both front doors (the CLI, the Dagster assets)
 ask an :class:`AssetLayout` for a path instead of joining strings, so a file moves in one line
-and the warehouse's globs are the same paths with ``*`` for a name::
+and the warehouse's globs are the same paths with :data:`urbex.atomic.PUBLIC` (``[!.]*``, any
+name but a hidden staging one) for a name. No published name starts with ``.``::
 
     <assets>/
         raw/synthetic/                  the generated data set (data.source = synthetic)
@@ -28,8 +29,8 @@ and the warehouse's globs are the same paths with ``*`` for a name::
 '/data/assets/scenes/block_0/instances.parquet'
 >>> lay.run("oracle-test_no").as_posix()
 '/data/assets/eval/runs/oracle-test_no'
->>> AssetLayout.relative().run_metrics("*").as_posix()  # a glob under the assets root
-'eval/runs/*/metrics.parquet'
+>>> AssetLayout.relative().run_metrics("[!.]*").as_posix()  # a glob under the assets root
+'eval/runs/[!.]*/metrics.parquet'
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def plain_name(name: str, *, what: str) -> str:
     Traceback (most recent call last):
     ...
     ValueError: run_id: expected a plain name (no path separators), got '../x'
+    >>> plain_name(".hidden", what="run_id")
+    Traceback (most recent call last):
+    ...
+    ValueError: run_id: expected a name that does not start with '.' (reserved for staging), got '.hidden'
     """
     if (
         not isinstance(name, str)
@@ -74,6 +79,12 @@ def plain_name(name: str, *, what: str) -> str:
         or name in (".", "..")
     ):
         raise ValueError(f"{what}: expected a plain name (no path separators), got {name!r}")
+    if name.startswith("."):
+        # urbex.atomic's staging names start with "."; every reader and warehouse glob skips them
+        raise ValueError(
+            f"{what}: expected a name that does not start with '.' (reserved for staging), "
+            f"got {name!r}"
+        )
     return name
 
 

@@ -118,13 +118,14 @@ def test_scene_row_keys_are_the_scenes_view_columns():
 
 
 def test_warehouse_globs_come_from_the_layout():
+    from urbex.atomic import PUBLIC
     from urbex.layout import AssetLayout
 
     rel = AssetLayout.relative()
-    assert TABLES["scenes"].glob == "scenes/*/scene.parquet"
-    assert TABLES["instances"].glob == rel.instances("*").as_posix()
-    assert TABLES["episodes"].glob == "eval/runs/*/episodes/*.parquet"
-    assert TABLES["metrics"].glob == rel.run_metrics("*").as_posix()
+    assert TABLES["scenes"].glob == "scenes/[!.]*/scene.parquet"
+    assert TABLES["instances"].glob == rel.instances(PUBLIC).as_posix()
+    assert TABLES["episodes"].glob == "eval/runs/[!.]*/episodes/part-*.parquet"
+    assert TABLES["metrics"].glob == rel.run_metrics(PUBLIC).as_posix()
     assert TABLES["queries"].glob == "splits/queries.parquet"
 
 
