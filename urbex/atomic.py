@@ -21,6 +21,9 @@ whose ``<pid>`` is no longer alive (:func:`remove_stale`) and leaves a live proc
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import os
 import re
 import secrets
@@ -109,6 +112,33 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
+
+
+@functools.cache
+def _renameat2() -> Any:
+    """glibc's ``renameat2`` (Linux), or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the entries ``a`` and ``b`` atomically; False where the system cannot."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # kernel or filesystem lacks it
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
 
 
 def _remove(path: Path) -> None:
@@ -209,10 +239,13 @@ def atomic_write(
 def publish_dir(staging: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
     """Move the finished directory ``staging`` onto ``final`` (a sibling path); return ``final``.
 
-    An existing ``final`` is first renamed aside (``.<name>.old-<pid>-<token>``) and removed only
-    after ``staging`` took its place. A process killed between the two renames leaves ``final``
-    missing and the complete old version aside; :func:`remove_stale` (run by the next writer)
-    renames it back.
+    An existing ``final`` is swapped with ``staging`` in one step where the system can
+    (Linux ``renameat2(RENAME_EXCHANGE)``), then the old version, now under the staging name, is
+    removed: ``final`` is at every moment the complete old or the complete new tree. Elsewhere
+    ``final`` is first renamed aside (``.<name>.old-<pid>-<token>``) and removed after
+    ``staging`` took its place; a process killed between those two renames leaves ``final``
+    missing and the complete old version aside, which :func:`remove_stale` (run by the next
+    writer) renames back.
 
     Examples
     --------
@@ -225,7 +258,9 @@ def publish_dir(staging: str | os.PathLike[str], final: str | os.PathLike[str]) 
     """
     src, dst = Path(staging), Path(final)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
+    if dst.exists() and _exchange(src, dst):
+        shutil.rmtree(src, ignore_errors=True)  # now the old version, under the staging name
+    elif dst.exists():
         old = staging_path(dst, kind="old")
         os.replace(dst, old)
         os.replace(src, dst)
