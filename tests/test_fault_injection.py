@@ -1,7 +1,7 @@
 """Fault injection: SIGKILL ``urbex cache``, ``evaluate``, ``splits`` and ``train`` at random points.
 
 For each stage, an uninterrupted run gives the reference; then each trial kills the stage after a
-delay drawn from a seeded RNG (uniform over the reference run's duration) and checks that
+delay drawn from a seeded RNG (uniform over the first three quarters of the reference run) and checks that
 
 * no reader sees partial data: the warehouse refreshes, its counts are consistent, and every
   published file equals the reference (or is absent);
@@ -146,7 +146,7 @@ def _kill_trials(
     for i in range(n):
         if rerun_each:
             reset()
-        delay = rng.uniform(0.0, ref_run["elapsed"])
+        delay = rng.uniform(0.0, 0.75 * ref_run["elapsed"])  # timings vary run to run
         r = server.run(full, cwd=cwd, log=log, kill_after=delay)
         assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
         killed += r["killed"]

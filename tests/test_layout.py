@@ -75,3 +75,10 @@ def test_layout_is_frozen(tmp_path):
 
     with pytest.raises(FrozenInstanceError):
         AssetLayout(tmp_path).root = Path("/")  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", [".hidden", ".block_0.tmp-12-ab"])
+@pytest.mark.parametrize("method", ["scene", "run", "checkpoint"])
+def test_layout_rejects_names_starting_with_a_dot_reserved_for_staging(tmp_path, name, method):
+    with pytest.raises(ValueError, match="reserved for staging"):
+        getattr(AssetLayout(tmp_path), method)(name)
