@@ -126,3 +126,15 @@ def test_public_glob_excludes_staging_names_in_duckdb_and_pathlib(tmp_path):
     assert list(tmp_path.glob(f"{PUBLIC}/i.parquet")) == [tmp_path / "a" / "i.parquet"]
     # the plain `*` of both does match hidden names: why the warehouse uses PUBLIC
     assert len(list(tmp_path.glob("*/i.parquet"))) == 3
+
+
+def test_remove_stale_removes_leftovers_of_earlier_versions(tmp_path):
+    from urbex.atomic import remove_stale
+
+    dead = _dead_pid()
+    (tmp_path / "block_0").mkdir()
+    for n in (f"block_0.tmp-{dead}", f".block_0.old-{dead}", f".block_0.staging-{dead}"):
+        (tmp_path / n).mkdir()
+        (tmp_path / n / "instances.parquet").write_bytes(b"x")
+    remove_stale(tmp_path, name="block_0")
+    assert [p.name for p in tmp_path.iterdir()] == ["block_0"]

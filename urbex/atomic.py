@@ -53,6 +53,22 @@ _STAGING = re.compile(
 )
 
 
+#: Staging names of urbex versions before this pattern (``<name>.tmp-<pid>``,
+#: ``.<name>.old-<pid>``, ``.<stpls3d_refer>.staging-<pid>``): swept as dead leftovers too.
+_LEGACY = re.compile(r"^(?:(?P<a>[^.].*)\.tmp|\.(?P<b>.+)\.(?:old|staging))-(?P<pid>\d+)$")
+
+
+def _match(name: str) -> tuple[str, str, int] | None:
+    """``(published name, kind, pid)`` of a current or legacy staging name, else None."""
+    m = _STAGING.match(name)
+    if m is not None:
+        return m["name"], m["kind"], int(m["pid"])
+    m = _LEGACY.match(name)
+    if m is not None:
+        return (m["a"] or m["b"]), "tmp", int(m["pid"])  # never restored: removed
+    return None
+
+
 def umask_mode(*, directory: bool = False) -> int:
     """The permission bits a plain ``open``/``mkdir`` would give under the current umask.
 
@@ -165,18 +181,20 @@ def remove_stale(directory: str | os.PathLike[str], *, name: str | None = None) 
         What was removed (or restored). A ``.<name>.old-<pid>-…`` directory whose ``<name>`` is
         missing (the process died between setting the old version aside and moving the new one
         in) is renamed back to ``<name>`` instead, so readers find the complete old version.
-        Entries of a live pid (a concurrent writer) are left alone.
+        Entries of a live pid (a concurrent writer) are left alone. The staging names of
+        earlier urbex versions that carry a pid (``<name>.tmp-<pid>``, ``.<name>.old-<pid>``)
+        are removed as well.
     """
     d = Path(directory)
     if not d.is_dir():
         return []
     done: list[Path] = []
     for entry in sorted(d.iterdir()):
-        m = _STAGING.match(entry.name)
-        if m is None or (name is not None and m["name"] != name) or pid_alive(int(m["pid"])):
+        m = _match(entry.name)
+        if m is None or (name is not None and m[0] != name) or pid_alive(m[2]):
             continue
-        final = d / m["name"]
-        if m["kind"] == "old" and not final.exists() and not final.is_symlink():
+        final = d / m[0]
+        if m[1] == "old" and not final.exists() and not final.is_symlink():
             with contextlib.suppress(OSError):
                 os.replace(entry, final)
                 done.append(entry)
