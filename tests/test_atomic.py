@@ -138,3 +138,14 @@ def test_remove_stale_removes_leftovers_of_earlier_versions(tmp_path):
         (tmp_path / n / "instances.parquet").write_bytes(b"x")
     remove_stale(tmp_path, name="block_0")
     assert [p.name for p in tmp_path.iterdir()] == ["block_0"]
+
+
+def test_publish_dir_removes_what_a_killed_publisher_of_the_same_name_left(tmp_path):
+    from urbex.atomic import publish_dir
+
+    left = tmp_path / f".out.old-{_dead_pid()}-ab"
+    left.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "new").mkdir()
+    publish_dir(tmp_path / "new", tmp_path / "out")
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]

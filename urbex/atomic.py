@@ -276,6 +276,7 @@ def publish_dir(staging: str | os.PathLike[str], final: str | os.PathLike[str]) 
     """
     src, dst = Path(staging), Path(final)
     dst.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(dst.parent, name=dst.name)  # what killed publishers of ``final`` left
     if dst.exists() and _exchange(src, dst):
         shutil.rmtree(src, ignore_errors=True)  # now the old version, under the staging name
     elif dst.exists():
