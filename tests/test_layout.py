@@ -151,3 +151,11 @@ def test_layout_takes_every_derived_run_id(tmp_path, checkpoint):
                         repeat_seed=repeat_seed,
                     )
                     assert lay.run(spec.run_id).name == spec.run_id
+
+
+@pytest.mark.parametrize("name", [".hidden", ".block_0.tmp-12-ab"])
+@pytest.mark.parametrize("method", ["scene", "run", "checkpoint"])
+def test_layout_rejects_names_starting_with_a_dot_reserved_for_staging(tmp_path, name, method):
+    # scene ids (plain names) say why; run ids and checkpoint names fail the safe-name rule first
+    with pytest.raises(ValueError, match="reserved for staging|safe name"):
+        getattr(AssetLayout(tmp_path), method)(name)

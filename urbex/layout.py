@@ -2,7 +2,8 @@
 
 Stages, the runner, policies, the trainer and both front doors (the CLI, the Dagster assets)
 ask an :class:`AssetLayout` for a path instead of joining strings, so a file moves in one line
-and the warehouse's globs are the same paths with ``*`` for a name::
+and the warehouse's globs are the same paths with :data:`urbex.atomic.PUBLIC` (``[!.]*``, any
+name but a hidden staging one) for a name. No published name starts with ``.``::
 
     <assets>/
         raw/synthetic/                  the generated data set (data.source = synthetic)
@@ -28,8 +29,8 @@ and the warehouse's globs are the same paths with ``*`` for a name::
 '/data/assets/scenes/block_0/instances.parquet'
 >>> lay.run("oracle-test_no").as_posix()
 '/data/assets/eval/runs/oracle-test_no'
->>> AssetLayout.relative().run_metrics("*").as_posix()  # a glob under the assets root
-'eval/runs/*/metrics.parquet'
+>>> AssetLayout.relative().run_metrics("[!.]*").as_posix()  # a glob under the assets root
+'eval/runs/[!.]*/metrics.parquet'
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def plain_name(name: str, *, what: str) -> str:
     Traceback (most recent call last):
     ...
     ValueError: run_id: expected a plain name (no path separators), got '../x'
+    >>> plain_name(".hidden", what="run_id")
+    Traceback (most recent call last):
+    ...
+    ValueError: run_id: expected a name that does not start with '.' (reserved for staging), got '.hidden'
     """
     if (
         not isinstance(name, str)
@@ -75,6 +80,12 @@ def plain_name(name: str, *, what: str) -> str:
         or name in (".", "..")
     ):
         raise ValueError(f"{what}: expected a plain name (no path separators), got {name!r}")
+    if name.startswith("."):
+        # urbex.atomic's staging names start with "."; every reader and warehouse glob skips them
+        raise ValueError(
+            f"{what}: expected a name that does not start with '.' (reserved for staging), "
+            f"got {name!r}"
+        )
     return name
 
 
@@ -139,8 +150,9 @@ class AssetLayout:
         return cls(Path())
 
     def _safe(self, name: str, *, what: str) -> str:
-        """:func:`safe_name`, or ``"*"`` in the relative layout (a warehouse glob)."""
-        if name == "*" and self.root == Path():
+        """:func:`safe_name`, or a glob (``*``, :data:`urbex.atomic.PUBLIC`) in the relative
+        layout (the warehouse's globs)."""
+        if name in ("*", "[!.]*") and self.root == Path():
             return name
         return safe_name(name, what=what)
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from urbex.atomic import atomic_write, publish_dir
+from urbex.atomic import atomic_write, publish_dir, remove_stale, staging_path
 from urbex.config import Params
 from urbex.errors import ConfigError
 
@@ -122,9 +121,8 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
     if not force and stamp.exists() and stamp.read_text().strip() == fp:
         return ds
     s = params.synth
-    tmp_root = ds.root.with_name(ds.root.name + f".tmp-{os.getpid()}")
-    if tmp_root.exists():
-        shutil.rmtree(tmp_root)
+    remove_stale(ds.root.parent, name=ds.root.name)  # what killed generations left
+    tmp_root = staging_path(ds.root)
     try:
         generate_dataset(
             tmp_root,

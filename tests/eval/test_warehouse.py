@@ -118,13 +118,14 @@ def test_scene_row_keys_are_the_scenes_view_columns():
 
 
 def test_warehouse_globs_come_from_the_layout():
+    from urbex.atomic import PUBLIC
     from urbex.layout import AssetLayout
 
     rel = AssetLayout.relative()
-    assert TABLES["scenes"].glob == "scenes/*/scene.parquet"
-    assert TABLES["instances"].glob == rel.instances("*").as_posix()
-    assert TABLES["episodes"].glob == "eval/runs/*/episodes/*.parquet"
-    assert TABLES["metrics"].glob == rel.run_metrics("*").as_posix()
+    assert TABLES["scenes"].glob == "scenes/[!.]*/scene.parquet"
+    assert TABLES["instances"].glob == rel.instances(PUBLIC).as_posix()
+    assert TABLES["episodes"].glob == "eval/runs/[!.]*/episodes/part-*.parquet"
+    assert TABLES["metrics"].glob == rel.run_metrics(PUBLIC).as_posix()
     assert TABLES["queries"].glob == "splits/queries.parquet"
 
 
@@ -191,7 +192,7 @@ def test_warehouse_runs_view_is_typed_empty_and_over_run_json(tmp_path):
     refresh_warehouse(tmp_path, con=con)
     empty = [r[:2] for r in con.execute("DESCRIBE runs").fetchall()]
     assert empty == list(RUN_COLUMNS)
-    assert TABLES["runs"].glob == "eval/runs/*/run.json"
+    assert TABLES["runs"].glob == "eval/runs/[!.]*/run.json"
     _run(tmp_path, "r", "running")
     full = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=full)

@@ -20,7 +20,6 @@ build_stpls3d_refer       ``<assets>/stpls3d_refer/`` (CityRefer layout + ``summ
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from urbex.atomic import publish_dir
+from urbex.atomic import publish_dir, remove_stale, staging_path
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
 
@@ -277,9 +276,8 @@ def build_stpls3d_refer(params: Params) -> Path:
             field="stpls3d_refer.scenes",
         )
     final = params.layout.stpls3d_refer
-    stage = final.with_name(f".stpls3d_refer.staging-{os.getpid()}")
-    if stage.exists():
-        shutil.rmtree(stage)
+    remove_stale(final.parent, name=final.name)  # what killed builds left
+    stage = staging_path(final)
     summaries = []
     try:
         for sid in scenes:

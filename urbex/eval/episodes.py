@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.atomic import atomic_path, atomic_write
+from urbex.atomic import atomic_path, atomic_write, remove_stale
 from urbex.errors import CacheError
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EPISODE_COLUMNS",
+    "SHARD_GLOB",
     "STEP_COLUMNS",
     "EpisodeRecord",
     "StepRow",
@@ -262,12 +263,21 @@ def write_chunk(
     return name
 
 
+#: The name of a published shard (:func:`write_chunk`); a staging file (``.part-….tmp-…``) of
+#: :mod:`urbex.atomic` never matches it.
+SHARD_GLOB = "part-*.parquet"
+
+
 def _shards(directory: Path, kind: str) -> list[Path]:
-    return sorted((Path(directory) / kind).glob("part-*.parquet"))
+    return sorted((Path(directory) / kind).glob(SHARD_GLOB))
 
 
 def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[str]:
     """Query ids with a row in an episodes shard of the run; deletes orphan steps shards.
+
+    With ``clean_orphans`` it also removes the partial shard files of dead writers (a run killed
+    while writing a shard leaves ``.part-<token>.parquet.tmp-<pid>-…``; see
+    :func:`urbex.atomic.remove_stale`); they are never read.
 
     Raises
     ------
@@ -288,6 +298,8 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
             ) from exc
         names.add(p.name)
     if clean_orphans:
+        for kind in ("episodes", "steps"):
+            remove_stale(d / kind)
         for p in _shards(d, "steps"):
             if p.name not in names:
                 p.unlink()

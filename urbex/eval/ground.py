@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from urbex.atomic import atomic_path, atomic_write
+from urbex.atomic import PUBLIC, atomic_path, atomic_write
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 from urbex.layout import INSTANCES_FILE, META_FILE
 
@@ -161,7 +161,7 @@ def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
     lay = params.layout
     cache = lay.scene(scene_id)
     if not lay.scene_meta(scene_id).is_file():
-        known = sorted(p.name for p in lay.scenes.glob("*") if (p / META_FILE).is_file())
+        known = sorted(p.name for p in lay.scenes.glob(PUBLIC) if (p / META_FILE).is_file())
         hint = f"; built scenes: {known}" if known else ""
         raise CacheError(
             f"scene cache of {scene_id!r} not found; run `urbex synth` and "

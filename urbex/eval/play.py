@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.atomic import PUBLIC
 from urbex.errors import AnnotationError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.trajectory import Trajectory
@@ -414,6 +415,6 @@ def landmark_index(params: Params) -> Any:
     from urbex.landmarks import LandmarkIndex, read_landmark_table
 
     d = params.layout.landmarks
-    if not d.exists() or not any(d.glob("*.parquet")):
+    if not d.exists() or not any(d.glob(f"{PUBLIC}.parquet")):
         return None
     return LandmarkIndex.from_params(read_landmark_table(d), params)

@@ -4,7 +4,8 @@ Files are the source of truth; ``assets/warehouse.duckdb`` only holds **views** 
 here, in one place. A run that writes Parquet never holds the DuckDB file open, so users may query
 it read-only at any time (``duckdb.connect(path, read_only=True)``). When a table has no files yet,
 its view is an empty relation with the documented columns, so queries never fail on a fresh
-checkout.
+checkout. The globs never match the staging names of :mod:`urbex.atomic` (``[!.]*`` instead of
+``*``), so a killed build or shard write is invisible here.
 
 ``episodes``, ``steps`` and ``metrics`` show **complete runs only**: the rows of a run whose
 ``run.json`` gives a status other than ``complete`` (``running``: still playing or killed;
@@ -14,16 +15,16 @@ is.)
 
 Tables
 ------
-``scenes``     one row per scene cache   ``<assets>/scenes/*/scene.parquet``
-``instances``  one row per GT instance   ``<assets>/scenes/*/instances.parquet``
-``landmarks``  one row per landmark      ``<assets>/landmarks/*.parquet``
+``scenes``     one row per scene cache   ``<assets>/scenes/[!.]*/scene.parquet``
+``instances``  one row per GT instance   ``<assets>/scenes/[!.]*/instances.parquet``
+``landmarks``  one row per landmark      ``<assets>/landmarks/[!.]*.parquet``
 ``queries``    one row per cleaned query ``<assets>/splits/queries.parquet``
 ``annotation_drops``                     ``<assets>/splits/annotation_drops.parquet``
-``runs``       one row per run           ``<assets>/eval/runs/*/run.json`` (JSON, not Parquet)
+``runs``       one row per run           ``<assets>/eval/runs/[!.]*/run.json`` (JSON, not Parquet)
                (:data:`RUN_COLUMNS`: the spec, ``status`` running/complete/failed, ``error``)
-``episodes``   one row per (run, query)  ``<assets>/eval/runs/*/episodes/*.parquet``
-``steps``      one row per tool call     ``<assets>/eval/runs/*/steps/*.parquet``
-``metrics``    one row per (run, split)  ``<assets>/eval/runs/*/metrics.parquet``
+``episodes``   one row per (run, query)  ``<assets>/eval/runs/[!.]*/episodes/part-*.parquet``
+``steps``      one row per tool call     ``<assets>/eval/runs/[!.]*/steps/part-*.parquet``
+``metrics``    one row per (run, split)  ``<assets>/eval/runs/[!.]*/metrics.parquet``
                (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
                (:data:`urbex.eval.diagnostics.DIAGNOSTIC_TABLES`)
@@ -42,7 +43,8 @@ import duckdb
 import polars as pl
 
 from urbex.annotations.clean import QUERY_SCHEMA
-from urbex.eval.episodes import episode_schema, step_schema
+from urbex.atomic import PUBLIC
+from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
 from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.landmarks.table import LANDMARK_SCHEMA
@@ -139,7 +141,9 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n_episodes", "BIGINT"),
 )
 
-#: The layout relative to the assets root: with ``"*"`` for a name, its paths are the globs.
+#: The layout relative to the assets root: with :data:`~urbex.atomic.PUBLIC` (``[!.]*``) for a
+#: name, its paths are the globs. Not ``*``: DuckDB's ``*`` also matches the hidden staging names
+#: of :mod:`urbex.atomic` (a killed build's ``scenes/.<id>.tmp-<pid>-<token>/``).
 _REL = AssetLayout.relative()
 
 
@@ -150,15 +154,15 @@ def _glob(path: Path) -> str:
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (
-        TableSpec(name="scenes", glob=_glob(_REL.scene_row("*")), columns=SCENE_COLUMNS),
+        TableSpec(name="scenes", glob=_glob(_REL.scene_row(PUBLIC)), columns=SCENE_COLUMNS),
         TableSpec(
             name="instances",
-            glob=_glob(_REL.instances("*")),
+            glob=_glob(_REL.instances(PUBLIC)),
             columns=tuple((c, _POLARS_TO_DUCKDB[t]) for c, t in INSTANCE_SCHEMA),
         ),
         TableSpec(
             name="landmarks",
-            glob=_glob(_REL.landmark_table("*")),
+            glob=_glob(_REL.landmark_table(PUBLIC)),
             columns=_polars_columns(LANDMARK_SCHEMA),
         ),
         TableSpec(
@@ -178,22 +182,24 @@ TABLES: dict[str, TableSpec] = {
             ),
         ),
         # runs before the views that filter on it
-        TableSpec(name="runs", glob=_glob(_REL.run_json("*")), columns=RUN_COLUMNS, format="json"),
+        TableSpec(
+            name="runs", glob=_glob(_REL.run_json(PUBLIC)), columns=RUN_COLUMNS, format="json"
+        ),
         TableSpec(
             name="episodes",
-            glob=_glob(_REL.run_episodes("*") / "*.parquet"),
+            glob=_glob(_REL.run_episodes(PUBLIC) / SHARD_GLOB),
             columns=_arrow_columns(episode_schema()),
             complete_runs=True,
         ),
         TableSpec(
             name="steps",
-            glob=_glob(_REL.run_steps("*") / "*.parquet"),
+            glob=_glob(_REL.run_steps(PUBLIC) / SHARD_GLOB),
             columns=_arrow_columns(step_schema()),
             complete_runs=True,
         ),
         TableSpec(
             name="metrics",
-            glob=_glob(_REL.run_metrics("*")),
+            glob=_glob(_REL.run_metrics(PUBLIC)),
             complete_runs=True,
             columns=(
                 *_polars_columns(metrics_schema()),

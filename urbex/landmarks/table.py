@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from urbex.atomic import PUBLIC
 from urbex.errors import LandmarkError
 from urbex.landmarks.names import landmark_kind, normalize_name
 
@@ -543,7 +544,7 @@ def read_landmark_table(path: str | Path) -> pl.DataFrame:
         malformed footprint or bounds; the message names the file, scene and landmark.
     """
     path = Path(path)
-    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    files = sorted(path.glob(f"{PUBLIC}.parquet")) if path.is_dir() else [path]
     frames = []
     for f in files:
         df = pl.read_parquet(f)

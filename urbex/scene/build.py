@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.atomic import publish_dir
+from urbex.atomic import publish_dir, remove_stale, staging_path
 from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
@@ -218,8 +218,9 @@ def build_scene_cache(
 ) -> CacheMeta:
     """Build (or reuse) the scene cache of ``cloud`` in ``out_dir``.
 
-    The cache is built in ``out_dir.with_name(out_dir.name + ".tmp-<pid>")`` and renamed into
-    place, so ``out_dir`` is never half-written. If ``out_dir`` already holds a complete cache with
+    The cache is built in a staging sibling (:func:`urbex.atomic.staging_path`) and renamed into
+    place, so ``out_dir`` is never half-written; staging siblings left by killed builds of this
+    scene are removed first (:func:`urbex.atomic.remove_stale`). If ``out_dir`` already holds a complete cache with
     the same :func:`content_hash`, it is reused (not rebuilt) unless ``force``. See
     :mod:`urbex.scene.meta` for the layout.
 
@@ -257,6 +258,8 @@ def build_scene_cache(
     out_dir = Path(out_dir)
     if not scene_id:
         raise ValueError("scene_id: expected a non-empty string, got ''")
+    if out_dir.parent.is_dir():
+        remove_stale(out_dir.parent, name=out_dir.name)  # before the freshness check: restores
     chash = content_hash(cloud, params, input_hash)
     if not force and cache_is_fresh(out_dir, chash):
         return read_meta(out_dir)
@@ -266,10 +269,8 @@ def build_scene_cache(
             f"(source {cloud.source!r})",
             path=out_dir,
         )
-    tmp = out_dir.with_name(out_dir.name + f".tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = staging_path(out_dir)
     try:
         meta = _build(
             cloud, tmp, out_dir, params, scene_id, boxes, input_hash, chash, progress, t_start
@@ -473,6 +474,9 @@ def _build(
 
     meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
     write_json_atomic(tmp / META_FILE, meta.to_dict())
+    from urbex.eval.warehouse import write_scene_row
+
+    write_scene_row(tmp)  # published with the cache: no moment with a cache but no scenes row
     bar.update()
     bar.close()
     return meta

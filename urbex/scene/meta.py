@@ -16,10 +16,14 @@ A scene cache is one directory::
       bev/filled.npy            (H, W) bool, True where the value came from hole filling
       global_view.png           the whole BEV, long side ``global_view_size``, area-averaged
       instances.parquet         one row per instance id
+      scene.parquet             the warehouse ``scenes`` row (urbex.eval.warehouse.scene_row)
       bev_cog.tif               optional Cloud-Optimized GeoTIFF of bev/rgb
 
 Points are ordered by grid cell (``cell = cy·ncx + cx``, cells of ``cell_size`` metres counted
 from ``grid_origin``), then by their index in the input cloud.
+
+The directory is built in a hidden staging sibling and swapped into place
+(:func:`urbex.atomic.publish_dir`), so every file above appears together.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.atomic import umask_mode
+from urbex.atomic import remove_stale, staging_path, umask_mode
 from urbex.errors import AnnotationError
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
@@ -275,7 +274,8 @@ def _publish(tmp: Path, out: Path) -> None:
     if not out.exists():
         os.replace(tmp, out)
         return
-    trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+    trash = staging_path(out, kind="old")
+    trash.mkdir()
     try:
         for entry in sorted(tmp.iterdir()):
             dest = out / entry.name
@@ -440,7 +440,9 @@ def generate_dataset(
     n_st = max(stpls3d_scenes, 1 if "stpls3d" in formats else 0)
     out = Path(out_dir).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    remove_stale(out.parent, name=out.name)  # what killed generations left
+    tmp = staging_path(out)
+    tmp.mkdir()
     os.chmod(tmp, umask_mode(directory=True))
     params = {
         "scenes": scenes,

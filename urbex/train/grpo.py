@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from urbex.atomic import publish_dir
+from urbex.atomic import PUBLIC, publish_dir
 from urbex.config import Params
 from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
 
@@ -124,7 +124,7 @@ def _check_inputs(params: Params, scene_ids: list[str]) -> None:
             path=layout.scenes,
         )
     lm = layout.landmarks
-    if not lm.is_dir() or not any(lm.glob("*.parquet")):
+    if not lm.is_dir() or not any(lm.glob(f"{PUBLIC}.parquet")):
         raise LandmarkError("landmark tables not found; build them with `urbex landmarks`", path=lm)
 
 

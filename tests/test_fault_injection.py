@@ -1,0 +1,290 @@
+"""Fault injection: SIGKILL ``urbex cache``, ``evaluate``, ``splits`` and ``train`` at random points.
+
+For each stage, an uninterrupted run gives the reference; then each trial kills the stage after a
+delay drawn from a seeded RNG (uniform over the first three quarters of the reference run) and checks that
+
+* no reader sees partial data: the warehouse refreshes, its counts are consistent, and every
+  published file equals the reference (or is absent);
+* a rerun of the same command equals the uninterrupted run (timings excluded);
+* no staging or temporary file remains after the rerun.
+
+The killed commands run in interpreters that imported urbex beforehand (:mod:`tests.warm`), so
+that a kill lands in the stage's work rather than in the imports; the reruns run in this
+process (:func:`urbex.cli.main`).
+``train`` (tens of seconds per step on a CPU) is killed at fewer points, in a chain: each kill
+lands on the debris of the previous one, and one rerun follows the last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from tests.small_project import write_small_project
+from tests.warm import WarmProcesses
+from urbex.cli import main
+
+SEED = 11
+N_KILLS = 20
+N_TRAIN_KILLS = 4
+SCENES = ("synthville_block_0", "synthville_block_1")
+#: What the stages import, imported by each warm process before its command.
+MODULES = [
+    "urbex.cli",
+    "urbex.stages",
+    "urbex.scene.build",
+    "urbex.io.datasets",
+    "urbex.eval.warehouse",
+    "urbex.eval.runner",
+    "urbex.annotations.stages",
+    "urbex.agents.registry",
+]
+TRAIN_MODULES = [*MODULES, "urbex.train.grpo", "torch", "transformers", "trl"]
+ENV = {"HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+#: Seconds, timestamps and run-local fields that differ between two identical runs.
+TIMING = {"build_seconds", "latency_s", "latency_p50_s", "latency_p90_s", "env_s", "policy_s"}
+TRAIN_TIMING = {"wall_s", "seconds_per_step", "created", "resumed_from"}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A built 2-scene project; returns params.yaml."""
+    root = tmp_path_factory.mktemp("faults")
+    params = write_small_project(
+        root,
+        eval={"chunk_size": 2},
+        env={"global_view_size": [64, 64], "zoom_size": [64, 64], "oblique_size": [64, 64]},
+        train={
+            "limit": 2,
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+            "max_completion_length": 64,
+            "device": "cpu",
+        },
+    )
+    for cmd in ("synth", "cache", "landmarks", "splits"):
+        assert main(["--params", str(params), "-q", cmd]) == 0, cmd
+    return params
+
+
+@pytest.fixture(scope="module")
+def server():
+    with WarmProcesses(MODULES, env=ENV) as s:
+        yield s
+
+
+def _digest(path: Path) -> Any:
+    """What must be equal between two runs: the bytes, or the content without timings."""
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if k not in TIMING | TRAIN_TIMING}
+        return data
+    if path.suffix == ".parquet" and path.name in ("scene.parquet", "metrics.parquet"):
+        df = pl.read_parquet(path)
+        return df.drop([c for c in df.columns if c in TIMING]).rows()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _published(d: Path) -> dict[str, Any]:
+    """Every published file under ``d`` (staging names skipped) → its :func:`_digest`."""
+    out: dict[str, Any] = {}
+    if not d.is_dir():
+        return out
+    for p in sorted(d.rglob("*")):
+        rel = p.relative_to(d)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
+            out[rel.as_posix()] = _digest(p)
+    return out
+
+
+def _leftovers(assets: Path) -> list[str]:
+    """Staging / temporary names anywhere under ``assets`` (the synth stamp is not one)."""
+    return sorted(
+        p.relative_to(assets).as_posix()
+        for p in assets.rglob(".*")
+        if p.name != ".urbex_synth" or p.parent != assets / "raw" / "synthetic"
+    )
+
+
+def _counts(assets: Path) -> dict[str, int]:
+    from urbex.eval.warehouse import refresh_warehouse
+
+    return refresh_warehouse(assets, con=duckdb.connect(":memory:"))
+
+
+def _kill_trials(
+    server: WarmProcesses,
+    params: Path,
+    argv: list[str],
+    *,
+    n: int,
+    seed: int,
+    reset: Callable[[], None],
+    snapshot: Callable[[], Any],
+    readers_ok: Callable[[Any], None],
+    rerun_each: bool = True,
+) -> dict[str, Any]:
+    """Kill ``urbex <argv>`` ``n`` times; see the module docstring. Returns trial statistics."""
+    cwd, log = params.parent, params.parent / "child.log"
+    full = ["--params", str(params), "-q", *argv]
+    reset()
+    ref_run = server.run(full, cwd=cwd, log=log)  # the uninterrupted run, and its duration
+    assert ref_run["rc"] == 0, log.read_text()[-3000:]
+    ref = snapshot()
+    rng = random.Random(seed)
+    killed = 0
+    for i in range(n):
+        if rerun_each:
+            reset()
+        delay = rng.uniform(0.0, 0.75 * ref_run["elapsed"])  # timings vary run to run
+        r = server.run(full, cwd=cwd, log=log, kill_after=delay)
+        assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
+        killed += r["killed"]
+        readers_ok(ref)
+        if rerun_each or i == n - 1:
+            assert main(full) == 0, (i, delay)
+            assert snapshot() == ref, (i, delay)
+            assert _leftovers(params.parent / "assets") == [], (i, delay)
+    # most kills must land inside the run, or the trials test nothing
+    assert killed >= n // 2, (killed, n, ref_run["elapsed"])
+    return {"trials": n, "killed": killed, "reference_s": ref_run["elapsed"]}
+
+
+def test_cache_force_sigkilled_at_random_points(server: WarmProcesses, project: Path) -> None:
+    from urbex.scene.cache import SceneCache
+
+    assets = project.parent / "assets"
+    scenes = assets / "scenes"
+    counts = _counts(assets)
+
+    def readers_ok(ref: Any) -> None:
+        assert _published(scenes) == ref  # every scene is the complete old or new cache
+        c = _counts(assets)
+        assert (c["scenes"], c["instances"]) == (counts["scenes"], counts["instances"])
+        for sid in SCENES:
+            SceneCache.open(scenes / sid)
+
+    stats = _kill_trials(
+        server,
+        project,
+        ["cache", "--force"],
+        n=N_KILLS,
+        seed=SEED,
+        reset=lambda: None,
+        snapshot=lambda: _published(scenes),
+        readers_ok=readers_ok,
+    )
+    print("cache", stats)
+
+
+def test_evaluate_sigkilled_at_random_points(server: WarmProcesses, project: Path) -> None:
+    from urbex.eval.episodes import read_episodes, read_steps
+
+    assets = project.parent / "assets"
+    run = assets / "eval" / "runs" / "faults"
+    n_queries = pl.read_parquet(assets / "splits" / "queries.parquet").filter(split="test_no")
+    n_queries = n_queries.height
+
+    def rows(df: pl.DataFrame) -> list[tuple[Any, ...]]:
+        return df.drop([c for c in df.columns if c in TIMING]).rows()
+
+    def snapshot() -> Any:
+        meta = json.loads((run / "run.json").read_text())
+        return (
+            rows(read_episodes(run)),
+            rows(read_steps(run)),
+            _digest(run / "metrics.parquet"),
+            meta["status"],
+        )
+
+    def readers_ok(ref: Any) -> None:
+        c = _counts(assets)  # the warehouse refreshes over whatever the kill left
+        eps = read_episodes(run) if (run / "episodes").is_dir() else None
+        done = rows(eps) if eps is not None else []
+        assert c["episodes"] == len(done) <= n_queries
+        assert set(done) <= set(ref[0])  # each finished episode is complete and correct
+        if (run / "metrics.parquet").exists():
+            assert _digest(run / "metrics.parquet") == ref[2]
+
+    stats = _kill_trials(
+        server,
+        project,
+        ["evaluate", "--policy", "oracle", "--split", "test_no", "--run-id", "faults"],
+        n=N_KILLS,
+        seed=SEED + 1,
+        reset=lambda: shutil.rmtree(run, ignore_errors=True),
+        snapshot=snapshot,
+        readers_ok=readers_ok,
+    )
+    print("evaluate", stats)
+
+
+def test_splits_sigkilled_at_random_points(server: WarmProcesses, project: Path) -> None:
+    assets = project.parent / "assets"
+    splits = assets / "splits"
+
+    def readers_ok(ref: Any) -> None:
+        now = _published(splits)
+        assert all(now[k] == ref[k] for k in now), sorted(k for k in now if now[k] != ref[k])
+        c = _counts(assets)
+        expected = (
+            pl.read_parquet(splits / "queries.parquet").height if "queries.parquet" in now else 0
+        )
+        assert c["queries"] == expected
+
+    stats = _kill_trials(
+        server,
+        project,
+        ["splits"],
+        n=N_KILLS,
+        seed=SEED + 2,
+        reset=lambda: shutil.rmtree(splits, ignore_errors=True),
+        snapshot=lambda: _published(splits),
+        readers_ok=readers_ok,
+    )
+    print("splits", stats)
+
+
+def test_train_sigkilled_at_random_points(project: Path) -> None:
+    assets = project.parent / "assets"
+    final = assets / "checkpoints" / "faults"
+
+    def reset() -> None:
+        shutil.rmtree(assets / "checkpoints", ignore_errors=True)
+
+    def snapshot() -> Any:
+        files = _published(final)
+        files.pop("train_log.parquet")  # logged timings
+        files.pop("training_args.bin")  # pickled trainer arguments (paths, timestamps)
+        return files
+
+    def readers_ok(ref: Any) -> None:
+        if final.exists():  # absent, or the complete checkpoint
+            assert snapshot() == ref
+
+    from urbex.train.tiny import make_tiny_model
+
+    tiny = make_tiny_model(project.parent / "tiny", seed=0)
+    with WarmProcesses(TRAIN_MODULES, env=ENV) as server:
+        stats = _kill_trials(
+            server,
+            project,
+            ["train", "--checkpoint", str(tiny), "--run-name", "faults", "--max-steps", "1"],
+            n=N_TRAIN_KILLS,
+            seed=SEED + 3,
+            reset=reset,
+            snapshot=snapshot,
+            readers_ok=readers_ok,
+            rerun_each=False,
+        )
+    print("train", stats)
