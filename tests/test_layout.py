@@ -157,5 +157,5 @@ def test_layout_takes_every_derived_run_id(tmp_path, checkpoint):
 @pytest.mark.parametrize("method", ["scene", "run", "checkpoint"])
 def test_layout_rejects_names_starting_with_a_dot_reserved_for_staging(tmp_path, name, method):
     # scene ids (plain names) say why; run ids and checkpoint names fail the safe-name rule first
-    with pytest.raises(ValueError, match="reserved for staging|safe name"):
+    with pytest.raises(ValueError, match=r"reserved for staging|safe name"):
         getattr(AssetLayout(tmp_path), method)(name)
