@@ -214,7 +214,7 @@ def test_train_completion_too_short_for_one_image_is_a_config_error(project, tin
     from urbex.train.grpo import train
 
     p = load_params(project).with_updates(
-        env={"zoom_size": [512, 512]}, train={"max_completion_length": 300}
+        env={"zoom_size": [512, 512]}, train={"max_completion_length": 200}
     )
-    with pytest.raises(ConfigError, match=r"train\.max_completion_length.*at least 384"):
+    with pytest.raises(ConfigError, match=r"train\.max_completion_length.*at least 288"):
         train(p, checkpoint=tiny, max_steps=1)

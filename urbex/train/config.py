@@ -92,6 +92,10 @@ def check_generation_batch(
     return batch
 
 
+#: Text tokens of the shortest useful turn after a tool image (a tool call or an answer).
+MIN_TURN_TOKENS = 32
+
+
 def image_tokens(size: tuple[int, int], *, patch: int = 16, merge: int = 2) -> int:
     """Tokens one image of ``size`` (w, h px) costs a Qwen3-VL model (patches merged ``merge``²).
 
@@ -106,15 +110,15 @@ def check_completion_length(params: Params) -> None:
     """``ValueError`` unless ``train.max_completion_length`` holds one tool image and a turn.
 
     The completion of a GRPO rollout is the whole episode: every tool image's tokens count
-    (STACK_NOTES); a budget that cannot hold one zoom or oblique image plus a tool call and an
-    answer (~128 tokens of text) trains on truncated episodes only.
+    (STACK_NOTES); a budget that cannot hold one zoom or oblique image plus a short turn
+    (:data:`MIN_TURN_TOKENS`) can only train on truncated episodes.
     """
     e = params.env
-    need = max(image_tokens(e.zoom_size), image_tokens(e.oblique_size)) + 128
+    need = max(image_tokens(e.zoom_size), image_tokens(e.oblique_size)) + MIN_TURN_TOKENS
     if params.train.max_completion_length < need:
         raise ValueError(
             f"train.max_completion_length: {params.train.max_completion_length} tokens cannot "
-            f"hold one tool image ({need - 128} tokens at env.zoom_size {list(e.zoom_size)} / "
+            f"hold one tool image ({need - MIN_TURN_TOKENS} tokens at env.zoom_size {list(e.zoom_size)} / "
             f"env.oblique_size {list(e.oblique_size)}) and a turn; set it to at least {need}, or "
             "shrink the views"
         )
