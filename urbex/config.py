@@ -385,6 +385,13 @@ class SFTParams(_Strict):
     )
     split: Split = Field("train", description="split whose queries the teacher plays")
     per_query: Int = Field(2, ge=1, description="seeded teacher paths per query")
+    mistake_rate: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of teacher episodes with one deliberate invalid turn they recover from "
+        "(unsupervised; teaches recovery)",
+    )
     limit: Int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
     run_name: str = Field("sft", description="output: <assets>/checkpoints/<run_name>/")
     steps: Int = Field(200, ge=1, description="optimizer steps")

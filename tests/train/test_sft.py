@@ -161,3 +161,28 @@ def test_sft_example_over_max_length_names_the_field(assets, tiny):
             progress=False,
             trajectories=teacher_trajectories(p, limit=1),
         )
+
+
+def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny):
+    from transformers import AutoProcessor
+
+    from urbex.train.sft import _batch, render_examples, teacher_trajectories
+
+    p = _params(assets, mistake_rate=1.0)
+    trajs = teacher_trajectories(p, limit=4, per_query=2)
+    assert trajs and all(t.outcome.answered for t in trajs)
+    for t in trajs:  # exactly one invalid turn, before the (valid) zoom, then the oracle's path
+        valid = [s.valid for s in t.steps]
+        assert valid.count(False) == 1
+        bad = valid.index(False)
+        assert t.steps[bad + 1].tool == "zoom_in" and t.steps[bad + 1].valid
+    kinds = {t.steps[[s.valid for s in t.steps].index(False)].tool for t in trajs}
+    assert kinds == {"zoom_in", "answer"}  # both kinds of mistake occur
+    proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
+    ex = render_examples(trajs[:2], proc, p)
+    batch = _batch(proc, ex, None)
+    for row, t in enumerate(trajs[:2]):
+        kept = proc.tokenizer.decode(batch["input_ids"][row][batch["labels"][row] != -100])
+        bad = next(s for s in t.steps if not s.valid)
+        assert bad.model_text not in kept  # the mistake is shown but never learned
+        assert all(s.model_text in kept for s in t.steps if s.valid)

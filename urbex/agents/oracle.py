@@ -169,8 +169,12 @@ class TeacherPolicy(OraclePolicy):
     Per episode (seeded by :meth:`begin_episode`): the landmark query is made with probability
     ``p_landmark``, the zoom window is ``zoom_factor`` ∈ ``zoom_range`` × the target with its
     centre shifted by up to ``jitter`` of the window side (the target stays inside), and the
-    oblique render is made with probability ``p_oblique`` from a random compass direction. The
-    answer is the target box in the zoom view, as the oracle's.
+    oblique render is made with probability ``p_oblique`` from a random compass direction. With
+    probability ``p_mistake`` the episode holds one deliberate invalid turn before the zoom — a
+    zoom box with its corners swapped, or an answer in a ``zoom_1`` that does not exist yet — and
+    then recovers (SFT shows the error text and the correct next action, with no loss on the
+    mistake itself: :func:`urbex.train.sft.assistant_labels`). The answer is the target box in the
+    zoom view, as the oracle's.
     """
 
     def __init__(
@@ -181,9 +185,11 @@ class TeacherPolicy(OraclePolicy):
         p_oblique: float = 0.5,
         zoom_range: tuple[float, float] = (1.5, 3.0),
         jitter: float = 0.2,
+        p_mistake: float = 0.0,
     ) -> None:
         super().__init__(env)
-        for name, p in (("p_landmark", p_landmark), ("p_oblique", p_oblique)):
+        probs = (("p_landmark", p_landmark), ("p_oblique", p_oblique), ("p_mistake", p_mistake))
+        for name, p in probs:
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name}: expected a probability in [0, 1], got {p}")
         if not 1.0 <= zoom_range[0] <= zoom_range[1]:
@@ -192,6 +198,7 @@ class TeacherPolicy(OraclePolicy):
             raise ValueError(f"jitter: expected 0 <= jitter < 0.5, got {jitter}")
         self.p_landmark, self.p_oblique = float(p_landmark), float(p_oblique)
         self.zoom_range, self.jitter = zoom_range, float(jitter)
+        self.p_mistake = float(p_mistake)
         self.begin_episode(seed=0)
 
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
@@ -202,6 +209,8 @@ class TeacherPolicy(OraclePolicy):
         self.zoom_factor = float(rng.uniform(*self.zoom_range))
         self._shift = rng.uniform(-self.jitter, self.jitter, size=2)
         self._azimuth = int(rng.choice([0, 90, 180, 270]))
+        self._mistake = bool(rng.random() < self.p_mistake)
+        self._mistake_kind = int(rng.integers(0, 2))
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
         env = self.env
@@ -213,7 +222,14 @@ class TeacherPolicy(OraclePolicy):
             if name is not None:
                 return _call("landmark_query", name=name, view_id="global")
         if zoom is None:
-            return _call("zoom_in", view_id="global", bbox_2d=self._zoom_box(env.views["global"]))
+            box = self._zoom_box(env.views["global"])
+            if self._mistake and not any(not r.valid for r in env.steps):
+                if self._mistake_kind == 0:  # corners swapped: x1 > x2
+                    return _call(
+                        "zoom_in", view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]]
+                    )
+                return f"<answer>{json.dumps({'view_id': 'zoom_1', 'bbox_2d': box})}</answer>"
+            return _call("zoom_in", view_id="global", bbox_2d=box)
         if self._use_oblique and "oblique_render" not in done:
             box = _outward(zoom.from_world_box(target))
             return _call(

@@ -87,7 +87,7 @@ def teacher_trajectories(
     seed = s.seed if seed is None else seed
     queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
     env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
-    teacher = TeacherPolicy(env)
+    teacher = TeacherPolicy(env, p_mistake=s.mistake_rate)
     teacher.template_lists_tools = params.vlm.template_tools
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
@@ -117,6 +117,8 @@ class SFTExample:
     text: str
     images: tuple[Any, ...] = field(repr=False)
     query_id: str
+    #: Per assistant turn: supervised (a valid action) or not (a teacher's deliberate mistake).
+    supervised: tuple[bool, ...] = ()
 
 
 def _tools(params: Params) -> list[dict[str, Any]] | None:
@@ -135,11 +137,23 @@ def render_examples(
         text = processor.apply_chat_template(
             list(t.messages), tools=tools, add_generation_prompt=False, tokenize=False
         )
-        out.append(SFTExample(text=text, images=t.images, query_id=t.query.query_id))
+        out.append(
+            SFTExample(
+                text=text,
+                images=t.images,
+                query_id=t.query.query_id,
+                supervised=tuple(s.valid for s in t.steps),
+            )
+        )
     return out
 
 
-def assistant_labels(input_ids: Any, tokenizer: Any, attention_mask: Any = None) -> Any:
+def assistant_labels(
+    input_ids: Any,
+    tokenizer: Any,
+    attention_mask: Any = None,
+    supervised: Sequence[Sequence[bool]] | None = None,
+) -> Any:
     """Labels for the assistant turns only: ``input_ids`` where a token belongs to an assistant
     turn's content or its closing ``<|im_end|>``, ``-100`` elsewhere (and on padding).
 
@@ -150,6 +164,9 @@ def assistant_labels(input_ids: Any, tokenizer: Any, attention_mask: Any = None)
         The processor's tokenizer (``<|im_start|>``, ``<|im_end|>`` and ``assistant\\n`` ids).
     attention_mask : torch.LongTensor, shape (B, T), optional
         Padding (0) is never supervised, even after an unterminated assistant turn.
+    supervised : sequence of sequence of bool, optional
+        Per row, per assistant turn (in order): False leaves that turn unsupervised (a mistake
+        the conversation recovers from). Turns past the end of a row's list are supervised.
     """
     import torch
 
@@ -159,14 +176,17 @@ def assistant_labels(input_ids: Any, tokenizer: Any, attention_mask: Any = None)
     labels = torch.full_like(input_ids, -100)
     ids = input_ids.tolist()
     for b, row in enumerate(ids):
-        i, n = 0, len(row)
+        keep = list(supervised[b]) if supervised is not None else []
+        i, n, turn = 0, len(row), 0
         while i < n:
             if row[i] == start and row[i + 1 : i + 1 + len(head)] == head:
                 j = i + 1 + len(head)
                 k = j
                 while k < n and row[k] != end:
                     k += 1
-                labels[b, j : min(k + 1, n)] = input_ids[b, j : min(k + 1, n)]
+                if turn >= len(keep) or keep[turn]:
+                    labels[b, j : min(k + 1, n)] = input_ids[b, j : min(k + 1, n)]
+                turn += 1
                 i = k
             i += 1
     if attention_mask is not None:
@@ -275,7 +295,10 @@ def _batch(
             field="sft.max_length",
         )
     inputs["labels"] = assistant_labels(
-        inputs["input_ids"], processor.tokenizer, inputs["attention_mask"]
+        inputs["input_ids"],
+        processor.tokenizer,
+        inputs["attention_mask"],
+        [e.supervised for e in examples],
     )
     return dict(inputs)
 
