@@ -283,17 +283,12 @@ def test_to_openai_messages_tool_round_trip_uses_tool_role():
             '{"view_id": "global", "bbox_2d": [0, 0, 9, 9]}}</tool_call>',
         },
         {
-            "role": "user",
-            "content": [
-                {"type": "image"},
-                {"type": "text", "text": "<tool_response>\nnew view\n</tool_response>"},
-            ],
+            "role": "tool",
+            "name": "zoom_in",
+            "content": [{"type": "image"}, {"type": "text", "text": "new view"}],
         },
         {"role": "assistant", "content": "no action"},
-        {
-            "role": "user",
-            "content": [{"type": "text", "text": "<tool_response>\nInvalid\n</tool_response>"}],
-        },
+        {"role": "tool", "name": "invalid", "content": [{"type": "text", "text": "Invalid"}]},
     ]
     out = to_openai_messages(msgs, [img, img])
     roles = [m["role"] for m in out]
@@ -302,6 +297,7 @@ def test_to_openai_messages_tool_round_trip_uses_tool_role():
     assert out[2]["content"] == "think"
     assert out[3]["content"] == "new view"
     assert out[4]["content"][1]["type"] == "image_url"
+    assert out[6] == {"role": "user", "content": "Invalid"}  # no call to answer: a user turn
 
 
 def test_to_openai_messages_image_count_mismatch_raises():

@@ -16,11 +16,8 @@ def _call(tool: str, **args) -> str:
 
 
 ANSWER = '<answer>{"view_id": "global", "bbox_2d": [1, 2, 30, 40]}</answer>'
-OK = {
-    "role": "user",
-    "content": [{"type": "text", "text": "<tool_response>\nfine\n</tool_response>"}],
-}
-BAD = {"role": "user", "content": "<tool_response>\nInvalid action: nope\n</tool_response>"}
+OK = {"role": "tool", "name": "landmark_query", "content": [{"type": "text", "text": "fine"}]}
+BAD = {"role": "tool", "name": "invalid", "content": "Invalid action: nope"}
 
 
 class Scripted(PolicyBase):

@@ -125,10 +125,13 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     # what the training forward passes (with grad) receive: images, pixel rows, image tokens
     image_token = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     seen: list[tuple[int, int, int, int]] = []
+    sequences: list[list[int]] = []  # the token rows trained on (padding dropped)
 
     def spy(module, args, kwargs):
         grid = kwargs.get("image_grid_thw")
         if torch.is_grad_enabled() and grid is not None:
+            for ids, mask in zip(kwargs["input_ids"], kwargs["attention_mask"], strict=True):
+                sequences.append(ids[mask.bool()].tolist())
             seen.append(
                 (
                     int(grid.shape[0]),
@@ -166,6 +169,49 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     assert any("lm_head" in n for n in changed)
     assert any("language_model.layers.1" in n for n in changed)
     assert len(changed) >= 0.5 * len(before)
+    # what trl trained on is, token for token up to the image-pad runs, the conversation our
+    # evaluation loop shows the vlm policy (and SFT trains on): same system prompt and tool
+    # schemas, image placement, tool-response turns
+    trained = {_collapse_image_pads(processor.tokenizer.decode(s)) for s in sequences}
+    assert len(trained) == 4
+    ours = set()
+    for q in (queries[0], queries[-1]):
+        for box in ([200, 200, 800, 800], [0, 0, 5, 5]):
+            ours.add(_loop_rendering(processor, cache, index, q, box))
+    if not trained <= ours:  # show where the renderings part
+        import difflib
+
+        a, b = sorted(trained - ours)[0], min(ours, key=lambda o: -len(o))
+        raise AssertionError("\n".join(difflib.unified_diff(b.split("\n"), a.split("\n"), "ours", "trl", lineterm="")))
+
+
+def _collapse_image_pads(text: str) -> str:
+    import re
+
+    return re.sub(r"(<\|image_pad\|>)+", "<|image_pad|>", text)
+
+
+def _loop_rendering(processor, cache, index, query, box) -> str:
+    """The chat-template text of the episode the scripted model plays, through our own loop."""
+    from urbex.agents.base import PolicyBase
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.trl_adapter import template_tool_schemas
+    from urbex.eval.play import play_episode
+
+    class Scripted(PolicyBase):
+        template_lists_tools = True
+
+        def act(self, messages, images):
+            if len(messages) == 2:
+                return '<tool_call>\n{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}\n</tool_call>'
+            return f'<answer>{{"view_id": "zoom_1", "bbox_2d": {box}}}</answer>'
+
+    env = GroundingEnv(SMALL, lambda sid: cache, index)
+    traj = play_episode(env, Scripted(), query, seed=0)
+    text = processor.apply_chat_template(
+        list(traj.messages), tools=template_tool_schemas(), add_generation_prompt=False, tokenize=False
+    )
+    return text.removesuffix("\n")  # the template's newline after the last <|im_end|>
 
 
 def test_trl_tool_schemas_come_from_the_same_tool_specs():

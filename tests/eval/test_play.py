@@ -41,7 +41,7 @@ class Scripted(PolicyBase):
         self.deadlines.append(deadline)
 
     def act(self, messages, images):
-        assert sum(m["role"] == "user" for m in messages) == len(self.shown) + 1
+        assert sum(m["role"] in ("user", "tool") for m in messages) == len(self.shown) + 1
         self.shown.append(len(images))
         return self.texts.pop(0)
 
@@ -87,7 +87,12 @@ def test_trajectory_holds_steps_outcome_views_and_the_conversation(env, city):
     assert m["iou_bev"] > 0.9 and m["hit1"]
     # conversation: system, query, then assistant / tool-response pairs, ending on the answer
     roles = [msg["role"] for msg in traj.messages]
-    assert roles == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
+    assert roles == ["system", "user"] + ["assistant", "tool"] * 3 + ["assistant"]
+    assert [m["name"] for m in traj.messages if m["role"] == "tool"] == [
+        "landmark_query",
+        "zoom_in",
+        "oblique_render",
+    ]
     assert len(traj.images) == 3  # global, zoom, oblique (landmark_query makes no image)
     n_placeholders = sum(
         1

@@ -91,7 +91,7 @@ def test_assistant_labels_cover_exactly_the_assistant_turns(tiny):
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "find it"},
         {"role": "assistant", "content": "<answer>A</answer>"},
-        {"role": "user", "content": "<tool_response>\nok\n</tool_response>"},
+        {"role": "tool", "name": "zoom_in", "content": "ok"},
         {"role": "assistant", "content": "second"},
     ]
     text = proc.apply_chat_template(msgs, tokenize=False)

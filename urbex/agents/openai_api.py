@@ -4,10 +4,12 @@ Works with hosted APIs and with a local vLLM server (``vllm serve ... --enable-a
 The episode's conversation (chat format of :mod:`urbex.agents.base`) is sent as OpenAI messages:
 
 * images become ``image_url`` parts holding base64 data URLs (PNG by default);
-* an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` whose next user turn is
-  its ``<tool_response>`` becomes a proper ``tool_calls`` entry, and that response a ``tool``
-  message (followed by a user message carrying the tool's images, since tool messages hold text
-  only); a call nothing answers (a re-ask of the workflow wrapper) stays assistant text;
+* an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` whose next message is
+  the environment's ``tool`` message becomes a proper ``tool_calls`` entry, and that response an
+  OpenAI ``tool`` message (followed by a user message carrying the tool's images, since tool
+  messages hold text only); a call nothing answers (a re-ask of the workflow wrapper) stays
+  assistant text, and the environment's answer to a turn that called no tool (an invalid turn)
+  is sent as a user message;
 * the tools are :func:`urbex.env.tools.openai_tool_schemas` plus an ``answer`` function.
 
 The reply is turned back into the text protocol the environment parses: a function call becomes
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIPolicy", "from_openai_message", "image_data_url", "to_openai_messages"]
 
 _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_RESPONSE_RE = re.compile(r"^\s*<tool_response>\s*(.*?)\s*</tool_response>\s*$", re.S)
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Longest sleep between two attempts, seconds (exponential backoff and Retry-After alike).
 _MAX_DELAY_S = 60.0
@@ -118,15 +119,11 @@ def to_openai_messages(
         imgs = [image_data_url(next(it), fmt=image_format) for p in _parts(m) if _is_image(p)]
         if role == "assistant":
             call = _single_tool_call(text)
-            # a tool call is sent as ``tool_calls`` only when its ``<tool_response>`` follows;
+            # a tool call is sent as ``tool_calls`` only when its ``tool`` response follows;
             # otherwise (e.g. the workflow wrapper re-asking) as text: the API rejects a
             # ``tool_calls`` message that no ``tool`` message answers (HTTP 400)
             nxt = messages[i + 1] if i + 1 < len(messages) else None
-            answered = (
-                nxt is not None
-                and nxt.get("role") == "user"
-                and _RESPONSE_RE.match(_text_of(nxt)) is not None
-            )
+            answered = nxt is not None and nxt.get("role") == "tool"
             if call is not None and answered:
                 n_calls += 1
                 pending_call = f"call_{n_calls}"
@@ -148,9 +145,8 @@ def to_openai_messages(
                 pending_call = None
                 out.append({"role": "assistant", "content": text})
             continue
-        resp = _RESPONSE_RE.match(text) if role == "user" else None
-        if pending_call is not None and resp is not None:
-            out.append({"role": "tool", "tool_call_id": pending_call, "content": resp.group(1)})
+        if role == "tool" and pending_call is not None:
+            out.append({"role": "tool", "tool_call_id": pending_call, "content": text})
             if imgs:
                 out.append(
                     {
@@ -164,6 +160,8 @@ def to_openai_messages(
             pending_call = None
             continue
         pending_call = None
+        if role == "tool":  # the answer to a turn that called no tool: no call id to attach to
+            role = "user"
         if imgs:
             blocks: list[dict[str, Any]] = [
                 {"type": "image_url", "image_url": {"url": u}} for u in imgs

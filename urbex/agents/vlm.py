@@ -216,12 +216,9 @@ class VLMPolicy(PolicyBase):
     def _tools(self) -> list[dict[str, Any]] | None:
         if not self.template_tools:
             return None
-        from urbex.env.tools import openai_tool_schemas
+        from urbex.env.trl_adapter import template_tool_schemas
 
-        tools = openai_tool_schemas()
-        if self.tool_names is not None:
-            tools = [t for t in tools if t["function"]["name"] in self.tool_names]
-        return tools or None
+        return template_tool_schemas(self.tool_names) or None
 
     def prompt_text(self, messages: list[dict[str, Any]]) -> str:
         """The chat-template rendering of ``messages`` (with the generation prompt)."""

@@ -84,8 +84,8 @@ def _text(message: dict[str, Any]) -> str:
 def due_step(messages: Sequence[dict[str, Any]], steps: Sequence[str], *, max_turns: int) -> str:
     """The step due on this turn, from the conversation so far.
 
-    >>> ok = {"role": "user", "content": "<tool_response>\\nfound\\n</tool_response>"}
-    >>> bad = {"role": "user", "content": "<tool_response>\\nInvalid action: x\\n</tool_response>"}
+    >>> ok = {"role": "tool", "name": "landmark_query", "content": "found"}
+    >>> bad = {"role": "tool", "name": "invalid", "content": "Invalid action: x"}
     >>> lq = {"role": "assistant", "content": '<tool_call>{"name": "landmark_query"}</tool_call>'}
     >>> due_step([lq, ok], PAPER_WORKFLOW, max_turns=8)
     'zoom_in'
@@ -173,7 +173,7 @@ class WorkflowPolicy(PolicyBase):
             out[0]["content"] = out[0]["content"] + self._system_note()
         note = f"\nWorkflow step {n}/{len(self.steps)}: {_HINTS[step]}."
         for m in reversed(out):
-            if m.get("role") == "user":
+            if m.get("role") in ("user", "tool"):
                 c = m.get("content")
                 if isinstance(c, str):
                     m["content"] = c + note

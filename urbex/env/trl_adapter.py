@@ -21,6 +21,9 @@ the query fields ``reset`` needs; never apply the chat template beforehand).
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,7 +39,7 @@ from urbex.env.protocol import (
 )
 from urbex.env.tools import TOOLS
 
-__all__ = ["answer_reward", "grpo_rows", "make_environment_class"]
+__all__ = ["answer_reward", "grpo_rows", "make_environment_class", "template_tool_schemas"]
 
 _OVER = "Error: the episode is over (turn budget used up); no more tool calls are accepted."
 
@@ -244,3 +247,47 @@ def grpo_rows(
             }
         )
     return rows
+
+
+@functools.cache
+def _trl_schemas() -> tuple[dict[str, Any], ...]:
+    from transformers.utils import get_json_schema
+
+    cls = make_environment_class(None, _no_scene)
+    # trl 1.16 lists an environment's tools as inspect.getmembers does (sorted by name) and
+    # renders each bound method through transformers' get_json_schema
+    return tuple(
+        get_json_schema(getattr(cls, name))
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if not name.startswith("_") and name not in ("reset", "get_reward")
+    )
+
+
+def _no_scene(scene_id: str) -> Any:
+    raise LookupError(scene_id)
+
+
+def template_tool_schemas(tool_names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The tool schemas exactly as trl's ``GRPOTrainer`` renders them into the chat template.
+
+    trl derives an environment's tool schemas from its methods (``get_json_schema``: the
+    signature and the Google docstring generated from :data:`urbex.env.tools.TOOLS`), in name
+    order. The ``vlm`` policy, the SFT data and the tokenizer corpus render with these, so a
+    model sees the same system prompt at evaluation, in SFT and in GRPO (tested against trl's
+    own token rows in ``tests/env/test_trl_adapter.py``). :func:`urbex.env.tools.openai_tool_schemas`
+    (richer: ranges, item counts) stays the schema sent to OpenAI-compatible servers.
+
+    Parameters
+    ----------
+    tool_names
+        Keep only these tools (default: all).
+
+    Examples
+    --------
+    >>> [s["function"]["name"] for s in template_tool_schemas()]
+    ['landmark_query', 'oblique_render', 'zoom_in']
+    """
+    keep = None if tool_names is None else set(tool_names)
+    return [
+        copy.deepcopy(s) for s in _trl_schemas() if keep is None or s["function"]["name"] in keep
+    ]

@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
     from urbex.env.records import Query, Step
 
-__all__ = ["EpisodePlayer", "episode_seed", "landmark_index", "play_batch", "play_episode"]
+__all__ = [
+    "EpisodePlayer",
+    "episode_seed",
+    "landmark_index",
+    "play_batch",
+    "play_episode",
+    "tool_message",
+]
 
 
 def episode_seed(base: int, query_id: str) -> int:
@@ -62,11 +69,25 @@ def episode_seed(base: int, query_id: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _content(text: str, n_images: int) -> list[dict[str, Any]]:
+    return [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}]
+
+
 def _user(text: str, n_images: int) -> dict[str, Any]:
-    return {
-        "role": "user",
-        "content": [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}],
-    }
+    return {"role": "user", "content": _content(text, n_images)}
+
+
+def tool_message(name: str | None, text: str, n_images: int) -> dict[str, Any]:
+    """The environment's response to a turn, as the ``tool`` message trl's tool loop appends.
+
+    trl (``GRPOTrainer._tool_call_loop``) answers a tool call with ``{"role": "tool", "name":
+    ..., "content": [images..., text]}``, which the Qwen3-VL template renders as
+    ``<|im_start|>user\n<tool_response>\n<image>...text\n</tool_response><|im_end|>``. The
+    evaluation loop, the SFT data and the pictures use the same message, so a policy is shown
+    at evaluation exactly the tokens it was trained on. ``name`` is the tool called (``"invalid"``
+    for a turn that called none).
+    """
+    return {"role": "tool", "name": name or "invalid", "content": _content(text, n_images)}
 
 
 @dataclass(slots=True)
@@ -128,9 +149,7 @@ class _Live:
             self.time_out()
         else:
             self.images.extend(obs["images"])
-            self.messages.append(
-                _user(f"<tool_response>\n{obs['text']}\n</tool_response>", len(obs["images"]))
-            )
+            self.messages.append(tool_message(self.steps[-1].tool, obs["text"], len(obs["images"])))
 
     def time_out(self) -> None:
         """End the episode unanswered: its budget ran out (between turns or during a request)."""

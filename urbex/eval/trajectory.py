@@ -54,7 +54,8 @@ class Trajectory:
         Every view of the episode (``global`` first), in creation order.
     messages : tuple of dict
         The conversation as the policy saw it, ending with its last turn (system prompt, the
-        query with the global view, then assistant turns and ``<tool_response>`` user turns).
+        query with the global view, then assistant turns and the environment's ``tool`` turns;
+        see :func:`urbex.eval.play.tool_message`).
     images : tuple of PIL.Image.Image
         The images of ``messages``, in placeholder order.
     reset_s : float

@@ -40,10 +40,10 @@ def protocol_corpus(
     from trl.chat_template_utils import qwen3_vl_chat_template
 
     from urbex.env.protocol import system_prompt
-    from urbex.env.tools import openai_tool_schemas
+    from urbex.env.trl_adapter import template_tool_schemas
 
     p = params.env
-    tools = openai_tool_schemas() if params.vlm.template_tools else None
+    tools = template_tool_schemas() if params.vlm.template_tools else None
 
     def render(messages: list[dict[str, object]]) -> str:
         out: Any = render_jinja_template(

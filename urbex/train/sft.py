@@ -122,9 +122,9 @@ class SFTExample:
 
 
 def _tools(params: Params) -> list[dict[str, Any]] | None:
-    from urbex.env.tools import openai_tool_schemas
+    from urbex.env.trl_adapter import template_tool_schemas
 
-    return openai_tool_schemas() if params.vlm.template_tools else None
+    return template_tool_schemas() if params.vlm.template_tools else None
 
 
 def render_examples(
