@@ -263,6 +263,15 @@ class AssetLayout:
         """``checkpoints/<name>``: one trained checkpoint (model, processor, train log)."""
         return self.checkpoints / self._safe(name, what="checkpoint name")
 
+    def training_log(self, name: str) -> Path:
+        """``checkpoints/<name>/training_log.parquet``: one row per GRPO step (warehouse
+        ``training_log``; :mod:`urbex.train.logs`)."""
+        return self.checkpoint(name) / "training_log.parquet"
+
+    def train_curves(self, name: str) -> Path:
+        """``checkpoints/<name>/train_curves.png``: reward, IoU and tool calls per step."""
+        return self.checkpoint(name) / "train_curves.png"
+
     # ---------------------------------------------------------------- evaluation
     @property
     def eval(self) -> Path:

@@ -85,6 +85,25 @@ def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny,
     summary = json.loads(r.summary_path.read_text())
     assert summary["steps"] == 1 and summary["reward_mean"][0]["step"] == 1
     assert summary["params"]["train"]["num_generations"] == 2
+    # training_log: one row per step, from what the environment saw, and in the warehouse
+    from urbex.eval.warehouse import connect, refresh_warehouse
+    from urbex.train.logs import COMPONENTS, TRAINING_LOG_SCHEMA
+
+    tl = pl.read_parquet(params.layout.training_log("tiny-run"))
+    assert dict(tl.schema) == TRAINING_LOG_SCHEMA and tl.height == 1
+    row = tl.row(0, named=True)
+    assert row["run"] == "tiny-run" and row["step"] == 1 and row["episodes"] == 4
+    assert row["calls_zoom_in"] == 1.0 and row["turns_mean"] == 2.0
+    assert row["valid_answer_rate"] == 1.0 and row["invalid_rate"] == 0.0
+    # the components sum to the return; the scripted good/bad answers differ in IoU
+    comp = sum(row[f"reward_{c}_mean"] for c in COMPONENTS)
+    assert comp == pytest.approx(row["reward_mean"], abs=1e-9)
+    assert row["reward_std"] > 0 and row["reward_terminal_iou_std"] > 0
+    assert 0 < row["env_share"] < 1 and row["s_per_step"] > 0
+    assert params.layout.train_curves("tiny-run").stat().st_size > 10_000
+    refresh_warehouse(params.assets)
+    with connect(params.assets) as con:
+        assert con.execute("SELECT count(*), max(step) FROM training_log").fetchone() == (1, 1)
 
     reloaded = AutoModelForImageTextToText.from_pretrained(r.checkpoint_dir, local_files_only=True)
     before = loaded["before"]

@@ -50,6 +50,7 @@ from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.landmarks.table import LANDMARK_SCHEMA
 from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
 from urbex.scene.instances import INSTANCE_SCHEMA
+from urbex.train.logs import TRAINING_LOG_SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -180,6 +181,11 @@ TABLES: dict[str, TableSpec] = {
                 ("description", "VARCHAR"),
                 ("reason", "VARCHAR"),
             ),
+        ),
+        TableSpec(
+            name="training_log",
+            glob=_glob(_REL.training_log(PUBLIC)),
+            columns=_polars_columns(TRAINING_LOG_SCHEMA),
         ),
         # runs before the views that filter on it
         TableSpec(

@@ -36,6 +36,7 @@ from typing import Any
 from urbex.atomic import PUBLIC, publish_dir
 from urbex.config import Params
 from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
+from urbex.train.logs import TrainingRecorder
 
 __all__ = ["TrainResult", "checkpoint_dir", "train"]
 
@@ -143,17 +144,37 @@ def _load_model(path: Path) -> tuple[Any, Any]:
     return model, processor
 
 
-def _counting(env_cls: type, counts: Counter[str]) -> type:
-    """A subclass of ``env_cls`` that counts rollouts and tool calls into ``counts``."""
+def _counting(
+    env_cls: type, counts: Counter[str], recorder: TrainingRecorder | None = None
+) -> type:
+    """A subclass of ``env_cls`` that counts rollouts and tool calls into ``counts``, times the
+    environment, and hands each finished episode's :class:`~urbex.train.logs.EpisodeSummary` to
+    ``recorder``."""
+    from urbex.train.logs import episode_summary
 
     class Counted(env_cls):  # type: ignore[valid-type,misc]
         def reset(self, **row: Any) -> str | None:
             counts["episodes"] += 1
-            return super().reset(**row)  # type: ignore[no-any-return]
+            t0 = time.perf_counter()
+            out = super().reset(**row)
+            self._env_s = time.perf_counter() - t0
+            return out  # type: ignore[no-any-return]
 
         def _run(self, name: str, arguments: dict[str, Any]) -> Any:
             counts[name] += 1
-            return super()._run(name, arguments)
+            t0 = time.perf_counter()
+            try:
+                return super()._run(name, arguments)
+            finally:
+                self._env_s += time.perf_counter() - t0
+
+        def _finish(self, text: str) -> float:
+            t0 = time.perf_counter()
+            reward = super()._finish(text)
+            self._env_s += time.perf_counter() - t0
+            if recorder is not None and self.env.outcome is not None:
+                recorder.add(episode_summary(self.env, env_s=self._env_s))
+            return reward  # type: ignore[no-any-return]
 
     Counted.__name__ = Counted.__qualname__ = env_cls.__name__
     Counted.__doc__ = env_cls.__doc__
@@ -265,6 +286,8 @@ def train(
 
     from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
     from urbex.train.config import make_grpo_config
+    from urbex.train.curves import plot_training_curves
+    from urbex.train.logs import TrainingLogCallback, training_log_frame
 
     final = checkpoint_dir(params)
     staging = final.with_name(f".staging-{final.name}")
@@ -285,7 +308,8 @@ def train(
     index = LandmarkIndex.from_params(read_landmark_table(params.layout.landmarks), params)
     dataset = Dataset.from_list(grpo_rows(queries, provider, params))
     counts: Counter[str] = Counter()
-    env_cls = _counting(make_environment_class(params, provider, index), counts)
+    recorder = TrainingRecorder()
+    env_cls = _counting(make_environment_class(params, provider, index), counts, recorder)
     model, processor = _load_model(base)
     trainer = GRPOTrainer(
         model=model,
@@ -295,6 +319,8 @@ def train(
         train_dataset=dataset,
         args=config,
     )
+    log_callback = TrainingLogCallback(recorder, t.run_name)
+    trainer.add_callback(log_callback.callback())
     if not progress:
         from transformers.trainer_callback import PrinterCallback
 
@@ -316,6 +342,9 @@ def train(
         out = staging / "model"
         processor.save_pretrained(out)
         _log_frame(history).write_parquet(out / "train_log.parquet")
+        log = training_log_frame(log_callback.rows)
+        log.write_parquet(out / "training_log.parquet")
+        plot_training_curves(log, out / "train_curves.png", title=f"GRPO {t.run_name}")
         summary = {
             "run_name": t.run_name,
             "base_checkpoint": str(base),
