@@ -7,6 +7,7 @@ from pipelines.defs import annotations, assets, evaluation, jobs, resources, tra
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules([assets, annotations, evaluation, training]),
     resources=resources.RESOURCES,
-    jobs=jobs.JOBS,
-    schedules=jobs.SCHEDULES,
+    jobs=[*jobs.JOBS, training.checkpoint_evaluation_job],
+    schedules=[*jobs.SCHEDULES, training.nightly_checkpoint_evaluation],
+    sensors=[training.new_checkpoints],
 )

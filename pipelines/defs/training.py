@@ -1,29 +1,190 @@
-"""GRPO training: the ``grpo_checkpoint`` asset (``<assets>/checkpoints/<train.run_name>``).
+"""Training: ``sft_checkpoint`` → ``grpo_checkpoint``, and the evaluation of checkpoints.
 
-Not part of any job or schedule and never run by the demo: materialize it on purpose (it needs
-a LOCAL base checkpoint in ``train.checkpoint`` and, for a real model, a GPU).
+The training assets read the **training params** (resource ``training_params``; default
+``params-cpu.yaml``, the tiny CPU recipe — point it at your own file for a real Qwen3-VL run):
+the view sizes a policy is trained with are the ones it must be evaluated with, so
+``checkpoint_evaluation`` reads the same file. Both files share the ``paths``/``data`` sections,
+so every asset sees the same scene caches, landmark tables and splits.
+
+* ``sft_checkpoint``: ``urbex sft`` (teacher trajectories → ``<assets>/checkpoints/<sft.run_name>``).
+  The paper has no SFT stage: with ``sft.checkpoint`` unset (real checkpoints) it is skipped and
+  GRPO starts from ``train.checkpoint``.
+* ``grpo_checkpoint``: ``urbex train`` from the SFT checkpoint (or ``train.checkpoint``); its
+  ``training_log.parquet`` and ``train_curves.png`` go beside the model.
+* ``checkpoint_evaluation``: the ``vlm`` policy from one checkpoint (dynamic partition
+  ``checkpoints``: a directory name under ``<assets>/checkpoints/``) on one test split.
+
+Model work carries ``pool="gpu"``: with a pool limit of 1 (``dagster.yaml``: ``concurrency:
+pools: default_limit: 1``) two trainings or model evaluations never share a device. The sensor
+``new_checkpoints`` adds a partition (and requests both test splits) for every published
+checkpoint it has not seen; the schedule ``nightly_checkpoint_evaluation`` re-evaluates the
+**latest** checkpoint (re-running the deterministic heuristics nightly measures nothing).
 """
+
+from pathlib import Path
 
 import dagster as dg
 
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.resources import UrbexParams
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.train.grpo import train
+from urbex.train.sft import sft
+
+#: Published checkpoints (directory names under ``<assets>/checkpoints/``).
+CHECKPOINTS = dg.DynamicPartitionsDefinition(name="checkpoints")
+#: Splits a checkpoint is evaluated on.
+CHECKPOINT_SPLITS = ("test_nd", "test_no")
+CHECKPOINT_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
+    {"checkpoint": CHECKPOINTS, "split": dg.StaticPartitionsDefinition(list(CHECKPOINT_SPLITS))}
+)
+#: The device pool of model-backed assets.
+GPU_POOL = "gpu"
 
 
-@dg.asset(deps=[splits, landmark_tables], group_name="training")
-def grpo_checkpoint(urbex_params: UrbexParams) -> dg.MaterializeResult:
-    """A GRPO-trained policy checkpoint (model + processor, ``train_log.parquet``, ``train.json``)."""
-    r = train(urbex_params.load(), progress=False)
+class StepsConfig(dg.Config):
+    """Override the recipe's optimizer steps for one materialization (the demo trains briefly)."""
+
+    steps: int | None = None
+
+
+@dg.asset(deps=[splits, landmark_tables], group_name="training", pool=GPU_POOL)
+def sft_checkpoint(
+    context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """The SFT warm start (model + processor, ``sft_log.parquet``, ``sft.json``)."""
+    params = training_params.load()
+    if params.sft.checkpoint is None:
+        context.log.info("sft.checkpoint is unset (a real base model): no SFT stage")
+        return dg.MaterializeResult(metadata={"skipped": True})
+    r = sft(params, steps=config.steps, progress=False)
+    return dg.MaterializeResult(
+        metadata={
+            "run_name": r.run_name,
+            "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
+            "steps": r.steps,
+            "s_per_step": r.s_per_step,
+            "conversations": r.n_examples,
+            "loss_first": r.loss_first,
+            "loss_last": r.loss_last,
+        }
+    )
+
+
+@dg.asset(deps=[sft_checkpoint], group_name="training", pool=GPU_POOL)
+def grpo_checkpoint(
+    context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """A GRPO-trained policy (model + processor, ``training_log.parquet``, ``train_curves.png``)."""
+    import polars as pl
+
+    params = training_params.load()
+    base = params.layout.checkpoint(params.sft.run_name) if params.sft.checkpoint else None
+    r = train(params, checkpoint=base, max_steps=config.steps, progress=False)
+    context.instance.add_dynamic_partitions(CHECKPOINTS.name, [r.run_name])
+    log = pl.read_parquet(params.layout.training_log(r.run_name))
+    curves = params.layout.train_curves(r.run_name)
     return dg.MaterializeResult(
         metadata={
             "run_name": r.run_name,
             "base_checkpoint": dg.MetadataValue.path(str(r.base_checkpoint)),
             "steps": r.steps,
             "n_queries": r.n_queries,
-            "wall_s": r.wall_s,
-            "final_reward_mean": r.reward_mean[-1][1] if r.reward_mean else None,
+            "s_per_step": r.wall_s / max(1, r.steps),
+            "reward_first": float(log["reward_mean"][0]) if log.height else None,
+            "reward_last": float(log["reward_mean"][-1]) if log.height else None,
+            "frac_zero_std": float(log["frac_zero_std"].mean()) if log.height else None,  # type: ignore[arg-type]
             "tool_calls": r.tool_calls,
             "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
+            "train_curves": dg.MetadataValue.path(str(curves)),
         }
     )
+
+
+@dg.asset(
+    partitions_def=CHECKPOINT_EVAL_PARTITIONS,
+    deps=[grpo_checkpoint],
+    group_name="training",
+    pool=GPU_POOL,
+)
+def checkpoint_evaluation(
+    context: dg.AssetExecutionContext, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """The ``vlm`` policy from one checkpoint on one test split (a resumable evaluation run)."""
+    key = context.partition_key.keys_by_dimension
+    params = training_params.load()
+    ckpt = params.layout.checkpoint(key["checkpoint"])
+    spec = RunSpec.from_params(params, policy="vlm", split=key["split"], checkpoint=ckpt)
+    r = evaluate(params, spec=spec, progress=False)
+    m = r.metrics.row(0, named=True) if r.metrics.height else {}
+    return dg.MaterializeResult(
+        metadata={
+            "run_id": r.run_id,
+            "checkpoint": dg.MetadataValue.path(str(ckpt)),
+            "n": r.n_queries,
+            "played": r.n_played,
+            "hit1": float(m.get("hit1") or 0.0),
+            "iou_bev": float(m.get("iou_bev") or 0.0),
+            "run_dir": dg.MetadataValue.path(str(r.run_dir)),
+        }
+    )
+
+
+def published_checkpoints(checkpoints_dir: Path) -> list[tuple[float, str]]:
+    """``(mtime, name)`` of every published checkpoint (a model directory, not a staging one),
+    oldest first."""
+    from urbex.atomic import PUBLIC
+
+    if not checkpoints_dir.is_dir():
+        return []
+    found = [
+        (p.stat().st_mtime, p.parent.name)
+        for p in checkpoints_dir.glob(f"{PUBLIC}/config.json")
+        if p.parent.is_dir()
+    ]
+    return sorted(found)
+
+
+checkpoint_evaluation_job = dg.define_asset_job(
+    "checkpoint_evaluation_job", selection=[checkpoint_evaluation]
+)
+
+
+def _requests(name: str, tag: str) -> list[dg.RunRequest]:
+    return [
+        dg.RunRequest(
+            run_key=f"{tag}-{name}-{split}",
+            partition_key=dg.MultiPartitionKey({"checkpoint": name, "split": split}),
+        )
+        for split in CHECKPOINT_SPLITS
+    ]
+
+
+@dg.sensor(job=checkpoint_evaluation_job, minimum_interval_seconds=60)
+def new_checkpoints(
+    context: dg.SensorEvaluationContext, training_params: UrbexParams
+) -> dg.SensorResult:
+    """Evaluate every checkpoint that appears under ``<assets>/checkpoints/`` (both test splits)."""
+    params = training_params.load()
+    seen = set(context.instance.get_dynamic_partitions(CHECKPOINTS.name))
+    new = [name for _, name in published_checkpoints(params.layout.checkpoints) if name not in seen]
+    return dg.SensorResult(
+        run_requests=[r for name in new for r in _requests(name, "new")],
+        dynamic_partitions_requests=[CHECKPOINTS.build_add_request(new)] if new else [],
+    )
+
+
+@dg.schedule(job=checkpoint_evaluation_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
+def nightly_checkpoint_evaluation(
+    context: dg.ScheduleEvaluationContext, training_params: UrbexParams
+) -> dg.SkipReason | list[dg.RunRequest]:
+    """Re-evaluate the latest checkpoint on both test splits every night."""
+    params = training_params.load()
+    found = published_checkpoints(params.layout.checkpoints)
+    if not found:
+        return dg.SkipReason(f"no checkpoint under {params.layout.checkpoints}")
+    name = found[-1][1]
+    if name not in context.instance.get_dynamic_partitions(CHECKPOINTS.name):
+        context.instance.add_dynamic_partitions(CHECKPOINTS.name, [name])
+    return _requests(name, f"{context.scheduled_execution_time:%Y%m%d}")

@@ -18,7 +18,9 @@ EXPECTED_ASSET_KEYS = {
     "warehouse",
     "evaluation_report",
     "diagnostics",
+    "sft_checkpoint",
     "grpo_checkpoint",
+    "checkpoint_evaluation",
 }
 
 
@@ -45,3 +47,67 @@ def test_scene_caches_is_partitioned_by_scene():
     node = graph.get(dg.AssetKey("scene_caches"))
     assert isinstance(node.partitions_def, dg.DynamicPartitionsDefinition)
     assert node.partitions_def.name == "scenes"
+
+
+def test_model_assets_share_the_gpu_pool():
+    graph = defs.resolve_asset_graph()
+    for key in ("sft_checkpoint", "grpo_checkpoint", "checkpoint_evaluation"):
+        assert graph.get(dg.AssetKey(key)).pools == {"gpu"}, key
+    assert graph.get(dg.AssetKey("evaluation")).pools in (set(), None, {None})
+
+
+def test_new_checkpoints_sensor_requests_each_published_checkpoint_once(tmp_path):
+    from pipelines.defs.resources import UrbexParams
+    from pipelines.defs.training import CHECKPOINTS, new_checkpoints
+
+    params = tmp_path / "params.yaml"
+    params.write_text("paths:\n  assets: assets\n")
+    ckpts = tmp_path / "assets" / "checkpoints"
+    for name in ("sft", "grpo"):
+        (ckpts / name).mkdir(parents=True)
+        (ckpts / name / "config.json").write_text("{}")
+    (ckpts / ".staging-grpo2").mkdir()  # a training in progress: not a checkpoint yet
+    (ckpts / ".staging-grpo2" / "config.json").write_text("{}")
+    (ckpts / "empty").mkdir()  # no model in it
+    with dg.instance_for_test() as instance:
+        ctx = dg.build_sensor_context(
+            instance=instance, resources={"training_params": UrbexParams(params_path=str(params))}
+        )
+        result = new_checkpoints(ctx)
+        keys = sorted(str(r.partition_key) for r in result.run_requests)
+        assert keys == ["grpo|test_nd", "grpo|test_no", "sft|test_nd", "sft|test_no"]
+        (add,) = result.dynamic_partitions_requests
+        assert sorted(add.partition_keys) == ["grpo", "sft"]
+        instance.add_dynamic_partitions(CHECKPOINTS.name, list(add.partition_keys))
+        again = new_checkpoints(ctx)
+        assert again.run_requests == [] and again.dynamic_partitions_requests == []
+
+
+def test_nightly_schedule_evaluates_the_latest_checkpoint(tmp_path):
+    import os
+    import time
+
+    from pipelines.defs.resources import UrbexParams
+    from pipelines.defs.training import nightly_checkpoint_evaluation
+
+    params = tmp_path / "params.yaml"
+    params.write_text("paths:\n  assets: assets\n")
+    ckpts = tmp_path / "assets" / "checkpoints"
+    res = {"training_params": UrbexParams(params_path=str(params))}
+    with dg.instance_for_test() as instance:
+        import datetime as dt
+
+        when = dt.datetime(2026, 12, 1, 3, tzinfo=dt.UTC)
+        ctx = dg.build_schedule_context(
+            instance=instance, resources=res, scheduled_execution_time=when
+        )
+        assert isinstance(nightly_checkpoint_evaluation(ctx), dg.SkipReason)
+        now = time.time()
+        for age, name in ((100, "old"), (10, "newest"), (50, "middle")):
+            (ckpts / name).mkdir(parents=True)
+            cfg = ckpts / name / "config.json"
+            cfg.write_text("{}")
+            os.utime(cfg, (now - age, now - age))
+        runs = nightly_checkpoint_evaluation(ctx)
+        assert sorted(str(r.partition_key) for r in runs) == ["newest|test_nd", "newest|test_no"]
+        assert all(r.run_key.startswith("20261201-newest-") for r in runs)

@@ -1,0 +1,202 @@
+"""Does the policy learn? SFT warm start, then GRPO, on the synthetic default, measured on val.
+
+The tiny CPU recipe (``params-cpu.yaml``) end to end in a fresh temporary project: synthetic
+city → scene caches → landmark tables → splits → ``urbex make-tiny-model`` (seeded) → ``urbex
+sft`` → ``urbex train`` (GRPO from the SFT checkpoint), with the ``vlm`` policy (greedy) evaluated
+on a seeded val sample after each stage. Peer: the random model the recipe starts from (its valid
+answer rate is the floor the warm start is measured against) and the SFT checkpoint (the floor
+GRPO is measured against).
+
+    .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~15 min idle 2 cores)
+    .venv/bin/python benchmarks/bench_learning.py --quick      # a 2-minute plumbing run
+
+Prints the figures, then as its LAST line one JSON object: ``seed``, ``valid_rate_base``,
+``valid_rate_sft``, ``valid_rate_grpo`` (share of val episodes ending in a valid answer),
+``iou_val_sft``, ``iou_val_grpo``, ``hit1_val_sft``, ``hit1_val_grpo``, ``reward_first10``,
+``reward_last10`` (mean episode return over the first / last ten GRPO steps), ``reward_sem``
+(standard error of their difference, from the per-step means), ``frac_zero_std`` (share of
+groups whose rollouts all got the same reward, mean over steps), ``s_per_step`` (GRPO),
+``env_share`` (the environment's share of a GRPO step), plus ``sft_steps``, ``grpo_steps``,
+``sft_s_per_step``, ``n_val`` and ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Full size: the recipe's own steps; the val sample evaluated after each stage.
+FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": 24, "n_base": 8}
+#: --quick: a small city and a few steps of each (plumbing, not learning).
+QUICK = {"sft_steps": 30, "grpo_steps": 3, "n_val": 4, "n_base": 2}
+#: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.
+TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads", "8",
+        "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096"]  # fmt: skip
+
+
+def write_project(root: Path, *, seed: int, quick: bool) -> Path:
+    """``root/params.yaml``: params-cpu.yaml with its assets under ``root`` (quick: a small city)."""
+    p = yaml.safe_load((REPO / "params-cpu.yaml").read_text())
+    p["paths"]["assets"] = "assets"
+    p["data"]["scenes"] = None
+    p["train"]["seed"] = p["sft"]["seed"] = seed
+    p["sft"]["checkpoint"] = "assets/checkpoints/tiny"
+    p["train"]["checkpoint"] = "assets/checkpoints/sft"
+    if quick:
+        p["synth"].update(scenes=3, size=80.0, density=5.0, las_copy=False, stpls3d_scenes=0)
+        p["scene"].update(resolution=0.25, global_view_size=256)
+        p["sft"].update(per_query=1, batch_size=4)
+        p["train"].update(max_completion_length=512)
+        p["env"].update(max_turns=4)
+        p["vlm"].update(max_new_tokens=48)
+    else:
+        p["synth"].update(las_copy=False, stpls3d_scenes=0)
+    root.mkdir(parents=True, exist_ok=True)
+    out = root / "params.yaml"
+    out.write_text(yaml.safe_dump(p, sort_keys=False))
+    return out
+
+
+def val_figures(params: Any, checkpoint: Path, *, n: int, name: str) -> dict[str, float]:
+    """The ``vlm`` policy (greedy) from ``checkpoint`` on a seeded sample of ``n`` val queries."""
+    from urbex.eval.episodes import read_episodes
+    from urbex.eval.runner import evaluate
+
+    r = evaluate(
+        params, policy="vlm", split="val", limit=n, checkpoint=checkpoint,
+        run_id=f"bench-{name}", progress=False, refresh=False,
+    )  # fmt: skip
+    ep = read_episodes(r.run_dir)
+    valid = (~ep["truncated"] & ~ep["timed_out"]).mean()
+    row = r.metrics.row(0, named=True)
+    return {
+        "valid_rate": float(valid),  # type: ignore[arg-type]
+        "iou": float(row["iou_bev"]),
+        "hit1": float(row["hit1"]),
+        "n": float(ep.height),
+        "s_per_episode": r.seconds / max(1, ep.height),
+    }
+
+
+def reward_change(rewards: list[float]) -> tuple[float, float, float]:
+    """Mean of the first and last ten per-step rewards and the standard error of their difference
+    (Welch, per-step means as the samples; fewer than 20 steps: halves)."""
+    k = min(10, len(rewards) // 2)
+    if k < 1:
+        return math.nan, math.nan, math.nan
+    a, b = np.asarray(rewards[:k]), np.asarray(rewards[-k:])
+    sem = math.sqrt(a.var(ddof=1) / k + b.var(ddof=1) / k) if k > 1 else math.nan
+    return float(a.mean()), float(b.mean()), sem
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--keep", type=Path, default=None, help="build the project here and keep it")
+    ap.add_argument("--sft-steps", type=int, default=None)
+    ap.add_argument("--grpo-steps", type=int, default=None)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    size = dict(QUICK if args.quick else FULL)
+    if args.sft_steps:
+        size["sft_steps"] = args.sft_steps
+    if args.grpo_steps:
+        size["grpo_steps"] = args.grpo_steps
+
+    import polars as pl
+
+    from urbex.cli import main as urbex
+    from urbex.config import load_params
+    from urbex.train.grpo import train
+    from urbex.train.sft import sft
+
+    t_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-learning-") as tmp:
+        root = args.keep or Path(tmp)
+        pfile = write_project(root, seed=args.seed, quick=args.quick)
+        t0 = time.perf_counter()
+        for cmd in ("synth", "cache", "landmarks", "splits"):
+            if urbex(["--params", str(pfile), "-q", cmd]) != 0:
+                raise SystemExit(f"bench_learning: `urbex {cmd}` failed")
+        params = load_params(pfile)
+        print(f"project: {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+        t0 = time.perf_counter()
+        tiny = params.layout.checkpoint("tiny")
+        cmd = ["--params", str(pfile), "-q", "make-tiny-model", str(tiny), "--seed", str(args.seed)]
+        if urbex([*cmd, *TINY]) != 0:
+            raise SystemExit("bench_learning: `urbex make-tiny-model` failed")
+        print(f"tiny model: {time.perf_counter() - t0:.0f} s", flush=True)
+        base = val_figures(params, tiny, n=size["n_base"], name="base")
+        print(f"base  (random weights): val valid {base['valid_rate']:.3f} "
+              f"on {base['n']:.0f} episodes", flush=True)  # fmt: skip
+
+        s = sft(params, steps=size["sft_steps"], progress=False)
+        print(f"sft: {s.steps} steps, {s.s_per_step:.2f} s/step, loss {s.loss_first:.2f} → "
+              f"{s.loss_last:.2f} ({s.n_examples} conversations)", flush=True)  # fmt: skip
+        v_sft = val_figures(params, s.checkpoint_dir, n=size["n_val"], name="sft")
+        print(f"sft:  val valid {v_sft['valid_rate']:.3f}  Hit@1 {v_sft['hit1']:.3f}  "
+              f"IoU {v_sft['iou']:.3f} ({v_sft['n']:.0f} episodes)", flush=True)  # fmt: skip
+
+        g = train(params, checkpoint=s.checkpoint_dir, max_steps=size["grpo_steps"], progress=False)
+        log = pl.read_parquet(params.layout.training_log(g.run_name)).sort("step")
+        v_grpo = val_figures(params, g.checkpoint_dir, n=size["n_val"], name="grpo")
+        rewards = [float(x) for x in log["reward_mean"].to_list()]
+        first, last, sem = reward_change(rewards)
+        print(f"grpo: {g.steps} steps, {g.wall_s / max(1, g.steps):.2f} s/step, reward "
+              f"first10 {first:.3f} → last10 {last:.3f} (sem {sem:.3f}); frac_zero_std "
+              f"{log['frac_zero_std'].mean():.2f}; env share {log['env_share'].mean():.3f}",
+              flush=True)  # fmt: skip
+        print(f"grpo: val valid {v_grpo['valid_rate']:.3f}  Hit@1 {v_grpo['hit1']:.3f}  "
+              f"IoU {v_grpo['iou']:.3f}", flush=True)  # fmt: skip
+        print(f"curves: {params.layout.train_curves(g.run_name)}", flush=True)
+        out = {
+            "seed": args.seed,
+            "valid_rate_base": base["valid_rate"],
+            "valid_rate_sft": v_sft["valid_rate"],
+            "valid_rate_grpo": v_grpo["valid_rate"],
+            "iou_val_sft": v_sft["iou"],
+            "iou_val_grpo": v_grpo["iou"],
+            "hit1_val_sft": v_sft["hit1"],
+            "hit1_val_grpo": v_grpo["hit1"],
+            "reward_first10": first,
+            "reward_last10": last,
+            "reward_sem": sem,
+            "frac_zero_std": float(log["frac_zero_std"].mean()),  # type: ignore[arg-type]
+            "s_per_step": g.wall_s / max(1, g.steps),
+            "env_share": float(log["env_share"].mean()),  # type: ignore[arg-type]
+            "sft_steps": s.steps,
+            "grpo_steps": g.steps,
+            "sft_s_per_step": s.s_per_step,
+            "n_val": int(v_sft["n"]),
+            "wall_s": time.perf_counter() - t_all,
+        }
+        targets = [
+            ("valid_rate_sft >= 0.8", out["valid_rate_sft"] >= 0.8),
+            ("reward gain > 2 sem", (last - first) > 2 * sem if math.isfinite(sem) else False),
+            ("frac_zero_std < 0.5", out["frac_zero_std"] < 0.5),
+            ("iou_val_grpo >= iou_val_sft", out["iou_val_grpo"] >= out["iou_val_sft"]),
+            ("env_share < 0.1", out["env_share"] < 0.1),
+        ]
+        for name, ok in targets:
+            print(f"target {name}: {'PASS' if ok else 'MISS'}")
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
