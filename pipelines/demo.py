@@ -13,6 +13,7 @@ import dagster as dg
 from pipelines.definitions import defs
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import RESOURCES
+from pipelines.defs.training import CHECKPOINT_SPLITS
 
 #: Unpartitioned stages after the scene caches, in order (each selection is one run).
 STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"]]
@@ -25,19 +26,29 @@ DEMO_EVALS = [
 #: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
 #: demo plays them through the same library call.
 DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("test_nd", "test_no")]
+#: The demo's training, shortened from the tiny CPU recipe (``params-cpu.yaml``: the measured
+#: one) so the whole demo stays within ~10 minutes on 2 cores: optimizer steps of SFT and GRPO.
+DEMO_SFT_STEPS = 240
+DEMO_GRPO_STEPS = 10
 
 
 def _run(
-    instance: dg.DagsterInstance, selection: list[str], partition_key: str | None = None
+    instance: dg.DagsterInstance,
+    selection: list[str],
+    partition_key: str | None = None,
+    *,
+    steps: int | None = None,
 ) -> None:
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
-    print(f"▶ materializing {label}", flush=True)
+    print(f"▶ materializing {label}" + (f" ({steps} steps)" if steps else ""), flush=True)
+    run_config = {"ops": {selection[0]: {"config": {"steps": steps}}}} if steps else None
     result = dg.materialize(
         list(defs.assets or []),
         instance=instance,
         resources=RESOURCES,
         partition_key=partition_key,
         selection=selection,
+        run_config=run_config,
     )
     if not result.success:
         raise SystemExit(f"demo: {label} failed")
@@ -63,6 +74,13 @@ def main() -> int:
         spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
         r = evaluate(params, spec=spec, progress=False, refresh=False)
         print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
+    # training (the tiny CPU recipe, shortened) and the checkpoint's evaluation on both test splits
+    train_params = RESOURCES["training_params"].load()
+    _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)
+    _run(instance, ["grpo_checkpoint"], steps=DEMO_GRPO_STEPS)
+    for split in CHECKPOINT_SPLITS:
+        key = dg.MultiPartitionKey({"checkpoint": train_params.train.run_name, "split": split})
+        _run(instance, ["checkpoint_evaluation"], key)
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     print(params.layout.report_md.read_text())
     print(

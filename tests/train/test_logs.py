@@ -1,0 +1,150 @@
+"""Training logs: episode summaries (reward components), step rows, the curves picture."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tests.env.envfixtures import city  # noqa: F401
+from urbex.config import EnvParams
+from urbex.env.episode import GroundingEnv
+from urbex.train.logs import (
+    COMPONENTS,
+    TRAINING_LOG_SCHEMA,
+    TrainingLogCallback,
+    TrainingRecorder,
+    episode_summary,
+    step_row,
+    training_log_frame,
+)
+
+P = EnvParams(global_view_size=(64, 64), zoom_size=(64, 64), oblique_size=(64, 64), max_turns=4)
+
+
+def _box(env, q, view="global"):
+    return [round(v) for v in np.clip(env.views[view].from_world_box(q.target_box_2d), 0, 1000)]
+
+
+def _play(env, q, texts):
+    env.reset(query=q)
+    for t in texts:
+        if env.done:
+            break
+        env.step(t(env) if callable(t) else t)
+    if not env.done:
+        env.end_without_answer()
+    return episode_summary(env, env_s=0.5)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "zoom_answer",
+        "invalid_then_answer",
+        "budget",
+        "oblique_answer",
+    ],
+)
+def test_components_sum_to_the_episode_return(city, script):  # noqa: F811
+    cache, index, queries = city
+    env = GroundingEnv(P, lambda sid: cache, index)
+    q = queries[0]
+    zoom = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 600, 600]}}</tool_call>'
+    obl = '<tool_call>{"name": "oblique_render", "arguments": {"view_id": "global", "bbox_2d": [100, 100, 900, 900], "azimuth_deg": 90}}</tool_call>'
+
+    def answer(e):
+        return f'<answer>{{"view_id": "global", "bbox_2d": {_box(e, q)}}}</answer>'
+
+    texts = {
+        "zoom_answer": [zoom, answer],
+        "invalid_then_answer": ["no idea", answer],
+        "budget": [zoom, "nope", "nope", "nope"],
+        "oblique_answer": [obl, answer],
+    }[script]
+    s = _play(env, q, texts)
+    assert sum(s.components.values()) == pytest.approx(env.episode_return, abs=1e-9)
+    assert s.reward == pytest.approx(env.episode_return)
+    assert s.env_s == 0.5
+    if script == "budget":
+        assert not s.answered and s.iou_bev == 0.0 and s.invalid_turns == 3
+        assert s.components["terminal_iou"] == s.components["terminal_dist"] == 0.0
+        assert s.components["invalid"] < 0 and s.turns == 4
+    else:
+        assert s.answered and s.iou_bev > 0.5
+        assert s.components["terminal_iou"] == pytest.approx(P.lambda_iou * s.iou_bev)
+    if script == "invalid_then_answer":
+        assert s.invalid_turns == 1 and s.components["invalid"] == -P.invalid_penalty
+    if script == "oblique_answer":
+        assert s.tool_calls["oblique_render"] == 1 and s.components["oblique"] > 0
+    if script == "zoom_answer":
+        assert s.tool_calls == {"landmark_query": 0, "zoom_in": 1, "oblique_render": 0}
+
+
+def test_summary_of_an_unfinished_episode_is_an_error(city):  # noqa: F811
+    cache, index, queries = city
+    env = GroundingEnv(P, lambda sid: cache, index)
+    env.reset(query=queries[0])
+    with pytest.raises(ValueError, match="not ended"):
+        episode_summary(env, env_s=0.0)
+
+
+class _State:
+    global_step = 3
+
+
+def test_callback_rows_join_env_episodes_with_trl_logs(city):  # noqa: F811
+    cache, index, queries = city
+    env = GroundingEnv(P, lambda sid: cache, index)
+    rec = TrainingRecorder()
+    for texts in (["no idea", "no", "no", "no"], ["no"]):
+        rec.add(_play(env, queries[1], texts))
+    cb = TrainingLogCallback(rec, "r1")
+    cb.on_log(_State(), {"train_runtime": 4.0})  # the final summary entry: no row
+    cb.on_log(
+        _State(),
+        {"reward": -0.2, "loss": 0.1, "step_time": 2.0, "frac_reward_zero_std": 0.5,
+         "completions/mean_length": 80.0, "learning_rate": 1e-4},
+    )  # fmt: skip
+    (row,) = cb.rows
+    assert row["run"] == "r1" and row["step"] == 3 and row["episodes"] == 2
+    assert row["valid_answer_rate"] == 0.0 and row["invalid_rate"] == 1.0
+    assert row["env_s"] == 1.0 and row["env_share"] == 0.5 and row["s_per_step"] == 2.0
+    assert row["frac_zero_std"] == 0.5 and row["completion_length"] == 80.0
+    assert rec.drain() == []  # the step's episodes were consumed
+    frame = training_log_frame(cb.rows)
+    assert dict(frame.schema) == TRAINING_LOG_SCHEMA and frame.height == 1
+    assert training_log_frame([]).height == 0
+
+
+def test_step_row_without_episodes_is_nan_not_an_error():
+    row = step_row("r", 1, [], {"reward": 0.0})
+    assert row["episodes"] == 0 and math.isnan(row["reward_mean"]) and math.isnan(row["env_share"])
+    assert all(math.isnan(row[f"reward_{c}_mean"]) for c in COMPONENTS)
+
+
+def test_training_curves_picture(tmp_path):
+    from PIL import Image
+
+    from urbex.train.curves import CURVES_SIZE, plot_training_curves
+
+    rng = np.random.default_rng(0)
+    n = 30
+    rows = [
+        step_row("r", i + 1, [], {"reward": 0.0}) | {
+            "reward_mean": -0.2 + 0.02 * i + 0.05 * rng.standard_normal(),
+            "valid_answer_rate": min(1.0, 0.3 + 0.02 * i), "iou_mean": 0.01 * i,
+            "invalid_rate": 0.3 - 0.005 * i, "calls_zoom_in": 1.0 + 0.02 * i,
+            "calls_landmark_query": 0.5, "calls_oblique_render": float("nan"),
+        }
+        for i in range(n)
+    ]  # fmt: skip
+    out = plot_training_curves(training_log_frame(rows), tmp_path / "c.png")
+    with Image.open(out) as im:
+        assert im.size == CURVES_SIZE
+        colours = len(set(im.convert("RGB").getdata()))
+    assert colours > 20  # axes, three panels of series, legend text
+    empty = plot_training_curves(pl.DataFrame(schema=TRAINING_LOG_SCHEMA), tmp_path / "e.png")
+    assert empty.stat().st_size > 0
