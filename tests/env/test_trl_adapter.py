@@ -42,6 +42,24 @@ def test_environment_class_tools_return_content_blocks(city):
     assert answer_reward(["<answer>{}</answer>"], environments=[env]) == [0.0]
 
 
+def test_environment_tools_judge_malformed_arguments_like_the_episode_loop(city):
+    """trl calls ``tool(**arguments)`` with what the model wrote: a missing or unknown argument
+    is an invalid turn of the episode (a turn used, the penalty paid), not a TypeError."""
+    cache, index, queries = city
+    env = make_environment_class(SMALL, lambda sid: cache, index)()
+    env.reset(**grpo_rows(queries[:1], lambda sid: cache, SMALL)[0])
+    out = env.zoom_in(view_id="global")  # bbox_2d missing
+    assert isinstance(out, str) and "bbox_2d" in out
+    out = env.landmark_query(name="merton hall", view_id="global", colour="red")
+    assert isinstance(out, str)
+    steps = env.env.steps
+    assert [s.valid for s in steps] == [False, False]
+    assert env.get_reward() == pytest.approx(-2 * SMALL.invalid_penalty)
+    # positional arguments still bind to the documented parameters
+    ok = env.zoom_in("global", [0, 0, 500, 500])
+    assert ok[0]["type"] == "image" and env.env.steps[-1].valid
+
+
 def test_answer_reward_scores_final_answer(city):
     cache, index, queries = city
     env = make_environment_class(SMALL, lambda sid: cache, index)()

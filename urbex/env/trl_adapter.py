@@ -190,7 +190,28 @@ def make_environment_class(
     # docstrings are generated from the same ToolSpec the OpenAI schemas come from.
     for tool in ("landmark_query", "zoom_in", "oblique_render"):
         getattr(UrbexGroundingEnv, tool).__doc__ = TOOLS[tool].google_docstring()
+        setattr(UrbexGroundingEnv, tool, _lenient(tool, getattr(UrbexGroundingEnv, tool)))
     return UrbexGroundingEnv
+
+
+def _lenient(name: str, method: Any) -> Any:
+    """``method`` (its signature, type hints and docstring: what trl renders as the schema) as a
+    tool that accepts any arguments and lets the environment judge them.
+
+    trl calls ``tool(**arguments)`` with whatever the model wrote; a missing or unknown argument
+    would raise ``TypeError`` inside trl, which answers ``{'error': ...}`` without the episode
+    ever seeing the turn — a free invalid call during training that costs a turn and a penalty
+    at evaluation. Here every call reaches :func:`validate_tool_call`, as in the episode loop.
+    """
+    params = [p for p in inspect.signature(method).parameters if p != "self"]
+
+    @functools.wraps(method)
+    def tool(self: _Base, *args: Any, **kwargs: Any) -> Any:
+        arguments = {**dict(zip(params, args, strict=False)), **kwargs}
+        out = self._run(name, arguments)
+        return _content_text(out) if name == "landmark_query" and not isinstance(out, str) else out
+
+    return tool
 
 
 def answer_reward(
