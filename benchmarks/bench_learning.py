@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: Full size: the recipe's own steps; the val sample evaluated after each stage.
 FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": 24, "n_base": 8}
 #: --quick: a small city and a few steps of each (plumbing, not learning).
-QUICK = {"sft_steps": 30, "grpo_steps": 3, "n_val": 4, "n_base": 2}
+QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1}
 #: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.
 TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads", "8",
         "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096"]  # fmt: skip
@@ -57,10 +57,11 @@ def write_project(root: Path, *, seed: int, quick: bool) -> Path:
     if quick:
         p["synth"].update(scenes=3, size=80.0, density=5.0, las_copy=False, stpls3d_scenes=0)
         p["scene"].update(resolution=0.25, global_view_size=256)
-        p["sft"].update(per_query=1, batch_size=4)
-        p["train"].update(max_completion_length=512)
-        p["env"].update(max_turns=4)
-        p["vlm"].update(max_new_tokens=48)
+        p["sft"].update(per_query=1, batch_size=2, limit=8)
+        p["train"].update(max_completion_length=256, num_generations=2,
+                          per_device_train_batch_size=4, limit=8)  # fmt: skip
+        p["env"].update(max_turns=3)
+        p["vlm"].update(max_new_tokens=32)
     else:
         p["synth"].update(las_copy=False, stpls3d_scenes=0)
     root.mkdir(parents=True, exist_ok=True)

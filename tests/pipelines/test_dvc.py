@@ -9,6 +9,18 @@ import pytest
 from tests.small_project import write_small_project
 
 
+def _write_training_params(root, repo_root):
+    """``root/params-cpu.yaml``: the repository's training recipe over the small project."""
+    import yaml
+
+    from tests.small_project import SMALL_PARAMS
+
+    p = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
+    for key, upd in SMALL_PARAMS.items():
+        p.setdefault(key, {}).update(upd)
+    (root / "params-cpu.yaml").write_text(yaml.safe_dump(p))
+
+
 def _run(cmd, cwd, env):
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, f"{cmd}: {out.stdout}\n{out.stderr}"
@@ -26,6 +38,7 @@ def dvc_project(tmp_path, repo_root):
         synth={"stpls3d_scenes": 1},
     )
     shutil.copy(repo_root / "dvc.yaml", tmp_path / "dvc.yaml")
+    _write_training_params(tmp_path, repo_root)
     (tmp_path / "training").mkdir()
     shutil.copy(repo_root / "training" / "dvc.yaml", tmp_path / "training" / "dvc.yaml")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -55,7 +68,9 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     assert "up to date" in status.lower()
     # the training pipeline is wired (its inputs are built) but only runs when targeted
     status = _run([str(dvc), "status", "training/dvc.yaml"], root, env)
-    assert "training/dvc.yaml:train" in status and "assets/checkpoints/grpo" in status
+    for stage in ("tiny_model", "sft", "train"):
+        assert f"training/dvc.yaml:{stage}" in status, status
+    assert "assets/checkpoints/grpo" in status and "assets/checkpoints/sft" in status
     # a changed scene param invalidates exactly the cache stages
     text = (root / "params.yaml").read_text().replace("resolution: 0.25", "resolution: 0.5")
     (root / "params.yaml").write_text(text)

@@ -186,3 +186,64 @@ def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny)
         bad = next(s for s in t.steps if not s.valid)
         assert bad.model_text not in kept  # the mistake is shown but never learned
         assert all(s.model_text in kept for s in t.steps if s.valid)
+
+
+def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(tiny):
+    """One forward of the shared system prompt + the rows' suffixes on its cache == the plain
+    batched forward: same loss, same gradient on every parameter (fp32 round-off)."""
+    import torch
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from urbex.train.sft import SFTExample, _batch, causal_lm_loss, shared_prefix_length
+
+    proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
+    model = AutoModelForImageTextToText.from_pretrained(
+        tiny, local_files_only=True, dtype=torch.float32
+    )
+    system = {"role": "system", "content": "You are a grounding agent. " * 8}
+    rng = np.random.default_rng(0)
+
+    def conv(k):
+        n_images = 1 if k == 1 else 2
+        ims = [
+            Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))
+            for _ in range(n_images)
+        ]
+        msgs = [
+            system,
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"find {k}"}]},
+            {"role": "assistant", "content": '<tool_call>{"name": "zoom_in"}</tool_call>'},
+        ]
+        if k > 1:
+            msgs += [
+                {
+                    "role": "tool",
+                    "name": "zoom_in",
+                    "content": [{"type": "image"}, {"type": "text", "text": "zoom"}],
+                },
+                {"role": "assistant", "content": "<answer>" + "x" * k + "</answer>"},
+            ]
+        text = proc.apply_chat_template(msgs, tokenize=False)
+        return SFTExample(text=text, images=tuple(ims), query_id=str(k), supervised=(True, k != 2))
+
+    inputs = _batch(proc, [conv(1), conv(2), conv(3)], None)
+    tok = proc.tokenizer
+    stops = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
+    p = shared_prefix_length(inputs["input_ids"], inputs["attention_mask"], inputs["labels"], stops)
+    assert p > 40  # the system prompt (and the user header)
+
+    def grads(fn):
+        model.zero_grad(set_to_none=True)
+        loss = fn()
+        loss.backward()
+        return float(loss), {
+            n: q.grad.clone() for n, q in model.named_parameters() if q.grad is not None
+        }
+
+    plain, g_plain = grads(lambda: model(**inputs).loss)
+    shared, g_shared = grads(lambda: causal_lm_loss(model, inputs, stops))
+    assert shared == pytest.approx(plain, rel=1e-5)
+    assert g_plain.keys() == g_shared.keys() and any("visual" in n for n in g_plain)
+    for n, g in g_plain.items():
+        torch.testing.assert_close(g_shared[n], g, rtol=1e-3, atol=1e-6, msg=n)

@@ -112,12 +112,13 @@ def plot_training_curves(log: pl.DataFrame, path: Path, *, title: str = "GRPO tr
 
         d.text((left, y0 - 24), name, fill="black", font=small)
         d.rectangle([left, y0, right, y1], outline=(90, 90, 90))
-        for t in range(5):  # y ticks
+        decimals = max(0, 1 - math.floor(math.log10((hi - lo) / 4)))
+        for t in range(5):  # y ticks, with as many decimals as their spacing needs
             v = lo + (hi - lo) * t / 4
             yy = y_px(v)
             d.line([left - 4, yy, left, yy], fill="black")
             d.line([left, yy, right, yy], fill=(235, 235, 235))
-            d.text((8, yy - 7), f"{v:.2f}", fill="black", font=small)
+            d.text((8, yy - 7), f"{v:.{decimals}f}", fill="black", font=small)
         d.text((8, y0 - 24), ylabel, fill=(80, 80, 80), font=small)
         for j, (col, label) in enumerate(series):
             colour = _COLOURS[j % len(_COLOURS)]
@@ -140,11 +141,12 @@ def plot_training_curves(log: pl.DataFrame, path: Path, *, title: str = "GRPO tr
             ly = y0 + 8 + 22 * j
             d.line([right + 15, ly + 7, right + 45, ly + 7], fill=colour, width=3)
             d.text((right + 52, ly), label, fill="black", font=small)
-        for t in range(6):  # x ticks on every panel
-            x = x_lo + (x_hi - x_lo) * t / 5
+        for x in sorted({round(x_lo + (x_hi - x_lo) * t / 5) for t in range(6)}):
+            if not x_lo <= x <= x_hi:  # whole steps on every panel
+                continue
             xx = x_px(x)
             d.line([xx, y1, xx, y1 + 4], fill="black")
-            d.text((xx - 8, y1 + 5), f"{x:.0f}", fill="black", font=small)
+            d.text((xx - 8, y1 + 5), f"{x:d}", fill="black", font=small)
     d.text(((left + right) // 2 - 40, h - 24), "GRPO step", fill="black", font=small)
     d.text((right + 15, h - 24), f"bold: {SMOOTH}-step mean", fill=(80, 80, 80), font=small)
     with atomic_path(path) as tmp:
