@@ -28,7 +28,7 @@ DEMO_EVALS = [
 DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("test_nd", "test_no")]
 #: The demo's training, shortened from the tiny CPU recipe (``params-cpu.yaml``: the measured
 #: one) so the whole demo stays within ~10 minutes on 2 cores: optimizer steps of SFT and GRPO.
-DEMO_SFT_STEPS = 240
+DEMO_SFT_STEPS = 400
 DEMO_GRPO_STEPS = 10
 
 

@@ -111,7 +111,8 @@ synth_out = _quick_output("bench_synth")
 scene_out = _quick_output("bench_scene")
 env_out = _quick_output("bench_env")
 eval_out = _quick_output("bench_eval")
-PARSED = {"bench_io", "bench_synth", "bench_scene", "bench_env", "bench_eval"}
+learning_out = _quick_output("bench_learning")
+PARSED = {"bench_io", "bench_synth", "bench_scene", "bench_env", "bench_eval", "bench_learning"}
 
 
 def test_benchmarks_are_found():
@@ -384,3 +385,35 @@ def test_bench_eval_figures(eval_out):
         assert len({rows[p, s, w]["eps"] for p in policies for w in (1, 2)}) == 1, s
         for p in policies:  # and the same result with 1 or 2 workers
             assert rows[p, s, 1]["hit1"] == rows[p, s, 2]["hit1"], (p, s)
+
+
+# --- bench_learning ---------------------------------------------------------------------------
+
+#: The keys the learning benchmark's last line (one JSON object) must carry.
+LEARNING_KEYS = (
+    "seed", "valid_rate_base", "valid_rate_sft", "valid_rate_grpo", "iou_val_sft",
+    "iou_val_grpo", "hit1_val_sft", "hit1_val_grpo", "reward_first10", "reward_last10",
+    "reward_sem", "frac_zero_std", "s_per_step", "env_share",
+)  # fmt: skip
+
+
+def test_bench_learning_figures(learning_out):
+    import json
+
+    figs = json.loads(learning_out.strip().splitlines()[-1])
+    assert set(LEARNING_KEYS) <= figs.keys()
+    assert figs["seed"] == 1
+    for k in ("valid_rate_base", "valid_rate_sft", "valid_rate_grpo", "iou_val_sft",
+              "iou_val_grpo", "hit1_val_sft", "hit1_val_grpo", "frac_zero_std", "env_share"):  # fmt: skip
+        assert 0.0 <= figs[k] <= 1.0, (k, figs[k])
+    assert figs["s_per_step"] > 0 and figs["sft_s_per_step"] > 0
+    assert math.isfinite(figs["reward_first10"]) and math.isfinite(figs["reward_last10"])
+    assert figs["grpo_steps"] >= 2 and figs["sft_steps"] >= 1
+    # the printed lines agree with the JSON
+    sft = _figs(learning_out, r"^sft: {steps} steps, {sps} s/step")
+    assert sft["steps"] == figs["sft_steps"]
+    assert abs(sft["sps"] - figs["sft_s_per_step"]) <= sft["sps"].tol + 1e-9
+    grpo = _figs(learning_out, r"^grpo: val valid {valid}  Hit@1 {hit1}  IoU {iou}")
+    assert abs(grpo["valid"] - figs["valid_rate_grpo"]) <= grpo["valid"].tol + 1e-9
+    verdicts = re.findall(r"^target .+: (PASS|MISS)$", learning_out, flags=re.MULTILINE)
+    assert len(verdicts) == 5
