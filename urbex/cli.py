@@ -273,6 +273,25 @@ def _cmd_train(args: argparse.Namespace, params: Params) -> int:
     )
     if r.tool_calls:
         print("  " + ", ".join(f"{k} {v}" for k, v in r.tool_calls.items()))
+    log = params.layout.training_log(r.run_name)
+    if log.is_file():
+        import polars as pl
+
+        tl = pl.read_parquet(log).sort("step")
+        if tl.height:
+            k = max(1, min(10, tl.height // 2))
+
+            def mean(frame: pl.DataFrame, col: str) -> float:
+                return float(frame[col].cast(pl.Float64).mean() or 0.0)  # type: ignore[arg-type]
+
+            head, tail = tl.head(k), tl.tail(k)
+            print(
+                f"  reward (mean of {k} steps) {mean(head, 'reward_mean'):.3f} → "
+                f"{mean(tail, 'reward_mean'):.3f}, valid answers "
+                f"{mean(head, 'valid_answer_rate'):.2f} → {mean(tail, 'valid_answer_rate'):.2f}, "
+                f"groups without spread {mean(tl, 'frac_zero_std'):.2f}"
+            )
+        print(f"  training log {log}; curves {params.layout.train_curves(r.run_name)}")
     return 0
 
 
