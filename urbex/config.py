@@ -346,6 +346,9 @@ class TrainParams(_Strict):
     )
     max_steps: Int = Field(300, ge=1, description="optimizer steps")
     learning_rate: Float = Field(1e-6, gt=0)
+    lr_scheduler: Literal["linear", "constant", "cosine"] = Field(
+        "linear", description="learning-rate schedule over max_steps (transformers' names)"
+    )
     num_generations: Int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
     per_device_train_batch_size: Int = Field(8, ge=1, description="rollouts per device per step")
     gradient_accumulation_steps: Int = Field(1, ge=1)

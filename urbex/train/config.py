@@ -159,6 +159,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         "run_name": t.run_name,
         "max_steps": t.max_steps,
         "learning_rate": t.learning_rate,
+        "lr_scheduler_type": t.lr_scheduler,
         "num_generations": t.num_generations,
         "per_device_train_batch_size": t.per_device_train_batch_size,
         "gradient_accumulation_steps": t.gradient_accumulation_steps,
