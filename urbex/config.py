@@ -117,6 +117,14 @@ class EnvParams(_Strict):
     oblique_shaping_scale: Float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
     oblique_shaping_cap: Float = Field(0.1, ge=0, description="oblique shaping cap per call")
     invalid_penalty: Float = Field(0.1, ge=0, description="subtracted per invalid action")
+    answer_lift: Literal["zrange", "semantic"] = Field(
+        "semantic",
+        description="answer BEV box → 3D box + point mask: the target class's points under the "
+        "footprint (semantic) or every point under it (zrange); urbex.env.lift",
+    )
+    answer_lift_margin_m: Float = Field(
+        0.25, ge=0, description="semantic lift: class points gathered this far past the footprint"
+    )
 
     @field_validator("global_view_size", "zoom_size", "oblique_size")
     @classmethod
