@@ -50,6 +50,17 @@ def _with_flags(params: Params, args: argparse.Namespace, twins: dict[str, str])
     return params
 
 
+def _tool_list(value: str) -> list[str]:
+    """``--tools``: comma-separated tool names, or ``none`` (no tool offered).
+
+    >>> _tool_list("zoom_in, landmark_query"), _tool_list("none")
+    (['zoom_in', 'landmark_query'], [])
+    """
+    if value.strip().lower() == "none":
+        return []
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
 def _run_id(value: str | None) -> str | None:
     """``--run-id`` if it is a safe name (:func:`urbex.layout.safe_name`), else a ConfigError."""
     if value is None:
@@ -186,6 +197,7 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
             "--split": "eval.split",
             "--limit": "eval.limit",
             "--landmark-perturbation": "eval.landmark_perturbation",
+            "--tools": "env.tools",
         },
     )
     r = evaluate(
@@ -410,6 +422,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--landmark-perturbation",
         choices=["none", "noise", "missing", "wrong"],
         help="landmark-availability run (default eval.landmark_perturbation); run id gets -lm_<tag>",
+    )
+    ev.add_argument(
+        "--tools",
+        type=_tool_list,
+        help="tool ablation: the tools offered, comma-separated (landmark_query,zoom_in,"
+        "oblique_render), or 'none' (default env.tools); run id gets -tools_<...>",
     )
     ev.set_defaults(func=_cmd_evaluate)
     gr = command("ground", help="one query: its steps, answer and trajectory picture")

@@ -114,20 +114,29 @@ def _model(
     return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
 
 
+def _offered(params: Params) -> tuple[str, ...]:
+    """``env.tools``: the schemas a model policy passes to its chat template / API."""
+    return tuple(params.env.tools)
+
+
 def _vlm(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "vlm", None)
+    return _model(params, checkpoint, "vlm", _offered(params))
 
 
 def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "openai", None)
+    return _model(params, checkpoint, "openai", _offered(params))
 
 
 def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.workflow import WorkflowPolicy
+    from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
-    inner = _model(params, checkpoint, params.policy.backend, None)
+    inner = _model(params, checkpoint, params.policy.backend, _offered(params))
+    steps = tuple(s for s in PAPER_WORKFLOW if s == "answer" or s in params.env.tools)
     return WorkflowPolicy(
-        inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
+        inner,
+        steps=steps,
+        max_turns=params.env.max_turns,
+        redirects=params.policy.workflow_redirects,
     )
 
 

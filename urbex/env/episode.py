@@ -35,7 +35,15 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.lift import Lift, lift_answer
-from urbex.env.protocol import Action, Answer, Invalid, ToolCall, parse_action, user_prompt
+from urbex.env.protocol import (
+    Action,
+    Answer,
+    Invalid,
+    ToolCall,
+    parse_action,
+    user_prompt,
+    validate_tool_call,
+)
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
 from urbex.env.tools import TOOLS, ToolResult
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
@@ -360,6 +368,7 @@ class GroundingEnv:
             oblique_views=self.views.oblique_ids,
             turns_left=self.params.max_turns - self._turn + 1,
             default_elevation_deg=self.params.oblique_elevation_deg,
+            offered_tools=self.params.tools,
         )
         return self._play(action, t0, raw=model_text)
 
@@ -460,6 +469,10 @@ class GroundingEnv:
 
     def _tool(self, call: ToolCall) -> _Outcome:
         assert self._ctx is not None
+        if call.name not in self.params.tools:  # env.tools: an action parsed elsewhere
+            bad = validate_tool_call(call.name, {}, known_views=(), offered=self.params.tools)
+            assert isinstance(bad, Invalid)
+            return self._invalid(bad.reason)
         spec = TOOLS[call.name]
         try:
             res: ToolResult = spec.handler(self._ctx, call.arguments)

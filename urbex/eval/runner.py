@@ -61,7 +61,13 @@ from urbex.eval.episodes import (
 )
 from urbex.eval.play import EpisodePlayer, episode_seed
 from urbex.eval.runlock import run_lock
-from urbex.eval.runspec import SPEC_COLUMNS, LandmarkPerturbation, RunSpec, read_spec
+from urbex.eval.runspec import (
+    ALL_TOOLS,
+    SPEC_COLUMNS,
+    LandmarkPerturbation,
+    RunSpec,
+    read_spec,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -383,6 +389,8 @@ def _resolve_spec(
     if spec.sample is not None:
         upd.update(limit=spec.sample.limit, sample_seed=spec.sample.seed)
     params = params.with_updates(eval=upd)
+    if spec.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
+        params = params.with_updates(env={"tools": list(spec.tools or ALL_TOOLS)})
     rebuilt = RunSpec.from_params(
         params, policy=spec.policy, split=spec.split, checkpoint=spec.checkpoint
     )
