@@ -214,6 +214,21 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
+    from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+
+    model, path = fit_ranker_from_params(params)
+    s = ranker_summary(model)
+    print(
+        f"ranker fitted on {s['n_train']} train queries (l2={s['l2']} chosen on {s['n_val']} val "
+        f"queries) in {s['fit_s']:.2f} s (+ {s['features_s']:.2f} s features): "
+        f"Hit@1 train {s['train_hit1']:.3f}, val "
+        + ("n/a" if s["val_hit1"] is None else f"{s['val_hit1']:.3f}")
+        + f" → {path}"
+    )
+    return 0
+
+
 def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.ground import ground
 
@@ -430,6 +445,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "oblique_render), or 'none' (default env.tools); run id gets -tools_<...>",
     )
     ev.set_defaults(func=_cmd_evaluate)
+    fr = command(
+        "fit-ranker", help="fit the trained With-GT ranker (`ranking`) on train, select on val"
+    )
+    fr.set_defaults(func=_cmd_fit_ranker)
     gr = command("ground", help="one query: its steps, answer and trajectory picture")
     gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
     gr.add_argument("--query", required=True, help="the description, free text")

@@ -1,14 +1,16 @@
 """Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
 
 Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
-``oracle``, ``ranking``. ``workflow`` and ``no_tools`` wrap the model named by
-``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and ``ranking``
+``oracle``, ``ranking``, ``ranking_rules``. ``workflow`` and ``no_tools`` wrap the model named by
+``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and the rankers
 are bound to the environment they play in (pass ``env``); the model policies ignore it.
-``ranking`` is the With-GT candidate-ranking baseline: its factory hands it the scene's GT
-instance table (from the env's scene caches) as the candidate set, never the query's target.
-``landmark_prior`` takes the class size priors as an explicit input
+``ranking`` (trained, :mod:`urbex.agents.ranker`) and ``ranking_rules`` (hand rules,
+:mod:`urbex.agents.ranking`) are the With-GT candidate-ranking baselines: their factory hands
+them the scene's GT instance table (from the env's scene caches) as the candidate set, never the
+query's target. ``landmark_prior`` takes the class size priors as an explicit input
 (``make_policy(..., class_sizes=...)``, read once by the caller with
-:func:`urbex.annotations.class_sizes.read_class_sizes`); no factory reads files.
+:func:`urbex.annotations.class_sizes.read_class_sizes`); the only files a factory reads are
+fitted weights (a checkpoint, the ranker's ``models/ranker-v1.json``).
 
 Extension point: :func:`register_policy` adds a name (tests use it to inject failing policies).
 """
@@ -91,6 +93,19 @@ def _landmark_prior(
 
 
 def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.ranker import RankerModel, RankerPolicy
+
+    assert env is not None
+    provider = env.scene_provider
+    return RankerPolicy(
+        env,
+        model=RankerModel.load(params.layout.ranker_model),
+        instances=lambda scene_id: provider(scene_id).instances,
+        candidate_classes=params.eval.candidate_classes,
+    )
+
+
+def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
     from urbex.agents.ranking import RankingPolicy
 
     assert env is not None
@@ -165,6 +180,7 @@ _REGISTRY: dict[str, PolicyInfo] = {
         ),
         PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
         PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
+        PolicyInfo(name="ranking_rules", factory=_ranking_rules, parallel=True, needs_env=True),
     )
 }
 

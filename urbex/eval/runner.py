@@ -283,6 +283,11 @@ def _fingerprint(
     pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
+    if policy in ("ranking", "ranking_proposals"):  # the fitted weights it scores with
+        import hashlib
+
+        m = params.layout.ranker_model
+        fp["ranker"] = hashlib.sha256(m.read_bytes()).hexdigest() if m.is_file() else None
     if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
         fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     if policy in ("vlm", "workflow", "no_tools"):
