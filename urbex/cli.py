@@ -229,6 +229,15 @@ def _cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _cmd_proposals(args: argparse.Namespace, params: Params) -> int:
+    from urbex.agents.proposals import proposal_recall_table
+
+    df = proposal_recall_table(params)
+    print("Without-GT proposal recall (BEV IoU ≥ 0.25 / 0.5) per split and class:")
+    print(df.drop("run_id", "policy"))
+    return 0
+
+
 def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.ground import ground
 
@@ -449,6 +458,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "fit-ranker", help="fit the trained With-GT ranker (`ranking`) on train, select on val"
     )
     fr.set_defaults(func=_cmd_fit_ranker)
+    pr = command(
+        "proposals", help="Without-GT instance proposals: recall per class (BEV IoU 0.25 / 0.5)"
+    )
+    pr.set_defaults(func=_cmd_proposals)
     gr = command("ground", help="one query: its steps, answer and trajectory picture")
     gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
     gr.add_argument("--query", required=True, help="the description, free text")

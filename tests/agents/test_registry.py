@@ -18,8 +18,9 @@ def test_policy_names_cover_the_architecture():
         "oracle",
         "ranking",
         "ranking_rules",
+        "ranking_proposals",
     }
-    for name in ("ranking", "ranking_rules"):
+    for name in ("ranking", "ranking_rules", "ranking_proposals"):
         assert policy_info(name).needs_env and policy_info(name).parallel
     assert policy_info("oracle").parallel and not policy_info("vlm").parallel
 

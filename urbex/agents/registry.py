@@ -1,13 +1,14 @@
 """Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
 
 Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
-``oracle``, ``ranking``, ``ranking_rules``. ``workflow`` and ``no_tools`` wrap the model named by
+``oracle``, ``ranking``, ``ranking_rules``, ``ranking_proposals``. ``workflow`` and ``no_tools`` wrap the model named by
 ``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and the rankers
 are bound to the environment they play in (pass ``env``); the model policies ignore it.
 ``ranking`` (trained, :mod:`urbex.agents.ranker`) and ``ranking_rules`` (hand rules,
 :mod:`urbex.agents.ranking`) are the With-GT candidate-ranking baselines: their factory hands
 them the scene's GT instance table (from the env's scene caches) as the candidate set, never the
-query's target. ``landmark_prior`` takes the class size priors as an explicit input
+query's target; ``ranking_proposals`` (Without-GT, :mod:`urbex.agents.proposals`) ranks
+instance proposals clustered from the scene's points instead. ``landmark_prior`` takes the class size priors as an explicit input
 (``make_policy(..., class_sizes=...)``, read once by the caller with
 :func:`urbex.annotations.class_sizes.read_class_sizes`); the only files a factory reads are
 fitted weights (a checkpoint, the ranker's ``models/ranker-v1.json``).
@@ -105,6 +106,21 @@ def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | Non
     )
 
 
+def _ranking_proposals(
+    params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
+) -> Policy:
+    from urbex.agents.proposals import ProposalRankerPolicy
+    from urbex.agents.ranker import RankerModel
+
+    assert env is not None
+    return ProposalRankerPolicy(
+        env,
+        model=RankerModel.load(params.layout.ranker_model),
+        scenes=env.scene_provider,
+        candidate_classes=params.eval.candidate_classes,
+    )
+
+
 def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
     from urbex.agents.ranking import RankingPolicy
 
@@ -181,6 +197,9 @@ _REGISTRY: dict[str, PolicyInfo] = {
         PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
         PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
         PolicyInfo(name="ranking_rules", factory=_ranking_rules, parallel=True, needs_env=True),
+        PolicyInfo(
+            name="ranking_proposals", factory=_ranking_proposals, parallel=True, needs_env=True
+        ),
     )
 }
 

@@ -273,6 +273,16 @@ TABLES: dict[str, TableSpec] = {
                     ),
                 ),
                 (
+                    "proposal_recall",
+                    (
+                        ("class_name", "VARCHAR"),
+                        ("n_targets", "BIGINT"),
+                        ("n_proposals", "BIGINT"),
+                        ("recall_iou25", "DOUBLE"),
+                        ("recall_iou50", "DOUBLE"),
+                    ),
+                ),
+                (
                     "tool_use",
                     (
                         ("n", "BIGINT"),
