@@ -200,6 +200,8 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
             "--tools": "env.tools",
         },
     )
+    if args.repeats is not None:
+        return _evaluate_repeats(args, params, run_id)
     r = evaluate(
         params,
         policy=params.eval.policy,
@@ -211,6 +213,39 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     )
     print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
     print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
+    return 0
+
+
+def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | None) -> int:
+    """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
+    from dataclasses import replace
+
+    from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
+    from urbex.eval.runner import evaluate
+
+    if run_id is not None:
+        raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
+    policy = params.eval.policy
+    backend = params.policy.backend if policy in ("workflow", "no_tools") else policy
+    if backend == "vlm" and not params.vlm.do_sample:
+        params = params.with_updates(vlm={"do_sample": True})  # repeats of greedy decoding agree
+    if backend == "openai" and params.openai.temperature == 0:
+        raise ConfigError(
+            "--repeats with openai.temperature 0 repeats greedy decoding; set openai.temperature "
+            "> 0 in the params",
+            field="openai.temperature",
+        )
+    specs = repeat_specs(params, policy=policy, split=params.eval.split, repeats=args.repeats)
+    if args.checkpoint is not None:
+        specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
+    rows = []
+    for spec in specs:
+        r = evaluate(params, spec=spec, progress=not args.quiet)
+        print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
+        rows.append(r.metrics.row(0, named=True))
+    for m in REPEAT_METRICS:
+        mean, lo, hi = t_interval([float(row[m]) for row in rows])
+        print(f"{m}: {100 * mean:.2f} [{100 * lo:.2f}, {100 * hi:.2f}] over {len(rows)} repeats")
     return 0
 
 
@@ -446,6 +481,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--landmark-perturbation",
         choices=["none", "noise", "missing", "wrong"],
         help="landmark-availability run (default eval.landmark_perturbation); run id gets -lm_<tag>",
+    )
+    ev.add_argument(
+        "--repeats",
+        type=int,
+        help="repeated decoding: N runs with seeds eval.seed..+N-1 (sampled: vlm.do_sample on), "
+        "ids <policy>-<split>-rep<seed>; prints mean [95%% t-interval]",
     )
     ev.add_argument(
         "--tools",

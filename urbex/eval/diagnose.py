@@ -24,6 +24,7 @@ from urbex.eval.diagnostics import (
     query_context,
     tool_use,
 )
+from urbex.eval.repeats import repeated_decoding
 from urbex.eval.runspec import resolve_specs
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ _TITLES = {
     "landmark_availability": "Landmark availability (Table 10): Hit@1 by landmark mention; "
     "perturbation runs against their clean run",
     "tool_use": "Tool use: mean calls per episode, invalid-turn rate, L→Z→O→A share",
+    "repeated_decoding": "Repeated decoding (Table 8): mean and Student-t 95 % interval over "
+    "the repeats (`urbex evaluate --repeats N`) of each method × split",
 }
 
 
@@ -113,6 +116,10 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
             "runs": _runs(
                 q("metrics", ", ".join(["run_id", *(c for c, _ in SPEC_COLUMNS)]), distinct=True),
                 params.layout.runs,
+            ),
+            "metrics": q(
+                "metrics",
+                ", ".join(["run_id", "hit1", "hit3", "iou_bev", *(c for c, _ in SPEC_COLUMNS)]),
             ),
         }
     finally:
@@ -177,6 +184,7 @@ def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str,
         ),
         "landmark_availability": landmark_availability(ep, ctx, frames["runs"]),
         "tool_use": tool_use(ep, steps),
+        "repeated_decoding": repeated_decoding(frames["metrics"]),
     }
 
 

@@ -21,8 +21,9 @@ the same units as the Markdown: percent for fractions).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -107,6 +108,7 @@ def report_table(
     from urbex.eval.runspec import resolve_specs
 
     specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
+    df, intervals = _fold_repeats(df, specs, mets)
     keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
     labels = method_labels(keys, specs)
     df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))
@@ -118,9 +120,61 @@ def report_table(
                 (pl.col(m).cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(f"{s}_{m}")
                 for m in mets
             ),
+            *(
+                (pl.col(f"{m}{b}").cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(
+                    f"{s}_{m}{b}"
+                )
+                for m in mets
+                if intervals
+                for b in ("_lo", "_hi")
+            ),
         )
         rows = rows.join(part, on="method", how="left")
     return rows.sort(["policy", "method"])
+
+
+def _fold_repeats(
+    df: pl.DataFrame, specs: dict[str, RunSpec | None], mets: Sequence[str]
+) -> tuple[pl.DataFrame, bool]:
+    """Repeats (runs whose spec has a ``repeat_seed``) folded into one row per method × split:
+    the mean of each metric, with ``<metric>_lo`` / ``_hi`` its Student-t 95 % interval
+    (:func:`urbex.eval.repeats.t_interval`). Returns the frame and whether any repeat was
+    folded (else no ``_lo``/``_hi`` columns are added)."""
+    import polars as pl
+
+    from urbex.eval.repeats import t_interval
+
+    rep = [
+        i
+        for i, rid in enumerate(df["run_id"].to_list())
+        if (sp := specs.get(rid)) is not None and sp.repeat_seed is not None
+    ]
+    if not rep:
+        return df, False
+    from urbex.eval.repeats import group_repeats
+
+    keep = df.with_row_index("_i").filter(~pl.col("_i").is_in(rep)).drop("_i")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for base, members in group_repeats(df[rep].iter_rows(named=True), specs).items():
+        # the row is labelled by this id (a spec-less id is its own label), the same per split
+        rid = f"{replace(base, split='_').method} (repeats)"
+        groups[(rid, base.split)] = members
+    for rid, _ in groups:
+        specs[rid] = None
+    folded = []
+    for (rid, split), rows in groups.items():
+        rec: dict[str, Any] = {"run_id": rid, "policy": rows[0]["policy"], "split": split}
+        for m in mets:
+            mean, lo, hi = t_interval([r[m] for r in rows if r[m] is not None])
+            rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = mean, lo, hi
+        folded.append(rec)
+    keep = keep.select(
+        "run_id", "policy", "split", *(pl.col(m).cast(pl.Float64) for m in mets)
+    ).with_columns(
+        pl.lit(None, dtype=pl.Float64).alias(f"{m}{b}") for m in mets for b in ("_lo", "_hi")
+    )
+    back = pl.DataFrame(folded, schema=keep.schema)
+    return pl.concat([keep, back]), True
 
 
 def method_labels(
@@ -164,15 +218,20 @@ def to_markdown(table: pl.DataFrame) -> str:
     | r | oracle | 100.0 | 20 |
     """
     heads, fmts = ["method", "policy"], []
-    for c in table.columns[2:]:
+    value_cols = [c for c in table.columns[2:] if not c.endswith(("_lo", "_hi"))]
+    for c in value_cols:
         split, metric = _split_metric(c)
         heads.append(f"{_SPLIT_LABELS.get(split, split)} {METRIC_LABELS.get(metric, metric)}")
         fmts.append(metric)
     lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(fmts)]
-    for row in table.iter_rows():
-        cells = [str(row[0]), str(row[1])]
-        for v, m in zip(row[2:], fmts):
-            cells.append(_fmt(v, m))
+    for row in table.iter_rows(named=True):
+        cells = [str(row["method"]), str(row["policy"])]
+        for c, m in zip(value_cols, fmts):
+            cell = _fmt(row[c], m)
+            lo, hi = row.get(f"{c}_lo"), row.get(f"{c}_hi")
+            if lo is not None and hi is not None and lo == lo and hi == hi:
+                cell += f" [{_fmt(lo, m)}, {_fmt(hi, m)}]"  # repeats: mean [95 % interval]
+            cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

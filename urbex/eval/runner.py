@@ -42,7 +42,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -378,11 +378,6 @@ def _resolve_spec(
     given = sorted(k for k, v in flags.items() if v is not None)
     if given:
         raise ValueError(f"evaluate: pass spec= or {given}, not both (the spec names the run)")
-    if spec.repeat_seed is not None:
-        raise ValueError(
-            f"evaluate: spec.repeat_seed={spec.repeat_seed}: repeated decoding is not played "
-            "yet; leave it None"
-        )
     if spec.sample is not None and spec.sample.seed is None:
         raise ValueError("evaluate: spec.sample.seed is None; give the sample's seed")
     p = spec.perturbation
@@ -393,12 +388,16 @@ def _resolve_spec(
         upd["landmark_perturbation_seed"] = p.seed
     if spec.sample is not None:
         upd.update(limit=spec.sample.limit, sample_seed=spec.sample.seed)
+    if spec.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
+        upd["seed"] = spec.repeat_seed
     params = params.with_updates(eval=upd)
     if spec.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
         params = params.with_updates(env={"tools": list(spec.tools or ALL_TOOLS)})
     rebuilt = RunSpec.from_params(
         params, policy=spec.policy, split=spec.split, checkpoint=spec.checkpoint
     )
+    if spec.repeat_seed is not None:
+        rebuilt = replace(rebuilt, repeat_seed=spec.repeat_seed)
     if rebuilt != spec:  # a guard: the spec must be exactly what these params play
         raise ValueError(f"evaluate: spec {spec} does not round-trip through params ({rebuilt})")
     return params, spec
@@ -520,8 +519,9 @@ def evaluate(
     Raises
     ------
     ValueError
-        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, neither, or a
-        ``spec`` with a ``repeat_seed`` (repeated decoding is not played yet).
+        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, or neither. A
+        ``spec`` with a ``repeat_seed`` is a repeat: it plays with ``eval.seed = repeat_seed``
+        (:mod:`urbex.eval.repeats`).
     RunLockedError
         Another process is writing this run (the message names its pid, host and start).
     ConfigError

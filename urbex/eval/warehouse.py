@@ -273,6 +273,19 @@ TABLES: dict[str, TableSpec] = {
                     ),
                 ),
                 (
+                    "repeated_decoding",
+                    (
+                        ("method", "VARCHAR"),
+                        ("n_repeats", "BIGINT"),
+                        ("seeds", "VARCHAR"),
+                        *(
+                            (f"{m}_{s}", "DOUBLE")
+                            for m in ("hit1", "hit3", "iou_bev")
+                            for s in ("mean", "lo", "hi")
+                        ),
+                    ),
+                ),
+                (
                     "proposal_recall",
                     (
                         ("class_name", "VARCHAR"),
