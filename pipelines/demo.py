@@ -19,7 +19,7 @@ STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"],
 #: Evaluation partitions the demo runs (the policies that need no model checkpoint or endpoint).
 DEMO_EVALS = [
     (p, s)
-    for p in ("oracle", "landmark_prior", "ranking_rules", "ranking")
+    for p in ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
     for s in ("test_nd", "test_no")
 ]
 #: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as

@@ -192,7 +192,8 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     """Compute every diagnostic table over the warehouse's runs; write tables, summary, plots.
 
     Writes (atomically) ``<assets>/eval/diagnostics/<name>.parquet`` for each of
-    :data:`DIAGNOSTIC_TABLES`, ``diagnostics.md`` (the tables as Markdown) and the plots
+    :data:`DIAGNOSTIC_TABLES` (and ``proposal_recall`` when a ``ranking_proposals`` run exists,
+    :func:`urbex.agents.proposals.proposal_recall_table`), ``diagnostics.md`` (the tables as Markdown) and the plots
     ``success_vs_distractors.png`` and ``area_ratio_hist.png``
     (:mod:`urbex.eval.diagnostic_plots`), then (``refresh``) refreshes the warehouse once so its
     ``diagnostics_<name>`` views see them; pass ``refresh=False`` when the caller refreshes
@@ -215,6 +216,14 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         paths.append(
             write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
         )
+    if "ranking_proposals" in set(frames["episodes"]["policy"].to_list()):
+        from urbex.agents.proposals import proposal_recall_table
+
+        splits = sorted(
+            set(frames["episodes"].filter(pl.col("policy") == "ranking_proposals")["split"])
+        )
+        proposal_recall_table(params, splits)  # diagnostics_proposal_recall
+        paths.append(params.layout.diagnostic_table("proposal_recall"))
     n_runs = frames["episodes"]["run_id"].n_unique()
     md = [
         "# urbex diagnostics",

@@ -31,7 +31,15 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
 
-__all__ = ["METRIC_LABELS", "method_labels", "report", "report_table", "to_markdown"]
+__all__ = [
+    "METRIC_LABELS",
+    "TABLE11_METRICS",
+    "method_labels",
+    "report",
+    "report_table",
+    "table11",
+    "to_markdown",
+]
 
 #: Column labels of the metrics the report knows (others are shown under their own name).
 METRIC_LABELS: dict[str, str] = {
@@ -61,7 +69,11 @@ def _is_percent(metric: str) -> bool:
 
 
 def report_table(
-    params: Params, *, splits: Sequence[str] | None = None, metrics: Sequence[str] | None = None
+    params: Params,
+    *,
+    splits: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    missing_as_null: bool = False,
 ) -> pl.DataFrame:
     """The comparison as a frame: ``method, policy`` then ``<split>_<metric>`` columns.
 
@@ -73,6 +85,8 @@ def report_table(
     metrics
         Metrics per split (default ``params.eval.report_metrics``), columns of the ``metrics``
         table.
+    missing_as_null
+        A metric no run has is a column of nulls instead of an error.
 
     Raises
     ------
@@ -98,7 +112,9 @@ def report_table(
         raise TypeError(f"metrics table: expected a polars DataFrame, got {type(df).__name__}")
     mets = list(metrics or params.eval.report_metrics)
     missing = [m for m in mets if m not in df.columns]
-    if missing:
+    if missing and missing_as_null:  # columns no run file has yet (e.g. hand-made metrics)
+        df = df.with_columns(pl.lit(None, dtype=pl.Float64).alias(m) for m in missing)
+    elif missing:
         raise ValueError(
             f"metrics: {missing} are not columns of the metrics table; known: {df.columns}"
         )
@@ -236,6 +252,18 @@ def to_markdown(table: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _table11_markdown(t: pl.DataFrame) -> str:
+    """``| method | policy | BEV IoU | 3D IoU | Point F1 |`` rows of :func:`table11`."""
+    lines = [
+        "| method | policy | n | BEV IoU | 3D IoU | Point F1 |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in t.iter_rows(named=True):
+        vals = " | ".join(_fmt(r[m], m) for m in TABLE11_METRICS)
+        lines.append(f"| {r['method']} | {r['policy']} | {r['n']} | {vals} |")
+    return "\n".join(lines)
+
+
 def _split_metric(col: str) -> tuple[str, str]:
     for split in _SPLIT_LABELS:
         if col.startswith(split + "_"):
@@ -252,6 +280,42 @@ def _fmt(v: float | None, metric: str) -> str:
     if metric.endswith("_s"):
         return f"{v:.3g}"
     return f"{v:.1f}"
+
+
+#: Table 11's columns (the paper's With-GT / Without-GT comparison) and its split.
+TABLE11_METRICS: tuple[str, ...] = ("iou_bev", "iou_3d", "point_f1")
+TABLE11_SPLIT = "test_no"
+
+
+def table11(params: Params) -> pl.DataFrame:
+    """The Table-11-shaped comparison: one row per method, BEV IoU, 3D IoU and point F1 (percent)
+    on ``test_no`` (empty when no run covers it).
+
+    Columns ``run_id`` (the method), ``policy``, ``split``, ``method``, ``n``, the metrics.
+    """
+    import polars as pl
+
+    t = report_table(
+        params, splits=[TABLE11_SPLIT], metrics=["n", *TABLE11_METRICS], missing_as_null=True
+    )
+    cols = [f"{TABLE11_SPLIT}_{m}" for m in ("n", *TABLE11_METRICS)]
+    if not all(c in t.columns for c in cols):
+        return pl.DataFrame(
+            schema={
+                "run_id": pl.String, "policy": pl.String, "split": pl.String,
+                "method": pl.String, "n": pl.Int64,
+                **{m: pl.Float64 for m in TABLE11_METRICS},
+            }
+        )  # fmt: skip
+    t = t.filter(pl.col(cols[0]).is_not_null())
+    return t.select(
+        pl.col("method").alias("run_id"),
+        "policy",
+        pl.lit(TABLE11_SPLIT).alias("split"),
+        "method",
+        pl.col(cols[0]).cast(pl.Int64).alias("n"),
+        *(pl.col(f"{TABLE11_SPLIT}_{m}").alias(m) for m in TABLE11_METRICS),
+    )
 
 
 def report(params: Params, *, echo: bool = True) -> Path:
@@ -277,12 +341,23 @@ def report(params: Params, *, echo: bool = True) -> Path:
             path=params.layout.runs,
         )
     md = to_markdown(table)
+    t11 = table11(params)
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(
             "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
             "s/query = warm-online seconds per query).\n\n" + md + "\n"
         )
+        if t11.height:
+            fh.write(
+                "\n## Table 11 (test_no): box and point quality\n\nWith-GT ranking (`ranking`, "
+                "`ranking_rules`), Without-GT (`ranking_proposals`) and the agents; percent.\n\n"
+                + _table11_markdown(t11)
+                + "\n"
+            )
+    params.layout.diagnostics.mkdir(parents=True, exist_ok=True)
+    with atomic_path(params.layout.diagnostic_table("table11")) as tmp:
+        t11.write_parquet(tmp)
     with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
     if echo:

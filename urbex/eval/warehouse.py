@@ -273,6 +273,16 @@ TABLES: dict[str, TableSpec] = {
                     ),
                 ),
                 (
+                    "table11",
+                    (
+                        ("method", "VARCHAR"),
+                        ("n", "BIGINT"),
+                        ("iou_bev", "DOUBLE"),
+                        ("iou_3d", "DOUBLE"),
+                        ("point_f1", "DOUBLE"),
+                    ),
+                ),
+                (
                     "repeated_decoding",
                     (
                         ("method", "VARCHAR"),
