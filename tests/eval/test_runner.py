@@ -409,12 +409,17 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
         evaluate(_params(assets), spec=spec, policy="oracle", progress=False)
     with pytest.raises(ValueError, match="policy= and split="):
         evaluate(_params(assets), policy="oracle", progress=False)
-    with pytest.raises(ValueError, match="repeat_seed"):
-        evaluate(
-            _params(assets),
-            spec=RunSpec(policy="oracle", split="test_no", repeat_seed=1),
-            progress=False,
-        )
+    # a repeat (repeated decoding) plays with eval.seed = repeat_seed, under its own id
+    rep = evaluate(
+        _params(assets),
+        spec=RunSpec(
+            policy="oracle", split="test_no", repeat_seed=1, sample=Sample(limit=2, seed=0)
+        ),
+        progress=False,
+        refresh=False,
+    )
+    assert rep.run_id == "oracle-test_no-rep1"
+    assert json.loads((rep.run_dir / "run.json").read_text())["fingerprint"]["seed"] == 1
 
 
 def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
