@@ -16,10 +16,12 @@ from pipelines.defs.resources import RESOURCES
 from pipelines.defs.training import CHECKPOINT_SPLITS
 
 #: Unpartitioned stages after the scene caches, in order (each selection is one run).
-STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"]]
+STAGES = [["landmark_tables", "clean_annotations", "splits"], ["stpls3d_refer"], ["ranker_model"]]
 #: Evaluation partitions the demo runs (the policies that need no model checkpoint or endpoint).
 DEMO_EVALS = [
-    (p, s) for p in ("oracle", "landmark_prior", "ranking") for s in ("test_nd", "test_no")
+    (p, s)
+    for p in ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
+    for s in ("test_nd", "test_no")
 ]
 #: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as
 #: (perturbation mode, split); each is a :class:`~urbex.eval.runspec.RunSpec` (its run id

@@ -384,5 +384,20 @@ def test_cli_report_custom_run_id_beside_the_default_run(tmp_path, capsys):
     assert main(["--params", str(params), "report"]) == 0
     md = (tmp_path / "assets" / "eval" / "report.md").read_text()
     assert "oracle [oracle]" in md, md
-    rows = [ln for ln in md.splitlines() if ln.startswith("| oracle")]
+    main_table = md.split("## Table 11")[0]  # the Table-11 block repeats the test_no rows
+    rows = [ln for ln in main_table.splitlines() if ln.startswith("| oracle")]
     assert len(rows) == 2, md
+
+
+def test_cli_evaluate_repeats_and_tools_flags_are_checked(tmp_path, capsys):
+    params = write_small_project(tmp_path)
+    argv = ["evaluate", "--params", str(params), "--policy", "openai", "--repeats", "2"]
+    assert main(argv) == 2
+    _one_line_error(capsys.readouterr().err, "openai.temperature")
+    argv = ["evaluate", "--params", str(params), "--policy", "oracle", "--tools", "teleport"]
+    assert main(argv) == 2
+    _one_line_error(capsys.readouterr().err, "--tools", "env.tools")
+    argv = ["evaluate", "--params", str(params), "--policy", "oracle", "--repeats", "2"]
+    assert main([*argv, "--run-id", "x"]) == 2
+    _one_line_error(capsys.readouterr().err, "--repeats")
+    assert not (tmp_path / "assets" / "eval").exists()

@@ -31,6 +31,7 @@ def test_layout_names_every_published_path(tmp_path):
         lay.quality_report("splits"): "quality/splits.json",
         lay.stpls3d_refer: "stpls3d_refer",
         lay.checkpoint("grpo"): "checkpoints/grpo",
+        lay.ranker_model: "models/ranker-v1.json",
         lay.run("r1"): "eval/runs/r1",
         lay.run_json("r1"): "eval/runs/r1/run.json",
         lay.run_episodes("r1"): "eval/runs/r1/episodes",

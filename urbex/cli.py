@@ -50,6 +50,17 @@ def _with_flags(params: Params, args: argparse.Namespace, twins: dict[str, str])
     return params
 
 
+def _tool_list(value: str) -> list[str]:
+    """``--tools``: comma-separated tool names, or ``none`` (no tool offered).
+
+    >>> _tool_list("zoom_in, landmark_query"), _tool_list("none")
+    (['zoom_in', 'landmark_query'], [])
+    """
+    if value.strip().lower() == "none":
+        return []
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
 def _run_id(value: str | None) -> str | None:
     """``--run-id`` if it is a safe name (:func:`urbex.layout.safe_name`), else a ConfigError."""
     if value is None:
@@ -186,8 +197,11 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
             "--split": "eval.split",
             "--limit": "eval.limit",
             "--landmark-perturbation": "eval.landmark_perturbation",
+            "--tools": "env.tools",
         },
     )
+    if args.repeats is not None:
+        return _evaluate_repeats(args, params, run_id)
     r = evaluate(
         params,
         policy=params.eval.policy,
@@ -199,6 +213,63 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     )
     print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
     print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
+    return 0
+
+
+def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | None) -> int:
+    """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
+    from dataclasses import replace
+
+    from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
+    from urbex.eval.runner import evaluate
+
+    if run_id is not None:
+        raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
+    policy = params.eval.policy
+    backend = params.policy.backend if policy in ("workflow", "no_tools") else policy
+    if backend == "vlm" and not params.vlm.do_sample:
+        params = params.with_updates(vlm={"do_sample": True})  # repeats of greedy decoding agree
+    if backend == "openai" and params.openai.temperature == 0:
+        raise ConfigError(
+            "--repeats with openai.temperature 0 repeats greedy decoding; set openai.temperature "
+            "> 0 in the params",
+            field="openai.temperature",
+        )
+    specs = repeat_specs(params, policy=policy, split=params.eval.split, repeats=args.repeats)
+    if args.checkpoint is not None:
+        specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
+    rows = []
+    for spec in specs:
+        r = evaluate(params, spec=spec, progress=not args.quiet)
+        print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
+        rows.append(r.metrics.row(0, named=True))
+    for m in REPEAT_METRICS:
+        mean, lo, hi = t_interval([float(row[m]) for row in rows])
+        print(f"{m}: {100 * mean:.2f} [{100 * lo:.2f}, {100 * hi:.2f}] over {len(rows)} repeats")
+    return 0
+
+
+def _cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
+    from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+
+    model, path = fit_ranker_from_params(params)
+    s = ranker_summary(model)
+    print(
+        f"ranker fitted on {s['n_train']} train queries (l2={s['l2']} chosen on {s['n_val']} val "
+        f"queries) in {s['fit_s']:.2f} s (+ {s['features_s']:.2f} s features): "
+        f"Hit@1 train {s['train_hit1']:.3f}, val "
+        + ("n/a" if s["val_hit1"] is None else f"{s['val_hit1']:.3f}")
+        + f" → {path}"
+    )
+    return 0
+
+
+def _cmd_proposals(args: argparse.Namespace, params: Params) -> int:
+    from urbex.agents.proposals import proposal_recall_table
+
+    df = proposal_recall_table(params)
+    print("Without-GT proposal recall (BEV IoU ≥ 0.25 / 0.5) per split and class:")
+    print(df.drop("run_id", "policy"))
     return 0
 
 
@@ -430,7 +501,27 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["none", "noise", "missing", "wrong"],
         help="landmark-availability run (default eval.landmark_perturbation); run id gets -lm_<tag>",
     )
+    ev.add_argument(
+        "--repeats",
+        type=int,
+        help="repeated decoding: N runs with seeds eval.seed..+N-1 (sampled: vlm.do_sample on), "
+        "ids <policy>-<split>-rep<seed>; prints mean [95%% t-interval]",
+    )
+    ev.add_argument(
+        "--tools",
+        type=_tool_list,
+        help="tool ablation: the tools offered, comma-separated (landmark_query,zoom_in,"
+        "oblique_render), or 'none' (default env.tools); run id gets -tools_<...>",
+    )
     ev.set_defaults(func=_cmd_evaluate)
+    fr = command(
+        "fit-ranker", help="fit the trained With-GT ranker (`ranking`) on train, select on val"
+    )
+    fr.set_defaults(func=_cmd_fit_ranker)
+    pr = command(
+        "proposals", help="Without-GT instance proposals: recall per class (BEV IoU 0.25 / 0.5)"
+    )
+    pr.set_defaults(func=_cmd_proposals)
     gr = command("ground", help="one query: its steps, answer and trajectory picture")
     gr.add_argument("--scene", required=True, help="scene id (its cache and landmarks built)")
     gr.add_argument("--query", required=True, help="the description, free text")

@@ -117,6 +117,26 @@ class EnvParams(_Strict):
     oblique_shaping_scale: Float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
     oblique_shaping_cap: Float = Field(0.1, ge=0, description="oblique shaping cap per call")
     invalid_penalty: Float = Field(0.1, ge=0, description="subtracted per invalid action")
+    tools: list[Literal["landmark_query", "zoom_in", "oblique_render"]] = Field(
+        ["landmark_query", "zoom_in", "oblique_render"],
+        description="the tools offered to the agent (tool ablation; [] = none): schemas, "
+        "system prompt, validator and trl environment; a call to another tool is invalid",
+    )
+    answer_lift: Literal["zrange", "semantic"] = Field(
+        "semantic",
+        description="answer BEV box → 3D box + point mask: the target class's points under the "
+        "footprint (semantic) or every point under it (zrange); urbex.env.lift",
+    )
+    answer_lift_margin_m: Float = Field(
+        0.25, ge=0, description="semantic lift: class points gathered this far past the footprint"
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _unique_tools(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"expected each tool at most once, got {v}")
+        return v
 
     @field_validator("global_view_size", "zoom_size", "oblique_size")
     @classmethod

@@ -15,6 +15,7 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
                                         queries.parquet, split_counts.csv, class_sizes.json
         quality/<suite>.json            great-expectations reports
         checkpoints/<name>/             trained policies
+        models/ranker-v1.json           the trained With-GT ranker (urbex fit-ranker)
         eval/runs/<run_id>/             one evaluation run (run.json, episodes/, steps/,
                                         metrics.parquet)
         eval/diagnostics/               diagnostic tables and plots
@@ -254,6 +255,19 @@ class AssetLayout:
         return self.root / "stpls3d_refer"
 
     # ---------------------------------------------------------------- training
+    @property
+    def models(self) -> Path:
+        """``models/``: fitted non-neural models (the trained ranker)."""
+        return self.root / "models"
+
+    @property
+    def ranker_model(self) -> Path:
+        """``models/ranker-v<N>.json``: the trained With-GT ranker (``urbex fit-ranker``);
+        ``N`` is its format version (:data:`urbex.agents.ranker.RANKER_VERSION`)."""
+        from urbex.agents.ranker import RANKER_VERSION
+
+        return self.models / f"ranker-v{RANKER_VERSION}.json"
+
     @property
     def checkpoints(self) -> Path:
         """``checkpoints/``: trained policy checkpoints."""

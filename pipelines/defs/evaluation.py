@@ -4,6 +4,7 @@ import dagster as dg
 
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.resources import UrbexParams
+from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.agents.registry import POLICY_NAMES
 from urbex.eval.diagnose import diagnose
 from urbex.eval.report import report
@@ -19,7 +20,23 @@ EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
 )
 
 
-@dg.asset(partitions_def=EVAL_PARTITIONS, deps=[splits, landmark_tables], group_name="evaluation")
+@dg.asset(deps=[splits, landmark_tables], group_name="evaluation")
+def ranker_model(urbex_params: UrbexParams) -> dg.MaterializeResult:
+    """The trained With-GT ranker (policy ``ranking``): fitted on train, selected on val."""
+    model, path = fit_ranker_from_params(urbex_params.load())
+    return dg.MaterializeResult(
+        metadata={
+            **{k: v for k, v in ranker_summary(model).items() if v is not None},
+            "path": dg.MetadataValue.path(str(path)),
+        }
+    )
+
+
+@dg.asset(
+    partitions_def=EVAL_PARTITIONS,
+    deps=[splits, landmark_tables, ranker_model],
+    group_name="evaluation",
+)
 def evaluation(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:

@@ -144,7 +144,7 @@ def test_ranking_policy_never_reads_the_target(synth_city):
 
     cache, index, queries = synth_city
     env = GroundingEnv(EnvParams(), CachedSceneProvider(cache.path.parent), index)
-    policy = make_policy("ranking", Params(), env=env)
+    policy = make_policy("ranking_rules", Params(), env=env)
     assert isinstance(policy, RankingPolicy)
     hits = 0
     for q in queries[:8]:
@@ -196,8 +196,10 @@ def test_evaluate_ranking_beats_landmark_prior_deterministically(project):
 
     p = Params(paths={"assets": project}, eval={"workers": 1, "chunk_size": 8})
     for split in ("test_no", "test_nd"):
-        rk = evaluate(p, policy="ranking", split=split, run_id=f"rk-{split}", progress=False)
-        again = evaluate(p, policy="ranking", split=split, run_id=f"rk2-{split}", progress=False)
+        rk = evaluate(p, policy="ranking_rules", split=split, run_id=f"rk-{split}", progress=False)
+        again = evaluate(
+            p, policy="ranking_rules", split=split, run_id=f"rk2-{split}", progress=False
+        )
         lp = evaluate(p, policy="landmark_prior", split=split, run_id=f"lp-{split}", progress=False)
         h_rk = rk.metrics.row(0, named=True)["hit1"]
         h_lp = lp.metrics.row(0, named=True)["hit1"]

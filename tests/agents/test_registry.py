@@ -17,8 +17,11 @@ def test_policy_names_cover_the_architecture():
         "landmark_prior",
         "oracle",
         "ranking",
+        "ranking_rules",
+        "ranking_proposals",
     }
-    assert policy_info("ranking").needs_env and policy_info("ranking").parallel
+    for name in ("ranking", "ranking_rules", "ranking_proposals"):
+        assert policy_info(name).needs_env and policy_info(name).parallel
     assert policy_info("oracle").parallel and not policy_info("vlm").parallel
 
 

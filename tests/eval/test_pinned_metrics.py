@@ -1,4 +1,4 @@
-"""Behaviour pin: oracle, landmark_prior and ranking give the same episodes as before the refactor.
+"""Behaviour pin: oracle, landmark_prior and ranking_rules give the same episodes as before the refactor.
 
 The figures in ``data/pinned_episodes.json`` were written by the code *before* the episode loop,
 the trajectory record and the metrics were unified (issue 9), on the two-scene synthetic project
@@ -25,7 +25,7 @@ from urbex.config import Params
 from urbex.eval.runner import evaluate
 
 PIN = Path(__file__).parent / "data" / "pinned_episodes.json"
-POLICIES = ("oracle", "landmark_prior", "ranking")
+POLICIES = ("oracle", "landmark_prior", "ranking_rules")  # ranking_rules: "ranking" until issue 12
 SPLITS = ("test_nd", "test_no")
 #: Per-episode figures pinned (everything but times and run ids).
 FIELDS = (

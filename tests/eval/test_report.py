@@ -139,3 +139,36 @@ def test_report_without_runs_is_an_error_and_writes_nothing(tmp_path):
     with pytest.raises(UrbexError, match="urbex evaluate"):
         report(Params(paths={"assets": tmp_path}))
     assert not (tmp_path / "eval" / "report.md").exists()
+
+
+def test_report_table11_block_and_warehouse_table(tmp_path):
+    """Table 11's shape: method × BEV IoU, 3D IoU, point F1 on test_no (percent)."""
+    import duckdb
+
+    from urbex.eval.report import table11
+
+    for rid, policy, f1 in (("r", "ranking", 0.4), ("p", "ranking_proposals", 0.2)):
+        _metrics(tmp_path, rid, policy, "test_no", 0.5)
+        path = tmp_path / "eval" / "runs" / rid / "metrics.parquet"
+        df = pl.read_parquet(path).with_columns(
+            pl.lit(0.3).alias("iou_3d"), pl.lit(f1).alias("point_f1")
+        )
+        df.write_parquet(path)
+    _metrics(tmp_path, "nd", "oracle", "test_nd", 1.0)  # not on test_no: not in Table 11
+    params = Params(paths={"assets": tmp_path})
+    t = table11(params)
+    assert t["method"].to_list() == ["r", "p"]
+    row = t.filter(pl.col("method") == "p").row(0, named=True)
+    assert row["iou_bev"] == pytest.approx(10.0) and row["point_f1"] == pytest.approx(20.0)
+    text = report(params, echo=False).read_text()
+    assert "## Table 11 (test_no)" in text
+    assert "| p | ranking_proposals | 10 | 10.0 | 30.0 | 20.0 |" in text
+    from urbex.eval.warehouse import refresh_warehouse
+
+    refresh_warehouse(tmp_path)
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+    try:
+        got = con.execute("SELECT method, point_f1 FROM diagnostics_table11 ORDER BY method")
+        assert got.fetchall() == [("p", pytest.approx(20.0)), ("r", pytest.approx(40.0))]
+    finally:
+        con.close()

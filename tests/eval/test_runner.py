@@ -72,6 +72,18 @@ def test_evaluate_oracle_hits_every_target_and_fills_the_warehouse(assets):
     assert n == r.n_queries and hit == m["hit1"]
 
 
+def test_evaluate_tool_ablation_is_its_own_run(assets):
+    """env.tools names the run (-tools_...) and is in its metrics; a tool not offered is invalid."""
+    p = _params(assets, limit=3).with_updates(env={"tools": ["landmark_query"]})
+    r = evaluate(p, policy="oracle", split="test_no", progress=False)
+    assert r.run_id == "oracle-test_no-tools_lm"
+    assert r.metrics["tools"].to_list() == ["landmark_query"]
+    steps = read_steps(r.run_dir)
+    zooms = steps.filter(pl.col("tool") == "zoom_in")
+    assert zooms.height and not zooms["valid"].any()
+    assert zooms["error"].str.contains("not offered").all()
+
+
 def test_evaluate_landmark_prior_is_reproducible_and_nontrivial(assets):
     a = evaluate(
         _params(assets), policy="landmark_prior", split="test_no", run_id="lp-a", progress=False
@@ -397,12 +409,17 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
         evaluate(_params(assets), spec=spec, policy="oracle", progress=False)
     with pytest.raises(ValueError, match="policy= and split="):
         evaluate(_params(assets), policy="oracle", progress=False)
-    with pytest.raises(ValueError, match="repeat_seed"):
-        evaluate(
-            _params(assets),
-            spec=RunSpec(policy="oracle", split="test_no", repeat_seed=1),
-            progress=False,
-        )
+    # a repeat (repeated decoding) plays with eval.seed = repeat_seed, under its own id
+    rep = evaluate(
+        _params(assets),
+        spec=RunSpec(
+            policy="oracle", split="test_no", repeat_seed=1, sample=Sample(limit=2, seed=0)
+        ),
+        progress=False,
+        refresh=False,
+    )
+    assert rep.run_id == "oracle-test_no-rep1"
+    assert json.loads((rep.run_dir / "run.json").read_text())["fingerprint"]["seed"] == 1
 
 
 def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):

@@ -168,6 +168,8 @@ _SPECS = [
         sample=Sample(limit=3),
     ),
     RunSpec(policy="ranking", split="test_no", perturbation=LandmarkPerturbation(mode="missing")),
+    RunSpec(policy="vlm", split="test_no", tools=("zoom_in", "landmark_query")),
+    RunSpec(policy="vlm", split="test_no", tools=()),
 ]
 
 
@@ -179,6 +181,44 @@ def test_runspec_round_trips_through_run_json_and_metrics_columns(tmp_path, spec
     assert list(cols) == [c for c, _ in SPEC_COLUMNS]
     row = pl.DataFrame([cols]).row(0, named=True)  # through a frame, as the warehouse gives it
     assert RunSpec.from_columns(row) == spec
+
+
+@pytest.mark.parametrize(
+    ("tools", "run_id", "column"),
+    [
+        (None, "vlm-test_no", "all"),
+        (("landmark_query", "zoom_in", "oblique_render"), "vlm-test_no", "all"),
+        (
+            ("oblique_render", "landmark_query"),
+            "vlm-test_no-tools_lm+obl",
+            "landmark_query,oblique_render",
+        ),
+        ((), "vlm-test_no-tools_none", ""),
+    ],
+)
+def test_runspec_tools_name_the_ablation_run(tools, run_id, column):
+    spec = RunSpec(policy="vlm", split="test_no", tools=tools)
+    assert spec.run_id == run_id and spec.columns()["tools"] == column
+
+
+def test_runspec_from_params_records_env_tools():
+    from urbex.config import Params
+
+    p = Params(env={"tools": ["zoom_in"]})
+    spec = RunSpec.from_params(p, policy="vlm", split="test_no")
+    assert spec.tools == ("zoom_in",) and spec.run_id == "vlm-test_no-tools_zoom"
+    assert RunSpec.from_params(Params(), policy="vlm", split="test_no").tools is None
+
+
+def test_runspec_tools_invalid_raises():
+    with pytest.raises(ValueError, match="run spec tools"):
+        RunSpec(policy="vlm", split="test_no", tools=("teleport",))
+
+
+def test_runspec_from_dict_reads_a_spec_without_tools():
+    d = _SPECS[0].to_dict()
+    d.pop("tools")
+    assert RunSpec.from_dict(d) == _SPECS[0]
 
 
 def test_runspec_from_dict_rejects_unknown_and_missing_keys():

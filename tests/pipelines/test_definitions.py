@@ -15,6 +15,7 @@ EXPECTED_ASSET_KEYS = {
     "splits",
     "stpls3d_refer",
     "evaluation",
+    "ranker_model",
     "warehouse",
     "evaluation_report",
     "diagnostics",

@@ -1,14 +1,17 @@
 """Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
 
 Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
-``oracle``, ``ranking``. ``workflow`` and ``no_tools`` wrap the model named by
-``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and ``ranking``
+``oracle``, ``ranking``, ``ranking_rules``, ``ranking_proposals``. ``workflow`` and ``no_tools`` wrap the model named by
+``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and the rankers
 are bound to the environment they play in (pass ``env``); the model policies ignore it.
-``ranking`` is the With-GT candidate-ranking baseline: its factory hands it the scene's GT
-instance table (from the env's scene caches) as the candidate set, never the query's target.
-``landmark_prior`` takes the class size priors as an explicit input
+``ranking`` (trained, :mod:`urbex.agents.ranker`) and ``ranking_rules`` (hand rules,
+:mod:`urbex.agents.ranking`) are the With-GT candidate-ranking baselines: their factory hands
+them the scene's GT instance table (from the env's scene caches) as the candidate set, never the
+query's target; ``ranking_proposals`` (Without-GT, :mod:`urbex.agents.proposals`) ranks
+instance proposals clustered from the scene's points instead. ``landmark_prior`` takes the class size priors as an explicit input
 (``make_policy(..., class_sizes=...)``, read once by the caller with
-:func:`urbex.annotations.class_sizes.read_class_sizes`); no factory reads files.
+:func:`urbex.annotations.class_sizes.read_class_sizes`); the only files a factory reads are
+fitted weights (a checkpoint, the ranker's ``models/ranker-v1.json``).
 
 Extension point: :func:`register_policy` adds a name (tests use it to inject failing policies).
 """
@@ -91,6 +94,34 @@ def _landmark_prior(
 
 
 def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    from urbex.agents.ranker import RankerModel, RankerPolicy
+
+    assert env is not None
+    provider = env.scene_provider
+    return RankerPolicy(
+        env,
+        model=RankerModel.load(params.layout.ranker_model),
+        instances=lambda scene_id: provider(scene_id).instances,
+        candidate_classes=params.eval.candidate_classes,
+    )
+
+
+def _ranking_proposals(
+    params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
+) -> Policy:
+    from urbex.agents.proposals import ProposalRankerPolicy
+    from urbex.agents.ranker import RankerModel
+
+    assert env is not None
+    return ProposalRankerPolicy(
+        env,
+        model=RankerModel.load(params.layout.ranker_model),
+        scenes=env.scene_provider,
+        candidate_classes=params.eval.candidate_classes,
+    )
+
+
+def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
     from urbex.agents.ranking import RankingPolicy
 
     assert env is not None
@@ -114,20 +145,29 @@ def _model(
     return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
 
 
+def _offered(params: Params) -> tuple[str, ...]:
+    """``env.tools``: the schemas a model policy passes to its chat template / API."""
+    return tuple(params.env.tools)
+
+
 def _vlm(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "vlm", None)
+    return _model(params, checkpoint, "vlm", _offered(params))
 
 
 def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "openai", None)
+    return _model(params, checkpoint, "openai", _offered(params))
 
 
 def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.workflow import WorkflowPolicy
+    from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
-    inner = _model(params, checkpoint, params.policy.backend, None)
+    inner = _model(params, checkpoint, params.policy.backend, _offered(params))
+    steps = tuple(s for s in PAPER_WORKFLOW if s == "answer" or s in params.env.tools)
     return WorkflowPolicy(
-        inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
+        inner,
+        steps=steps,
+        max_turns=params.env.max_turns,
+        redirects=params.policy.workflow_redirects,
     )
 
 
@@ -156,6 +196,10 @@ _REGISTRY: dict[str, PolicyInfo] = {
         ),
         PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
         PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
+        PolicyInfo(name="ranking_rules", factory=_ranking_rules, parallel=True, needs_env=True),
+        PolicyInfo(
+            name="ranking_proposals", factory=_ranking_proposals, parallel=True, needs_env=True
+        ),
     )
 }
 

@@ -34,7 +34,16 @@ from numpy.typing import NDArray
 
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
-from urbex.env.protocol import Action, Answer, Invalid, ToolCall, parse_action, user_prompt
+from urbex.env.lift import Lift, lift_answer
+from urbex.env.protocol import (
+    Action,
+    Answer,
+    Invalid,
+    ToolCall,
+    parse_action,
+    user_prompt,
+    validate_tool_call,
+)
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
 from urbex.env.tools import TOOLS, ToolResult
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
@@ -359,6 +368,7 @@ class GroundingEnv:
             oblique_views=self.views.oblique_ids,
             turns_left=self.params.max_turns - self._turn + 1,
             default_elevation_deg=self.params.oblique_elevation_deg,
+            offered_tools=self.params.tools,
         )
         return self._play(action, t0, raw=model_text)
 
@@ -459,6 +469,10 @@ class GroundingEnv:
 
     def _tool(self, call: ToolCall) -> _Outcome:
         assert self._ctx is not None
+        if call.name not in self.params.tools:  # env.tools: an action parsed elsewhere
+            bad = validate_tool_call(call.name, {}, known_views=(), offered=self.params.tools)
+            assert isinstance(bad, Invalid)
+            return self._invalid(bad.reason)
         spec = TOOLS[call.name]
         try:
             res: ToolResult = spec.handler(self._ctx, call.arguments)
@@ -520,13 +534,24 @@ class GroundingEnv:
         iou_b, dist = 0.0, float("inf")
         pred3d, n_pts, counts = None, 0, None
         if pred2d is not None:
-            pts = self.scene.crop_points(pred2d)
-            pred3d, n_pts = self._lift(pred2d, pts), int(pts.xyz.shape[0])
-            if q.target_box_2d is not None:
-                iou_b = float(iou_2d(pred2d, q.target_box_2d))
-                dist = float(center_distance_2d(pred2d, q.target_box_2d))
-                if self._point_metrics:
-                    counts = self._point_counts(pred2d, q.target_box_2d)
+            tgt = q.target_box_2d
+            count = self._point_metrics and tgt is not None
+            # one crop: the footprint, or its union with the target's when point F1 is counted
+            m = self.params.answer_lift_margin_m if self.params.answer_lift == "semantic" else 0.0
+            crop_box = pred2d + np.array([-m, -m, m, m])
+            if count:
+                assert tgt is not None
+                crop_box = np.concatenate(
+                    [np.minimum(crop_box[:2], tgt[:2]), np.maximum(crop_box[2:], tgt[2:])]
+                )
+            pts = self.scene.crop_points(crop_box)
+            lifted = self._lift(pred2d, pts)
+            pred3d, n_pts = lifted.box_3d_m, int(np.count_nonzero(lifted.mask))
+            if tgt is not None:
+                iou_b = float(iou_2d(pred2d, tgt))
+                dist = float(center_distance_2d(pred2d, tgt))
+                if count:
+                    counts = self._point_counts(lifted.mask, pts)
         terminal = float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(self.params)))
         box_view = None
         if ans is not None:
@@ -546,41 +571,30 @@ class GroundingEnv:
         )
         return terminal
 
-    def _lift(self, pred2d: NDArray[np.float64], pts: Any) -> NDArray[np.float64]:
-        """BEV box → 3D box (world m) from the z-range of the points under it (``pts``)."""
-        if pts.xyz.shape[0]:
-            z = pts.xyz[:, 2].astype(np.float64) + float(np.asarray(pts.offset)[2])
-            z0, z1 = float(z.min()), float(z.max())
-        else:
-            z0 = z1 = float(
-                np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2]
-            )  # flat box
-        return np.array([pred2d[0], pred2d[1], z0, pred2d[2], pred2d[3], z1])
+    def _lift(self, pred2d: NDArray[np.float64], pts: Any) -> Lift:
+        """BEV box → 3D box + point mask (world m) over ``pts`` (``env.answer_lift``)."""
+        floor = float(np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2])
+        return lift_answer(
+            pred2d,
+            pts.world_xyz(),
+            pts.semantic,
+            class_scheme=pts.class_scheme,
+            description=self.query.description,
+            mode=self.params.answer_lift,
+            margin_m=self.params.answer_lift_margin_m,
+            floor_z_m=floor,
+        )
 
-    def _point_counts(
-        self, pred2d: NDArray[np.float64], target2d: NDArray[np.float64]
-    ) -> PointCounts | None:
-        """Point counts for point F1 over the points under the union of the predicted and
-        target BEV boxes (world m); None without instance ids or a numeric target id."""
+    def _point_counts(self, pred_mask: NDArray[np.bool_], pts: Any) -> PointCounts | None:
+        """Point counts for point F1: the answer's points (``pred_mask``) against the target
+        instance's, among ``pts`` (the points under the union of the predicted and target BEV
+        boxes); None without instance ids or a numeric target id."""
         oid = self.query.object_id
-        if not oid.lstrip("-").isdigit():
+        if not oid.lstrip("-").isdigit() or pts.instance is None:
             return None
-        union = np.concatenate(
-            [np.minimum(pred2d[:2], target2d[:2]), np.maximum(pred2d[2:], target2d[2:])]
-        )
-        pts = self.scene.crop_points(union)
-        if pts.instance is None:
-            return None
-        xy = pts.xyz[:, :2].astype(np.float64) + np.asarray(pts.offset, dtype=np.float64)[:2]
-        in_pred = (
-            (xy[:, 0] >= pred2d[0])
-            & (xy[:, 0] <= pred2d[2])
-            & (xy[:, 1] >= pred2d[1])
-            & (xy[:, 1] <= pred2d[3])
-        )
         in_target = np.asarray(pts.instance) == int(oid)
         return PointCounts(
-            n_pred=int(np.count_nonzero(in_pred)),
+            n_pred=int(np.count_nonzero(pred_mask)),
             n_target=int(np.count_nonzero(in_target)),
-            n_both=int(np.count_nonzero(in_pred & in_target)),
+            n_both=int(np.count_nonzero(pred_mask & in_target)),
         )

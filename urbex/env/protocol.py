@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from urbex.config import EnvParams
-from urbex.env.tools import TOOLS, ToolSpec, openai_tool_schemas
+from urbex.env.tools import TOOLS, ToolSpec, offered_tools, openai_tool_schemas
 
 __all__ = [
     "Action",
@@ -108,16 +108,41 @@ oblique views cannot be used for boxes.
 {tools}
 ## Actions
 Each turn, think briefly, then output exactly ONE action:
-- a tool call: <tool_call>{{"name": "zoom_in", "arguments": {{"view_id": "global", "bbox_2d": [400, 380, 520, 470]}}}}</tool_call>
-- or the final answer: <answer>{{"view_id": "zoom_1", "bbox_2d": [312, 280, 655, 610]}}</answer>
+{tool_example}- or the final answer: <answer>{{"view_id": "zoom_1", "bbox_2d": [312, 280, 655, 610]}}</answer>
 You have at most {max_turns} turns in total, the answer included. Invalid actions cost a turn. \
 Answer before the budget runs out: a box in a BEV view (global or zoom) tightly around the target.\
 """
 
 
-def _tool_lines() -> str:
+_TOOL_EXAMPLE = (
+    '- a tool call: <tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", '
+    '"bbox_2d": [400, 380, 520, 470]}}</tool_call>\n'
+)
+
+
+def _tool_example(tools: Collection[str]) -> str:
+    """The action format's tool-call line, with an offered tool (none offered: no line)."""
+    if not tools:
+        return ""
+    if "zoom_in" in tools:
+        return _TOOL_EXAMPLE
+    if "landmark_query" in tools:
+        return (
+            '- a tool call: <tool_call>{"name": "landmark_query", "arguments": {"name": '
+            '"Merton Hall", "view_id": "global"}}</tool_call>\n'
+        )
+    return (
+        '- a tool call: <tool_call>{"name": "oblique_render", "arguments": {"view_id": '
+        '"global", "bbox_2d": [400, 380, 520, 470], "azimuth_deg": 180}}</tool_call>\n'
+    )
+
+
+def _tool_lines(tools: Collection[str] | None = None) -> str:
+    specs = offered_tools(tools)
+    if not specs:
+        return "No tools are offered in this episode: answer from the global view.\n"
     lines = []
-    for spec in TOOLS.values():
+    for spec in specs.values():
         args = ", ".join(
             f"{k}{'' if k in spec.parameters.get('required', ()) else '?'}"
             for k in spec.parameters["properties"]
@@ -142,11 +167,21 @@ def system_prompt(params: EnvParams | None = None, *, include_tool_schemas: bool
     >>> p = system_prompt()
     >>> "0 <= x1 < x2 <= 1000" in p and "<answer>" in p and "zoom_in(" in p
     True
+    >>> p = system_prompt(EnvParams(tools=["landmark_query"]))
+    >>> "landmark_query(" in p, "zoom_in" in p, "oblique_render" in p
+    (True, False, False)
+    >>> "<tool_call>" in system_prompt(EnvParams(tools=[]))
+    False
     """
     params = params or EnvParams()
-    text = _SYSTEM_TEMPLATE.format(tools=_tool_lines(), max_turns=params.max_turns)
-    if include_tool_schemas:
-        schemas = "\n".join(json.dumps(s["function"]) for s in openai_tool_schemas())
+    example = _tool_example(params.tools)
+    text = _SYSTEM_TEMPLATE.format(
+        tools=_tool_lines(params.tools), tool_example=example, max_turns=params.max_turns
+    )
+    if include_tool_schemas and params.tools:
+        schemas = "\n".join(
+            json.dumps(s["function"]) for s in openai_tool_schemas(tools=params.tools)
+        )
         text += f"\n\n## Tool schemas\n<tools>\n{schemas}\n</tools>"
     return text
 
@@ -307,10 +342,12 @@ def validate_tool_call(
     known_views: Collection[str],
     oblique_views: Collection[str] = (),
     default_elevation_deg: float = 45.0,
+    offered: Collection[str] | None = None,
 ) -> ToolCall | Invalid:
     """Validate a tool name and its arguments against the tool's schema and the episode state.
 
-    Never raises. Checks: tool exists; arguments is an object with exactly the schema's keys
+    Never raises. Checks: tool exists and is offered (``offered``, ``env.tools``; None = every
+    tool); arguments is an object with exactly the schema's keys
     (required present, no unknown); strings are strings, numbers are finite ints/floats (bools
     and numeric strings are rejected), boxes are valid (view units 0–1000), view ids exist and
     are BEV views (not oblique), ``elevation_deg`` in (0, 90].
@@ -323,13 +360,25 @@ def validate_tool_call(
     >>> validate_tool_call("zoom_in", {"view_id": "global", "bbox_2d": [9, 0, 5, 5]},
     ...                    known_views={"global"}).reason
     'zoom_in: bbox_2d must satisfy x1 < x2 and y1 < y2 (top-left then bottom-right), got [9, 0, 5, 5]'
+    >>> validate_tool_call("zoom_in", {"view_id": "global", "bbox_2d": [0, 0, 5, 5]},
+    ...                    known_views={"global"}, offered=["landmark_query"]).reason
+    "tool 'zoom_in' is not offered in this episode; offered tools: ['landmark_query']"
     """
     try:
+        if isinstance(name, str) and name in TOOLS and offered is not None and name not in offered:
+            return Invalid(reason=_not_offered(name, offered), tool=name)
         return _validate_tool_call(
             name, arguments, known_views, oblique_views, default_elevation_deg
         )
     except Exception as exc:  # pragma: no cover - safety net: the parser must never raise
         return Invalid(reason=f"could not validate the tool call ({type(exc).__name__})")
+
+
+def _not_offered(name: str, offered: Collection[str]) -> str:
+    names = list(offered_tools(offered))
+    if not names:
+        return f"tool {name!r} is not offered in this episode; no tools are offered: answer"
+    return f"tool {name!r} is not offered in this episode; offered tools: {names}"
 
 
 def _validate_tool_call(
@@ -430,6 +479,7 @@ def parse_action(
     oblique_views: Collection[str] = (),
     turns_left: int | None = None,
     default_elevation_deg: float = 45.0,
+    offered_tools: Collection[str] | None = None,
 ) -> Action:
     """Parse and validate one model turn. **Never raises.**
 
@@ -445,6 +495,8 @@ def parse_action(
         Turns left *including* this one; ``<= 0`` makes every action invalid (budget used up).
     default_elevation_deg
         Filled in when ``oblique_render`` omits ``elevation_deg``.
+    offered_tools
+        The tools offered (``env.tools``); a call to another is invalid. None = every tool.
 
     Returns
     -------
@@ -463,7 +515,9 @@ def parse_action(
     'no action found: ...'
     """
     try:
-        return _parse(text, known_views, oblique_views, turns_left, default_elevation_deg)
+        return _parse(
+            text, known_views, oblique_views, turns_left, default_elevation_deg, offered_tools
+        )
     except Exception as exc:  # pragma: no cover - safety net: the parser must never raise
         return Invalid(reason=f"could not parse the action ({type(exc).__name__})")
 
@@ -474,6 +528,7 @@ def _parse(
     oblique: Collection[str],
     turns_left: int | None,
     default_elevation: float,
+    offered: Collection[str] | None = None,
 ) -> Action:
     if turns_left is not None and turns_left <= 0:
         return Invalid(reason="the turn budget is used up; no further actions are accepted")
@@ -529,4 +584,5 @@ def _parse(
         known_views=known,
         oblique_views=oblique,
         default_elevation_deg=default_elevation,
+        offered=offered,
     )

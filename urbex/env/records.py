@@ -252,9 +252,11 @@ class EpisodeOutcome:
     pred_box_2d_m : ndarray, shape (4,), or None
         The answer's world BEV box, metres.
     pred_box_3d_m : ndarray, shape (6,), or None
-        The answer lifted to 3D (z-range of the points under its footprint), metres.
+        The answer lifted to 3D (its footprint, and the z-range of its points), metres
+        (``env.answer_lift``, :mod:`urbex.env.lift`).
     n_pred_points : int
-        Points under the answer's footprint.
+        The answer's points: those of the target's class under its footprint (``semantic``
+        lift), or every point under it (``zrange``).
     point_counts : PointCounts or None
         Set when asked for (``reset(options={"point_metrics": True})``), the query has a target
         instance id and the agent answered.

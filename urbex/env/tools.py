@@ -16,7 +16,7 @@ the horizon.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +37,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "ToolSpec",
+    "offered_tools",
     "openai_tool_schemas",
 ]
 
@@ -342,7 +343,29 @@ TOOLS: dict[str, ToolSpec] = {
 }
 
 
-def openai_tool_schemas(*, include_answer: bool = False) -> list[dict[str, Any]]:
+def offered_tools(names: Collection[str] | None = None) -> dict[str, ToolSpec]:
+    """The tools offered to the agent (``env.tools``), in :data:`TOOLS` order; None = all.
+
+    >>> list(offered_tools(["oblique_render", "landmark_query"]))
+    ['landmark_query', 'oblique_render']
+    >>> offered_tools(["teleport"])
+    Traceback (most recent call last):
+    ...
+    ValueError: env.tools: unknown tool(s) ['teleport']; expected a subset of ['landmark_query', 'zoom_in', 'oblique_render']
+    """
+    if names is None:
+        return dict(TOOLS)
+    unknown = sorted(set(names) - set(TOOLS))
+    if unknown:
+        raise ValueError(
+            f"env.tools: unknown tool(s) {unknown}; expected a subset of {list(TOOLS)}"
+        )
+    return {k: v for k, v in TOOLS.items() if k in names}
+
+
+def openai_tool_schemas(
+    *, include_answer: bool = False, tools: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """OpenAI-style ``tools=[...]`` for prompted API models.
 
     Parameters
@@ -350,13 +373,17 @@ def openai_tool_schemas(*, include_answer: bool = False) -> list[dict[str, Any]]
     include_answer
         Also expose the final answer as an ``answer`` function (for APIs that can only act
         through function calls); otherwise the model answers with an ``<answer>`` tag.
+    tools
+        The tools offered (``env.tools``); None = all.
 
     Examples
     --------
     >>> [t["function"]["name"] for t in openai_tool_schemas(include_answer=True)]
     ['landmark_query', 'zoom_in', 'oblique_render', 'answer']
+    >>> [t["function"]["name"] for t in openai_tool_schemas(tools=["zoom_in"])]
+    ['zoom_in']
     """
-    out = [s.openai_schema() for s in TOOLS.values()]
+    out = [s.openai_schema() for s in offered_tools(tools).values()]
     if include_answer:
         out.append(
             {

@@ -88,6 +88,7 @@ class _Base:
             known_views=env.views.ids,
             oblique_views=env.views.oblique_ids,
             default_elevation_deg=self._params.oblique_elevation_deg,
+            offered=self._params.tools,
         )
         obs, reward, _, _, _ = env.step_action(action)
         self._tool_reward += reward
@@ -138,8 +139,9 @@ def make_environment_class(
     Returns
     -------
     type
-        Public methods: ``reset(**row)``, the tools ``landmark_query``, ``zoom_in``,
-        ``oblique_render``, and ``get_reward()``; ``.env`` is the wrapped episode.
+        Public methods: ``reset(**row)``, the tools offered (``env.tools``, of
+        ``landmark_query``, ``zoom_in``, ``oblique_render``), and ``get_reward()``; ``.env`` is
+        the wrapped episode.
     """
     p = _env_params(params)
     default_el = float(p.oblique_elevation_deg)
@@ -189,8 +191,11 @@ def make_environment_class(
     # One definition per tool: trl reads each method's schema from its docstring, so the
     # docstrings are generated from the same ToolSpec the OpenAI schemas come from.
     for tool in ("landmark_query", "zoom_in", "oblique_render"):
-        getattr(UrbexGroundingEnv, tool).__doc__ = TOOLS[tool].google_docstring()
-        setattr(UrbexGroundingEnv, tool, _lenient(tool, getattr(UrbexGroundingEnv, tool)))
+        if tool in p.tools:
+            getattr(UrbexGroundingEnv, tool).__doc__ = TOOLS[tool].google_docstring()
+            setattr(UrbexGroundingEnv, tool, _lenient(tool, getattr(UrbexGroundingEnv, tool)))
+        else:  # env.tools: trl offers the public methods, so a tool not offered has none
+            delattr(UrbexGroundingEnv, tool)
     return UrbexGroundingEnv
 
 

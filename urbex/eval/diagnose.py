@@ -24,6 +24,7 @@ from urbex.eval.diagnostics import (
     query_context,
     tool_use,
 )
+from urbex.eval.repeats import repeated_decoding
 from urbex.eval.runspec import resolve_specs
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ _TITLES = {
     "landmark_availability": "Landmark availability (Table 10): Hit@1 by landmark mention; "
     "perturbation runs against their clean run",
     "tool_use": "Tool use: mean calls per episode, invalid-turn rate, L→Z→O→A share",
+    "repeated_decoding": "Repeated decoding (Table 8): mean and Student-t 95 % interval over "
+    "the repeats (`urbex evaluate --repeats N`) of each method × split",
 }
 
 
@@ -113,6 +116,10 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
             "runs": _runs(
                 q("metrics", ", ".join(["run_id", *(c for c, _ in SPEC_COLUMNS)]), distinct=True),
                 params.layout.runs,
+            ),
+            "metrics": q(
+                "metrics",
+                ", ".join(["run_id", "hit1", "hit3", "iou_bev", *(c for c, _ in SPEC_COLUMNS)]),
             ),
         }
     finally:
@@ -177,6 +184,7 @@ def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str,
         ),
         "landmark_availability": landmark_availability(ep, ctx, frames["runs"]),
         "tool_use": tool_use(ep, steps),
+        "repeated_decoding": repeated_decoding(frames["metrics"]),
     }
 
 
@@ -184,7 +192,8 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     """Compute every diagnostic table over the warehouse's runs; write tables, summary, plots.
 
     Writes (atomically) ``<assets>/eval/diagnostics/<name>.parquet`` for each of
-    :data:`DIAGNOSTIC_TABLES`, ``diagnostics.md`` (the tables as Markdown) and the plots
+    :data:`DIAGNOSTIC_TABLES` (and ``proposal_recall`` when a ``ranking_proposals`` run exists,
+    :func:`urbex.agents.proposals.proposal_recall_table`), ``diagnostics.md`` (the tables as Markdown) and the plots
     ``success_vs_distractors.png`` and ``area_ratio_hist.png``
     (:mod:`urbex.eval.diagnostic_plots`), then (``refresh``) refreshes the warehouse once so its
     ``diagnostics_<name>`` views see them; pass ``refresh=False`` when the caller refreshes
@@ -207,6 +216,14 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         paths.append(
             write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
         )
+    if "ranking_proposals" in set(frames["episodes"]["policy"].to_list()):
+        from urbex.agents.proposals import proposal_recall_table
+
+        splits = sorted(
+            set(frames["episodes"].filter(pl.col("policy") == "ranking_proposals")["split"])
+        )
+        proposal_recall_table(params, splits)  # diagnostics_proposal_recall
+        paths.append(params.layout.diagnostic_table("proposal_recall"))
     n_runs = frames["episodes"]["run_id"].n_unique()
     md = [
         "# urbex diagnostics",

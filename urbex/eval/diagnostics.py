@@ -63,6 +63,7 @@ DIAGNOSTIC_TABLES: tuple[str, ...] = (
     "disambiguation",
     "landmark_availability",
     "tool_use",
+    "repeated_decoding",
 )
 _KEYS = ["run_id", "policy", "split"]
 

@@ -21,8 +21,9 @@ the same units as the Markdown: percent for fractions).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -30,7 +31,15 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
 
-__all__ = ["METRIC_LABELS", "method_labels", "report", "report_table", "to_markdown"]
+__all__ = [
+    "METRIC_LABELS",
+    "TABLE11_METRICS",
+    "method_labels",
+    "report",
+    "report_table",
+    "table11",
+    "to_markdown",
+]
 
 #: Column labels of the metrics the report knows (others are shown under their own name).
 METRIC_LABELS: dict[str, str] = {
@@ -60,7 +69,11 @@ def _is_percent(metric: str) -> bool:
 
 
 def report_table(
-    params: Params, *, splits: Sequence[str] | None = None, metrics: Sequence[str] | None = None
+    params: Params,
+    *,
+    splits: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    missing_as_null: bool = False,
 ) -> pl.DataFrame:
     """The comparison as a frame: ``method, policy`` then ``<split>_<metric>`` columns.
 
@@ -72,6 +85,8 @@ def report_table(
     metrics
         Metrics per split (default ``params.eval.report_metrics``), columns of the ``metrics``
         table.
+    missing_as_null
+        A metric no run has is a column of nulls instead of an error.
 
     Raises
     ------
@@ -97,7 +112,9 @@ def report_table(
         raise TypeError(f"metrics table: expected a polars DataFrame, got {type(df).__name__}")
     mets = list(metrics or params.eval.report_metrics)
     missing = [m for m in mets if m not in df.columns]
-    if missing:
+    if missing and missing_as_null:  # columns no run file has yet (e.g. hand-made metrics)
+        df = df.with_columns(pl.lit(None, dtype=pl.Float64).alias(m) for m in missing)
+    elif missing:
         raise ValueError(
             f"metrics: {missing} are not columns of the metrics table; known: {df.columns}"
         )
@@ -107,6 +124,7 @@ def report_table(
     from urbex.eval.runspec import resolve_specs
 
     specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
+    df, intervals = _fold_repeats(df, specs, mets)
     keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
     labels = method_labels(keys, specs)
     df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))
@@ -118,9 +136,61 @@ def report_table(
                 (pl.col(m).cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(f"{s}_{m}")
                 for m in mets
             ),
+            *(
+                (pl.col(f"{m}{b}").cast(pl.Float64) * (100.0 if _is_percent(m) else 1.0)).alias(
+                    f"{s}_{m}{b}"
+                )
+                for m in mets
+                if intervals
+                for b in ("_lo", "_hi")
+            ),
         )
         rows = rows.join(part, on="method", how="left")
     return rows.sort(["policy", "method"])
+
+
+def _fold_repeats(
+    df: pl.DataFrame, specs: dict[str, RunSpec | None], mets: Sequence[str]
+) -> tuple[pl.DataFrame, bool]:
+    """Repeats (runs whose spec has a ``repeat_seed``) folded into one row per method × split:
+    the mean of each metric, with ``<metric>_lo`` / ``_hi`` its Student-t 95 % interval
+    (:func:`urbex.eval.repeats.t_interval`). Returns the frame and whether any repeat was
+    folded (else no ``_lo``/``_hi`` columns are added)."""
+    import polars as pl
+
+    from urbex.eval.repeats import t_interval
+
+    rep = [
+        i
+        for i, rid in enumerate(df["run_id"].to_list())
+        if (sp := specs.get(rid)) is not None and sp.repeat_seed is not None
+    ]
+    if not rep:
+        return df, False
+    from urbex.eval.repeats import group_repeats
+
+    keep = df.with_row_index("_i").filter(~pl.col("_i").is_in(rep)).drop("_i")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for base, members in group_repeats(df[rep].iter_rows(named=True), specs).items():
+        # the row is labelled by this id (a spec-less id is its own label), the same per split
+        rid = f"{replace(base, split='_').method} (repeats)"
+        groups[(rid, base.split)] = members
+    for rid, _ in groups:
+        specs[rid] = None
+    folded = []
+    for (rid, split), rows in groups.items():
+        rec: dict[str, Any] = {"run_id": rid, "policy": rows[0]["policy"], "split": split}
+        for m in mets:
+            mean, lo, hi = t_interval([r[m] for r in rows if r[m] is not None])
+            rec[m], rec[f"{m}_lo"], rec[f"{m}_hi"] = mean, lo, hi
+        folded.append(rec)
+    keep = keep.select(
+        "run_id", "policy", "split", *(pl.col(m).cast(pl.Float64) for m in mets)
+    ).with_columns(
+        pl.lit(None, dtype=pl.Float64).alias(f"{m}{b}") for m in mets for b in ("_lo", "_hi")
+    )
+    back = pl.DataFrame(folded, schema=keep.schema)
+    return pl.concat([keep, back]), True
 
 
 def method_labels(
@@ -164,16 +234,33 @@ def to_markdown(table: pl.DataFrame) -> str:
     | r | oracle | 100.0 | 20 |
     """
     heads, fmts = ["method", "policy"], []
-    for c in table.columns[2:]:
+    value_cols = [c for c in table.columns[2:] if not c.endswith(("_lo", "_hi"))]
+    for c in value_cols:
         split, metric = _split_metric(c)
         heads.append(f"{_SPLIT_LABELS.get(split, split)} {METRIC_LABELS.get(metric, metric)}")
         fmts.append(metric)
     lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(fmts)]
-    for row in table.iter_rows():
-        cells = [str(row[0]), str(row[1])]
-        for v, m in zip(row[2:], fmts):
-            cells.append(_fmt(v, m))
+    for row in table.iter_rows(named=True):
+        cells = [str(row["method"]), str(row["policy"])]
+        for c, m in zip(value_cols, fmts):
+            cell = _fmt(row[c], m)
+            lo, hi = row.get(f"{c}_lo"), row.get(f"{c}_hi")
+            if lo is not None and hi is not None and lo == lo and hi == hi:
+                cell += f" [{_fmt(lo, m)}, {_fmt(hi, m)}]"  # repeats: mean [95 % interval]
+            cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _table11_markdown(t: pl.DataFrame) -> str:
+    """``| method | policy | BEV IoU | 3D IoU | Point F1 |`` rows of :func:`table11`."""
+    lines = [
+        "| method | policy | n | BEV IoU | 3D IoU | Point F1 |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in t.iter_rows(named=True):
+        vals = " | ".join(_fmt(r[m], m) for m in TABLE11_METRICS)
+        lines.append(f"| {r['method']} | {r['policy']} | {r['n']} | {vals} |")
     return "\n".join(lines)
 
 
@@ -193,6 +280,42 @@ def _fmt(v: float | None, metric: str) -> str:
     if metric.endswith("_s"):
         return f"{v:.3g}"
     return f"{v:.1f}"
+
+
+#: Table 11's columns (the paper's With-GT / Without-GT comparison) and its split.
+TABLE11_METRICS: tuple[str, ...] = ("iou_bev", "iou_3d", "point_f1")
+TABLE11_SPLIT = "test_no"
+
+
+def table11(params: Params) -> pl.DataFrame:
+    """The Table-11-shaped comparison: one row per method, BEV IoU, 3D IoU and point F1 (percent)
+    on ``test_no`` (empty when no run covers it).
+
+    Columns ``run_id`` (the method), ``policy``, ``split``, ``method``, ``n``, the metrics.
+    """
+    import polars as pl
+
+    t = report_table(
+        params, splits=[TABLE11_SPLIT], metrics=["n", *TABLE11_METRICS], missing_as_null=True
+    )
+    cols = [f"{TABLE11_SPLIT}_{m}" for m in ("n", *TABLE11_METRICS)]
+    if not all(c in t.columns for c in cols):
+        return pl.DataFrame(
+            schema={
+                "run_id": pl.String, "policy": pl.String, "split": pl.String,
+                "method": pl.String, "n": pl.Int64,
+                **{m: pl.Float64 for m in TABLE11_METRICS},
+            }
+        )  # fmt: skip
+    t = t.filter(pl.col(cols[0]).is_not_null())
+    return t.select(
+        pl.col("method").alias("run_id"),
+        "policy",
+        pl.lit(TABLE11_SPLIT).alias("split"),
+        "method",
+        pl.col(cols[0]).cast(pl.Int64).alias("n"),
+        *(pl.col(f"{TABLE11_SPLIT}_{m}").alias(m) for m in TABLE11_METRICS),
+    )
 
 
 def report(params: Params, *, echo: bool = True) -> Path:
@@ -218,12 +341,23 @@ def report(params: Params, *, echo: bool = True) -> Path:
             path=params.layout.runs,
         )
     md = to_markdown(table)
+    t11 = table11(params)
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(
             "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
             "s/query = warm-online seconds per query).\n\n" + md + "\n"
         )
+        if t11.height:
+            fh.write(
+                "\n## Table 11 (test_no): box and point quality\n\nWith-GT ranking (`ranking`, "
+                "`ranking_rules`), Without-GT (`ranking_proposals`) and the agents; percent.\n\n"
+                + _table11_markdown(t11)
+                + "\n"
+            )
+    params.layout.diagnostics.mkdir(parents=True, exist_ok=True)
+    with atomic_path(params.layout.diagnostic_table("table11")) as tmp:
+        t11.write_parquet(tmp)
     with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
     if echo:

@@ -42,7 +42,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +61,13 @@ from urbex.eval.episodes import (
 )
 from urbex.eval.play import EpisodePlayer, episode_seed
 from urbex.eval.runlock import run_lock
-from urbex.eval.runspec import SPEC_COLUMNS, LandmarkPerturbation, RunSpec, read_spec
+from urbex.eval.runspec import (
+    ALL_TOOLS,
+    SPEC_COLUMNS,
+    LandmarkPerturbation,
+    RunSpec,
+    read_spec,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -277,6 +283,11 @@ def _fingerprint(
     pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
+    if policy in ("ranking", "ranking_proposals"):  # the fitted weights it scores with
+        import hashlib
+
+        m = params.layout.ranker_model
+        fp["ranker"] = hashlib.sha256(m.read_bytes()).hexdigest() if m.is_file() else None
     if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
         fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     if policy in ("vlm", "workflow", "no_tools"):
@@ -367,11 +378,6 @@ def _resolve_spec(
     given = sorted(k for k, v in flags.items() if v is not None)
     if given:
         raise ValueError(f"evaluate: pass spec= or {given}, not both (the spec names the run)")
-    if spec.repeat_seed is not None:
-        raise ValueError(
-            f"evaluate: spec.repeat_seed={spec.repeat_seed}: repeated decoding is not played "
-            "yet; leave it None"
-        )
     if spec.sample is not None and spec.sample.seed is None:
         raise ValueError("evaluate: spec.sample.seed is None; give the sample's seed")
     p = spec.perturbation
@@ -382,10 +388,16 @@ def _resolve_spec(
         upd["landmark_perturbation_seed"] = p.seed
     if spec.sample is not None:
         upd.update(limit=spec.sample.limit, sample_seed=spec.sample.seed)
+    if spec.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
+        upd["seed"] = spec.repeat_seed
     params = params.with_updates(eval=upd)
+    if spec.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
+        params = params.with_updates(env={"tools": list(spec.tools or ALL_TOOLS)})
     rebuilt = RunSpec.from_params(
         params, policy=spec.policy, split=spec.split, checkpoint=spec.checkpoint
     )
+    if spec.repeat_seed is not None:
+        rebuilt = replace(rebuilt, repeat_seed=spec.repeat_seed)
     if rebuilt != spec:  # a guard: the spec must be exactly what these params play
         raise ValueError(f"evaluate: spec {spec} does not round-trip through params ({rebuilt})")
     return params, spec
@@ -507,8 +519,9 @@ def evaluate(
     Raises
     ------
     ValueError
-        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, neither, or a
-        ``spec`` with a ``repeat_seed`` (repeated decoding is not played yet).
+        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, or neither. A
+        ``spec`` with a ``repeat_seed`` is a repeat: it plays with ``eval.seed = repeat_seed``
+        (:mod:`urbex.eval.repeats`).
     RunLockedError
         Another process is writing this run (the message names its pid, host and start).
     ConfigError

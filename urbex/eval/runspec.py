@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from urbex.config import Params
 
 __all__ = [
+    "ALL_TOOLS",
     "SPEC_COLUMNS",
     "LandmarkPerturbation",
     "RunSpec",
@@ -53,7 +54,13 @@ SPEC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sample_limit", "BIGINT"),
     ("sample_seed", "BIGINT"),
     ("repeat_seed", "BIGINT"),
+    ("tools", "VARCHAR"),
 )
+
+#: Every tool, in order (``env.tools`` default); a spec's ``tools`` is None when all are offered.
+ALL_TOOLS: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
+#: Short tool names in run ids (``-tools_lm+zoom``).
+_TOOL_TAGS = {"landmark_query": "lm", "zoom_in": "zoom", "oblique_render": "obl"}
 
 
 def _is_int(v: object) -> bool:
@@ -190,6 +197,9 @@ class RunSpec:
         (a larger limit extends the same run: the samples are nested).
     repeat_seed
         For repeated decoding of the same episodes (recorded; adds ``-rep<seed>`` to the id).
+    tools
+        The tools offered (``env.tools``, the tool ablation) in :data:`ALL_TOOLS` order, or
+        None when every tool is offered; adds ``-tools_<lm+zoom+obl>`` (``-tools_none``).
 
     Examples
     --------
@@ -199,6 +209,10 @@ class RunSpec:
     ('oracle-test_no-lm_noise10', 'oracle-lm_noise10', 'noise10', 'oracle-test_no')
     >>> RunSpec(policy="vlm", split="test_no", checkpoint="/ck/step 300").run_id
     'vlm-test_no-step_300'
+    >>> RunSpec(policy="vlm", split="test_no", tools=("landmark_query",)).run_id
+    'vlm-test_no-tools_lm'
+    >>> RunSpec(policy="vlm", split="test_no", tools=()).method
+    'vlm-tools_none'
     """
 
     policy: str
@@ -207,6 +221,7 @@ class RunSpec:
     perturbation: LandmarkPerturbation = field(default_factory=LandmarkPerturbation)
     sample: Sample | None = None
     repeat_seed: int | None = None
+    tools: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("policy", "split"):
@@ -234,6 +249,15 @@ class RunSpec:
             raise ValueError(
                 f"run spec repeat_seed: expected an int or None, got {self.repeat_seed!r}"
             )
+        if self.tools is not None:
+            tools = tuple(self.tools)
+            if not all(isinstance(t, str) for t in tools) or not set(tools) <= set(ALL_TOOLS):
+                raise ValueError(
+                    f"run spec tools: expected a subset of {list(ALL_TOOLS)} or None, "
+                    f"got {self.tools!r}"
+                )
+            norm = tuple(t for t in ALL_TOOLS if t in tools)
+            object.__setattr__(self, "tools", None if norm == ALL_TOOLS else norm)
 
     # -- construction -----------------------------------------------------------------------
 
@@ -259,6 +283,7 @@ class RunSpec:
             checkpoint=None if checkpoint is None else str(Path(checkpoint)),
             perturbation=LandmarkPerturbation.from_params(params),
             sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
+            tools=tuple(params.env.tools),
         )
 
     @classmethod
@@ -294,6 +319,8 @@ class RunSpec:
             s += "-" + _name_part(self.checkpoint)
         if self.perturbation.mode != "none":
             s += f"-lm_{self.perturbation.tag}"
+        if self.tools is not None:
+            s += "-tools_" + ("+".join(_TOOL_TAGS[t] for t in self.tools) or "none")
         if self.repeat_seed is not None:
             s += f"-rep{self.repeat_seed}"
         return s
@@ -301,7 +328,8 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """The default run directory name: ``<policy>-<split>`` (+ ``-<checkpoint dir name>``,
-        + ``-lm_<tag>``, + ``-rep<seed>``). The sample is not in it. Never parse it back."""
+        + ``-lm_<tag>``, + ``-tools_<...>``, + ``-rep<seed>``). The sample is not in it. Never
+        parse it back."""
         return f"{self.policy}-{self.split}{self._suffix()}"
 
     @property
@@ -327,6 +355,7 @@ class RunSpec:
             if self.sample is None
             else {"limit": self.sample.limit, "seed": self.sample.seed},
             "repeat_seed": self.repeat_seed,
+            "tools": None if self.tools is None else list(self.tools),
         }
 
     @classmethod
@@ -339,10 +368,11 @@ class RunSpec:
             Unknown or missing keys, or invalid values.
         """
         keys = {"policy", "split", "checkpoint", "perturbation", "sample", "repeat_seed"}
-        if set(d) != keys:
+        optional = {"tools"}  # absent from the specs written before the tool ablation
+        if not keys <= set(d) <= keys | optional:
             raise ValueError(
-                f"run spec: expected keys {sorted(keys)}, got {sorted(d)} "
-                f"(missing {sorted(keys - set(d))}, unknown {sorted(set(d) - keys)})"
+                f"run spec: expected keys {sorted(keys | optional)}, got {sorted(d)} "
+                f"(missing {sorted(keys - set(d))}, unknown {sorted(set(d) - keys - optional)})"
             )
         p, s = d["perturbation"], d["sample"]
         return cls(
@@ -354,6 +384,7 @@ class RunSpec:
             ),
             sample=None if s is None else Sample(limit=s["limit"], seed=s.get("seed")),
             repeat_seed=d["repeat_seed"],
+            tools=None if d.get("tools") is None else tuple(d["tools"]),
         )
 
     def columns(self) -> dict[str, Any]:
@@ -370,6 +401,7 @@ class RunSpec:
             "sample_limit": None if s is None else s.limit,
             "sample_seed": None if s is None else s.seed,
             "repeat_seed": self.repeat_seed,
+            "tools": "all" if self.tools is None else ",".join(self.tools),
         }
 
     @classmethod
@@ -396,12 +428,20 @@ class RunSpec:
             ),
             sample=None if lim is None else Sample(limit=lim, seed=opt_int("sample_seed")),
             repeat_seed=opt_int("repeat_seed"),
+            tools=_tools_of_column(row.get("tools")),
         )
 
 
 # ---------------------------------------------------------------------------------------------
 # reading specs; pairing runs
 # ---------------------------------------------------------------------------------------------
+
+
+def _tools_of_column(v: Any) -> tuple[str, ...] | None:
+    """The ``tools`` column (``all``, ``""`` = none, or comma-joined names) as a spec field."""
+    if v is None or v == "all":
+        return None
+    return tuple(t for t in str(v).split(",") if t)
 
 
 def spec_of_meta(meta: Mapping[str, Any], *, path: Path | None = None) -> RunSpec:

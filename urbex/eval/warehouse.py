@@ -279,6 +279,39 @@ TABLES: dict[str, TableSpec] = {
                     ),
                 ),
                 (
+                    "table11",
+                    (
+                        ("method", "VARCHAR"),
+                        ("n", "BIGINT"),
+                        ("iou_bev", "DOUBLE"),
+                        ("iou_3d", "DOUBLE"),
+                        ("point_f1", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "repeated_decoding",
+                    (
+                        ("method", "VARCHAR"),
+                        ("n_repeats", "BIGINT"),
+                        ("seeds", "VARCHAR"),
+                        *(
+                            (f"{m}_{s}", "DOUBLE")
+                            for m in ("hit1", "hit3", "iou_bev")
+                            for s in ("mean", "lo", "hi")
+                        ),
+                    ),
+                ),
+                (
+                    "proposal_recall",
+                    (
+                        ("class_name", "VARCHAR"),
+                        ("n_targets", "BIGINT"),
+                        ("n_proposals", "BIGINT"),
+                        ("recall_iou25", "DOUBLE"),
+                        ("recall_iou50", "DOUBLE"),
+                    ),
+                ),
+                (
                     "tool_use",
                     (
                         ("n", "BIGINT"),

@@ -43,7 +43,7 @@ def protocol_corpus(
     from urbex.env.trl_adapter import template_tool_schemas
 
     p = params.env
-    tools = template_tool_schemas() if params.vlm.template_tools else None
+    tools = template_tool_schemas(params.env.tools) if params.vlm.template_tools else None
 
     def render(messages: list[dict[str, object]]) -> str:
         out: Any = render_jinja_template(

@@ -124,7 +124,7 @@ class SFTExample:
 def _tools(params: Params) -> list[dict[str, Any]] | None:
     from urbex.env.trl_adapter import template_tool_schemas
 
-    return template_tool_schemas() if params.vlm.template_tools else None
+    return template_tool_schemas(params.env.tools) if params.vlm.template_tools else None
 
 
 def render_examples(
