@@ -78,6 +78,7 @@ def main() -> int:
         print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
     # training (the tiny CPU recipe, shortened) and the checkpoint's evaluation on both test splits
     train_params = RESOURCES["training_params"].load()
+    _run(instance, ["base_model"])
     _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)
     _run(instance, ["grpo_checkpoint"], steps=DEMO_GRPO_STEPS)
     for split in CHECKPOINT_SPLITS:

@@ -49,7 +49,36 @@ class StepsConfig(dg.Config):
     steps: int | None = None
 
 
-@dg.asset(deps=[splits, landmark_tables], group_name="training", pool=GPU_POOL)
+@dg.asset(deps=[splits], group_name="training")
+def base_model(
+    context: dg.AssetExecutionContext, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """The model training starts from: for the CPU recipe, the tiny model
+    (:func:`urbex.train.tiny.make_recipe_model`) built offline at ``sft.checkpoint`` when that
+    directory does not exist yet; an existing checkpoint (a real Qwen3-VL snapshot) is left as it
+    is (urbex never downloads weights)."""
+    from urbex.train.tiny import make_recipe_model
+
+    params = training_params.load()
+    ckpt = params.sft.checkpoint or params.train.checkpoint
+    if ckpt is None:
+        raise dg.Failure(
+            "neither sft.checkpoint nor train.checkpoint is set in the training params"
+        )
+    path = ckpt if ckpt.is_absolute() else params.base_dir / ckpt
+    built = False
+    if not (path / "config.json").is_file():
+        if params.sft.checkpoint is None:
+            raise dg.Failure(f"train.checkpoint {path} is not a local model directory")
+        make_recipe_model(params, path, seed=params.sft.seed)
+        built = True
+        context.log.info(f"built the tiny recipe model at {path}")
+    return dg.MaterializeResult(
+        metadata={"checkpoint": dg.MetadataValue.path(str(path)), "built": built}
+    )
+
+
+@dg.asset(deps=[splits, landmark_tables, base_model], group_name="training", pool=GPU_POOL)
 def sft_checkpoint(
     context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
 ) -> dg.MaterializeResult:

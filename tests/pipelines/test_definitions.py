@@ -19,6 +19,7 @@ EXPECTED_ASSET_KEYS = {
     "warehouse",
     "evaluation_report",
     "diagnostics",
+    "base_model",
     "sft_checkpoint",
     "grpo_checkpoint",
     "checkpoint_evaluation",
@@ -112,3 +113,22 @@ def test_nightly_schedule_evaluates_the_latest_checkpoint(tmp_path):
         runs = nightly_checkpoint_evaluation(ctx)
         assert sorted(str(r.partition_key) for r in runs) == ["newest|test_nd", "newest|test_no"]
         assert all(r.run_key.startswith("20261201-newest-") for r in runs)
+
+
+def test_base_model_keeps_an_existing_checkpoint_and_names_a_missing_one(tmp_path):
+    import pytest
+
+    from pipelines.defs.resources import UrbexParams
+    from pipelines.defs.training import base_model
+
+    ckpt = tmp_path / "assets" / "checkpoints" / "real"
+    ckpt.mkdir(parents=True)
+    (ckpt / "config.json").write_text("{}")
+    params = tmp_path / "params.yaml"
+    params.write_text("paths:\n  assets: assets\nsft:\n  checkpoint: assets/checkpoints/real\n")
+    res = UrbexParams(params_path=str(params))
+    out = base_model(dg.build_asset_context(), training_params=res)
+    assert out.metadata["built"] is False  # never rebuilt, never downloaded
+    params.write_text("paths:\n  assets: assets\ntrain:\n  checkpoint: /nowhere/model\n")
+    with pytest.raises(dg.Failure, match="/nowhere/model"):
+        base_model(dg.build_asset_context(), training_params=res)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ADDED_TOKENS", "SPECIAL_TOKENS", "TinyModelSpec", "make_tiny_model"]
 
@@ -136,6 +137,34 @@ class TinyModelSpec:
         half = self.head_dim // 2
         h = w = max(half // 4, 1)
         return [half - h - w, h, w]
+
+
+#: The tiny CPU recipe's model (README, ``params-cpu.yaml``): 3.8 M parameters.
+RECIPE_SPEC = TinyModelSpec(
+    hidden_size=256,
+    num_layers=4,
+    num_heads=8,
+    num_kv_heads=4,
+    head_dim=32,
+    vision_hidden_size=64,
+    vocab_size=4096,
+)
+
+
+def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
+    """The CPU recipe's tiny model with its protocol BPE (what ``urbex make-tiny-model PATH
+    --tokenizer protocol --hidden 256 --layers 4 --heads 8 --kv-heads 4 --head-dim 32
+    --vision-hidden 64 --vocab 4096`` builds): the tokenizer is trained on the protocol's text and,
+    when the project's splits exist, the train split's teacher conversations."""
+    from urbex.train.corpus import protocol_corpus
+
+    trajs: list[Any] = []
+    if params.layout.queries.is_file():
+        from urbex.train.sft import teacher_trajectories
+
+        trajs = teacher_trajectories(params)
+    corpus = list(protocol_corpus(params, trajs, seed=seed))
+    return make_tiny_model(path, seed=seed, spec=RECIPE_SPEC, corpus=corpus)
 
 
 def make_tiny_model(
