@@ -326,6 +326,12 @@ class OpenAIParams(_Strict):
     max_tokens: Int = Field(1024, ge=1)
     temperature: Float = Field(0.0, ge=0)
     image_format: Literal["png", "jpeg"] = "png"
+    concurrency: Int = Field(
+        16,
+        ge=1,
+        description="episodes in flight at once against the endpoint (one thread each; each "
+        "episode keeps its own order, seed, retries and deadline); 1 = one at a time",
+    )
 
 
 class TrainParams(_Strict):
