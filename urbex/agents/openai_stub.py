@@ -268,3 +268,42 @@ class StubServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m urbex.agents.openai_stub``: serve until stdin closes (or the lifetime ends).
+
+    Prints ``base_url <url>`` once listening, and ``served <n> peak_in_flight <k>`` at the end
+    (a separate process, so a benchmark's client and the server do not share one interpreter).
+    """
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--latency-s", type=float, default=0.2)
+    ap.add_argument("--turns", type=int, default=2)
+    ap.add_argument("--max-in-flight", type=int, default=256)
+    ap.add_argument("--max-lifetime-s", type=float, default=600.0)
+    args = ap.parse_args(argv)
+    stub = StubServer(
+        latency_s=args.latency_s,
+        turns=args.turns,
+        max_in_flight=args.max_in_flight,
+        max_lifetime_s=args.max_lifetime_s,
+    )
+    with stub:
+        print(f"base_url {stub.base_url}", flush=True)
+        done = threading.Event()
+
+        def wait_stdin() -> None:
+            sys.stdin.read()  # EOF: the parent is done (or gone)
+            done.set()
+
+        threading.Thread(target=wait_stdin, daemon=True).start()
+        done.wait(args.max_lifetime_s)
+    print(f"served {len(stub.requests)} peak_in_flight {stub.peak_in_flight}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
