@@ -39,7 +39,7 @@ fi
 # torch + torchvision pins (STACK_NOTES): the CPU wheel of torch 2.13 and PyPI's torchvision do
 # not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
 "$VENV/bin/pip" install -q "torch==2.14.1" "torchvision==0.29.1"
-"$VENV/bin/pip" install -q -e ".[ml,render,geo,dev]"
+"$VENV/bin/pip" install -q -e ".[ml,render,geo,dev,k8s]"  # k8s: tests/pipelines/test_deploy.py
 # dagster's asset-selection parser needs antlr4 4.13; dvc's optional hydra/omegaconf pins 4.9
 # (used only by `dvc exp run --set-param`). We keep dagster working.
 "$VENV/bin/pip" install -q "antlr4-python3-runtime==4.13.2" 2>&1 | grep -v "dependency conflicts\|requires antlr4\|^ERROR: pip's dependency resolver" || true

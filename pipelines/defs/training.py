@@ -7,11 +7,12 @@ a LOCAL base checkpoint in ``train.checkpoint`` and, for a real model, a GPU).
 import dagster as dg
 
 from pipelines.defs.annotations import landmark_tables, splits
+from pipelines.defs.executors import GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from urbex.train.grpo import train
 
 
-@dg.asset(deps=[splits, landmark_tables], group_name="training")
+@dg.asset(deps=[splits, landmark_tables], group_name="training", pool=GPU_POOL, op_tags=GPU_OP_TAGS)
 def grpo_checkpoint(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """A GRPO-trained policy checkpoint (model + processor, ``train_log.parquet``, ``train.json``)."""
     r = train(urbex_params.load(), progress=False)

@@ -117,9 +117,7 @@ def test_rate_limited_episode_backs_off_without_stalling_the_others(assets, refe
     assert retry[0].t_start >= limited[0].t_end + wait_s - 0.05  # it honoured Retry-After
     # while it slept, the other episodes kept being served
     during = [
-        q
-        for q in log
-        if q.seed != slow and limited[0].t_end < q.t_end < limited[0].t_end + wait_s
+        q for q in log if q.seed != slow and limited[0].t_end < q.t_end < limited[0].t_end + wait_s
     ]
     assert len(during) >= 4
 

@@ -15,6 +15,7 @@ EXPECTED_ASSET_KEYS = {
     "splits",
     "stpls3d_refer",
     "evaluation",
+    "model_evaluation",
     "warehouse",
     "evaluation_report",
     "diagnostics",

@@ -76,9 +76,7 @@ def test_accelerate_two_cpu_processes_publish_one_checkpoint(tmp_path):
         *("-m", "urbex.cli", "--params", str(params), "-q", "train"),
         *("--checkpoint", str(tiny), "--run-name", "acc", "--max-steps", "2"),
     ]
-    out = subprocess.run(
-        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-    )
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     log = out.stdout[-4000:] + out.stderr[-4000:]
     assert out.returncode == 0, log
     # each rank prints its summary line: both ran, and agree on the step count

@@ -175,7 +175,9 @@ class StubServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], retry_after: float | None) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], retry_after: float | None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
