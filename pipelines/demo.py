@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"▶ scene_caches: {len(scenes)} partitions, {args.max_parallel} at a time", flush=True
         )
-        par.run_partitions(par.scene_caches_job, scenes, instance, max_parallel=args.max_parallel)
+        par.run_partitions(par.scene_caches_job, scenes, max_parallel=args.max_parallel)
     else:
         for key in scenes:
             _run(instance, ["scene_caches"], key)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     evals = [dg.MultiPartitionKey({"policy": p, "split": s}) for p, s in DEMO_EVALS]
     if parallel:
         print(f"▶ evaluation: {len(evals)} partitions, {args.max_parallel} at a time", flush=True)
-        par.run_partitions(par.evaluation_job, evals, instance, max_parallel=args.max_parallel)
+        par.run_partitions(par.evaluation_job, evals, max_parallel=args.max_parallel)
     else:
         for key in evals:
             _run(instance, ["evaluation"], key)
