@@ -1,8 +1,15 @@
-"""Dagster entry point: ``dagster dev -m pipelines.definitions`` (or ``make ui``)."""
+"""Dagster entry point: ``dagster dev -m pipelines.definitions`` (or ``make ui``).
+
+The executor of every job is configuration: ``URBEX_DAGSTER_EXECUTOR`` = ``in_process``
+(default), ``multiprocess`` or ``k8s`` (:mod:`pipelines.defs.executors`; ``deploy/``).
+"""
+
+import os
 
 import dagster as dg
 
 from pipelines.defs import annotations, assets, evaluation, jobs, resources, training
+from pipelines.defs.executors import EXECUTOR_ENV, select_executor
 
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules([assets, annotations, evaluation, training]),
@@ -10,4 +17,5 @@ defs = dg.Definitions(
     jobs=[*jobs.JOBS, training.checkpoint_evaluation_job],
     schedules=[*jobs.SCHEDULES, training.nightly_checkpoint_evaluation],
     sensors=[training.new_checkpoints],
+    executor=select_executor(os.environ.get(EXECUTOR_ENV)),
 )

@@ -40,6 +40,8 @@ fi
 # not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
 "$VENV/bin/pip" install -q "torch==2.14.1" "torchvision==0.29.1"
 "$VENV/bin/pip" install -q -e ".[ml,render,geo,dev]"
+# not the k8s extra: the newest dagster-k8s (0.29.27) pins dagster 1.13.27 and would move dagster
+# and its companions off their release; tests/pipelines/test_deploy.py skips its checks without it
 # dagster's asset-selection parser needs antlr4 4.13; dvc's optional hydra/omegaconf pins 4.9
 # (used only by `dvc exp run --set-param`). We keep dagster working.
 "$VENV/bin/pip" install -q "antlr4-python3-runtime==4.13.2" 2>&1 | grep -v "dependency conflicts\|requires antlr4\|^ERROR: pip's dependency resolver" || true

@@ -112,7 +112,16 @@ scene_out = _quick_output("bench_scene")
 env_out = _quick_output("bench_env")
 eval_out = _quick_output("bench_eval")
 learning_out = _quick_output("bench_learning")
-PARSED = {"bench_io", "bench_synth", "bench_scene", "bench_env", "bench_eval", "bench_learning"}
+serving_out = _quick_output("bench_serving")
+PARSED = {
+    "bench_io",
+    "bench_synth",
+    "bench_scene",
+    "bench_env",
+    "bench_eval",
+    "bench_learning",
+    "bench_serving",
+}
 
 
 def test_benchmarks_are_found():
@@ -417,3 +426,73 @@ def test_bench_learning_figures(learning_out):
     assert abs(grpo["valid"] - figs["valid_rate_grpo"]) <= grpo["valid"].tol + 1e-9
     verdicts = re.findall(r"^target .+: (PASS|MISS)$", learning_out, flags=re.MULTILINE)
     assert len(verdicts) == 5
+
+
+# --- bench_serving ----------------------------------------------------------------------------
+
+SERVING_COLUMNS = ("eps", "ep_s", "ideal", "ratio")
+
+
+def _table(text: str, header: str, first: str) -> dict[int, dict[str, Fig]]:
+    """Rows ``<level> eps ep/s ideal ratio`` after the line matching ``header``."""
+    start = re.search(header, text, flags=re.MULTILINE)
+    assert start, f"no line matching {header!r} in the benchmark's output:\n{text}"
+    row = re.compile(r"^\s*(?P<level>\d+)" + rf"\s+{NUM}" * 4 + r"$")
+    rows: dict[int, dict[str, Fig]] = {}
+    for line in text[start.end() :].strip().splitlines():
+        m = row.match(line)
+        if m is None:
+            break
+        rows[int(m["level"])] = dict(zip(SERVING_COLUMNS, map(Fig, m.groups()[1:]), strict=True))
+    assert rows, f"no {first} rows after {header!r}"
+    return rows
+
+
+def parse_serving(text: str) -> dict[str, object]:
+    """The project; the openai table (concurrency → episodes, ep/s, ideal, ratio) with the
+    stub's latency and turns, the png line and the verdict; the vlm table (batch_size → ...)."""
+    project = _figs(text, r"^project: {blocks} blocks of 100 m, {queries} test_no queries ")
+    stub = _figs(text, r"^== openai vs the local stub: {turns} turns per episode .*, {ms} ms per")
+    openai = _table(text, r"^concurrency\s+eps\s+ep/s\s+ideal ep/s\s+ratio$", "concurrency")
+    png = _figs(
+        text,
+        r"^\s+png instead of jpeg at concurrency 16: {ep_s} ep/s over {eps} episodes, "
+        r"ratio {ratio} ",
+    )
+    served = _figs(text, r"^\s+stub: served {served} peak_in_flight {peak}$")
+    _match(text, r"^\s+target >= 0\.8 x ideal at concurrency 16: (?P<verdict>PASS|MISS)$")
+    vlm = _table(text, r"^batch_size\s+eps\s+ep/s\s+ideal ep/s\s+ratio$", "batch_size")
+    return {
+        "project": project,
+        "stub": stub,
+        "openai": openai,
+        "png": png,
+        "served": served,
+        "vlm": vlm,
+    }
+
+
+def test_bench_serving_figures(serving_out):
+    f = parse_serving(serving_out)
+    _finite(f["project"], positive=("blocks", "queries"))
+    assert (f["stub"]["turns"], f["stub"]["ms"]) == (2, 200)
+    openai, vlm = f["openai"], f["vlm"]
+    assert set(openai) == {1, 4, 16, 64} and set(vlm) == {1, 4, 16}
+    latency = f["stub"]["ms"] / 1000.0
+    for c, r in openai.items():
+        _finite(r, positive=SERVING_COLUMNS)
+        assert r["ideal"] == pytest.approx(c / (f["stub"]["turns"] * latency), abs=r["ideal"].tol)
+        _is_ratio(r["ratio"], r["ep_s"], r["ideal"])
+    png = f["png"]
+    _finite(png, positive=("ep_s", "eps", "ratio"))
+    _is_ratio(png["ratio"], png["ep_s"], openai[16]["ideal"])
+    # the stub served every turn of every episode (2 per episode, no retries on a local stub)
+    total = sum(r["eps"] for r in openai.values()) + png["eps"]
+    assert f["served"]["served"] == f["stub"]["turns"] * total
+    assert f["served"]["peak"] >= 4  # episodes were in flight together
+    for b, r in vlm.items():
+        _finite(r, positive=SERVING_COLUMNS)
+        _is_ratio(r["ratio"], r["ep_s"], r["ideal"])
+        base = vlm[1]["ep_s"]  # perfect batching: b x the batch-1 rate
+        assert abs(r["ideal"] - b * base) <= r["ideal"].tol + b * base.tol + 1e-9, (b, r)
+    assert len({r["eps"] for r in vlm.values()}) == 1  # the same episodes at every batch size

@@ -292,3 +292,62 @@ def test_train_sigkilled_at_random_points(project: Path) -> None:
             rerun_each=False,
         )
     print("train", stats)
+
+
+def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
+    server: WarmProcesses, project: Path
+) -> None:
+    """``openai.concurrency`` 4 against the local stub, SIGKILLed at random points and rerun,
+    gives the episodes and steps of an uninterrupted one-at-a-time run, episode for episode."""
+    import yaml
+
+    from urbex.agents.openai_stub import StubServer
+    from urbex.eval.episodes import read_episodes, read_steps
+
+    assets = project.parent / "assets"
+    run = assets / "eval" / "runs" / "faults-openai"
+
+    def rows(df: pl.DataFrame) -> list[tuple[Any, ...]]:
+        return df.drop([c for c in df.columns if c in TIMING]).rows()
+
+    def snapshot() -> Any:
+        return rows(read_episodes(run)), rows(read_steps(run)), _digest(run / "metrics.parquet")
+
+    # 0.25 s per reply: the episodes take most of the run, so most kills land among them
+    with StubServer(latency_s=0.25, turns=2, max_lifetime_s=300) as stub:
+        doc = yaml.safe_load(project.read_text())
+        files = {}
+        for n in (1, 4):
+            doc["openai"].update(base_url=stub.base_url, api_key_env=None, concurrency=n)
+            files[n] = project.with_name(f"params-openai-{n}.yaml")
+            files[n].write_text(yaml.safe_dump(doc))
+        argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--run-id", run.name]
+        sequential = ["--params", str(files[1]), "-q", *argv]
+        concurrent = ["--params", str(files[4]), "-q", *argv]
+        assert main(sequential) == 0
+        ref = snapshot()
+        assert len(ref[0]) >= 4
+        shutil.rmtree(run)
+        log = project.parent / "child.log"
+        first = server.run(concurrent, cwd=project.parent, log=log)  # uninterrupted, timed
+        assert first["rc"] == 0, log.read_text()[-3000:]
+        assert snapshot() == ref
+        rng = random.Random(SEED + 4)
+        killed = partial = 0
+        for i in range(6):
+            shutil.rmtree(run)
+            delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
+            r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
+            assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
+            killed += r["killed"]
+            if (run / "episodes").is_dir():  # what the kill left is a subset of the reference
+                left = set(rows(read_episodes(run)))
+                assert left <= set(ref[0]), (i, delay)
+                partial += 0 < len(left) < len(ref[0])
+            assert main(concurrent) == 0, (i, delay)
+            assert snapshot() == ref, (i, delay)
+            assert _leftovers(assets) == [], (i, delay)
+        assert stub.peak_in_flight >= 2
+    stats = {"trials": 6, "killed": killed, "partial": partial, "reference_s": first["elapsed"]}
+    print("openai concurrent", stats)
+    assert killed >= 3 and partial >= 1, stats  # some kills left a half-played run

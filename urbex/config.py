@@ -346,6 +346,12 @@ class OpenAIParams(_Strict):
     max_tokens: Int = Field(1024, ge=1)
     temperature: Float = Field(0.0, ge=0)
     image_format: Literal["png", "jpeg"] = "png"
+    concurrency: Int = Field(
+        16,
+        ge=1,
+        description="episodes in flight at once against the endpoint (one thread each; each "
+        "episode keeps its own order, seed, retries and deadline); 1 = one at a time",
+    )
 
 
 class TrainParams(_Strict):
@@ -389,6 +395,14 @@ class TrainParams(_Strict):
     bf16: Bool = Field(True, description="bf16 mixed precision (cuda only)")
     gradient_checkpointing: Bool = Field(True, description="activation checkpointing (cuda only)")
     limit: Int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+    use_vllm: Bool = Field(
+        False,
+        description="generate rollouts with vLLM in colocate mode (trl use_vllm, vllm_mode "
+        "colocate; cuda and the vllm package needed; server mode mishandles tool loops)",
+    )
+    vllm_gpu_memory_utilization: Float = Field(
+        0.3, gt=0, le=1, description="share of each GPU the colocated vLLM engine may take"
+    )
 
     @field_validator("run_name")
     @classmethod

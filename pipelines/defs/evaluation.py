@@ -1,21 +1,41 @@
-"""Evaluation runs (policy × split), the warehouse views and the comparison report."""
+"""Evaluation runs (policy × split), the warehouse views and the comparison report.
+
+Two assets play the runs, by what the policy needs: ``evaluation`` (the model-free policies:
+oracle, heuristics, ranking; CPU, many partitions in parallel) and ``model_evaluation`` (the
+model-backed ones: ``vlm``, ``openai``, ``workflow``, ``no_tools``; pool ``gpu``, a GPU per
+step pod on Kubernetes, :mod:`pipelines.defs.executors`). Both call the same
+:func:`urbex.eval.runner.evaluate`.
+"""
 
 import dagster as dg
 
 from pipelines.defs.annotations import landmark_tables, splits
+from pipelines.defs.executors import CPU_OP_TAGS, GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
-from urbex.agents.registry import POLICY_NAMES
+from urbex.agents.registry import POLICY_NAMES, policy_info
 from urbex.eval.diagnose import diagnose
 from urbex.eval.report import report
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
 
+EVAL_SPLITS = ["val", "test_nd", "test_no"]
+#: Policies that play through a model (a checkpoint or an endpoint).
+MODEL_POLICIES = [p for p in POLICY_NAMES if policy_info(p).model_backed]
+#: The others: oracle, heuristics, ranking.
+FREE_POLICIES = [p for p in POLICY_NAMES if not policy_info(p).model_backed]
+
 EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
     {
-        "policy": dg.StaticPartitionsDefinition(list(POLICY_NAMES)),
-        "split": dg.StaticPartitionsDefinition(["val", "test_nd", "test_no"]),
+        "policy": dg.StaticPartitionsDefinition(FREE_POLICIES),
+        "split": dg.StaticPartitionsDefinition(EVAL_SPLITS),
+    }
+)
+MODEL_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
+    {
+        "policy": dg.StaticPartitionsDefinition(MODEL_POLICIES),
+        "split": dg.StaticPartitionsDefinition(EVAL_SPLITS),
     }
 )
 
@@ -36,15 +56,35 @@ def ranker_model(urbex_params: UrbexParams) -> dg.MaterializeResult:
     partitions_def=EVAL_PARTITIONS,
     deps=[splits, landmark_tables, ranker_model],
     group_name="evaluation",
+    op_tags=CPU_OP_TAGS,
 )
 def evaluation(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:
-    """One evaluation run: episodes, steps and metrics of a policy on a split (resumable).
+    """One evaluation run of a model-free policy on a split (resumable): episodes, steps, metrics.
 
     The partition names the run's :class:`~urbex.eval.runspec.RunSpec` (with ``params``'
     perturbation and sample); its fields are the metadata, beside the headline metrics.
     """
+    return _evaluate(context, urbex_params)
+
+
+@dg.asset(
+    partitions_def=MODEL_EVAL_PARTITIONS,
+    deps=[splits, landmark_tables],
+    group_name="evaluation",
+    pool=GPU_POOL,
+    op_tags=GPU_OP_TAGS,
+)
+def model_evaluation(
+    context: dg.AssetExecutionContext, urbex_params: UrbexParams
+) -> dg.MaterializeResult:
+    """One evaluation run of a model-backed policy (``vlm``, ``openai``, ``workflow``,
+    ``no_tools``) on a split: as ``evaluation``, in the ``gpu`` pool."""
+    return _evaluate(context, urbex_params)
+
+
+def _evaluate(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> dg.MaterializeResult:
     key = context.partition_key.keys_by_dimension
     params = urbex_params.load()
     spec = RunSpec.from_params(params, policy=key["policy"], split=key["split"])
@@ -65,7 +105,7 @@ def evaluation(
     )
 
 
-@dg.asset(deps=[evaluation], group_name="evaluation")
+@dg.asset(deps=[evaluation, model_evaluation], group_name="evaluation")
 def warehouse(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """``assets/warehouse.duckdb``: DuckDB views over every Parquet table."""
     counts = refresh(urbex_params.load())
@@ -84,7 +124,7 @@ def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
     )
 
 
-@dg.asset(deps=[evaluation], group_name="evaluation")
+@dg.asset(deps=[evaluation, model_evaluation], group_name="evaluation")
 def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The paper's diagnostic tables (appendix D) under ``assets/eval/diagnostics/`` + plots."""
     paths = diagnose(urbex_params.load())

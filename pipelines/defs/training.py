@@ -26,6 +26,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.defs.annotations import landmark_tables, splits
+from pipelines.defs.executors import GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
@@ -39,8 +40,6 @@ CHECKPOINT_SPLITS = ("test_nd", "test_no")
 CHECKPOINT_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
     {"checkpoint": CHECKPOINTS, "split": dg.StaticPartitionsDefinition(list(CHECKPOINT_SPLITS))}
 )
-#: The device pool of model-backed assets.
-GPU_POOL = "gpu"
 
 
 class StepsConfig(dg.Config):
@@ -78,7 +77,12 @@ def base_model(
     )
 
 
-@dg.asset(deps=[splits, landmark_tables, base_model], group_name="training", pool=GPU_POOL)
+@dg.asset(
+    deps=[splits, landmark_tables, base_model],
+    group_name="training",
+    pool=GPU_POOL,
+    op_tags=GPU_OP_TAGS,
+)
 def sft_checkpoint(
     context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
 ) -> dg.MaterializeResult:
@@ -101,7 +105,7 @@ def sft_checkpoint(
     )
 
 
-@dg.asset(deps=[sft_checkpoint], group_name="training", pool=GPU_POOL)
+@dg.asset(deps=[sft_checkpoint], group_name="training", pool=GPU_POOL, op_tags=GPU_OP_TAGS)
 def grpo_checkpoint(
     context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
 ) -> dg.MaterializeResult:
@@ -136,6 +140,7 @@ def grpo_checkpoint(
     deps=[grpo_checkpoint],
     group_name="training",
     pool=GPU_POOL,
+    op_tags=GPU_OP_TAGS,
 )
 def checkpoint_evaluation(
     context: dg.AssetExecutionContext, training_params: UrbexParams

@@ -16,6 +16,7 @@ EXPECTED_ASSET_KEYS = {
     "stpls3d_refer",
     "evaluation",
     "ranker_model",
+    "model_evaluation",
     "warehouse",
     "evaluation_report",
     "diagnostics",

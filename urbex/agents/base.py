@@ -32,6 +32,10 @@ class Policy(Protocol):
         leaves them out).
     max_batch : int
         Episodes it can generate one turn for at once (``act_batch``); 1 = one at a time.
+    max_concurrency : int
+        Threads that may drive it at once, one episode each (``begin_episode`` then ``act``
+        from the same thread); 1 = not thread-safe. A policy above 1 keeps its per-episode
+        state per thread (the ``openai`` policy: requests in flight against a server).
     """
 
     @property
@@ -39,6 +43,9 @@ class Policy(Protocol):
 
     @property
     def max_batch(self) -> int: ...
+
+    @property
+    def max_concurrency(self) -> int: ...
 
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         """Called before each episode with its seed and deadline.
@@ -74,7 +81,8 @@ def check_batch(batch_messages: list[Any], batch_images: list[Any]) -> None:
 
 
 class PolicyBase(ABC):
-    """Defaults for :class:`Policy`: no episode state, no template tools, one episode at a time.
+    """Defaults for :class:`Policy`: no episode state, no template tools, one episode at a time
+    (no batches, not thread-safe).
 
     Subclasses implement :meth:`act`; a policy that generates in batches overrides
     :meth:`act_batch` and sets ``max_batch``.
@@ -82,6 +90,7 @@ class PolicyBase(ABC):
 
     template_lists_tools: bool = False
     max_batch: int = 1
+    max_concurrency: int = 1
 
     def begin_episode(  # noqa: B027 (a no-op default hook)
         self, *, seed: int, deadline: float | None = None

@@ -19,6 +19,15 @@ The reply is turned back into the text protocol the environment parses: a functi
 The API key is read from the environment variable *named* in ``params.openai.api_key_env`` at
 each request (surrounding whitespace stripped); it is never stored on the object, logged, or put
 in an error message (a server that echoes it gets it masked in the error text).
+
+**Episodes in flight** (``params.openai.concurrency``, :attr:`OpenAIPolicy.max_concurrency`):
+one instance is shared by the runner's worker threads, one episode per thread at a time. What
+belongs to an episode — its seed, its deadline — and the HTTP client are thread-local, so each
+thread's requests, retries and backoff sleeps (a 429 included) are its own and never stall
+another thread's; an attempt abandoned on a timeout closes only its own thread's client. The
+request counters are updated under a lock. (One shared instance rather than one per thread:
+a policy handed in ready-made, ``evaluate(policy_obj=...)``, and the ``workflow``/``no_tools``
+wrappers around it then work unchanged.)
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ import os
 import re
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +59,8 @@ _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Longest sleep between two attempts, seconds (exponential backoff and Retry-After alike).
 _MAX_DELAY_S = 60.0
+#: Data URLs kept per thread (:meth:`OpenAIPolicy._data_url`): an episode's images, and more.
+_URL_CACHE = 32
 
 
 def image_data_url(image: Image.Image, *, fmt: str = "png") -> str:
@@ -82,7 +95,11 @@ def _single_tool_call(text: str) -> tuple[str, dict[str, Any], str] | None:
 
 
 def to_openai_messages(
-    messages: list[dict[str, Any]], images: list[Image.Image], *, image_format: str = "png"
+    messages: list[dict[str, Any]],
+    images: list[Image.Image],
+    *,
+    image_format: str = "png",
+    data_url: Callable[[Image.Image], str] | None = None,
 ) -> list[dict[str, Any]]:
     """Convert the episode conversation to OpenAI chat messages (see the module docstring).
 
@@ -92,6 +109,11 @@ def to_openai_messages(
         ``{"role", "content": str | [{"type": "image"} | {"type": "text", "text": ...}]}``.
     images
         PIL images in the order of the ``{"type": "image"}`` placeholders.
+    image_format
+        ``png`` or ``jpeg`` (of :func:`image_data_url`).
+    data_url
+        Encodes one image (default :func:`image_data_url` in ``image_format``); the policy
+        passes a cached one, since every turn resends the whole conversation.
 
     Raises
     ------
@@ -110,13 +132,14 @@ def to_openai_messages(
             f"images: the messages hold {n_placeholders} image placeholders, got {len(images)} images"
         )
     it = iter(images)
+    encode = data_url or (lambda im: image_data_url(im, fmt=image_format))
     out: list[dict[str, Any]] = []
     pending_call: str | None = None  # id of a tool call still waiting for its response
     n_calls = 0
     for i, m in enumerate(messages):
         role = m["role"]
         text = _text_of(m)
-        imgs = [image_data_url(next(it), fmt=image_format) for p in _parts(m) if _is_image(p)]
+        imgs = [encode(next(it)) for p in _parts(m) if _is_image(p)]
         if role == "assistant":
             call = _single_tool_call(text)
             # a tool call is sent as ``tool_calls`` only when its ``tool`` response follows;
@@ -246,6 +269,9 @@ class OpenAIPolicy(PolicyBase):
         Tools offered to the model (default: all three, plus ``answer``).
     sleep
         Injected for tests (default ``time.sleep``).
+    concurrency
+        :attr:`max_concurrency`: how many threads may play episodes through this instance at
+        once (``params.openai.concurrency``; the runner keeps that many episodes in flight).
     """
 
     #: The chat template does not list tools here (the request's ``tools`` does); the runner
@@ -266,9 +292,12 @@ class OpenAIPolicy(PolicyBase):
         image_format: str = "png",
         tool_names: tuple[str, ...] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = 1,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency: expected >= 1, got {concurrency}")
         if max_retries < 0 or timeout_s <= 0:
             raise ValueError(
                 f"max_retries >= 0 and timeout_s > 0 expected, got {max_retries}, {timeout_s}"
@@ -283,12 +312,59 @@ class OpenAIPolicy(PolicyBase):
         self.temperature = float(temperature)
         self.image_format = image_format
         self.tool_names = tool_names
-        self.seed: int | None = None
-        self.deadline: float | None = None
+        self.max_concurrency = int(concurrency)
         self._sleep = sleep
-        self._client: httpx.Client | None = None
+        self._local = threading.local()  # per thread: seed, deadline, client
+        self._lock = threading.Lock()  # counters and the set of open clients
+        self._clients: set[httpx.Client] = set()
         self.n_requests = 0
         self.n_retries = 0
+
+    @property
+    def seed(self) -> int | None:
+        """This thread's episode seed (sent with each request), or None before an episode."""
+        return getattr(self._local, "seed", None)
+
+    @property
+    def deadline(self) -> float | None:
+        """This thread's episode deadline (:func:`time.monotonic` instant, s), or None."""
+        return getattr(self._local, "deadline", None)
+
+    @property
+    def _client(self) -> httpx.Client | None:
+        return getattr(self._local, "client", None)
+
+    @_client.setter
+    def _client(self, client: httpx.Client | None) -> None:
+        self._local.client = client
+
+    def _data_url(self, image: Image.Image) -> str:
+        """:func:`image_data_url`, cached per thread for the images still alive.
+
+        Each turn resends the whole conversation; without the cache every earlier image (the
+        global view, at every turn) is encoded again. Keyed by object identity (checked through
+        a weak reference: a new image at a reused address is encoded afresh), the last
+        :data:`_URL_CACHE` images.
+        """
+        cache: OrderedDict[int, tuple[weakref.ref[Image.Image], str]] | None = getattr(
+            self._local, "urls", None
+        )
+        if cache is None:
+            cache = self._local.urls = OrderedDict()
+        hit = cache.get(id(image))
+        if hit is not None and hit[0]() is image:
+            cache.move_to_end(id(image))
+            return hit[1]
+        url = image_data_url(image, fmt=self.image_format)
+        cache[id(image)] = (weakref.ref(image), url)
+        while len(cache) > _URL_CACHE:
+            cache.popitem(last=False)
+        return url
+
+    def _count(self, *, requests: int = 0, retries: int = 0) -> None:
+        with self._lock:
+            self.n_requests += requests
+            self.n_retries += retries
 
     @classmethod
     def from_params(cls, params: Params | OpenAIParams, **overrides: Any) -> OpenAIPolicy:
@@ -306,6 +382,7 @@ class OpenAIPolicy(PolicyBase):
             "max_tokens": p.max_tokens,
             "temperature": p.temperature,
             "image_format": p.image_format,
+            "concurrency": p.concurrency,
         }
         kw.update(overrides)
         return cls(**kw)
@@ -316,15 +393,31 @@ class OpenAIPolicy(PolicyBase):
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         """Set the seed sent with the episode's requests (servers that honour ``seed``) and the
         episode's deadline (:func:`time.monotonic` instant, seconds; None = none) no request
-        waits past."""
-        self.seed = int(seed)
-        self.deadline = None if deadline is None else float(deadline)
+        waits past — for the calling thread's episode (see the module docstring)."""
+        self._local.seed = int(seed)
+        self._local.deadline = None if deadline is None else float(deadline)
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Close the HTTP connection pools of every thread."""
+        with self._lock:
+            clients, self._clients = self._clients, set()
+        for c in clients:
+            c.close()
+        self._client = None
+
+    def _new_client(self) -> httpx.Client:
+        import httpx
+
+        # plain http (a local server) never uses TLS: skip loading the CA bundle per thread
+        client = httpx.Client(verify=False) if self.url.startswith("http://") else httpx.Client()
+        with self._lock:
+            self._clients.add(client)
+        self._client = client
+        return client
+
+    def _drop_client(self, client: httpx.Client) -> None:
+        with self._lock:
+            self._clients.discard(client)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -366,7 +459,9 @@ class OpenAIPolicy(PolicyBase):
         """The JSON body of the chat-completions request for this turn."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(messages, images, image_format=self.image_format),
+            "messages": to_openai_messages(
+                messages, images, image_format=self.image_format, data_url=self._data_url
+            ),
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
@@ -416,7 +511,7 @@ class OpenAIPolicy(PolicyBase):
         attempts = 0
         while (remaining := end - time.monotonic()) > 0:
             attempts += 1
-            self.n_requests += 1
+            self._count(requests=1)
             delay = min(self.backoff_s * 2 ** (attempts - 1), _MAX_DELAY_S)
             try:
                 r = self._attempt(body, headers, remaining)
@@ -446,8 +541,8 @@ class OpenAIPolicy(PolicyBase):
                 )
             if time.monotonic() + delay >= end:
                 break  # the retry could not start before the deadline
-            self.n_retries += 1
-            self._sleep(delay)
+            self._count(retries=1)
+            self._sleep(delay)  # this thread only: the other episodes in flight go on
         spent = time.monotonic() - t_start
         if by_episode:
             raise PolicyTimeoutError(
@@ -493,9 +588,7 @@ class OpenAIPolicy(PolicyBase):
         """
         import httpx
 
-        if self._client is None:
-            self._client = httpx.Client()
-        client = self._client
+        client = self._client if self._client is not None else self._new_client()
         done = threading.Event()
         lock = threading.Lock()  # whoever sees both "done" and "abandoned" closes the client
         flags = {"done": False, "abandoned": False}
@@ -514,6 +607,7 @@ class OpenAIPolicy(PolicyBase):
                     orphan = flags["abandoned"]
                 done.set()
                 if orphan:
+                    self._drop_client(client)
                     client.close()
 
         worker = threading.Thread(target=post, name="urbex-openai-request", daemon=True)
@@ -525,6 +619,7 @@ class OpenAIPolicy(PolicyBase):
             if self._client is client:
                 self._client = None
             if finished:  # it ended between the wait and the flag: close its client here
+                self._drop_client(client)
                 client.close()
             raise _AttemptFailed(f"no reply within {timeout_s:.1f} s (ReadTimeout)")
         error = out.get("error")

@@ -63,6 +63,9 @@ class PolicyInfo:
     uses_class_sizes : bool
         Its factory takes ``class_sizes=`` (``{class: (dx_m, dy_m)}``); the runner reads them
         and puts them in the run fingerprint.
+    model_backed : bool
+        Plays through a model (a local checkpoint or an endpoint): its evaluation is GPU work
+        (the Dagster ``model_evaluation`` asset, pool ``gpu``).
     """
 
     name: str
@@ -70,6 +73,7 @@ class PolicyInfo:
     parallel: bool
     needs_env: bool
     uses_class_sizes: bool = False
+    model_backed: bool = False
 
 
 def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
@@ -183,10 +187,16 @@ def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
 _REGISTRY: dict[str, PolicyInfo] = {
     i.name: i
     for i in (
-        PolicyInfo(name="vlm", factory=_vlm, parallel=False, needs_env=False),
-        PolicyInfo(name="openai", factory=_openai, parallel=False, needs_env=False),
-        PolicyInfo(name="workflow", factory=_workflow, parallel=False, needs_env=False),
-        PolicyInfo(name="no_tools", factory=_no_tools, parallel=False, needs_env=False),
+        PolicyInfo(name="vlm", factory=_vlm, parallel=False, needs_env=False, model_backed=True),
+        PolicyInfo(
+            name="openai", factory=_openai, parallel=False, needs_env=False, model_backed=True
+        ),
+        PolicyInfo(
+            name="workflow", factory=_workflow, parallel=False, needs_env=False, model_backed=True
+        ),
+        PolicyInfo(
+            name="no_tools", factory=_no_tools, parallel=False, needs_env=False, model_backed=True
+        ),
         PolicyInfo(
             name="landmark_prior",
             factory=_landmark_prior,
@@ -214,6 +224,7 @@ def register_policy(
     parallel: bool = False,
     needs_env: bool = False,
     uses_class_sizes: bool = False,
+    model_backed: bool = False,
     replace: bool = False,
 ) -> None:
     """Add a policy name (process-local: pool workers started by *spawn* do not see it).
@@ -229,6 +240,7 @@ def register_policy(
         parallel=parallel,
         needs_env=needs_env,
         uses_class_sizes=uses_class_sizes,
+        model_backed=model_backed,
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -149,11 +150,21 @@ class WorkflowPolicy(PolicyBase):
         self.redirects = int(redirects)
         self.n_redirects = 0
         self.n_rejected = 0
+        self._lock = threading.Lock()  # the counters, when threads share this wrapper
 
     @property
     def template_lists_tools(self) -> bool:  # type: ignore[override]
         """As the wrapped policy's template."""
         return self.inner.template_lists_tools
+
+    @property
+    def max_concurrency(self) -> int:  # type: ignore[override]
+        """As the wrapped policy (the wrapper itself keeps no episode state)."""
+        return self.inner.max_concurrency
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
 
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         """Forward the episode seed and deadline to the wrapped policy."""
@@ -192,7 +203,7 @@ class WorkflowPolicy(PolicyBase):
             got = action_name(text)
             if got == step:
                 return text
-            self.n_redirects += 1
+            self._count("n_redirects")
             msgs = [
                 *msgs,
                 {"role": "assistant", "content": text},
@@ -206,5 +217,5 @@ class WorkflowPolicy(PolicyBase):
         got = action_name(text)
         if got == step:
             return text
-        self.n_rejected += 1
+        self._count("n_rejected")
         return f"[workflow] turn rejected: {step} was due, the model produced {got or 'no valid action'}."

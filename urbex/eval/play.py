@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -359,6 +360,8 @@ class EpisodePlayer:
                 f"{type(self.policy).__name__}"
             )
         self._scenes: dict[str, _Candidates] = {}
+        self._lock = threading.Lock()  # scene contexts and landmark state, for play_in threads
+        self._warm: set[tuple[int, str]] = set()  # (id(env), scene) of play_in's own envs
 
     def _warmup(self, envs: Sequence[GroundingEnv], query: Query) -> None:
         """Untimed: open the scene and build its global view (offline preparation)."""
@@ -390,10 +393,24 @@ class EpisodePlayer:
 
     def play(self, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
         """One episode, played to its end and scored."""
-        self._warmup([self.env], query)
-        seed = self._prepare(self.env, query)
+        return self.play_in(self.env, query)
+
+    def play_in(self, env: GroundingEnv, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
+        """One episode in ``env`` (this player's, or a worker thread's own), played and scored.
+
+        Thread-safe for distinct ``env`` other than :attr:`env` when the policy is
+        (``policy.max_concurrency > 1``; :mod:`urbex.eval.inflight`): the shared scene
+        contexts and landmark state are prepared under a lock.
+        """
+        with self._lock:
+            self._warmup([self.env], query)
+            seed = self._prepare(env, query)
+            warm = env is self.env or (id(env), query.scene_id) in self._warm
+            self._warm.add((id(env), query.scene_id))
+        if not warm:  # untimed, outside the lock: this env's global view of the scene
+            env.reset(query=query, seed=0)
         traj = play_episode(
-            self.env,
+            env,
             self.policy,
             query,
             seed=seed,

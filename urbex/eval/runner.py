@@ -24,7 +24,11 @@ refreshes the DuckDB warehouse.
 * **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
   process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
   ``eval.parallel_min_episodes`` episodes are pending; model policies
-  run in this process (``vlm`` with ``vlm.batch_size > 1`` plays episodes in lockstep batches).
+  run in this process (``vlm`` with ``vlm.batch_size > 1`` plays episodes in lockstep batches;
+  a thread-safe policy — ``openai``, and ``workflow``/``no_tools`` over it — keeps
+  ``openai.concurrency`` episodes in flight, one thread each, :mod:`urbex.eval.inflight`, and
+  writes a shard each time ``eval.chunk_size`` episodes have finished; the episodes played do
+  not depend on the concurrency).
 * **Bounded**: each episode stops at the env's turn budget or after ``eval.episode_timeout_s``
   (checked between turns; a timed-out episode counts as unanswered).
 * **Latency** ("warm online", as the paper): model + environment time per query, excluding
@@ -41,7 +45,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +63,7 @@ from urbex.eval.episodes import (
     write_json_atomic,
     write_table_atomic,
 )
+from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.play import EpisodePlayer, episode_seed
 from urbex.eval.runlock import run_lock
 from urbex.eval.runspec import (
@@ -236,6 +241,28 @@ def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], directory: Path
     return len(eps)
 
 
+def _play_in_flight(
+    player: EpisodePlayer, queries: Sequence[Query], directory: Path, chunk_size: int, n: int
+) -> Iterator[int]:
+    """Play ``queries`` with ``n`` episodes in flight; write a shard per ``chunk_size`` finished
+    episodes and yield its size; on an error, write the finished episodes, then re-raise."""
+    eps: list[EpisodeRecord] = []
+    steps: list[StepRow] = []
+    try:
+        for rec, st in play_in_flight(player, queries, n):
+            eps.append(rec)
+            steps.extend(st)
+            if len(eps) >= chunk_size:
+                write_chunk(directory, eps, steps)
+                k = len(eps)
+                eps, steps = [], []
+                yield k
+    finally:
+        write_chunk(directory, eps, steps)
+    if eps:
+        yield len(eps)
+
+
 def _pool_chunk(args: tuple[Any, ...]) -> int:
     params, policy_name, split, run_id, checkpoint, sizes, queries, directory = args
     key = f"{run_id}:{policy_name}"
@@ -302,7 +329,7 @@ def _fingerprint(
         fp["openai"] = {
             k: v
             for k, v in params.section_dict("openai").items()
-            if k not in ("timeout_s", "max_retries", "backoff_s")
+            if k not in ("timeout_s", "max_retries", "backoff_s", "concurrency")
         }
     return fp
 
@@ -459,10 +486,17 @@ def _play(
             player = EpisodePlayer(
                 params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
             )
-            for c in chunks:
-                n = _play_chunk(player, c, d)
-                played += n
-                bar.update(n)
+            n_flight = in_flight_workers(player, len(todo))
+            if n_flight > 1:  # in chunk order: one scene after another
+                flat = [q for c in chunks for q in c]
+                for n in _play_in_flight(player, flat, d, params.eval.chunk_size, n_flight):
+                    played += n
+                    bar.update(n)
+            else:
+                for c in chunks:
+                    n = _play_chunk(player, c, d)
+                    played += n
+                    bar.update(n)
     finally:
         bar.close()
     return played

@@ -7,6 +7,13 @@ fields; the environment's turn budget sets ``max_tool_calling_iterations = env.m
 * ``device: cpu`` → ``use_cpu=True``, ``bf16=False``, activation checkpointing off (fp32 on CPU).
 * ``device: cuda`` → ``bf16`` and ``gradient_checkpointing`` as set.
 * ``device: auto`` → ``cuda`` when ``torch.cuda.is_available()``, else ``cpu``.
+
+Generation: trl's own ``generate`` by default; ``train.use_vllm`` hands the rollouts to vLLM in
+**colocate** mode (``use_vllm=True, vllm_mode="colocate"``: each process runs its own engine on
+its GPU, ``train.vllm_gpu_memory_utilization`` of it). Server mode is not offered: trl's
+``vllm_mode="server"`` dedupes prompts by ``num_generations`` and mishandles tool loops and tool
+images (STACK_NOTES). :func:`check_vllm` fails fast — before anything is loaded or written —
+where vLLM cannot run (not installed, or no CUDA).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.config import Params, TrainParams
+from urbex.errors import ConfigError
 
 if TYPE_CHECKING:
     from trl import GRPOConfig
@@ -24,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_completion_length",
     "check_generation_batch",
+    "check_vllm",
     "image_tokens",
     "make_grpo_config",
     "resolve_device",
@@ -124,6 +133,35 @@ def check_completion_length(params: Params) -> None:
         )
 
 
+def check_vllm(params: Params, device: str) -> None:
+    """``ConfigError`` unless ``train.use_vllm`` can run: vllm importable and ``device`` cuda.
+
+    A no-op when ``train.use_vllm`` is false. ``device`` is the resolved device
+    (:func:`resolve_device`).
+
+    >>> from urbex.config import Params
+    >>> check_vllm(Params(), "cpu")  # use_vllm false: nothing to check
+    """
+    if not params.train.use_vllm:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "train.use_vllm: true needs the vllm package, which is not importable here; "
+            "install it on a CUDA machine (`pip install vllm`, matching your torch build), or set "
+            "train.use_vllm: false to generate with trl's transformers generate",
+            field="train.use_vllm",
+        )
+    if device != "cuda":
+        raise ConfigError(
+            f"train.use_vllm: true generates on the GPU (vLLM colocate mode), but train.device "
+            f"resolves to {device!r}; set train.device: cuda on a GPU machine, or "
+            "train.use_vllm: false",
+            field="train.use_vllm",
+        )
+
+
 def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -> GRPOConfig:
     """A ``trl.GRPOConfig`` from ``params.train`` and ``params.env``.
 
@@ -147,12 +185,15 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         :func:`check_generation_batch`; ``WORLD_SIZE``, set by ``accelerate launch``/``torchrun``,
         counts the processes), ``train.device`` is unknown, or ``train.max_completion_length``
         cannot hold one tool image (:func:`check_completion_length`).
+    ConfigError
+        ``train.use_vllm`` where vLLM cannot run (:func:`check_vllm`).
     """
     from trl import GRPOConfig
 
     t: TrainParams = params.train
     check_completion_length(params)
     device = resolve_device(t.device)
+    check_vllm(params, device)
     on_cpu = device == "cpu"
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),
@@ -179,6 +220,12 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         "dataloader_num_workers": 0,
         "remove_unused_columns": False,
     }
+    if t.use_vllm:  # colocate only (see the module docstring)
+        kwargs.update(
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        )
     kwargs.update(overrides)
     if kwargs.get("generation_batch_size") is None and kwargs.get("steps_per_generation") is None:
         check_generation_batch(
