@@ -55,8 +55,11 @@ __all__ = [
     "write_results_page",
 ]
 
-#: Side of the global panel and of each view thumbnail in gallery pictures (picture pixels).
-PANEL_PX, THUMB_PX = 384, 128
+#: Side of the global panel and of each view thumbnail in gallery pictures (picture pixels;
+#: 448 is the narrowest panel whose legend fits its two lines).
+PANEL_PX, THUMB_PX = 448, 160
+#: Colours of a gallery picture's palette (a palette PNG is ~4x smaller than RGB).
+PALETTE_COLORS = 128
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;background:#fafafa;color:#222}
@@ -312,15 +315,15 @@ def _write_run_page(
 
     lay = params.layout
     run_dir = lay.run(run_id)
-    eps = read_episodes(lay.run_episodes(run_id)) if lay.run_episodes(run_id).is_dir() else None
-    if eps is None or eps.height == 0:
+    eps = read_episodes(run_dir)
+    if eps.height == 0:
         body = ('<p><a href="../../index.html">← all results</a></p>'
                 '<div class="gallery" id="gallery"></div>'
                 '<p class="empty" id="no-episodes">This run has no episodes yet '
                 "(nothing was played, or every shard is still being written).</p>")
         _write(run_dir / "index.html", _page(f"run {run_id}", body))
         return 0
-    steps = read_steps(lay.run_steps(run_id)) if lay.run_steps(run_id).is_dir() else None
+    steps = read_steps(run_dir)
     picks = pick_episodes(
         eps, n_best=n_best, n_worst=n_worst, n_random=n_random, seed=params.eval.seed
     )
@@ -331,11 +334,7 @@ def _write_run_page(
     replay = _Replayer(params)
     for pick in picks:
         ep = eps.filter(pl.col("query_id") == pick.query_id).row(0, named=True)
-        st = (
-            steps.filter(pl.col("query_id") == pick.query_id).sort("turn")
-            if steps is not None
-            else pl.DataFrame()
-        )
+        st = steps.filter(pl.col("query_id") == pick.query_id).sort("turn")
         stem = _file_stem(pick.query_id)
         text = texts.get(pick.query_id, pick.query_id)
         pic = run_dir / "pictures" / f"{stem}.png"
@@ -512,7 +511,10 @@ class _Replayer:
             panel_px=PANEL_PX, thumb_px=THUMB_PX,
         )  # fmt: skip
         out.parent.mkdir(parents=True, exist_ok=True)
-        img.save(out, format="PNG", optimize=True)
+        from PIL import Image
+
+        small = img.quantize(colors=PALETTE_COLORS, method=Image.Quantize.FASTOCTREE)
+        small.save(out, format="PNG")
         return True, ""
 
 
