@@ -185,12 +185,14 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        shown = "–" if v != v else f"{v:.1f}"
-        return f'<td class="n" data-v="{v if v == v else ""}">{shown}</td>'
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f'<td class="n" data-v="{v}">{v}</td>'
+def _cell(v: Any, metric: str | None) -> str:
+    """A table cell; numbers formatted as in ``report.md`` (:func:`urbex.eval.report._fmt`) and
+    sorted by their value (``data-v``)."""
+    from urbex.eval.report import _fmt
+
+    if metric is not None and (v is None or isinstance(v, int | float)):
+        num = v is not None and v == v
+        return f'<td class="n" data-v="{v if num else ""}">{_fmt(v, metric)}</td>'
     s = "" if v is None else str(v)
     return f'<td data-v="{html.escape(s)}">{html.escape(s)}</td>'
 
@@ -208,18 +210,20 @@ def _report_html(params: Params) -> tuple[str, int]:
     if table.height == 0:
         return "", 0
     cols = [c for c in table.columns if not c.endswith(("_lo", "_hi"))]
-    heads = []
+    heads, metrics = [], []
     for c in cols:
         if c in ("method", "policy"):
             heads.append(c)
+            metrics.append(None)
         else:
             split, metric = _split_metric(c)
             heads.append(f"{split} {METRIC_LABELS.get(metric, metric)}")
+            metrics.append(metric)
     out = ['<table class="sortable" id="report"><thead><tr>']
     out += [f"<th>{html.escape(h)}</th>" for h in heads]
     out.append("</tr></thead><tbody>")
     for row in table.iter_rows(named=True):
-        out.append("<tr>" + "".join(_cell(row[c]) for c in cols) + "</tr>")
+        out.append("<tr>" + "".join(_cell(row[c], m) for c, m in zip(cols, metrics)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out), table.height
 
