@@ -95,7 +95,9 @@ def main() -> int:
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     print(params.layout.report_md.read_text())
     print(
-        "demo: done. Query the warehouse (see README):\n"
+        f"demo: done. Results page: {params.layout.results_page}\n"
+        "  the Dagster event log: make ui\n"
+        "  the warehouse (see README):\n"
         "  .venv/bin/python -c \"import duckdb; con = duckdb.connect('assets/warehouse.duckdb', "
         "read_only=True); print(con.sql('SELECT * FROM metrics'))\""
     )

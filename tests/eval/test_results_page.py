@@ -50,7 +50,9 @@ def test_results_page_run_gallery_bad_inputs(page):
     ghost = (runs / "ghost" / "index.html").read_text()
     assert "picture missing: no scene cache for gone_scene" in ghost and "<img" not in ghost
     lp = (runs / "landmark_prior-test_nd" / "index.html").read_text()
-    assert lp.count('class="card"') == len(list((runs / "landmark_prior-test_nd" / "pictures").glob("*.png")))
+    assert lp.count('class="card"') == len(
+        list((runs / "landmark_prior-test_nd" / "pictures").glob("*.png"))
+    )
 
 
 def test_results_page_is_moveable(page, tmp_path):
@@ -61,15 +63,23 @@ def test_results_page_is_moveable(page, tmp_path):
 def test_pick_episodes_is_seeded_and_unique():
     import polars as pl
 
-    df = pl.DataFrame({"query_id": [f"q{i}" for i in range(20)], "hit1": [i % 3 == 0 for i in range(20)],
-                       "iou_bev": [i / 20 for i in range(20)]})
+    df = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(20)],
+            "hit1": [i % 3 == 0 for i in range(20)],
+            "iou_bev": [i / 20 for i in range(20)],
+        }
+    )
     a = pick_episodes(df, seed=1)
     assert a == pick_episodes(df, seed=1) and len({p.query_id for p in a}) == 6
     assert [p.why for p in a] == ["best", "best", "worst", "worst", "random", "random"]
     assert episode_outcome(True, False) == "miss"
 
 
-@pytest.mark.skipif(find_chromium() is None, reason="no chromium installed (scripts/setup.sh installs Debian's chromium as root)")
+@pytest.mark.skipif(
+    find_chromium() is None,
+    reason="no chromium installed (scripts/setup.sh installs Debian's chromium as root)",
+)
 def test_results_page_in_headless_chromium(page, tmp_path):
     with Browser(find_chromium(), tmp_path / "profile") as b:
         b.goto(page)
@@ -78,7 +88,9 @@ def test_results_page_in_headless_chromium(page, tmp_path):
         first = b.eval("document.querySelector('#report tbody tr td').dataset.v")
         b.eval("document.querySelector('#report th').click()")  # sort by method
         b.eval("document.querySelector('#report th').click()")  # and back, descending
-        assert b.eval("document.querySelector('#report tbody tr td').dataset.v") != first or rows == 1
+        assert (
+            b.eval("document.querySelector('#report tbody tr td').dataset.v") != first or rows == 1
+        )
         imgs = b.eval("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
         assert imgs and all(ok and w > 0 for ok, w in imgs), imgs
         b.screenshot(tmp_path / "index.png")
@@ -92,7 +104,9 @@ def test_results_page_in_headless_chromium(page, tmp_path):
         b.eval("document.querySelector('button[data-key=outcome][data-value=hit]').click()")
         assert b.eval(visible) == n_hit < n_all
         b.eval("document.querySelector('button[data-key=outcome][data-value=invalid]').click()")
-        assert b.eval(visible) == b.eval("document.querySelectorAll('.card[data-outcome=invalid]').length")
+        assert b.eval(visible) == b.eval(
+            "document.querySelectorAll('.card[data-outcome=invalid]').length"
+        )
         b.eval("document.querySelector('button[data-key=outcome][data-value=all]').click()")
         assert b.eval(visible) == n_all
         shot = b.screenshot(tmp_path / "run.png")

@@ -173,7 +173,7 @@ def _file_stem(query_id: str) -> str:
 def _page(title: str, body: str, *, script: str = "") -> str:
     js = f"<script>{script}</script>" if script else ""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
         f"<body>\n<h1>{html.escape(title)}</h1>\n{body}\n{js}\n</body></html>\n"
     )
@@ -199,18 +199,16 @@ def _cell(v: Any, metric: str | None) -> str:
 
 def _report_html(params: Params) -> tuple[str, int]:
     """The report table as a sortable HTML table, and its row count (0: no runs)."""
-    from urbex.eval.report import METRIC_LABELS, _split_metric
+    from urbex.eval.report import METRIC_LABELS, _split_metric, report_table
 
-    try:
-        from urbex.eval.report import report_table
-
-        table = report_table(params, missing_as_null=True)
-    except Exception as exc:  # noqa: BLE001 - shown on the page, never hidden
-        return f'<p class="empty">The report table could not be built: {html.escape(str(exc))}</p>', 0
+    if not any(params.layout.runs.glob("*/metrics.parquet")):
+        return "", 0  # no finished run: no metrics view to read
+    table = report_table(params, missing_as_null=True)
     if table.height == 0:
         return "", 0
     cols = [c for c in table.columns if not c.endswith(("_lo", "_hi"))]
-    heads, metrics = [], []
+    heads: list[str] = []
+    metrics: list[str | None] = []
     for c in cols:
         if c in ("method", "policy"):
             heads.append(c)
@@ -249,14 +247,16 @@ def write_results_page(
     table, n_rows = _report_html(params)
     runs = _run_ids(params)
     if not runs:
-        parts.append('<p class="empty" id="no-runs">No evaluation runs yet: run '
-                     "<code>urbex evaluate</code> (or <code>make demo</code>), then "
-                     "<code>urbex report</code>.</p>")
+        parts.append(
+            '<p class="empty" id="no-runs">No evaluation runs yet: run '
+            "<code>urbex evaluate</code> (or <code>make demo</code>), then "
+            "<code>urbex report</code>.</p>"
+        )
     if table:
         parts.append(f"<h2>Report</h2><p>{n_rows} method(s); click a column to sort.</p>{table}")
     plots = sorted(lay.diagnostics.glob("*.png")) if lay.diagnostics.is_dir() else []
     if plots:
-        parts.append("<h2>Diagnostics</h2><div class=\"plots\">")
+        parts.append('<h2>Diagnostics</h2><div class="plots">')
         parts += [
             f'<a href="diagnostics/{p.name}"><img src="diagnostics/{p.name}" '
             f'alt="{html.escape(p.stem)}"></a>'
@@ -265,7 +265,7 @@ def write_results_page(
         parts.append("</div>")
     curves = _copy_curves(params)
     if curves:
-        parts.append("<h2>Training curves</h2><div class=\"plots\">")
+        parts.append('<h2>Training curves</h2><div class="plots">')
         parts += [
             f'<figure><img src="curves/{n}.png" alt="training curves of {html.escape(n)}">'
             f"<figcaption>{html.escape(n)}</figcaption></figure>"
@@ -273,7 +273,7 @@ def write_results_page(
         ]
         parts.append("</div>")
     if runs:
-        parts.append("<h2>Runs</h2><ul id=\"runs\">")
+        parts.append('<h2>Runs</h2><ul id="runs">')
         for rid in runs:
             n = _write_run_page(params, rid, n_best=n_best, n_worst=n_worst, n_random=n_random)
             parts.append(
@@ -321,10 +321,12 @@ def _write_run_page(
     run_dir = lay.run(run_id)
     eps = read_episodes(run_dir)
     if eps.height == 0:
-        body = ('<p><a href="../../index.html">← all results</a></p>'
-                '<div class="gallery" id="gallery"></div>'
-                '<p class="empty" id="no-episodes">This run has no episodes yet '
-                "(nothing was played, or every shard is still being written).</p>")
+        body = (
+            '<p><a href="../../index.html">← all results</a></p>'
+            '<div class="gallery" id="gallery"></div>'
+            '<p class="empty" id="no-episodes">This run has no episodes yet '
+            "(nothing was played, or every shard is still being written).</p>"
+        )
         _write(run_dir / "index.html", _page(f"run {run_id}", body))
         return 0
     steps = read_steps(run_dir)
@@ -355,7 +357,7 @@ def _write_run_page(
             f'<div class="card" data-split="{html.escape(str(ep["split"]))}" '
             f'data-outcome="{outcome}"><a href="steps/{stem}.html">{img}</a>'
             f'<div><b>{pick.why}</b> · <span class="{outcome}">{outcome}</span> · '
-            f'{html.escape(str(ep["split"]))} · IoU {0.0 if iou is None else iou:.2f} · '
+            f"{html.escape(str(ep['split']))} · IoU {0.0 if iou is None else iou:.2f} · "
             f'{ep["turns"]} turn(s) · <a href="steps/{stem}.html">steps</a></div>'
             f"<div>{html.escape(text)}</div></div>"
         )
@@ -397,8 +399,10 @@ def _write_run_page(
 def _steps_page(
     run_id: str, ep: dict[str, Any], steps: pl.DataFrame, text: str, stem: str, drawn: bool
 ) -> str:
-    rows = ["<table><thead><tr><th>turn</th><th>tool</th><th>arguments</th><th>valid</th>"
-            "<th>error</th><th>view</th><th>reward</th><th>s</th></tr></thead><tbody>"]
+    rows = [
+        "<table><thead><tr><th>turn</th><th>tool</th><th>arguments</th><th>valid</th>"
+        "<th>error</th><th>view</th><th>reward</th><th>s</th></tr></thead><tbody>"
+    ]
     for s in steps.iter_rows(named=True) if steps.height else ():
         rows.append(
             "<tr>"
@@ -498,8 +502,8 @@ class _Replayer:
                     valid=bool(s["valid"]), error=s["error"], view=view,
                     reward_shaping=float(s["reward"]), reward_terminal=0.0,
                     env_s=float(s["env_s"]), policy_s=float(s["policy_s"]),
-                )  # fmt: skip
-            )
+                )
+            )  # fmt: skip
         inst = scene.instances.filter(pl.col("object_id") == str(ep["object_id"]))
         target = None
         if inst.height:
