@@ -51,8 +51,27 @@ def test_results_page_run_gallery_bad_inputs(page):
     assert "picture missing: no scene cache for gone_scene" in ghost and "<img" not in ghost
     lp = (runs / "landmark_prior-test_nd" / "index.html").read_text()
     assert lp.count('class="card"') == len(
-        list((runs / "landmark_prior-test_nd" / "pictures").glob("*.png"))
+        list((runs / "landmark_prior-test_nd" / "gallery").glob("*.png"))
     )
+
+
+def test_results_page_leaves_the_runs_files_alone(page):
+    run = page.parent / "runs" / "oracle-test_no"
+    before = {
+        p: p.read_bytes()
+        for p in run.rglob("*")
+        if p.is_file() and "gallery" not in p.parts and p.name != "index.html"
+    }
+    assert any(p.parent.name == "steps" for p in before) and any(
+        p.parent.name == "episodes" for p in before
+    )
+    write_results_page(page_params(page.parent.parent))
+    after = {
+        p: p.read_bytes()
+        for p in run.rglob("*")
+        if p.is_file() and "gallery" not in p.parts and p.name != "index.html"
+    }
+    assert after == before
 
 
 def test_results_page_is_moveable(page, tmp_path):

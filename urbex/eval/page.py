@@ -10,8 +10,12 @@ filters): no server, no external script, style sheet or font, and only *relative
     eval/curves/<checkpoint>.png        copies of <assets>/checkpoints/<name>/train_curves.png
     eval/runs/<run_id>/index.html       the run's gallery: best, worst and a seeded random
                                         sample of episodes, filterable by split and outcome
-    eval/runs/<run_id>/pictures/<q>.png the gallery's trajectory pictures (small PNGs)
-    eval/runs/<run_id>/steps/<q>.html   one episode's step list
+    eval/runs/<run_id>/gallery/<q>.png  the gallery's trajectory pictures (small PNGs)
+    eval/runs/<run_id>/gallery/<q>.html one episode's step list
+
+The page's files in a run directory (``index.html``, ``gallery/``) are rewritten by every
+call; the run's own files (``run.json``, ``episodes/``, ``steps/``, ``metrics.parquet``) are
+only read. ``.dvcignore`` keeps the page's files out of the evaluation stages' outputs.
 
 Pictures are drawn by the same code as ``urbex ground``
 (:func:`urbex.viz.trajectory.trajectory_picture`) by **replaying the episode from the run's
@@ -58,6 +62,8 @@ __all__ = [
 #: Side of the global panel and of each view thumbnail in gallery pictures (picture pixels;
 #: 448 is the narrowest panel whose legend fits its two lines).
 PANEL_PX, THUMB_PX = 448, 160
+#: A run directory's sub-directory for the page's pictures and step lists.
+GALLERY = "gallery"
 #: Colours of a gallery picture's palette (a palette PNG is ~4x smaller than RGB).
 PALETTE_COLORS = 128
 
@@ -334,8 +340,7 @@ def _write_run_page(
         eps, n_best=n_best, n_worst=n_worst, n_random=n_random, seed=params.eval.seed
     )
     texts = _descriptions(params)
-    for d in ("pictures", "steps"):
-        shutil.rmtree(run_dir / d, ignore_errors=True)  # stale picks of an earlier page
+    shutil.rmtree(run_dir / GALLERY, ignore_errors=True)  # stale picks of an earlier page
     cards = []
     replay = _Replayer(params)
     for pick in picks:
@@ -343,22 +348,22 @@ def _write_run_page(
         st = steps.filter(pl.col("query_id") == pick.query_id).sort("turn")
         stem = _file_stem(pick.query_id)
         text = texts.get(pick.query_id, pick.query_id)
-        pic = run_dir / "pictures" / f"{stem}.png"
+        pic = run_dir / GALLERY / f"{stem}.png"
         drawn, why_not = replay.draw(ep, st, text, pic)
-        _write(run_dir / "steps" / f"{stem}.html", _steps_page(run_id, ep, st, text, stem, drawn))
+        _write(run_dir / GALLERY / f"{stem}.html", _steps_page(run_id, ep, st, text, stem, drawn))
         outcome = episode_outcome(bool(ep["valid_answer"]), bool(ep["hit1"]))
         img = (
-            f'<img src="pictures/{stem}.png" alt="trajectory of {html.escape(pick.query_id)}">'
+            f'<img src="{GALLERY}/{stem}.png" alt="trajectory of {html.escape(pick.query_id)}">'
             if drawn
             else f'<div class="ph">picture missing: {html.escape(why_not)}</div>'
         )
         iou = ep.get("iou_bev")
         cards.append(
             f'<div class="card" data-split="{html.escape(str(ep["split"]))}" '
-            f'data-outcome="{outcome}"><a href="steps/{stem}.html">{img}</a>'
+            f'data-outcome="{outcome}"><a href="{GALLERY}/{stem}.html">{img}</a>'
             f'<div><b>{pick.why}</b> · <span class="{outcome}">{outcome}</span> · '
             f"{html.escape(str(ep['split']))} · IoU {0.0 if iou is None else iou:.2f} · "
-            f'{ep["turns"]} turn(s) · <a href="steps/{stem}.html">steps</a></div>'
+            f'{ep["turns"]} turn(s) · <a href="{GALLERY}/{stem}.html">steps</a></div>'
             f"<div>{html.escape(text)}</div></div>"
         )
     splits = sorted({str(s) for s in eps["split"].to_list()})
@@ -415,7 +420,7 @@ def _steps_page(
     rows.append("</tbody></table>")
     if not steps.height:
         rows.append('<p class="empty">No steps stored for this episode.</p>')
-    pic = f'<p><img src="../pictures/{stem}.png" alt="trajectory"></p>' if drawn else ""
+    pic = f'<p><img src="{stem}.png" alt="trajectory"></p>' if drawn else ""
     body = (
         '<p><a href="../index.html">← the run</a></p>'
         f"<p>{html.escape(text)}</p><p>query {html.escape(str(ep['query_id']))} · scene "
@@ -537,4 +542,4 @@ def _oblique_placeholder() -> Any:
 
 def thumbnails(index: Path, *, k: int = 2) -> list[Path]:
     """Up to ``k`` gallery pictures under the page's runs (for asset metadata), sorted."""
-    return sorted((index.parent / "runs").glob("*/pictures/*.png"))[:k]
+    return sorted((index.parent / "runs").glob(f"*/{GALLERY}/*.png"))[:k]
