@@ -59,7 +59,9 @@ def _run(
     partition_key: str | None = None,
     *,
     steps: int | None = None,
-) -> None:
+    echo: bool = True,
+) -> float:
+    """Materialize ``selection`` (one partition); print a timed line (``echo``); the seconds."""
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
     label += f" ({steps} steps)" if steps else ""
     run_config: dict[str, Any] = {"loggers": QUIET_LOGGERS}
@@ -76,7 +78,16 @@ def _run(
     )
     if not result.success:
         raise SystemExit(f"demo: {label} failed (the event log: make ui)")
-    print(f"▶ {label}: {time.perf_counter() - t0:.1f} s", flush=True)
+    seconds = time.perf_counter() - t0
+    if echo:
+        print(f"▶ {label}: {seconds:.1f} s", flush=True)
+    return seconds
+
+
+def _run_partitions(instance: dg.DagsterInstance, asset: str, keys: list[Any], what: str) -> None:
+    """Every partition of one asset, then one line: the asset, the count, the seconds."""
+    seconds = sum(_run(instance, [asset], k, echo=False) for k in keys)
+    print(f"▶ {asset}: {len(keys)} partitions ({what}): {seconds:.1f} s", flush=True)
 
 
 def record_with_dvc(repo: Path) -> None:
@@ -99,29 +110,35 @@ def main() -> int:
     instance = dg.DagsterInstance.get()
     params = RESOURCES["urbex_params"].load()
     _run(instance, ["raw_dataset"])
-    for key in instance.get_dynamic_partitions(SCENES.name):
-        _run(instance, ["scene_caches"], key)
+    scenes = list(instance.get_dynamic_partitions(SCENES.name))
+    _run_partitions(instance, "scene_caches", scenes, "scenes")
     for selection in STAGES:
         if selection == ["stpls3d_refer"] and params.data.source not in ("synthetic", "stpls3d"):
             continue
         _run(instance, selection)
-    for policy, split in DEMO_EVALS:
-        _run(instance, ["evaluation"], dg.MultiPartitionKey({"policy": policy, "split": split}))
+    evals = [dg.MultiPartitionKey({"policy": p, "split": s}) for p, s in DEMO_EVALS]
+    _run_partitions(instance, "evaluation", evals, "policy × split")
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
+    t0, played, resumed = time.perf_counter(), 0, 0
     for mode, split in DEMO_PERTURBATIONS:
         p = params.with_updates(eval={"landmark_perturbation": mode})
         spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
         r = evaluate(params, spec=spec, progress=False, refresh=False)
-        print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
+        played, resumed = played + r.n_played, resumed + r.n_skipped
+    print(
+        f"▶ landmark-perturbation runs: {len(DEMO_PERTURBATIONS)} ({played} episodes played, "
+        f"{resumed} resumed): {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
     # training (the tiny CPU recipe, shortened) and the checkpoint's evaluation on both test splits
     train_params = RESOURCES["training_params"].load()
     _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)
     _run(instance, ["grpo_checkpoint"], steps=DEMO_GRPO_STEPS)
-    for split in CHECKPOINT_SPLITS:
-        key = dg.MultiPartitionKey({"checkpoint": train_params.train.run_name, "split": split})
-        _run(instance, ["checkpoint_evaluation"], key)
+    name = train_params.train.run_name
+    keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
+    _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     record_with_dvc(Path(__file__).resolve().parents[1])
     print(params.layout.report_md.read_text())
