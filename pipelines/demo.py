@@ -1,7 +1,18 @@
 """``make demo``: materialize the whole graph on the synthetic default, partition by partition.
 
-Runs against the Dagster instance in ``$DAGSTER_HOME`` (``make`` sets it to ``.dagster_home``),
-so the runs show up in ``make ui`` afterwards.
+Runs in-process against the Dagster instance in ``$DAGSTER_HOME`` (``make`` sets it to
+``.dagster_home``), so the runs show up in ``make ui`` afterwards; the terminal gets one timed
+line per step, warnings, the report and where to look next (Dagster's DEBUG event stream stays
+in the instance's event log).
+
+**DVC records what Dagster wrote** (``dvc commit dvc.yaml`` at the end), rather than the demo
+driving the stages through ``dvc repro``: the demo is the Dagster door (its runs, metadata and
+checks are what ``make ui`` shows), both doors write the same files, and ``dvc commit`` hashes
+them into ``dvc.lock`` without running anything twice, so ``dvc status dvc.yaml`` is clean
+right after and ``dvc push`` can store that version. The training pipeline
+(``training/dvc.yaml``) is *not* committed: the demo trains a shortened recipe
+(:data:`DEMO_SFT_STEPS`, :data:`DEMO_GRPO_STEPS`), not ``params-cpu.yaml``'s, and a lock entry
+saying otherwise would be false provenance.
 
     python -m pipelines.demo                          # in-process, one partition after another
     python -m pipelines.demo --executor multiprocess  # independent partitions at once
@@ -16,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -43,6 +58,9 @@ DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("t
 #: one) so the whole demo stays within ~10 minutes on 2 cores: optimizer steps of SFT and GRPO.
 DEMO_SFT_STEPS = 400
 DEMO_GRPO_STEPS = 10
+#: Dagster's console logger at WARNING: the event stream (DEBUG) stays in ``$DAGSTER_HOME``'s
+#: event log, viewable in ``make ui``; warnings and errors still reach the terminal.
+QUIET_LOGGERS: dict[str, Any] = {"console": {"config": {"log_level": "WARNING"}}}
 
 
 def _run(
@@ -51,12 +69,17 @@ def _run(
     partition_key: str | None = None,
     *,
     steps: int | None = None,
-) -> None:
-    from pipelines.definitions import defs
+    echo: bool = True,
+) -> float:
+    """Materialize ``selection`` (one partition); print a timed line (``echo``); the seconds."""
+    from pipelines.definitions import defs  # after --executor set its environment variable
 
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
-    print(f"▶ materializing {label}" + (f" ({steps} steps)" if steps else ""), flush=True)
-    run_config = {"ops": {selection[0]: {"config": {"steps": steps}}}} if steps else None
+    label += f" ({steps} steps)" if steps else ""
+    run_config: dict[str, Any] = {"loggers": QUIET_LOGGERS}
+    if steps:
+        run_config["ops"] = {selection[0]: {"config": {"steps": steps}}}
+    t0 = time.perf_counter()
     result = dg.materialize(
         list(defs.assets or []),
         instance=instance,
@@ -66,7 +89,33 @@ def _run(
         run_config=run_config,
     )
     if not result.success:
-        raise SystemExit(f"demo: {label} failed")
+        raise SystemExit(f"demo: {label} failed (the event log: make ui)")
+    seconds = time.perf_counter() - t0
+    if echo:
+        print(f"▶ {label}: {seconds:.1f} s", flush=True)
+    return seconds
+
+
+def _run_partitions(instance: dg.DagsterInstance, asset: str, keys: list[Any], what: str) -> None:
+    """Every partition of one asset, then one line: the asset, the count, the seconds."""
+    seconds = sum(_run(instance, [asset], k, echo=False) for k in keys)
+    print(f"▶ {asset}: {len(keys)} partitions ({what}): {seconds:.1f} s", flush=True)
+
+
+def record_with_dvc(repo: Path) -> None:
+    """``dvc commit -f dvc.yaml`` in ``repo`` (the module docstring says why); a line saying so,
+    or why it was skipped (no DVC project, no ``dvc`` command)."""
+    dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
+    if not (repo / ".dvc").is_dir() or not Path(dvc).is_file():
+        print("▶ dvc commit: skipped (no DVC project or no dvc command)", flush=True)
+        return
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [dvc, "commit", "-f", "-q", "dvc.yaml"], cwd=repo, capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        raise SystemExit(f"demo: dvc commit failed:\n{r.stdout}{r.stderr}")
+    print(f"▶ dvc commit dvc.yaml (dvc.lock): {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,54 +128,63 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[EXECUTOR_ENV] = "multiprocess"
     from pipelines import parallel as par
 
-    t0 = time.perf_counter()
+    t_demo = time.perf_counter()
     instance = dg.DagsterInstance.get()
     params = RESOURCES["urbex_params"].load()
     _run(instance, ["raw_dataset"])
-    scenes = instance.get_dynamic_partitions(SCENES.name)
+    scenes = list(instance.get_dynamic_partitions(SCENES.name))
     if parallel:
-        print(
-            f"▶ scene_caches: {len(scenes)} partitions, {args.max_parallel} at a time", flush=True
-        )
+        t0 = time.perf_counter()
         par.run_partitions(par.scene_caches_job, scenes, max_parallel=args.max_parallel)
+        print(f"▶ scene_caches: {len(scenes)} partitions, {args.max_parallel} at a time: "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     else:
-        for key in scenes:
-            _run(instance, ["scene_caches"], key)
+        _run_partitions(instance, "scene_caches", scenes, "scenes")
     for selection in STAGES:
         if selection == ["stpls3d_refer"] and params.data.source not in ("synthetic", "stpls3d"):
             continue
         _run(instance, selection)
     evals = [dg.MultiPartitionKey({"policy": p, "split": s}) for p, s in DEMO_EVALS]
     if parallel:
-        print(f"▶ evaluation: {len(evals)} partitions, {args.max_parallel} at a time", flush=True)
+        t0 = time.perf_counter()
         par.run_partitions(par.evaluation_job, evals, max_parallel=args.max_parallel)
+        print(f"▶ evaluation: {len(evals)} partitions, {args.max_parallel} at a time: "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     else:
-        for key in evals:
-            _run(instance, ["evaluation"], key)
+        _run_partitions(instance, "evaluation", evals, "policy × split")
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
+    t0, played, resumed = time.perf_counter(), 0, 0
     for mode, split in DEMO_PERTURBATIONS:
         p = params.with_updates(eval={"landmark_perturbation": mode})
         spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
         r = evaluate(params, spec=spec, progress=False, refresh=False)
-        print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
+        played, resumed = played + r.n_played, resumed + r.n_skipped
+    print(
+        f"▶ landmark-perturbation runs: {len(DEMO_PERTURBATIONS)} ({played} episodes played, "
+        f"{resumed} resumed): {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
     # training (the tiny CPU recipe, shortened) and the checkpoint's evaluation on both test splits
     train_params = RESOURCES["training_params"].load()
     _run(instance, ["base_model"])
     _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)
     _run(instance, ["grpo_checkpoint"], steps=DEMO_GRPO_STEPS)
-    for split in CHECKPOINT_SPLITS:
-        key = dg.MultiPartitionKey({"checkpoint": train_params.train.run_name, "split": split})
-        _run(instance, ["checkpoint_evaluation"], key)
+    name = train_params.train.run_name
+    keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
+    _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
+    record_with_dvc(Path(__file__).resolve().parents[1])
     print(params.layout.report_md.read_text())
     print(
-        "demo: done. Query the warehouse (see README):\n"
+        f"demo: done. Results page: {params.layout.results_page}\n"
+        "  the Dagster event log: make ui\n"
+        "  the warehouse (see README):\n"
         "  .venv/bin/python -c \"import duckdb; con = duckdb.connect('assets/warehouse.duckdb', "
         "read_only=True); print(con.sql('SELECT * FROM metrics'))\""
     )
-    print(f"demo: wall time {time.perf_counter() - t0:.1f} s ({args.executor} executor)")
+    print(f"demo: wall time {time.perf_counter() - t_demo:.1f} s ({args.executor} executor)")
     return 0
 
 

@@ -9,8 +9,9 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 
 # System libraries: open3d needs libusb/libGL/libgomp; its headless renderer needs Mesa's
-# software Vulkan + EGL (used only by the benchmark peer).
-APT_PKGS="libusb-1.0-0 libgl1 libgomp1 libvulkan1 mesa-vulkan-drivers libegl1 libegl-mesa0 libgl1-mesa-dri"
+# software Vulkan + EGL (used only by the benchmark peer); chromium drives the results-page test
+# (tests/eval/test_results_page.py, headless over CDP).
+APT_PKGS="libusb-1.0-0 libgl1 libgomp1 libvulkan1 mesa-vulkan-drivers libegl1 libegl-mesa0 libgl1-mesa-dri chromium"
 missing=""
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in $APT_PKGS; do
@@ -21,11 +22,11 @@ if [ -n "$missing" ]; then
   if [ "$(id -u)" = "0" ]; then
     echo "setup: installing system packages:$missing"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
   elif command -v sudo >/dev/null 2>&1; then
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
   else
-    echo "setup: warning: missing system packages (open3d will not import):$missing" >&2
+    echo "setup: warning: missing system packages (open3d will not import; the browser test skips without chromium):$missing" >&2
   fi
 fi
 

@@ -319,7 +319,7 @@ def _cmd_report(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.report import report
 
     path = report(params, echo=True)
-    print(f"report → {path} (+ .csv)")
+    print(f"report → {path} (+ .csv); results page → {params.layout.results_page}")
     return 0
 
 
@@ -534,7 +534,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="output directory (default <assets>/ground/<scene>-<time>)"
     )
     gr.set_defaults(func=_cmd_ground)
-    rp = command("report", help="the Table-1-shaped comparison (Markdown + CSV)")
+    rp = command("report", help="the Table-1-shaped comparison (Markdown + CSV) and the results page")
     rp.set_defaults(func=_cmd_report)
     dg = command("diagnose", help="the paper's diagnostic tables and plots (appendix D)")
     dg.set_defaults(func=_cmd_diagnose)

@@ -20,6 +20,7 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
                                         metrics.parquet)
         eval/diagnostics/               diagnostic tables and plots
         eval/report.md, eval/report.csv the comparison table
+        eval/index.html                 the static results page (+ eval/runs/<run_id>/index.html)
         ground/                         ``urbex ground`` outputs
         stpls3d_refer/                  STPLS3D-Refer in the CityRefer layout
         warehouse.duckdb                DuckDB views over the Parquet files above
@@ -335,6 +336,11 @@ class AssetLayout:
     def report_csv(self) -> Path:
         """``eval/report.csv``: the comparison table (CSV)."""
         return self.eval / "report.csv"
+
+    @property
+    def results_page(self) -> Path:
+        """``eval/index.html``: the static results page (:mod:`urbex.eval.page`)."""
+        return self.eval / "index.html"
 
     @property
     def ground(self) -> Path:

@@ -15,10 +15,12 @@ from pipelines.defs.resources import UrbexParams
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.agents.registry import POLICY_NAMES, policy_info
 from urbex.eval.diagnose import diagnose
+from urbex.eval.page import thumbnails
 from urbex.eval.report import report
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
+from urbex.viz.thumbnails import thumbnail_markdown
 
 EVAL_SPLITS = ["val", "test_nd", "test_no"]
 #: Policies that play through a model (a checkpoint or an endpoint).
@@ -112,18 +114,6 @@ def warehouse(urbex_params: UrbexParams) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={f"rows_{k}": v for k, v in counts.items()})
 
 
-@dg.asset(deps=[warehouse], group_name="evaluation")
-def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
-    """The Table-1-shaped comparison, as ``assets/eval/report.md`` and ``report.csv``."""
-    path = report(urbex_params.load(), echo=False)
-    return dg.MaterializeResult(
-        metadata={
-            "report": dg.MetadataValue.md(path.read_text()),
-            "path": dg.MetadataValue.path(str(path)),
-        }
-    )
-
-
 @dg.asset(deps=[evaluation, model_evaluation], group_name="evaluation")
 def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The paper's diagnostic tables (appendix D) under ``assets/eval/diagnostics/`` + plots."""
@@ -134,5 +124,25 @@ def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
             "summary": dg.MetadataValue.md(md.read_text()),
             "path": dg.MetadataValue.path(str(md.parent)),
             "files": len(paths),
+        }
+    )
+
+
+@dg.asset(deps=[warehouse, diagnostics], group_name="evaluation")
+def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
+    """The Table-1-shaped comparison (``assets/eval/report.md``, ``report.csv``) and the static
+    results page ``assets/eval/index.html`` (after the diagnostics, whose plots it shows)."""
+    params = urbex_params.load()
+    path = report(params, echo=False)
+    pics = thumbnails(params.layout.results_page, k=2)
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.md(path.read_text()),
+            "path": dg.MetadataValue.path(str(path)),
+            "results_page": dg.MetadataValue.url(params.layout.results_page.resolve().as_uri()),
+            "thumbnails": dg.MetadataValue.md(
+                "\n\n".join(thumbnail_markdown(p, alt=p.stem, max_side=320) for p in pics)
+                or "no trajectory pictures yet"
+            ),
         }
     )

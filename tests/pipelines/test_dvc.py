@@ -50,6 +50,8 @@ def dvc_project(tmp_path, repo_root):
     )
     _run(["git", "init", "-q"], tmp_path, env)
     _run([str(bin_dir / "dvc"), "init", "-q"], tmp_path, env)
+    for name in (".dvc/config", ".dvcignore"):  # the repository's remote and ignores
+        shutil.copy(repo_root / name, tmp_path / name)
     return tmp_path, env, bin_dir / "dvc"
 
 
@@ -66,6 +68,21 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     assert not (root / "assets" / "checkpoints").exists()  # training is not in the default
     status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "up to date" in status.lower()
+    # the default local remote (.dvc/config): push, remove outputs, pull → byte-identical
+    _run([str(dvc), "push", "-q"], root, env)
+    assert (root / ".dvc-storage" / "files").is_dir()
+    kept = ("raw", "scenes", "splits", "models", "eval")
+    files = {
+        p: p.read_bytes()
+        for d in kept
+        for p in (root / "assets" / d).rglob("*")
+        if p.is_file() and p.name != "index.html" and not {"gallery", "curves"} & set(p.parts)
+    }  # the results page's files are not versioned (.dvcignore): `urbex report` rewrites them
+    for d in kept:
+        shutil.rmtree(root / "assets" / d)
+    _run([str(dvc), "pull", "-q"], root, env)
+    assert {p: p.read_bytes() for p in files} == files
+    assert "up to date" in _run([str(dvc), "status", "dvc.yaml"], root, env).lower()
     # the training pipeline is wired (its inputs are built) but only runs when targeted
     status = _run([str(dvc), "status", "training/dvc.yaml"], root, env)
     for stage in ("tiny_model", "sft", "train"):
@@ -92,3 +109,26 @@ def test_dvc_evaluate_outs_are_the_run_specs_run_ids(repo_root):
             item = out.replace("${item.policy}", policy).replace("${item.split}", split)
             assert item == f"assets/eval/runs/{RunSpec(policy=policy, split=split).run_id}"
     assert "--run-id" not in stage["cmd"]  # the CLI derives the same id from the same fields
+
+
+def test_dvc_default_remote_push_pull_is_byte_identical(tmp_path, repo_root):
+    """The repository's default remote (.dvc/config: a local directory) on a one-stage project."""
+    dvc = Path(sys.executable).with_name("dvc")
+    if not dvc.exists():
+        pytest.skip("dvc is not installed in this environment")
+    env = {**os.environ, "PATH": f"{dvc.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    _run(["git", "init", "-q"], tmp_path, env)
+    _run([str(dvc), "init", "-q"], tmp_path, env)
+    shutil.copy(repo_root / ".dvc" / "config", tmp_path / ".dvc" / "config")
+    code = "import os; os.makedirs('out', exist_ok=True); open('out/f.bin', 'wb').write(bytes(range(256)))"
+    (tmp_path / "dvc.yaml").write_text(
+        f'stages:\n  a:\n    cmd: {sys.executable} -c "{code}"\n    outs: [out]\n'
+    )
+    _run([str(dvc), "repro", "-q"], tmp_path, env)
+    before = (tmp_path / "out" / "f.bin").read_bytes()
+    _run([str(dvc), "push", "-q"], tmp_path, env)
+    assert (tmp_path / ".dvc-storage" / "files").is_dir()  # the default remote's directory
+    shutil.rmtree(tmp_path / "out")
+    _run([str(dvc), "pull", "-q"], tmp_path, env)
+    assert (tmp_path / "out" / "f.bin").read_bytes() == before
+    assert "up to date" in _run([str(dvc), "status"], tmp_path, env).lower()

@@ -318,8 +318,9 @@ def table11(params: Params) -> pl.DataFrame:
     )
 
 
-def report(params: Params, *, echo: bool = True) -> Path:
-    """Build the comparison, print it (``echo``), write ``report.md`` + ``report.csv``.
+def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
+    """Build the comparison, print it (``echo``), write ``report.md`` + ``report.csv`` and
+    (``page``) the static results page ``<assets>/eval/index.html`` (:mod:`urbex.eval.page`).
 
     Returns
     -------
@@ -360,6 +361,10 @@ def report(params: Params, *, echo: bool = True) -> Path:
         t11.write_parquet(tmp)
     with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
+    if page:
+        from urbex.eval.page import write_results_page
+
+        write_results_page(params)
     if echo:
         print(md)
     return out
