@@ -167,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     # training (the tiny CPU recipe, shortened) and the checkpoint's evaluation on both test splits
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" bars
     train_params = RESOURCES["training_params"].load()
     _run(instance, ["base_model"])
     _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)

@@ -94,7 +94,7 @@ def sft_checkpoint(
     r = sft(params, steps=config.steps, progress=False)
     return dg.MaterializeResult(
         metadata={
-            "run_name": r.run_name,
+            "run_name": r.checkpoint_dir.name,
             "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
             "steps": r.steps,
             "s_per_step": r.s_per_step,
