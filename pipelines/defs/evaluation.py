@@ -72,9 +72,10 @@ def warehouse(urbex_params: UrbexParams) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={f"rows_{k}": v for k, v in counts.items()})
 
 
-@dg.asset(deps=[warehouse], group_name="evaluation")
+@dg.asset(deps=[warehouse, dg.AssetKey("zero_shot_evaluation")], group_name="evaluation")
 def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
-    """The Table-1-shaped comparison, as ``assets/eval/report.md`` and ``report.csv``."""
+    """The Table-1-shaped comparison (+ the Table-2 block of the zero-shot runs), as
+    ``assets/eval/report.md`` and ``report.csv``."""
     path = report(urbex_params.load(), echo=False)
     return dg.MaterializeResult(
         metadata={
