@@ -11,6 +11,7 @@ import sys
 import dagster as dg
 
 from pipelines.definitions import defs
+from pipelines.defs.benchmarks import BENCHMARK, BENCHMARK_SCENES
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import RESOURCES
 from pipelines.defs.training import CHECKPOINT_SPLITS
@@ -23,6 +24,9 @@ DEMO_EVALS = [
     for p in ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
     for s in ("test_nd", "test_no")
 ]
+#: Zero-shot runs on STPLS3D-Refer (Table 2): ``zero_shot_evaluation`` partitions (benchmark ×
+#: policy), the same policies and fitted ranker, nothing fitted on the benchmark.
+DEMO_ZERO_SHOT = ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
 #: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as
 #: (perturbation mode, split); each is a :class:`~urbex.eval.runspec.RunSpec` (its run id
 #: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
@@ -66,8 +70,17 @@ def main() -> int:
         if selection == ["stpls3d_refer"] and params.data.source not in ("synthetic", "stpls3d"):
             continue
         _run(instance, selection)
+    zero_shot = params.data.source in ("synthetic", "stpls3d")  # STPLS3D-Refer was built
+    if zero_shot:
+        _run(instance, ["benchmark_scenes"])
+        for key in instance.get_dynamic_partitions(BENCHMARK_SCENES.name):
+            _run(instance, ["benchmark_scene_caches"], key)
+        _run(instance, ["benchmark_landmark_tables", "benchmark_queries"])
     for policy, split in DEMO_EVALS:
         _run(instance, ["evaluation"], dg.MultiPartitionKey({"policy": policy, "split": split}))
+    for policy in DEMO_ZERO_SHOT if zero_shot else ():
+        key = dg.MultiPartitionKey({"benchmark": BENCHMARK, "policy": policy})
+        _run(instance, ["zero_shot_evaluation"], key)
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
@@ -83,6 +96,14 @@ def main() -> int:
     for split in CHECKPOINT_SPLITS:
         key = dg.MultiPartitionKey({"checkpoint": train_params.train.run_name, "split": split})
         _run(instance, ["checkpoint_evaluation"], key)
+    if zero_shot:  # the demo's checkpoint on the benchmark, with its training params' views
+        from urbex.benchmarks import ZERO_SHOT_SPLIT, benchmark_params
+
+        bp = benchmark_params(train_params, BENCHMARK)
+        ckpt = train_params.layout.checkpoint(train_params.train.run_name)
+        spec = RunSpec.from_params(bp, policy="vlm", split=ZERO_SHOT_SPLIT, checkpoint=ckpt)
+        r = evaluate(bp, spec=spec, progress=False, refresh=False)
+        print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed", flush=True)
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     print(params.layout.report_md.read_text())
     print(

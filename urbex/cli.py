@@ -180,8 +180,15 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
 def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
     from urbex.stages import stage_stpls3d_refer
 
+    from urbex.annotations.stpls3d_refer import refer_counts
+
     path = stage_stpls3d_refer(params)
-    print(f"STPLS3D-Refer → {path}")
+    c = refer_counts(path)
+    print(
+        f"STPLS3D-Refer → {path}: {c['expressions']} expressions ({c['landmark_free']} "
+        f"landmark-free) for {c['targets']} targets, {c['ambiguous']} dropped as ambiguous "
+        f"({100 * c['ambiguity_drop_rate']:.1f} %)"
+    )
     return 0
 
 

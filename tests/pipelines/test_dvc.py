@@ -92,3 +92,18 @@ def test_dvc_evaluate_outs_are_the_run_specs_run_ids(repo_root):
             item = out.replace("${item.policy}", policy).replace("${item.split}", split)
             assert item == f"assets/eval/runs/{RunSpec(policy=policy, split=split).run_id}"
     assert "--run-id" not in stage["cmd"]  # the CLI derives the same id from the same fields
+
+
+def test_dvc_zero_shot_outs_are_the_run_specs_run_ids(repo_root):
+    import yaml
+
+    from urbex.eval.runspec import RunSpec
+
+    stages = yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]
+    stage = stages["evaluate_zero_shot"]
+    (out,) = [next(iter(o)) if isinstance(o, dict) else o for o in stage["outs"]]
+    for policy in stage["matrix"]["policy"]:
+        spec = RunSpec(policy=policy, split="test", benchmark="stpls3d_refer")
+        assert out.replace("${item.policy}", policy) == f"assets/eval/runs/{spec.run_id}"
+    assert stages["benchmark"]["outs"] == ["assets/benchmarks/stpls3d_refer"]
+    assert "assets/stpls3d_refer" in stages["benchmark"]["deps"]

@@ -45,6 +45,7 @@ __all__ = [
     "evaluate_clusters",
     "generate_expressions",
     "make_refer_scene",
+    "refer_counts",
     "write_refer_scene",
 ]
 
@@ -522,3 +523,14 @@ def write_refer_scene(
         for df in frames for r in df.iter_rows(named=True)
     ]  # fmt: skip
     write_annotations(out / "meta_data" / "CityRefer_test.json", anns)
+
+
+def refer_counts(out_root: str | Path) -> dict[str, Any]:
+    """Totals over the scenes of a built ``summary.json``: ``targets``, ``expressions``,
+    ``landmark_free``, ``ambiguous`` and ``ambiguity_drop_rate`` (ambiguous / targets)."""
+    import json
+
+    scenes = json.loads((Path(out_root) / "summary.json").read_text(encoding="utf-8"))["scenes"]
+    out = {k: int(sum(s.get(k, 0) for s in scenes)) for k in ("targets", "expressions", "landmark_free", "ambiguous")}  # fmt: skip
+    out["ambiguity_drop_rate"] = round(out["ambiguous"] / out["targets"], 4) if out["targets"] else 0.0
+    return out
