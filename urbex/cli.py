@@ -178,9 +178,8 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
-    from urbex.stages import stage_stpls3d_refer
-
     from urbex.annotations.stpls3d_refer import refer_counts
+    from urbex.stages import stage_stpls3d_refer
 
     path = stage_stpls3d_refer(params)
     c = refer_counts(path)

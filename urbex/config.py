@@ -23,8 +23,8 @@ from urbex.layout import AssetLayout, safe_name
 
 __all__ = [
     "SPLIT_NAMES",
-    "Benchmark",
     "AnnotationParams",
+    "Benchmark",
     "DataParams",
     "DiagnoseParams",
     "EnvParams",

@@ -51,11 +51,11 @@ if TYPE_CHECKING:
     from urbex.config import Params
 
 __all__ = [
+    "DEFAULT_BENCHMARK",
     "GLOBAL_VIEW_FILE",
     "INSTANCES_FILE",
     "META_FILE",
     "SCENE_ROW_FILE",
-    "DEFAULT_BENCHMARK",
     "AssetLayout",
     "plain_name",
     "safe_name",

@@ -190,18 +190,38 @@ def _satisfiers(desc: str, inst: pl.DataFrame, lm: pl.DataFrame, max_dist: float
         colour, cls, anchor = m.groups()
         if anchor in geoms:  # a landmark (not the instance that is that landmark)
             g = geoms[anchor]
-            own = lambda r: shapely.area(shapely.intersection(shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g)) > 0.5 * max(shapely.area(g), 1e-9)  # noqa: E731
+            own = lambda r: (
+                shapely.area(
+                    shapely.intersection(
+                        shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g
+                    )
+                )
+                > 0.5 * max(shapely.area(g), 1e-9)
+            )  # noqa: E731
             cands = [r for r in rows if not own(r)]
         else:  # a unique object, e.g. "the orange building" = "the only orange building ..."
             a = re.fullmatch(r"the (\w+) (car|building)", anchor)
             assert a, anchor
-            long = f"the only {a[1]} {a[2]} in the scene" if a[1] not in ("largest", "tallest") else f"{anchor} in the scene"
+            long = (
+                f"the only {a[1]} {a[2]} in the scene"
+                if a[1] not in ("largest", "tallest")
+                else f"{anchor} in the scene"
+            )
             (aid,) = _satisfiers(long, inst, lm, max_dist)
             ar = next(r for r in rows if r["object_id"] == aid)
             g = shapely.box(ar["x_min"], ar["y_min"], ar["x_max"], ar["y_max"])
             cands = [r for r in rows if r["object_id"] != aid]
-        fit = [r for r in cands if r["object_name"] == noun[cls] and (colour is None or col_of(r) == colour)]
-        gap = {r["object_id"]: shapely.distance(shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g) for r in fit}
+        fit = [
+            r
+            for r in cands
+            if r["object_name"] == noun[cls] and (colour is None or col_of(r) == colour)
+        ]
+        gap = {
+            r["object_id"]: shapely.distance(
+                shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g
+            )
+            for r in fit
+        }
         best = min(gap.values())
         assert best <= 40.0, desc
         return {o for o, d in gap.items() if d < best + 2.0}  # visibly the closest
@@ -374,7 +394,9 @@ def test_generate_expressions_ordinal_within_a_row_of_cars() -> None:
     # a row of 5 east-west cars stacked south → north (2.5 m bays), a lone car far away
     rows = [("Car", 0.0, 2.5 * k, 4.5, 2.5 * k + 1.8, (90, 90, 90)) for k in range(5)]
     rows.append(("Car", 60.0, 60.0, 64.5, 61.8, (90, 90, 90)))
-    df, counts = generate_expressions(_inst_table(rows), _LIB.head(0), scene_id="S", max_per_target=9)
+    df, counts = generate_expressions(
+        _inst_table(rows), _LIB.head(0), scene_id="S", max_per_target=9
+    )
     d = dict(zip(df["description"], df["object_id"]))
     assert d["the car at the south end of the row of 5 cars"] == "0"
     assert d["the second car from the north end of the row of 5 cars"] == "3"

@@ -25,7 +25,9 @@ def _episodes(hits: list[int]) -> pl.DataFrame:
 
 def test_subset_metrics_all_and_landmark_free() -> None:
     ep = _episodes([1, 2, 1, 0])
-    q = pl.DataFrame({"query_id": ["q0", "q1", "q2", "q3"], "landmark_free": [True, True, False, None]})
+    q = pl.DataFrame(
+        {"query_id": ["q0", "q1", "q2", "q3"], "landmark_free": [True, True, False, None]}
+    )
     m = subset_metrics(ep, q)
     assert m["subset"].to_list() == ["all", "landmark_free"]
     a, lf = m.row(0, named=True), m.row(1, named=True)

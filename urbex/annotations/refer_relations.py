@@ -134,7 +134,9 @@ def car_rows(
     return out
 
 
-def _row_names(rows: Sequence[tuple[NDArray[np.int64], int]], cxy: NDArray[np.float64]) -> list[list[str]]:
+def _row_names(
+    rows: Sequence[tuple[NDArray[np.int64], int]], cxy: NDArray[np.float64]
+) -> list[list[str]]:
     """Landmark-free names of each row that no other row shares."""
     sizes = [r.size for r, _ in rows]
     names: list[list[str]] = [[] for _ in rows]
@@ -178,7 +180,9 @@ def row_candidates(
                     if k == 0
                     else f"the {_ORDINALS[k]} car from the {end} end of {rn}"
                 )
-                out.append(Candidate(target=i, template="row_ordinal", description=desc, mask=_one(m, i)))
+                out.append(
+                    Candidate(target=i, template="row_ordinal", description=desc, mask=_one(m, i))
+                )
     return out
 
 
@@ -190,9 +194,7 @@ def _box_gaps(inst: pl.DataFrame, geom: object) -> NDArray[np.float64]:
     return np.asarray(shapely.distance(boxes, geom), dtype=np.float64)
 
 
-def _nearest(
-    gaps: NDArray[np.float64], scope: NDArray[np.bool_]
-) -> int | None:
+def _nearest(gaps: NDArray[np.float64], scope: NDArray[np.bool_]) -> int | None:
     """The index of ``scope`` nearest by ``gaps`` if it beats the runner-up by the margin."""
     idx = np.flatnonzero(scope & np.isfinite(gaps))
     if idx.size == 0:
@@ -213,7 +215,7 @@ def anchor_candidates(
     anchors: Sequence[tuple[int, str]],
     landmarks: pl.DataFrame,
 ) -> list[Candidate]:
-    """"the [colour] car closest to <anchor>": anchors are unique objects (``(row index, short
+    """ "the [colour] car closest to <anchor>": anchors are unique objects (``(row index, short
     phrase)``, e.g. ``(0, "the tallest building")``: landmark-free) and the landmarks (their
     name: landmark-bound). The nearest instance of the class (and colour) must beat the
     runner-up by :data:`NEAREST_MARGIN_M`; the anchor itself is never a candidate."""
@@ -242,7 +244,15 @@ def anchor_candidates(
             scope = ok & (cls == c)
             best = _nearest(gaps, scope)
             if best is not None:
-                out.append(Candidate(target=best, template=tmpl, description=f"the {noun} closest to {phrase}", mask=_one(m, best), landmark=lm))
+                out.append(
+                    Candidate(
+                        target=best,
+                        template=tmpl,
+                        description=f"the {noun} closest to {phrase}",
+                        mask=_one(m, best),
+                        landmark=lm,
+                    )
+                )
             for colour in sorted(set(col[scope].tolist()) - {"unknown"}):
                 cb = _nearest(gaps, scope & (col == colour))
                 if cb is not None and cb != best:
@@ -256,7 +266,7 @@ def colour_size_candidates(
     area: NDArray[np.float64],
     margin: float,
 ) -> list[Candidate]:
-    """"the largest / smallest <colour> car in the scene", when the target's footprint beats
+    """ "the largest / smallest <colour> car in the scene", when the target's footprint beats
     every other one of that class and colour by ``margin`` (a ratio); landmark-free."""
     m = cls.size
     out: list[Candidate] = []

@@ -227,7 +227,9 @@ def _base_candidates(
                 )
     if col[i] not in ("unknown",):
         cands.append(("colour", f"the only {col[i]} {nn} in the scene", same & (col == col[i])))
-    sups = (("largest", area), ("tallest", height)) if cls[i] == "Building" else (("largest", area),)
+    sups = (
+        (("largest", area), ("tallest", height)) if cls[i] == "Building" else (("largest", area),)
+    )
     for word, vals in sups:
         if same.sum() >= 2 and _beats(vals, i, same, larger=True):
             one = np.zeros(m, bool)
@@ -309,9 +311,16 @@ def generate_expressions(
     # unique, landmark-free objects are anchors of "the car closest to <anchor>"
     anchors: list[tuple[int, str]] = []
     for i, cands in enumerate(per):
-        for tmpl, desc, mask, _ in cands:
+        for tmpl, _desc, mask, _ in cands:
             if int(mask.sum()) == 1 and bool(mask[i]) and tmpl in ANCHOR_PHRASES:
-                anchors.append((i, ANCHOR_PHRASES[tmpl].format(colour=col[i], noun=noun.get(str(cls[i]), "object"))))
+                anchors.append(
+                    (
+                        i,
+                        ANCHOR_PHRASES[tmpl].format(
+                            colour=col[i], noun=noun.get(str(cls[i]), "object")
+                        ),
+                    )
+                )
                 break
     dxy = np.array([[r["dx"], r["dy"]] for r in rows], dtype=np.float64).reshape(-1, 2)
     extra = [
@@ -532,5 +541,7 @@ def refer_counts(out_root: str | Path) -> dict[str, Any]:
 
     scenes = json.loads((Path(out_root) / "summary.json").read_text(encoding="utf-8"))["scenes"]
     out = {k: int(sum(s.get(k, 0) for s in scenes)) for k in ("targets", "expressions", "landmark_free", "ambiguous")}  # fmt: skip
-    out["ambiguity_drop_rate"] = round(out["ambiguous"] / out["targets"], 4) if out["targets"] else 0.0
+    out["ambiguity_drop_rate"] = (
+        round(out["ambiguous"] / out["targets"], 4) if out["targets"] else 0.0
+    )
     return out

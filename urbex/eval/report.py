@@ -335,7 +335,6 @@ def report(params: Params, *, echo: bool = True) -> Path:
     """
     from urbex.atomic import atomic_path, atomic_write
     from urbex.errors import UrbexError
-
     from urbex.eval.table2 import table2, table2_markdown
 
     table = report_table(params)

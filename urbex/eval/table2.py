@@ -51,15 +51,15 @@ def subset_metrics(episodes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFram
         how="left",
     ).with_columns(pl.col("landmark_free").fill_null(False))
     parts = [ep.with_columns(pl.lit("all").alias("subset"))]
-    parts.append(ep.filter(pl.col("landmark_free")).with_columns(pl.lit("landmark_free").alias("subset")))
+    parts.append(
+        ep.filter(pl.col("landmark_free")).with_columns(pl.lit("landmark_free").alias("subset"))
+    )
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema={k: pl.String for k in _KEYS} | {"n": pl.Int64})
     out = pl.concat([aggregate(p, by=_KEYS) for p in parts], how="vertical")
     order = {s: i for i, s in enumerate(SUBSETS)}
-    return out.sort(
-        pl.col("run_id"), pl.col("subset").replace_strict(order, return_dtype=pl.Int64)
-    )
+    return out.sort(pl.col("run_id"), pl.col("subset").replace_strict(order, return_dtype=pl.Int64))
 
 
 def table2(params: Params) -> pl.DataFrame:
@@ -105,9 +105,12 @@ def table2(params: Params) -> pl.DataFrame:
             m.select(
                 pl.lit(spec.benchmark).alias("benchmark"),
                 pl.lit(labels[(rid, spec.split)]).alias("method"),
-                "policy", "run_id", "subset", "n",
+                "policy",
+                "run_id",
+                "subset",
+                "n",
                 *(pl.col(c).cast(pl.Float64) for c in TABLE2_METRICS if c != "n"),
-            )  # fmt: skip
+            )
         )
     if not frames:
         return pl.DataFrame(schema=schema)
@@ -131,9 +134,7 @@ def table2_markdown(t: pl.DataFrame) -> str:
         f"{names[s]} {mets[m]}" for s in SUBSETS for m in TABLE2_METRICS
     ]
     lines = ["| " + " | ".join(heads) + " |", "|---|---|---|" + "---:|" * (len(heads) - 3)]
-    for (b, method, policy), g in t.group_by(
-        "benchmark", "method", "policy", maintain_order=True
-    ):
+    for (b, method, policy), g in t.group_by("benchmark", "method", "policy", maintain_order=True):
         by = {r["subset"]: r for r in g.iter_rows(named=True)}
         cells = [str(b), str(method), str(policy)]
         for s in SUBSETS:
