@@ -190,15 +190,16 @@ def _satisfiers(desc: str, inst: pl.DataFrame, lm: pl.DataFrame, max_dist: float
         colour, cls, anchor = m.groups()
         if anchor in geoms:  # a landmark (not the instance that is that landmark)
             g = geoms[anchor]
-            own = lambda r: (
-                shapely.area(
-                    shapely.intersection(
-                        shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g
-                    )
-                )
-                > 0.5 * max(shapely.area(g), 1e-9)
-            )  # noqa: E731
-            cands = [r for r in rows if not own(r)]
+            area_g = max(shapely.area(g), 1e-9)
+            boxes = {
+                r["object_id"]: shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"])
+                for r in rows
+            }
+            cands = [
+                r
+                for r in rows
+                if shapely.area(shapely.intersection(boxes[r["object_id"]], g)) <= 0.5 * area_g
+            ]
         else:  # a unique object, e.g. "the orange building" = "the only orange building ..."
             a = re.fullmatch(r"the (\w+) (car|building)", anchor)
             assert a, anchor
