@@ -180,7 +180,11 @@ def _interleave(kept: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     """Candidates alternating landmark-bound / landmark-free (each in its given order), so a
     target's first two expressions are one of each when it has both; no duplicate text."""
     seen: set[str] = set()
-    uniq = [k for k in kept if not (k[1] in seen or seen.add(k[1]))]
+    uniq: list[tuple[str, str, str]] = []
+    for k in kept:
+        if k[1] not in seen:
+            seen.add(k[1])
+            uniq.append(k)
     a = [k for k in uniq if k[2]]
     b = [k for k in uniq if not k[2]]
     out: list[tuple[str, str, str]] = []
@@ -540,7 +544,7 @@ def refer_counts(out_root: str | Path) -> dict[str, Any]:
     import json
 
     scenes = json.loads((Path(out_root) / "summary.json").read_text(encoding="utf-8"))["scenes"]
-    out = {k: int(sum(s.get(k, 0) for s in scenes)) for k in ("targets", "expressions", "landmark_free", "ambiguous")}  # fmt: skip
+    out: dict[str, Any] = {k: int(sum(s.get(k, 0) for s in scenes)) for k in ("targets", "expressions", "landmark_free", "ambiguous")}  # fmt: skip
     out["ambiguity_drop_rate"] = (
         round(out["ambiguous"] / out["targets"], 4) if out["targets"] else 0.0
     )
