@@ -8,11 +8,11 @@ import os
 
 import dagster as dg
 
-from pipelines.defs import annotations, assets, evaluation, jobs, resources, training
+from pipelines.defs import annotations, assets, benchmarks, evaluation, jobs, resources, training
 from pipelines.defs.executors import EXECUTOR_ENV, select_executor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([assets, annotations, evaluation, training]),
+    assets=dg.load_assets_from_modules([assets, annotations, evaluation, benchmarks, training]),
     resources=resources.RESOURCES,
     jobs=[*jobs.JOBS, training.checkpoint_evaluation_job],
     schedules=[*jobs.SCHEDULES, training.nightly_checkpoint_evaluation],

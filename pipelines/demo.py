@@ -36,6 +36,7 @@ from typing import Any
 
 import dagster as dg
 
+from pipelines.defs.benchmarks import BENCHMARK, BENCHMARK_SCENES
 from pipelines.defs.executors import EXECUTOR_ENV
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import RESOURCES
@@ -49,6 +50,9 @@ DEMO_EVALS = [
     for p in ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
     for s in ("test_nd", "test_no")
 ]
+#: Zero-shot runs on STPLS3D-Refer (Table 2): ``zero_shot_evaluation`` partitions (benchmark ×
+#: policy), the same policies and fitted ranker, nothing fitted on the benchmark.
+DEMO_ZERO_SHOT = ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
 #: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as
 #: (perturbation mode, split); each is a :class:`~urbex.eval.runspec.RunSpec` (its run id
 #: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
@@ -144,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         if selection == ["stpls3d_refer"] and params.data.source not in ("synthetic", "stpls3d"):
             continue
         _run(instance, selection)
+    zero_shot = params.data.source in ("synthetic", "stpls3d")  # STPLS3D-Refer was built
+    if zero_shot:
+        _run(instance, ["benchmark_scenes"])
+        keys = list(instance.get_dynamic_partitions(BENCHMARK_SCENES.name))
+        _run_partitions(instance, "benchmark_scene_caches", keys, "benchmark scenes")
+        _run(instance, ["benchmark_landmark_tables", "benchmark_queries"])
     evals = [dg.MultiPartitionKey({"policy": p, "split": s}) for p, s in DEMO_EVALS]
     if parallel:
         t0 = time.perf_counter()
@@ -152,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     else:
         _run_partitions(instance, "evaluation", evals, "policy × split")
+    if zero_shot:
+        keys = [dg.MultiPartitionKey({"benchmark": BENCHMARK, "policy": p}) for p in DEMO_ZERO_SHOT]
+        _run_partitions(instance, "zero_shot_evaluation", keys, f"{BENCHMARK} × policy")
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
@@ -177,6 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     name = train_params.train.run_name
     keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
     _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")
+    if zero_shot:  # the demo's checkpoint on the benchmark, with its training params' views
+        from urbex.benchmarks import ZERO_SHOT_SPLIT, benchmark_params
+
+        t0 = time.perf_counter()
+        bp = benchmark_params(train_params, BENCHMARK)
+        ckpt = train_params.layout.checkpoint(train_params.train.run_name)
+        spec = RunSpec.from_params(bp, policy="vlm", split=ZERO_SHOT_SPLIT, checkpoint=ckpt)
+        r = evaluate(bp, spec=spec, progress=False, refresh=False)
+        print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed: "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     record_with_dvc(Path(__file__).resolve().parents[1])
     print(params.layout.report_md.read_text())

@@ -165,7 +165,10 @@ def test_load_params_yaml_int_is_accepted_where_a_float_is_expected(tmp_path, te
 def test_params_split_must_be_a_split_name(key):
     with pytest.raises(ValidationError, match=re.escape(key)):
         Params(**_set(key, "tset_no"))
-    assert SPLIT_NAMES == SPLITS  # the --split choices are the splits the splits stage writes
+    # the --split choices: the splits the splits stage writes + a zero-shot benchmark's one
+    from urbex.benchmarks import ZERO_SHOT_SPLIT
+
+    assert SPLIT_NAMES == (*SPLITS, ZERO_SHOT_SPLIT)
 
 
 def test_params_with_updates_keeps_strictness():

@@ -160,3 +160,18 @@ def test_layout_rejects_names_starting_with_a_dot_reserved_for_staging(tmp_path,
     # scene ids (plain names) say why; run ids and checkpoint names fail the safe-name rule first
     with pytest.raises(ValueError, match=r"reserved for staging|safe name"):
         getattr(AssetLayout(tmp_path), method)(name)
+
+
+def test_layout_of_a_benchmark_moves_its_data_and_shares_the_rest(tmp_path):
+    lay = AssetLayout(tmp_path, benchmark="stpls3d_refer")
+    base = tmp_path / "benchmarks" / "stpls3d_refer"
+    assert lay.scene("S") == base / "scenes" / "S"
+    assert lay.landmark_table("S") == base / "landmarks" / "S.parquet"
+    assert lay.queries == base / "splits" / "queries.parquet"
+    assert lay.quality_report("q") == base / "quality" / "q.json"
+    plain = AssetLayout(tmp_path)
+    for name in ("class_sizes", "ranker_model", "runs", "checkpoints", "report_md", "warehouse"):
+        assert getattr(lay, name) == getattr(plain, name), name
+    assert plain.scenes == tmp_path / "scenes"
+    with pytest.raises(ValueError, match="benchmark"):
+        AssetLayout(tmp_path, benchmark="../x")

@@ -178,10 +178,29 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
+    from urbex.annotations.stpls3d_refer import refer_counts
     from urbex.stages import stage_stpls3d_refer
 
     path = stage_stpls3d_refer(params)
-    print(f"STPLS3D-Refer → {path}")
+    c = refer_counts(path)
+    print(
+        f"STPLS3D-Refer → {path}: {c['expressions']} expressions ({c['landmark_free']} "
+        f"landmark-free) for {c['targets']} targets, {c['ambiguous']} dropped as ambiguous "
+        f"({100 * c['ambiguity_drop_rate']:.1f} %)"
+    )
+    return 0
+
+
+def _cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
+    from urbex.benchmarks import build_benchmark
+    from urbex.stages import refresh
+
+    b = build_benchmark(params, args.name, force=args.force)
+    print(
+        f"{b.name}: {len(b.scene_ids)} scenes ({', '.join(b.scene_ids)}), {b.n_queries} queries "
+        f"in split test, {b.n_landmark_free} landmark-free → {b.queries}"
+    )
+    refresh(params)
     return 0
 
 
@@ -189,10 +208,13 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     from urbex.eval.runner import evaluate
 
     run_id = _run_id(args.run_id)
+    if args.benchmark not in (None, "cityrefer") and args.split is None:
+        args.split = "test"  # a zero-shot benchmark's one split
     params = _with_flags(
         params,
         args,
         {
+            "--benchmark": "eval.benchmark",
             "--policy": "eval.policy",
             "--split": "eval.split",
             "--limit": "eval.limit",
@@ -483,11 +505,27 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_splits)
     sr = command("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
     sr.set_defaults(func=_cmd_stpls3d_refer)
+    from urbex.benchmarks import BENCHMARKS, ZERO_SHOT
+
+    bm = command(
+        "benchmark",
+        help="a zero-shot benchmark's scene caches, landmark tables and queries (split test) "
+        "under <assets>/benchmarks/<name>/, from its built source (urbex stpls3d-refer)",
+    )
+    bm.add_argument("name", choices=ZERO_SHOT, nargs="?", default=ZERO_SHOT[0])
+    bm.add_argument("--force", action="store_true", help="rebuild the scene caches")
+    bm.set_defaults(func=_cmd_benchmark)
 
     from urbex.agents.registry import POLICY_NAMES
 
     ev = command("evaluate", help="run a policy over a split; write episodes/steps/metrics")
     ev.add_argument("--policy", choices=POLICY_NAMES, help="default: eval.policy in params")
+    ev.add_argument(
+        "--benchmark",
+        choices=BENCHMARKS,
+        help="whose queries, caches and landmarks (default eval.benchmark); a zero-shot one "
+        "plays split test (build it with `urbex benchmark`); run id <policy>-<benchmark>-test",
+    )
     ev.add_argument(
         "--split",
         choices=SPLIT_NAMES,

@@ -24,6 +24,7 @@ from urbex.layout import AssetLayout, safe_name
 __all__ = [
     "SPLIT_NAMES",
     "AnnotationParams",
+    "Benchmark",
     "DataParams",
     "DiagnoseParams",
     "EnvParams",
@@ -44,7 +45,9 @@ __all__ = [
 ]
 
 #: A split of the cleaned queries (``urbex.annotations.splits.SPLITS``; ``--split`` choices).
-Split = Literal["train", "val", "test_nd", "test_no"]
+Split = Literal["train", "val", "test_nd", "test_no", "test"]
+#: Benchmarks ``urbex evaluate --benchmark`` plays: the training one and the zero-shot ones.
+Benchmark = Literal["cityrefer", "stpls3d_refer"]
 SPLIT_NAMES: tuple[str, ...] = get_args(Split)
 
 
@@ -230,6 +233,11 @@ class EvalParams(_Strict):
     """The evaluation runner and report (``urbex.eval``). Times are seconds."""
 
     policy: str = Field("landmark_prior", description="default policy of `urbex evaluate`")
+    benchmark: Benchmark = Field(
+        "cityrefer",
+        description="whose queries, scene caches and landmarks `urbex evaluate` plays: cityrefer "
+        "(trained on) or a zero-shot benchmark (stpls3d_refer: split test, nothing fitted on it)",
+    )
     split: Split = Field("test_no", description="default split of `urbex evaluate`")
     limit: Int | None = Field(
         None, ge=1, description="evaluate a seeded sample of this many queries"
@@ -480,7 +488,7 @@ class Params(_Strict):
     @property
     def layout(self) -> AssetLayout:
         """Every published path under :attr:`assets` (:class:`urbex.layout.AssetLayout`)."""
-        return AssetLayout(self.assets)
+        return AssetLayout(self.assets, benchmark=self.eval.benchmark)
 
     @property
     def data_root(self) -> Path | None:

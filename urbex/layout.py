@@ -23,6 +23,8 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
         eval/index.html                 the static results page (+ eval/runs/<run_id>/index.html)
         ground/                         ``urbex ground`` outputs
         stpls3d_refer/                  STPLS3D-Refer in the CityRefer layout
+        benchmarks/<name>/              a zero-shot benchmark's own scenes/, landmarks/,
+                                        splits/ and quality/ (same names as above)
         warehouse.duckdb                DuckDB views over the Parquet files above
 
 >>> from pathlib import Path
@@ -33,6 +35,11 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
 '/data/assets/eval/runs/oracle-test_no'
 >>> AssetLayout.relative().run_metrics("[!.]*").as_posix()  # a glob under the assets root
 'eval/runs/[!.]*/metrics.parquet'
+>>> b = AssetLayout(Path("/data/assets"), benchmark="stpls3d_refer")  # a zero-shot benchmark
+>>> b.instances("SYNTHUSC").as_posix(), b.queries.as_posix()
+('/data/assets/benchmarks/stpls3d_refer/scenes/SYNTHUSC/instances.parquet', '/data/assets/benchmarks/stpls3d_refer/splits/queries.parquet')
+>>> b.run("oracle-stpls3d_refer-test").as_posix(), b.class_sizes.as_posix()  # shared
+('/data/assets/eval/runs/oracle-stpls3d_refer-test', '/data/assets/splits/class_sizes.json')
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from urbex.config import Params
 
 __all__ = [
+    "DEFAULT_BENCHMARK",
     "GLOBAL_VIEW_FILE",
     "INSTANCES_FILE",
     "META_FILE",
@@ -53,6 +61,9 @@ __all__ = [
     "plain_name",
     "safe_name",
 ]
+
+#: The benchmark the pipeline trains and tests on; its data sit at the top of the assets root.
+DEFAULT_BENCHMARK = "cityrefer"
 
 #: Files of a scene cache directory (the builder writes them into a staging directory first).
 META_FILE = "meta.json"
@@ -131,20 +142,40 @@ class AssetLayout:
         layout relative to the root (``Path(".")``), whose paths are the warehouse's globs when
         a name is ``"*"``.
 
+    benchmark
+        Whose data the scene, landmark, split and quality paths are: ``cityrefer`` (the
+        default, at the top of the root) or a zero-shot benchmark (under
+        ``benchmarks/<name>/``, same names). Runs, checkpoints, models, the report and the
+        train split's ``class_sizes.json`` are shared (nothing is fitted on a benchmark).
+
     Every ``name`` argument (scene id, run id, checkpoint name, quality suite) must be one plain
     path component; anything else raises ``ValueError``. Run ids and checkpoint names must
     moreover follow :func:`safe_name` (in the :meth:`relative` layout, ``"*"`` too: a glob).
     """
 
     root: Path
+    benchmark: str = DEFAULT_BENCHMARK
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
+        safe_name(self.benchmark, what="benchmark")
+
+    @property
+    def benchmarks(self) -> Path:
+        """``benchmarks/``: the zero-shot benchmarks' own data."""
+        return self.root / "benchmarks"
+
+    @property
+    def data(self) -> Path:
+        """Where this layout's benchmark data sit: the root, or ``benchmarks/<name>``."""
+        if self.benchmark == DEFAULT_BENCHMARK:
+            return self.root
+        return self.benchmarks / self.benchmark
 
     @classmethod
     def from_params(cls, params: Params) -> AssetLayout:
-        """The layout under ``params.assets``."""
-        return cls(params.assets)
+        """The layout under ``params.assets`` (of ``params.eval.benchmark``)."""
+        return cls(params.assets, benchmark=params.eval.benchmark)
 
     @classmethod
     def relative(cls) -> AssetLayout:
@@ -178,7 +209,7 @@ class AssetLayout:
     @property
     def scenes(self) -> Path:
         """``scenes/``: one cache directory per scene."""
-        return self.root / "scenes"
+        return self.data / "scenes"
 
     def scene(self, scene_id: str) -> Path:
         """``scenes/<scene_id>``: a scene cache directory."""
@@ -204,7 +235,7 @@ class AssetLayout:
     @property
     def landmarks(self) -> Path:
         """``landmarks/``: one landmark table per scene."""
-        return self.root / "landmarks"
+        return self.data / "landmarks"
 
     def landmark_table(self, scene_id: str) -> Path:
         """``landmarks/<scene_id>.parquet``."""
@@ -214,7 +245,7 @@ class AssetLayout:
     @property
     def splits(self) -> Path:
         """``splits/``: cleaned annotations and the split queries."""
-        return self.root / "splits"
+        return self.data / "splits"
 
     @property
     def clean_queries(self) -> Path:
@@ -238,13 +269,14 @@ class AssetLayout:
 
     @property
     def class_sizes(self) -> Path:
-        """``splits/class_sizes.json``: per-class size priors computed by the splits stage."""
-        return self.splits / "class_sizes.json"  # urbex.annotations.class_sizes
+        """``splits/class_sizes.json``: per-class size priors computed by the splits stage
+        (of the training benchmark: shared by every benchmark's layout)."""
+        return self.root / "splits" / "class_sizes.json"  # urbex.annotations.class_sizes
 
     @property
     def quality(self) -> Path:
         """``quality/``: great-expectations reports, one per suite."""
-        return self.root / "quality"
+        return self.data / "quality"
 
     def quality_report(self, suite: str) -> Path:
         """``quality/<suite>.json``."""

@@ -12,6 +12,7 @@ import polars as pl
 from pipelines.defs.assets import raw_dataset, scene_caches
 from pipelines.defs.quality import quality_spec, run_checked
 from pipelines.defs.resources import UrbexParams
+from urbex.annotations.stpls3d_refer import refer_counts
 from urbex.config import Params
 from urbex.stages import (
     refresh,
@@ -89,5 +90,8 @@ def stpls3d_refer(urbex_params: UrbexParams):
     params = urbex_params.load()
     yield from run_checked(
         lambda: stage_stpls3d_refer(params),
-        metadata=lambda path: {"path": dg.MetadataValue.path(str(path))},
+        metadata=lambda path: {
+            "path": dg.MetadataValue.path(str(path)),
+            **refer_counts(path),
+        },
     )

@@ -128,7 +128,9 @@ def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
     )
 
 
-@dg.asset(deps=[warehouse, diagnostics], group_name="evaluation")
+@dg.asset(
+    deps=[warehouse, diagnostics, dg.AssetKey("zero_shot_evaluation")], group_name="evaluation"
+)
 def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The Table-1-shaped comparison (``assets/eval/report.md``, ``report.csv``) and the static
     results page ``assets/eval/index.html`` (after the diagnostics, whose plots it shows)."""

@@ -186,6 +186,52 @@ def _satisfiers(desc: str, inst: pl.DataFrame, lm: pl.DataFrame, max_dist: float
         p = shapely.get_coordinates(shapely.shortest_line(g, box.centroid))
         return compass(p[1, 0] - p[0, 0], p[1, 1] - p[0, 1])
 
+    if m := re.fullmatch(r"the (?:(\w+) )?(car|building) closest to (.+)", desc):
+        colour, cls, anchor = m.groups()
+        if anchor in geoms:  # a landmark (not the instance that is that landmark)
+            g = geoms[anchor]
+            area_g = max(shapely.area(g), 1e-9)
+            boxes = {
+                r["object_id"]: shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"])
+                for r in rows
+            }
+            cands = [
+                r
+                for r in rows
+                if shapely.area(shapely.intersection(boxes[r["object_id"]], g)) <= 0.5 * area_g
+            ]
+        else:  # a unique object, e.g. "the orange building" = "the only orange building ..."
+            a = re.fullmatch(r"the (\w+) (car|building)", anchor)
+            assert a, anchor
+            long = (
+                f"the only {a[1]} {a[2]} in the scene"
+                if a[1] not in ("largest", "tallest")
+                else f"{anchor} in the scene"
+            )
+            (aid,) = _satisfiers(long, inst, lm, max_dist)
+            ar = next(r for r in rows if r["object_id"] == aid)
+            g = shapely.box(ar["x_min"], ar["y_min"], ar["x_max"], ar["y_max"])
+            cands = [r for r in rows if r["object_id"] != aid]
+        fit = [
+            r
+            for r in cands
+            if r["object_name"] == noun[cls] and (colour is None or col_of(r) == colour)
+        ]
+        gap = {
+            r["object_id"]: shapely.distance(
+                shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"]), g
+            )
+            for r in fit
+        }
+        best = min(gap.values())
+        assert best <= 40.0, desc
+        return {o for o, d in gap.items() if d < best + 2.0}  # visibly the closest
+    if m := re.fullmatch(r"the (largest|smallest) (\w+) (car|building) in the scene", desc):
+        same = [r for r in rows if r["object_name"] == noun[m[3]] and col_of(r) == m[2]]
+        area = {r["object_id"]: r["dx"] * r["dy"] for r in same}
+        if m[1] == "largest":
+            return {o for o, a in area.items() if a >= max(area.values()) / 1.25}
+        return {o for o, a in area.items() if a <= min(area.values()) * 1.25}
     if m := re.fullmatch(r"the only (\w+) (car|building) in the scene", desc):
         return {
             r["object_id"] for r in rows if r["object_name"] == noun[m[2]] and col_of(r) == m[1]
@@ -343,3 +389,31 @@ def test_written_boxes_contain_their_segment_points(refer_scene, tmp_path) -> No
         hi = np.asarray(b.center) + np.asarray(b.size) / 2
         assert (pts >= lo - 0.01).all() and (pts <= hi + 0.01).all(), b.object_id
         assert np.allclose(pts.min(0), lo, atol=0.01) and np.allclose(pts.max(0), hi, atol=0.01)
+
+
+def test_generate_expressions_ordinal_within_a_row_of_cars() -> None:
+    # a row of 5 east-west cars stacked south → north (2.5 m bays), a lone car far away
+    rows = [("Car", 0.0, 2.5 * k, 4.5, 2.5 * k + 1.8, (90, 90, 90)) for k in range(5)]
+    rows.append(("Car", 60.0, 60.0, 64.5, 61.8, (90, 90, 90)))
+    df, counts = generate_expressions(
+        _inst_table(rows), _LIB.head(0), scene_id="S", max_per_target=9
+    )
+    d = dict(zip(df["description"], df["object_id"]))
+    assert d["the car at the south end of the row of 5 cars"] == "0"
+    assert d["the second car from the north end of the row of 5 cars"] == "3"
+    assert d["the third car from the south end of the row of 5 cars"] == "2"
+    assert counts["landmark_free"] == df.height  # no landmark: every expression is landmark-free
+
+
+def test_generate_expressions_closest_to_a_unique_object_and_a_road() -> None:
+    # the only red building; two grey cars, one 3 m from it, one 20 m; Main Street at y = 43
+    inst = _inst_table([
+        ("Building", 30.0, 0.0, 50.0, 20.0, (200, 30, 30)), ("Building", -60.0, -60.0, -40.0, -40.0, (240, 240, 235)),
+        ("Car", 53.0, 5.0, 57.5, 6.8, (90, 90, 90)), ("Car", 70.0, 5.0, 74.5, 6.8, (90, 90, 90)),
+        ("Car", 70.0, 40.0, 74.5, 41.8, (90, 90, 90)),
+    ])  # fmt: skip
+    df = _assert_all_unambiguous(inst, _LIB)
+    d = dict(zip(df["description"], df["object_id"]))
+    assert d.get("the car closest to the red building") == "2"
+    assert d.get("the car closest to Main Street") == "4"
+    assert set(df.filter(pl.col("template") == "nearest_object")["landmark"]) == {""}

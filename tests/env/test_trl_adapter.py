@@ -200,7 +200,11 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
         import difflib
 
         a, b = sorted(trained - ours)[0], min(ours, key=lambda o: -len(o))
-        raise AssertionError("\n".join(difflib.unified_diff(b.split("\n"), a.split("\n"), "ours", "trl", lineterm="")))
+        raise AssertionError(
+            "\n".join(
+                difflib.unified_diff(b.split("\n"), a.split("\n"), "ours", "trl", lineterm="")
+            )
+        )
 
 
 def _collapse_image_pads(text: str) -> str:
@@ -227,7 +231,10 @@ def _loop_rendering(processor, cache, index, query, box) -> str:
     env = GroundingEnv(SMALL, lambda sid: cache, index)
     traj = play_episode(env, Scripted(), query, seed=0)
     text = processor.apply_chat_template(
-        list(traj.messages), tools=template_tool_schemas(), add_generation_prompt=False, tokenize=False
+        list(traj.messages),
+        tools=template_tool_schemas(),
+        add_generation_prompt=False,
+        tokenize=False,
     )
     return text.removesuffix("\n")  # the template's newline after the last <|im_end|>
 

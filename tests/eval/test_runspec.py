@@ -317,3 +317,25 @@ def test_resolve_specs_prefers_columns_then_run_json(tmp_path):
         "b": RunSpec(policy="landmark_prior", split="test_no"),
         "c": None,
     }
+
+
+def test_runspec_benchmark_in_the_run_id_not_the_method_and_round_trips() -> None:
+    from urbex.eval.runspec import RunSpec
+
+    s = RunSpec(policy="ranking", split="test", benchmark="stpls3d_refer")
+    assert s.run_id == "ranking-stpls3d_refer-test" and s.method == "ranking"
+    assert RunSpec.from_dict(s.to_dict()) == s
+    assert RunSpec.from_columns(s.columns()) == s
+    plain = RunSpec(policy="ranking", split="test_no")
+    assert plain.run_id == "ranking-test_no" and plain.columns()["benchmark"] == "cityrefer"
+    old = {k: v for k, v in plain.to_dict().items() if k != "benchmark"}  # written before it
+    assert RunSpec.from_dict(old) == plain
+    assert RunSpec.from_columns({**plain.columns(), "benchmark": None}) == plain
+
+
+def test_runspec_from_params_takes_the_benchmark() -> None:
+    from urbex.config import Params
+    from urbex.eval.runspec import RunSpec
+
+    p = Params().with_updates(eval={"benchmark": "stpls3d_refer"})
+    assert RunSpec.from_params(p, policy="oracle", split="test").benchmark == "stpls3d_refer"

@@ -24,6 +24,11 @@ EXPECTED_ASSET_KEYS = {
     "sft_checkpoint",
     "grpo_checkpoint",
     "checkpoint_evaluation",
+    "benchmark_scenes",
+    "benchmark_scene_caches",
+    "benchmark_landmark_tables",
+    "benchmark_queries",
+    "zero_shot_evaluation",
 }
 
 

@@ -132,3 +132,18 @@ def test_dvc_default_remote_push_pull_is_byte_identical(tmp_path, repo_root):
     _run([str(dvc), "pull", "-q"], tmp_path, env)
     assert (tmp_path / "out" / "f.bin").read_bytes() == before
     assert "up to date" in _run([str(dvc), "status"], tmp_path, env).lower()
+
+
+def test_dvc_zero_shot_outs_are_the_run_specs_run_ids(repo_root):
+    import yaml
+
+    from urbex.eval.runspec import RunSpec
+
+    stages = yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]
+    stage = stages["evaluate_zero_shot"]
+    (out,) = [next(iter(o)) if isinstance(o, dict) else o for o in stage["outs"]]
+    for policy in stage["matrix"]["policy"]:
+        spec = RunSpec(policy=policy, split="test", benchmark="stpls3d_refer")
+        assert out.replace("${item.policy}", policy) == f"assets/eval/runs/{spec.run_id}"
+    assert stages["benchmark"]["outs"] == ["assets/benchmarks/stpls3d_refer"]
+    assert "assets/stpls3d_refer" in stages["benchmark"]["deps"]

@@ -30,6 +30,11 @@ import polars as pl
 from numpy.typing import NDArray
 
 from urbex.annotations.pseudo_instances import evaluate_clusters, pseudo_instances
+from urbex.annotations.refer_relations import (
+    anchor_candidates,
+    colour_size_candidates,
+    row_candidates,
+)
 from urbex.pointcloud import PointCloud
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "evaluate_clusters",
     "generate_expressions",
     "make_refer_scene",
+    "refer_counts",
     "write_refer_scene",
 ]
 
@@ -161,6 +167,81 @@ def _beats(vals: NDArray[np.float64], i: int, scope: NDArray[np.bool_], *, large
     return bool(vals[i] * SUPERLATIVE_MARGIN <= others.min())
 
 
+#: Short phrases of a unique object by the template that singled it out (anchors of
+#: "the car closest to ..."); landmark-free templates only.
+ANCHOR_PHRASES: dict[str, str] = {
+    "colour": "the {colour} {noun}",
+    "largest_scene": "the largest {noun}",
+    "tallest_scene": "the tallest {noun}",
+}
+
+
+def _interleave(kept: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Candidates alternating landmark-bound / landmark-free (each in its given order), so a
+    target's first two expressions are one of each when it has both; no duplicate text."""
+    seen: set[str] = set()
+    uniq: list[tuple[str, str, str]] = []
+    for k in kept:
+        if k[1] not in seen:
+            seen.add(k[1])
+            uniq.append(k)
+    a = [k for k in uniq if k[2]]
+    b = [k for k in uniq if not k[2]]
+    out: list[tuple[str, str, str]] = []
+    for x, y in zip(a, b):
+        out += [x, y]
+    n = min(len(a), len(b))
+    return out + a[n:] + b[n:]
+
+
+def _base_candidates(
+    i: int,
+    cls: NDArray[np.object_],
+    col: NDArray[np.object_],
+    area: NDArray[np.float64],
+    height: NDArray[np.float64],
+    relm: NDArray[np.object_],
+    near: NDArray[np.int64],
+    lmk: NDArray[np.object_],
+    rl: NDArray[np.object_],
+    noun: dict[str, str],
+) -> list[tuple[str, str, NDArray[np.bool_]]]:
+    """The simple families of target ``i``: nearest landmark + relation (+ colour, + size
+    within it), the only one of its colour, scene-wide superlatives; each with its mask."""
+    m = cls.size
+    same = cls == cls[i]
+    nn = noun.get(str(cls[i]), str(cls[i]).lower())
+    cands: list[tuple[str, str, NDArray[np.bool_]]] = []
+    if lmk[i]:
+        # every same-class instance in that relation to that landmark, nearest or not
+        scope = same & (relm[:, near[i]] == rl[i])
+        where = f"{rl[i]} {lmk[i]}" if rl[i] in ("in", "on") else f"{rl[i]} of {lmk[i]}"
+        cands.append(("landmark", f"the {nn} {where}", scope))
+        if col[i] != "unknown":
+            cands.append(("colour_landmark", f"the {col[i]} {nn} {where}", scope & (col == col[i])))
+        if scope.sum() >= 2:
+            big = _beats(area, i, scope, larger=True)
+            small = _beats(area, i, scope, larger=False)
+            if big or small:
+                word = "largest" if big else "smallest"
+                one = np.zeros(m, bool)
+                one[i] = True
+                cands.append(
+                    ("size_landmark", f"the {word} of the {int(scope.sum())} {nn}s {where}", one)
+                )
+    if col[i] not in ("unknown",):
+        cands.append(("colour", f"the only {col[i]} {nn} in the scene", same & (col == col[i])))
+    sups = (
+        (("largest", area), ("tallest", height)) if cls[i] == "Building" else (("largest", area),)
+    )
+    for word, vals in sups:
+        if same.sum() >= 2 and _beats(vals, i, same, larger=True):
+            one = np.zeros(m, bool)
+            one[i] = True
+            cands.append((f"{word}_scene", f"the {word} {nn} in the scene", one))
+    return cands
+
+
 def generate_expressions(
     instances: pl.DataFrame,
     landmarks: pl.DataFrame,
@@ -173,8 +254,14 @@ def generate_expressions(
 
     Candidate expressions per target, from simple to rich: nearest landmark + relation;
     colour + landmark relation; size superlative within the landmark relation; colour alone
-    ("the only red car"); scene-wide superlative. An expression is kept only if exactly one
-    pseudo-instance (the target) satisfies it; targets without one are counted as ambiguous.
+    ("the only red car"); scene-wide superlative; and the families of
+    :mod:`urbex.annotations.refer_relations`: the ordinal position within a uniquely named row
+    of parked cars, the (colour) object closest to a unique object or to a landmark / road,
+    colour + size superlatives. An expression is kept only if exactly one pseudo-instance (the
+    target) satisfies it; targets without one are counted as ambiguous. Landmark-free
+    expressions (``landmark == ""``: colour, superlatives, rows, closest to a unique object)
+    are a family of their own: a target's kept expressions alternate landmark-bound and
+    landmark-free.
 
     Parameters
     ----------
@@ -196,7 +283,7 @@ def generate_expressions(
         n_distractors`` (same-class pseudo-instances within 30 m of the target).
     counts : dict
         ``targets``, ``described``, ``ambiguous`` (targets with no unique expression),
-        ``expressions``.
+        ``expressions``, ``landmark_free`` (expressions naming no landmark).
     """
     relm, dist = _relation_matrix(instances, landmarks, max_landmark_distance)
     m = instances.height
@@ -219,57 +306,51 @@ def generate_expressions(
     height = np.array([r["dz"] for r in rows], dtype=np.float64)
     cxy = np.array([[r["cx"], r["cy"]] for r in rows], dtype=np.float64).reshape(-1, 2)
     noun = {"Building": "building", "Car": "car"}
+    per: list[list[tuple[str, str, NDArray[np.bool_], str]]] = [[] for _ in rows]
+    for i in range(len(rows)):
+        for tmpl, desc, mask in _base_candidates(
+            i, cls, col, area, height, relm, near, lmk, rl, noun
+        ):
+            per[i].append((tmpl, desc, mask, str(lmk[i]) if "landmark" in tmpl else ""))
+    # unique, landmark-free objects are anchors of "the car closest to <anchor>"
+    anchors: list[tuple[int, str]] = []
+    for i, cands in enumerate(per):
+        for tmpl, _desc, mask, _ in cands:
+            if int(mask.sum()) == 1 and bool(mask[i]) and tmpl in ANCHOR_PHRASES:
+                anchors.append(
+                    (
+                        i,
+                        ANCHOR_PHRASES[tmpl].format(
+                            colour=col[i], noun=noun.get(str(cls[i]), "object")
+                        ),
+                    )
+                )
+                break
+    dxy = np.array([[r["dx"], r["dy"]] for r in rows], dtype=np.float64).reshape(-1, 2)
+    extra = [
+        *row_candidates(cls, cxy, dxy),
+        *anchor_candidates(inst, cls, col, anchors, landmarks),
+        *colour_size_candidates(cls, col, area, SUPERLATIVE_MARGIN),
+    ]
+    for c in extra:
+        per[c.target].append((c.template, c.description, c.mask, c.landmark))
     out: list[dict[str, Any]] = []
     ambiguous = 0
     for i, r in enumerate(rows):
         same = cls == cls[i]
         n_near = int(np.sum(same & (np.hypot(*(cxy - cxy[i]).T) <= 30.0))) - 1
-        nn = noun.get(str(cls[i]), str(cls[i]).lower())
-        cands: list[tuple[str, str, NDArray[np.bool_]]] = []
-        if lmk[i]:
-            # every same-class instance in that relation to that landmark, nearest or not
-            scope = same & (relm[:, near[i]] == rl[i])
-            where = f"{rl[i]} {lmk[i]}" if rl[i] in ("in", "on") else f"{rl[i]} of {lmk[i]}"
-            cands.append(("landmark", f"the {nn} {where}", scope))
-            if col[i] != "unknown":
-                cands.append(
-                    ("colour_landmark", f"the {col[i]} {nn} {where}", scope & (col == col[i]))
-                )
-            if scope.sum() >= 2:
-                big = _beats(area, i, scope, larger=True)
-                small = _beats(area, i, scope, larger=False)
-                if big or small:
-                    word = "largest" if big else "smallest"
-                    one = np.zeros(len(rows), bool)
-                    one[i] = True
-                    cands.append(
-                        (
-                            "size_landmark",
-                            f"the {word} of the {int(scope.sum())} {nn}s {where}",
-                            one,
-                        )
-                    )
-        if col[i] not in ("unknown",):
-            cands.append(("colour", f"the only {col[i]} {nn} in the scene", same & (col == col[i])))
-        for word, vals in (
-            (("largest", area), ("tallest", height))
-            if cls[i] == "Building"
-            else (("largest", area),)
-        ):
-            if same.sum() >= 2 and _beats(vals, i, same, larger=True):
-                one = np.zeros(len(rows), bool)
-                one[i] = True
-                cands.append((f"{word}_scene", f"the {word} {nn} in the scene", one))
-        kept = [(t, d) for t, d, m in cands if int(m.sum()) == 1 and bool(m[i])]
+        kept = _interleave(
+            [(t, d, lm) for t, d, m, lm in per[i] if int(m.sum()) == 1 and bool(m[i])]
+        )
         if not kept:
             ambiguous += 1
             continue
-        for k, (tmpl, desc) in enumerate(kept[:max_per_target]):
+        for k, (tmpl, desc, lm) in enumerate(kept[:max_per_target]):
             out.append(
                 {
                     "scene_id": scene_id, "object_id": str(r["object_id"]), "object_name": str(cls[i]),
                     "ann_id": k, "description": desc, "template": tmpl,
-                    "landmark": str(lmk[i]) if "landmark" in tmpl else "", "n_distractors": n_near,
+                    "landmark": lm, "n_distractors": n_near,
                 }
             )  # fmt: skip
     schema = {"scene_id": pl.String, "object_id": pl.String, "object_name": pl.String, "ann_id": pl.Int64,
@@ -280,6 +361,7 @@ def generate_expressions(
         "described": int(df["object_id"].n_unique()) if df.height else 0,
         "ambiguous": ambiguous,
         "expressions": df.height,
+        "landmark_free": int((df["landmark"] == "").sum()) if df.height else 0,
     }
     return df, counts
 
@@ -454,3 +536,16 @@ def write_refer_scene(
         for df in frames for r in df.iter_rows(named=True)
     ]  # fmt: skip
     write_annotations(out / "meta_data" / "CityRefer_test.json", anns)
+
+
+def refer_counts(out_root: str | Path) -> dict[str, Any]:
+    """Totals over the scenes of a built ``summary.json``: ``targets``, ``expressions``,
+    ``landmark_free``, ``ambiguous`` and ``ambiguity_drop_rate`` (ambiguous / targets)."""
+    import json
+
+    scenes = json.loads((Path(out_root) / "summary.json").read_text(encoding="utf-8"))["scenes"]
+    out: dict[str, Any] = {k: int(sum(s.get(k, 0) for s in scenes)) for k in ("targets", "expressions", "landmark_free", "ambiguous")}  # fmt: skip
+    out["ambiguity_drop_rate"] = (
+        round(out["ambiguous"] / out["targets"], 4) if out["targets"] else 0.0
+    )
+    return out

@@ -110,6 +110,8 @@ def report_table(
         con.close()
     if not isinstance(df, pl.DataFrame):  # from_arrow of a Table is always a DataFrame
         raise TypeError(f"metrics table: expected a polars DataFrame, got {type(df).__name__}")
+    if "benchmark" in df.columns:  # zero-shot benchmarks have their own block (Table 2)
+        df = df.filter(pl.col("benchmark").fill_null("cityrefer") == "cityrefer")
     mets = list(metrics or params.eval.report_metrics)
     missing = [m for m in mets if m not in df.columns]
     if missing and missing_as_null:  # columns no run file has yet (e.g. hand-made metrics)
@@ -334,9 +336,11 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
     """
     from urbex.atomic import atomic_path, atomic_write
     from urbex.errors import UrbexError
+    from urbex.eval.table2 import table2, table2_markdown
 
     table = report_table(params)
-    if table.height == 0:
+    t2 = table2(params)
+    if table.height == 0 and t2.height == 0:
         raise UrbexError(
             "no evaluation runs to report; run `urbex evaluate` first",
             path=params.layout.runs,
@@ -356,9 +360,17 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
                 + _table11_markdown(t11)
                 + "\n"
             )
+        if t2.height:
+            fh.write(
+                "\n## Table 2: zero-shot on a second benchmark\n\nTrained on CityRefer only, "
+                "nothing fitted on the benchmark; all expressions and the landmark-free ones (no "
+                "landmark name mentioned); percent.\n\n" + table2_markdown(t2) + "\n"
+            )
     params.layout.diagnostics.mkdir(parents=True, exist_ok=True)
     with atomic_path(params.layout.diagnostic_table("table11")) as tmp:
         t11.write_parquet(tmp)
+    with atomic_path(params.layout.diagnostic_table("table2")) as tmp:
+        t2.write_parquet(tmp)
     with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
     if page:

@@ -307,6 +307,8 @@ def _fingerprint(
         "point_metrics": params.eval.point_metrics,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
+    if params.eval.benchmark != "cityrefer":  # absent for cityrefer: its runs still resume
+        fp["benchmark"] = params.eval.benchmark
     pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
@@ -409,6 +411,8 @@ def _resolve_spec(
         raise ValueError("evaluate: spec.sample.seed is None; give the sample's seed")
     p = spec.perturbation
     upd: dict[str, Any] = {"landmark_perturbation": p.mode, "limit": None}
+    if spec.benchmark != params.eval.benchmark:  # its queries, caches, landmarks (the layout)
+        upd["benchmark"] = spec.benchmark
     if p.noise_m is not None:
         upd["landmark_noise_m"] = p.noise_m
     if p.seed is not None:

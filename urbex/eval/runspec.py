@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_TOOLS",
+    "DEFAULT_BENCHMARK",
     "SPEC_COLUMNS",
     "LandmarkPerturbation",
     "RunSpec",
@@ -55,7 +56,11 @@ SPEC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sample_seed", "BIGINT"),
     ("repeat_seed", "BIGINT"),
     ("tools", "VARCHAR"),
+    ("benchmark", "VARCHAR"),
 )
+
+#: The benchmark a spec plays unless it names another (its run ids carry no benchmark tag).
+DEFAULT_BENCHMARK = "cityrefer"
 
 #: Every tool, in order (``env.tools`` default); a spec's ``tools`` is None when all are offered.
 ALL_TOOLS: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
@@ -200,6 +205,11 @@ class RunSpec:
     tools
         The tools offered (``env.tools``, the tool ablation) in :data:`ALL_TOOLS` order, or
         None when every tool is offered; adds ``-tools_<lm+zoom+obl>`` (``-tools_none``).
+    benchmark
+        Whose queries, scene caches and landmarks are played (``eval.benchmark``):
+        ``cityrefer`` (the default; no tag, so its run ids never change) or a zero-shot one,
+        whose name goes before the split (``oracle-stpls3d_refer-test``). Not in
+        :attr:`method`: a policy is one method on every benchmark.
 
     Examples
     --------
@@ -213,6 +223,9 @@ class RunSpec:
     'vlm-test_no-tools_lm'
     >>> RunSpec(policy="vlm", split="test_no", tools=()).method
     'vlm-tools_none'
+    >>> z = RunSpec(policy="oracle", split="test", benchmark="stpls3d_refer")
+    >>> z.run_id, z.method
+    ('oracle-stpls3d_refer-test', 'oracle')
     """
 
     policy: str
@@ -222,9 +235,10 @@ class RunSpec:
     sample: Sample | None = None
     repeat_seed: int | None = None
     tools: tuple[str, ...] | None = None
+    benchmark: str = DEFAULT_BENCHMARK
 
     def __post_init__(self) -> None:
-        for name in ("policy", "split"):
+        for name in ("policy", "split", "benchmark"):
             v = getattr(self, name)
             if not isinstance(v, str) or not v or "/" in v or "\\" in v:
                 raise ValueError(f"run spec {name}: expected a non-empty name, got {v!r}")
@@ -284,6 +298,7 @@ class RunSpec:
             perturbation=LandmarkPerturbation.from_params(params),
             sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
             tools=tuple(params.env.tools),
+            benchmark=params.eval.benchmark,
         )
 
     @classmethod
@@ -330,6 +345,8 @@ class RunSpec:
         """The default run directory name: ``<policy>-<split>`` (+ ``-<checkpoint dir name>``,
         + ``-lm_<tag>``, + ``-tools_<...>``, + ``-rep<seed>``). The sample is not in it. Never
         parse it back."""
+        if self.benchmark != DEFAULT_BENCHMARK:
+            return f"{self.policy}-{self.benchmark}-{self.split}{self._suffix()}"
         return f"{self.policy}-{self.split}{self._suffix()}"
 
     @property
@@ -356,6 +373,7 @@ class RunSpec:
             else {"limit": self.sample.limit, "seed": self.sample.seed},
             "repeat_seed": self.repeat_seed,
             "tools": None if self.tools is None else list(self.tools),
+            "benchmark": self.benchmark,
         }
 
     @classmethod
@@ -368,7 +386,7 @@ class RunSpec:
             Unknown or missing keys, or invalid values.
         """
         keys = {"policy", "split", "checkpoint", "perturbation", "sample", "repeat_seed"}
-        optional = {"tools"}  # absent from the specs written before the tool ablation
+        optional = {"tools", "benchmark"}  # absent from specs written before they existed
         if not keys <= set(d) <= keys | optional:
             raise ValueError(
                 f"run spec: expected keys {sorted(keys | optional)}, got {sorted(d)} "
@@ -385,6 +403,7 @@ class RunSpec:
             sample=None if s is None else Sample(limit=s["limit"], seed=s.get("seed")),
             repeat_seed=d["repeat_seed"],
             tools=None if d.get("tools") is None else tuple(d["tools"]),
+            benchmark=d.get("benchmark") or DEFAULT_BENCHMARK,
         )
 
     def columns(self) -> dict[str, Any]:
@@ -402,6 +421,7 @@ class RunSpec:
             "sample_seed": None if s is None else s.seed,
             "repeat_seed": self.repeat_seed,
             "tools": "all" if self.tools is None else ",".join(self.tools),
+            "benchmark": self.benchmark,
         }
 
     @classmethod
@@ -429,6 +449,7 @@ class RunSpec:
             sample=None if lim is None else Sample(limit=lim, seed=opt_int("sample_seed")),
             repeat_seed=opt_int("repeat_seed"),
             tools=_tools_of_column(row.get("tools")),
+            benchmark=row.get("benchmark") or DEFAULT_BENCHMARK,
         )
 
 
