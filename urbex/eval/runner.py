@@ -313,10 +313,7 @@ def _fingerprint(
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
     if policy in ("ranking", "ranking_proposals"):  # the fitted weights it scores with
-        import hashlib
-
-        m = params.layout.ranker_model
-        fp["ranker"] = hashlib.sha256(m.read_bytes()).hexdigest() if m.is_file() else None
+        fp["ranker"] = _ranker_hash(params.layout.ranker_model)
     if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
         fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     if policy in ("vlm", "workflow", "no_tools"):
@@ -334,6 +331,18 @@ def _fingerprint(
             if k not in ("timeout_s", "max_retries", "backoff_s", "concurrency")
         }
     return fp
+
+
+def _ranker_hash(path: Path) -> str | None:
+    """SHA-256 of the ranker's parameters (not of its ``info``: the fit's timings change on every
+    refit of the same data, and a rerun of the demo must resume, not refuse)."""
+    import hashlib
+
+    if not path.is_file():
+        return None
+    model = json.loads(path.read_text())
+    model.pop("info", None)
+    return hashlib.sha256(json.dumps(model, sort_keys=True).encode()).hexdigest()
 
 
 def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> dict[str, Any]:
