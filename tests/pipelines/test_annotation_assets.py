@@ -13,7 +13,10 @@ def _materialize(instance, params_path, selection, partition_key=None):
     return dg.materialize(
         list(defs.assets or []),
         instance=instance,
-        resources={"urbex_params": UrbexParams(params_path=str(params_path))},
+        resources={
+            "urbex_params": UrbexParams(params_path=str(params_path)),
+            "training_params": UrbexParams(params_path=str(params_path)),
+        },
         selection=selection,
         partition_key=partition_key,
         raise_on_error=False,

@@ -151,7 +151,7 @@ def pick_episodes(
     >>> df = pl.DataFrame({"query_id": list("abcde"), "hit1": [True, False, True, False, False],
     ...                    "iou_bev": [0.9, 0.1, 0.5, 0.0, 0.2]})
     >>> [(p.query_id, p.why) for p in pick_episodes(df, n_best=1, n_worst=1, n_random=1)]
-    [('a', 'best'), ('d', 'worst'), ('e', 'random')]
+    [('a', 'best'), ('d', 'worst'), ('c', 'random')]
     >>> pick_episodes(df.head(0))
     []
     """
