@@ -52,6 +52,7 @@ from urbex.agents.colour import (
     exposure_gain,
     srgb_to_lab,
 )
+from urbex.classes import _CLASS_OF, _CLASS_RE, _CLASS_WORDS
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.names import normalize_name
 from urbex.landmarks.table import footprint_bounds
@@ -84,18 +85,7 @@ W_SELF = 100.0
 W_REL = 2.0
 #: Candidates within this margin of the best filter score form the plausible set of a selector.
 PLAUSIBLE_MARGIN = 0.3
-# Class nouns (normalised text), longest alternatives first at one position.
-_CLASS_WORDS: tuple[tuple[str, str], ...] = (
-    ("parking lot", "Parking"), ("car park", "Parking"), ("parking area", "Parking"),
-    ("parking", "Parking"), ("open green space", "Ground"), ("green field", "Ground"),
-    ("grass field", "Ground"), ("playing field", "Ground"), ("automobile", "Car"),
-    ("vehicle", "Car"), ("truck", "Car"), ("van", "Car"), ("cars", "Car"), ("car", "Car"),
-    ("building", "Building"), ("house", "Building"), ("structure", "Building"),
-    ("hall", "Building"), ("tower", "Building"), ("church", "Building"), ("ground", "Ground"),
-    ("field", "Ground"), ("park", "Ground"), ("green", "Ground"), ("lawn", "Ground"),
-)  # fmt: skip
-_CLASS_RE = re.compile(r"\b(" + "|".join(re.escape(w) for w, _ in _CLASS_WORDS) + r")\b")
-_CLASS_OF = dict(_CLASS_WORDS)
+# Class nouns: the one vocabulary of urbex.classes (longest alternatives first at one position).
 _NOUN_RE = re.compile(  # class nouns that hide a colour word ("green field"), not bare "green"
     r"\b(" + "|".join(re.escape(w) for w, _ in _CLASS_WORDS if w != "green") + r")\b"
 )
