@@ -140,13 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     params = RESOURCES["urbex_params"].load()
     _run(instance, ["raw_dataset"])
     scenes = list(instance.get_dynamic_partitions(SCENES.name))
-    if parallel:
+    jobs = {"scene_caches": par.scene_caches_job, "evaluation": par.evaluation_job}
+
+    def partitions(asset: str, keys: list[Any], what: str) -> None:
+        if not parallel:
+            _run_partitions(instance, asset, keys, what)
+            return
         t0 = time.perf_counter()
-        par.run_partitions(par.scene_caches_job, scenes, max_parallel=args.max_parallel)
-        print(f"▶ scene_caches: {len(scenes)} partitions, {args.max_parallel} at a time: "
+        par.run_partitions(jobs[asset], keys, max_parallel=args.max_parallel)
+        print(f"▶ {asset}: {len(keys)} partitions, {args.max_parallel} at a time: "
               f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
-    else:
-        _run_partitions(instance, "scene_caches", scenes, "scenes")
+
+    partitions("scene_caches", scenes, "scenes")
     for selection in STAGES:
         if selection == ["stpls3d_refer"] and params.data.source not in ("synthetic", "stpls3d"):
             continue
@@ -158,13 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         _run_partitions(instance, "benchmark_scene_caches", keys, "benchmark scenes")
         _run(instance, ["benchmark_landmark_tables", "benchmark_queries"])
     evals = [dg.MultiPartitionKey({"policy": p, "split": s}) for p, s in DEMO_EVALS]
-    if parallel:
-        t0 = time.perf_counter()
-        par.run_partitions(par.evaluation_job, evals, max_parallel=args.max_parallel)
-        print(f"▶ evaluation: {len(evals)} partitions, {args.max_parallel} at a time: "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
-    else:
-        _run_partitions(instance, "evaluation", evals, "policy × split")
+    partitions("evaluation", evals, "policy × split")
     if zero_shot:
         keys = [dg.MultiPartitionKey({"benchmark": BENCHMARK, "policy": p}) for p in DEMO_ZERO_SHOT]
         _run_partitions(instance, "zero_shot_evaluation", keys, f"{BENCHMARK} × policy")
