@@ -437,6 +437,20 @@ class SFTParams(_Strict):
         description="share of teacher episodes with one deliberate invalid turn they recover from "
         "(unsupervised; teaches recovery)",
     )
+    anchor_rate: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of teacher episodes anchored on the landmark_query answer (zoom on the "
+        "printed landmark box; every number but the answer is readable in the conversation)",
+    )
+    rename_rate: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of teacher episodes played with the scene's landmarks renamed "
+        "(urbex.train.rename: teaches copying the mentioned name, not memorising names)",
+    )
     limit: Int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
     run_name: str = Field("sft", description="output: <assets>/checkpoints/<run_name>/")
     steps: Int = Field(200, ge=1, description="optimizer steps")

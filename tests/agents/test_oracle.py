@@ -57,3 +57,41 @@ def test_oracle_uses_landmark_then_zoom_then_oblique(synth_env, synth_city):
 def test_oracle_rejects_bad_options(synth_env):
     with pytest.raises(ValueError, match="answer_view"):
         OraclePolicy(synth_env, answer_view="oblique")
+
+
+def test_teacher_anchored_zoom_copies_the_printed_landmark_box(synth_env, synth_city):
+    """An anchored episode's zoom box is, number for number, the box the landmark_query answer
+    printed; its answer lies inside the zoom view; where no mentioned landmark has an area the
+    episode falls back to the unanchored path and still answers."""
+    import json
+    import re
+
+    from urbex.agents.oracle import TeacherPolicy
+
+    teacher = TeacherPolicy(synth_env, p_anchor=1.0, p_oblique=0.0)
+    anchored = 0
+    for q in synth_city[2]:
+        traj, _ = play_scored(synth_env, teacher, q)
+        assert traj.outcome.answered, q.query_id
+        if not teacher._anchor:
+            continue
+        anchored += 1
+        assert [s.tool for s in traj.steps] == ["landmark_query", "zoom_in", "answer"]
+        lq = next(m for m in traj.messages if m["role"] == "tool")
+        text = " ".join(p["text"] for p in lq["content"] if p.get("type") == "text")
+        printed = re.search(r'in view "global": box \[(\d+), (\d+), (\d+), (\d+)\]', text)
+        assert printed is not None, text
+        zoom_call = json.loads(
+            traj.steps[1].model_text.removeprefix("<tool_call>")[: -len("</tool_call>")]
+        )
+        assert zoom_call["arguments"]["bbox_2d"] == [int(v) for v in printed.groups()]
+        box = traj.steps[2].arguments["bbox_2d"]
+        assert all(0 <= v <= 1000 for v in box) and box[0] < box[2] and box[1] < box[3]
+    assert anchored >= 3
+
+
+def test_teacher_rejects_bad_anchor_rate(synth_env):
+    from urbex.agents.oracle import TeacherPolicy
+
+    with pytest.raises(ValueError, match="p_anchor"):
+        TeacherPolicy(synth_env, p_anchor=1.5)

@@ -247,3 +247,33 @@ def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(tiny):
     assert g_plain.keys() == g_shared.keys() and any("visual" in n for n in g_plain)
     for n, g in g_plain.items():
         torch.testing.assert_close(g_shared[n], g, rtol=1e-3, atol=1e-6, msg=n)
+
+
+def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environment(assets):
+    """With sft.rename_rate 1 every renameable episode is played over a landmark index whose
+    names are new: the description, the teacher's call and the environment's answer all carry
+    the new name (found, with the same geometry as the original landmark)."""
+    from urbex.eval.play import landmark_index
+    from urbex.eval.runner import load_queries
+    from urbex.train.sft import teacher_trajectories
+
+    p = _params(assets, rename_rate=1.0, anchor_rate=1.0)
+    original = {q.query_id: q for q in load_queries(p, "train")}
+    trajs = teacher_trajectories(p, per_query=2, limit=6)
+    names = set(landmark_index(p).table["name"].to_list())
+    renamed = [t for t in trajs if t.query.description != original[t.query.query_id].description]
+    assert len(renamed) >= 3 and all(t.outcome.answered for t in trajs)  # some mention none
+    for t in renamed:
+        q0 = original[t.query.query_id]
+        assert np.array_equal(t.query.target_box_2d, q0.target_box_2d)
+        lq = [s for s in t.steps if s.tool == "landmark_query"]
+        if not lq:
+            continue
+        name = lq[0].arguments["name"]
+        assert name not in names and name in t.query.description
+        answer = next(m for m in t.messages if m["role"] == "tool")
+        text = " ".join(c["text"] for c in answer["content"] if c.get("type") == "text")
+        assert f"match(es) for {name!r}" in text, text
+    # the environment is left with the real index
+    again = teacher_trajectories(_params(assets), per_query=1, limit=2)
+    assert all(t.query.description == original[t.query.query_id].description for t in again)

@@ -59,3 +59,20 @@ def test_make_tiny_model_rejects_bad_size(tmp_path):
     with pytest.raises(ValueError, match="hidden_size"):
         make_tiny_model(tmp_path / "x", hidden_size=12)
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_protocol_tokenizer_keeps_identifiers_whole_and_numbers_digitwise():
+    """Digits of a number are one token each; a digit inside an identifier is not split off
+    (``bbox_2d`` once tokenized as ``bbox_`` + ``2`` + ``d``, and a trained model wrote
+    ``"bbox_2, 73, ...``)."""
+    pytest.importorskip("tokenizers")
+    from urbex.config import Params
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.tiny import _tokenizer
+
+    tok = _tokenizer(list(protocol_corpus(Params(), n_actions=200)), vocab_size=600)
+    pieces = [tok.decode([i]) for i in tok.encode('"bbox_2d": [880, 7]', add_special_tokens=False)]
+    assert "".join(pieces) == '"bbox_2d": [880, 7]'
+    assert any("bbox_2d" in p for p in pieces), pieces
+    assert ["8", "8", "0"] == [p for p in pieces if p.isdigit()][:3]
+    assert "7" in pieces

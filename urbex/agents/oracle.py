@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -170,6 +171,13 @@ class TeacherPolicy(OraclePolicy):
     ``p_landmark``, the zoom window is ``zoom_factor`` ∈ ``zoom_range`` × the target with its
     centre shifted by up to ``jitter`` of the window side (the target stays inside), and the
     oblique render is made with probability ``p_oblique`` from a random compass direction. With
+    probability ``p_anchor`` the episode is *anchored* on what the student can read: it queries
+    the first mentioned landmark that has an area (a park, a building, not a road), zooms on
+    exactly the box the ``landmark_query`` answer printed for it (global view units, copied from
+    the tool response), and answers the target's box in that zoom view, moved inside the view
+    when the target lies beyond the landmark (a box of the target's size at the nearest place
+    inside; the terminal distance term still pays for it). Every number of an anchored episode
+    but the answer is in the conversation, so a small student can learn to produce it. With
     probability ``p_mistake`` the episode holds one deliberate invalid turn before the zoom — a
     zoom box with its corners swapped, or an answer in a ``zoom_1`` that does not exist yet — and
     then recovers (SFT shows the error text and the correct next action, with no loss on the
@@ -186,9 +194,15 @@ class TeacherPolicy(OraclePolicy):
         zoom_range: tuple[float, float] = (1.5, 3.0),
         jitter: float = 0.2,
         p_mistake: float = 0.0,
+        p_anchor: float = 0.0,
     ) -> None:
         super().__init__(env)
-        probs = (("p_landmark", p_landmark), ("p_oblique", p_oblique), ("p_mistake", p_mistake))
+        probs = (
+            ("p_landmark", p_landmark),
+            ("p_oblique", p_oblique),
+            ("p_mistake", p_mistake),
+            ("p_anchor", p_anchor),
+        )
         for name, p in probs:
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name}: expected a probability in [0, 1], got {p}")
@@ -199,6 +213,7 @@ class TeacherPolicy(OraclePolicy):
         self.p_landmark, self.p_oblique = float(p_landmark), float(p_oblique)
         self.zoom_range, self.jitter = zoom_range, float(jitter)
         self.p_mistake = float(p_mistake)
+        self.p_anchor = float(p_anchor)
         self.begin_episode(seed=0)
 
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
@@ -211,8 +226,14 @@ class TeacherPolicy(OraclePolicy):
         self._azimuth = int(rng.choice([0, 90, 180, 270]))
         self._mistake = bool(rng.random() < self.p_mistake)
         self._mistake_kind = int(rng.integers(0, 2))
+        self._anchor = bool(rng.random() < self.p_anchor)
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        if self._anchor:
+            action = self._anchored(messages)
+            if action is not None:
+                return action
+            self._anchor = False  # nothing to anchor on: the episode goes on unanchored
         env = self.env
         target = self._target()
         done = {r.tool for r in env.steps if r.valid}
@@ -247,3 +268,84 @@ class TeacherPolicy(OraclePolicy):
         c = c + np.clip(self._shift * side, -slack, slack)
         window = np.concatenate([c - side / 2, c + side / 2])
         return _outward(view.from_world_box(window))
+
+    def _anchored(self, messages: list[dict[str, Any]]) -> str | None:
+        """The anchored episode's next action, or None where it cannot anchor (no mentioned
+        landmark with an area, or its box is not in the answer the student read)."""
+        env = self.env
+        target = self._target()
+        done = {r.tool for r in env.steps if r.valid}
+        zoom = env.views.last("zoom")
+        if "landmark_query" not in done:
+            name = self._area_landmark()
+            if name is None:
+                return None
+            return _call("landmark_query", name=name, view_id="global")
+        if zoom is None:
+            box = _printed_box(messages)
+            if box is None:
+                return None
+            if self._mistake and not any(not r.valid for r in env.steps):
+                return _call("zoom_in", view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]])
+            return _call("zoom_in", view_id="global", bbox_2d=box)
+        inside = _nearest(_into_view(zoom.from_world_box(target)))
+        if self._use_oblique and "oblique_render" not in done:
+            return _call(
+                "oblique_render", view_id=zoom.view_id, bbox_2d=inside, azimuth_deg=self._azimuth
+            )
+        return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': inside})}</answer>"
+
+    def _area_landmark(self) -> str | None:
+        """The first landmark the description mentions whose footprint has an area."""
+        from urbex.landmarks.table import footprint_bounds
+
+        env = self.env
+        idx = env.landmarks
+        if idx is None:
+            return None
+        q = env.query
+        table = idx.table
+        rows = table.filter(table["scene_id"] == q.scene_id)
+        for name in idx.mentions(q.description, q.scene_id):
+            hit = rows.filter(rows["name"] == name)
+            if (
+                hit.height
+                and footprint_bounds(hit.row(0, named=True), require_area=True) is not None
+            ):
+                return name
+        return None
+
+
+_PRINTED_BOX = re.compile(r'^1\. .*in view "global": box \[(\d+), (\d+), (\d+), (\d+)\]', re.M)
+
+
+def _printed_box(messages: list[dict[str, Any]]) -> list[int] | None:
+    """The first match's box (global view units) in the last ``landmark_query`` response."""
+    for m in reversed(messages):
+        if m.get("role") == "tool" and m.get("name") == "landmark_query":
+            content = m.get("content")
+            parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            text = "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+            found = _PRINTED_BOX.search(text)
+            if found is None:
+                return None
+            box = [int(v) for v in found.groups()]
+            return box if box[0] < box[2] and box[1] < box[3] else None
+    return None
+
+
+def _into_view(units: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A view-unit box moved (not shrunk) to lie inside [0, 1000] where it fits, else clipped.
+
+    >>> _into_view(np.array([1100.0, 200.0, 1300.0, 300.0])).tolist()
+    [800.0, 200.0, 1000.0, 300.0]
+    >>> _into_view(np.array([-50.0, -2000.0, 50.0, 2000.0])).tolist()
+    [0.0, 0.0, 100.0, 1000.0]
+    """
+    lo, hi = units[:2].copy(), units[2:].copy()
+    size = hi - lo
+    shift = np.where(lo < 0, -lo, 0.0) + np.where(hi > 1000, 1000 - hi, 0.0)
+    fits = size <= 1000
+    lo = np.where(fits, lo + shift, lo)
+    hi = np.where(fits, hi + shift, hi)
+    return np.clip(np.concatenate([lo, hi]), 0.0, 1000.0)

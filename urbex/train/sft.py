@@ -67,34 +67,47 @@ def teacher_trajectories(
 
     Only trajectories that end in a valid answer are returned. The teacher's system prompt lists
     the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
-    conversation is the one the student will see.
+    conversation is the one the student will see. A share ``sft.rename_rate`` of the episodes
+    is played with the scene's landmarks renamed (:func:`urbex.train.rename.renamed_world`: the
+    description and the landmark index both carry the new names; the environment is the real one).
 
     Raises
     ------
     AnnotationError
         The split has no queries, or no trajectory ended in a valid answer.
     """
+    import numpy as np
     from tqdm.auto import tqdm
 
     from urbex.agents.oracle import TeacherPolicy
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.eval.play import episode_seed, landmark_index, play_episode
     from urbex.eval.runner import load_queries
+    from urbex.train.rename import renamed_world
 
     s = params.sft
     split = split or s.split
     per_query = per_query or s.per_query
     seed = s.seed if seed is None else seed
     queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
-    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
-    teacher = TeacherPolicy(env, p_mistake=s.mistake_rate)
+    index = landmark_index(params)
+    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
+    teacher = TeacherPolicy(env, p_mistake=s.mistake_rate, p_anchor=s.anchor_rate)
     teacher.template_lists_tools = params.vlm.template_tools
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
         for k in range(per_query):
-            traj = play_episode(env, teacher, q, seed=episode_seed(seed * 1000 + k, q.query_id))
+            ep_seed = episode_seed(seed * 1000 + k, q.query_id)
+            query, env.landmarks = q, index
+            rng = np.random.default_rng([ep_seed, 1])
+            if index is not None and rng.random() < s.rename_rate:
+                world = renamed_world(q, index, rng)  # None: a mention it cannot rewrite
+                if world is not None:
+                    query, env.landmarks = world
+            traj = play_episode(env, teacher, query, seed=ep_seed)
             if traj.outcome.answered:
                 out.append(traj)
+    env.landmarks = index
     if not out:
         raise AnnotationError(
             f"no teacher trajectory of split {split!r} ended in a valid answer "

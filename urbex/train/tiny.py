@@ -47,7 +47,7 @@ ADDED_TOKENS: tuple[str, ...] = (
 
 def _tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1024):  # type: ignore[no-untyped-def]
     """The byte-level tokenizer: no merges without ``corpus``; BPE merges trained on it else."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
@@ -57,12 +57,14 @@ def _tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1024):  # 
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     else:
         tok = Tokenizer(models.BPE())
-        # digits one per token (numbers stay compositional); merges may cross word boundaries, so
-        # the protocol's fixed phrases ('", "bbox_2d": [') become single tokens
+        # digits of a number one per token (numbers stay compositional), but a digit inside an
+        # identifier stays with it ("bbox_2d", "zoom_1": split, the model once wrote "bbox_2, 7");
+        # merges may cross word boundaries, so the protocol's fixed phrases ('", "bbox_2d": [')
+        # become single tokens
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
                 pre_tokenizers.Split("\n", behavior="isolated"),
-                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.Split(Regex(r"(?<![A-Za-z_])[0-9]"), behavior="isolated"),
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
             ]
         )
