@@ -3,9 +3,9 @@
 The tiny CPU recipe (``params-cpu.yaml``) end to end in a fresh temporary project: synthetic
 city → scene caches → landmark tables → splits → ``urbex make-tiny-model`` (seeded) → ``urbex
 sft`` → ``urbex train`` (GRPO from the SFT checkpoint), with the ``vlm`` policy (greedy) evaluated
-on a seeded val sample after each stage. Peer: the random model the recipe starts from (its valid
-answer rate is the floor the warm start is measured against) and the SFT checkpoint (the floor
-GRPO is measured against).
+on the whole val split after each stage (``--quick``: a seeded sample). Peer: the random model
+the recipe starts from (its valid answer rate is the floor the warm start is measured against)
+and the SFT checkpoint (the floor GRPO is measured against).
 
     .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~15 min idle 2 cores)
     .venv/bin/python benchmarks/bench_learning.py --quick      # a 2-minute plumbing run
@@ -37,8 +37,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Full size: the recipe's own steps; the val sample evaluated after each stage.
-FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": 24, "n_base": 8}
+#: Full size: the recipe's own steps; the whole val split evaluated after each stage (n_val None).
+FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": None, "n_base": 8}
 #: --quick: a small city and a few steps of each (plumbing, not learning).
 QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1}
 #: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.

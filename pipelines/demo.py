@@ -61,7 +61,7 @@ DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("t
 #: The demo's training, shortened from the tiny CPU recipe (``params-cpu.yaml``: the measured
 #: one) so the whole demo stays within ~10 minutes on 2 cores: optimizer steps of SFT and GRPO.
 DEMO_SFT_STEPS = 400
-DEMO_GRPO_STEPS = 10
+DEMO_GRPO_STEPS = 5  # × 24 rollouts (params-cpu.yaml): the 120 rollouts of 10 steps × 12 before
 #: The demo's checkpoint on STPLS3D-Refer: a seeded sample of its queries (all 83 took 326 s of
 #: a 902 s demo on 2 shared cores; `urbex evaluate --benchmark stpls3d_refer` plays them all).
 DEMO_ZERO_SHOT_VLM_LIMIT = 24

@@ -61,18 +61,20 @@ def test_make_tiny_model_rejects_bad_size(tmp_path):
     assert not os.path.exists(tmp_path / "x")
 
 
-def test_protocol_tokenizer_keeps_identifiers_whole_and_numbers_digitwise():
-    """Digits of a number are one token each; a digit inside an identifier is not split off
-    (``bbox_2d`` once tokenized as ``bbox_`` + ``2`` + ``d``, and a trained model wrote
-    ``"bbox_2, 73, ...``)."""
+def test_protocol_tokenizer_makes_view_units_one_token_and_keeps_identifiers_whole():
+    """Every number 0-1000 is one token (a box is 4 tokens); a digit inside an identifier is
+    not split off (``bbox_2d`` once tokenized as ``bbox_`` + ``2`` + ``d``, and a trained model
+    wrote ``"bbox_2, 73, ...``); larger numbers fall back to digits."""
     pytest.importorskip("tokenizers")
     from urbex.config import Params
     from urbex.train.corpus import protocol_corpus
     from urbex.train.tiny import _tokenizer
 
     tok = _tokenizer(list(protocol_corpus(Params(), n_actions=200)), vocab_size=600)
-    pieces = [tok.decode([i]) for i in tok.encode('"bbox_2d": [880, 7]', add_special_tokens=False)]
-    assert "".join(pieces) == '"bbox_2d": [880, 7]'
+    text = '"bbox_2d": [880, 7, 1000, 0]} zoom_1 2150'
+    pieces = [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
+    assert "".join(pieces) == text
     assert any("bbox_2d" in p for p in pieces), pieces
-    assert ["8", "8", "0"] == [p for p in pieces if p.isdigit()][:3]
-    assert "7" in pieces
+    assert {"880", "7", "1000", "0"} <= set(pieces)
+    assert not any(p.endswith("_") for p in pieces[:3])  # "bbox_2d" not cut at its digit
+    assert "2150" not in pieces and "".join(pieces[-4:]) == "2150"

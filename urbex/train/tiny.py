@@ -11,8 +11,9 @@ Two tokenizers:
   (plumbing tests; a tool call is hundreds of tokens);
 * a ``corpus`` (the protocol's text: system prompt, tool schemas, tool calls and answers, tool
   responses, the train split's descriptions — :func:`urbex.train.corpus.protocol_corpus`): BPE
-  merges trained offline with ``tokenizers`` (digits stay one per token, merges may span words),
-  so a tool call is tens of tokens and a small model can learn the protocol on 2 cores.
+  merges trained offline with ``tokenizers`` (merges may span words) plus one token per view unit
+  0–1000 (a box is four tokens; other numbers are spelt digit by digit), so a tool call is tens of
+  tokens and a small model can learn the protocol on 2 cores.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ ADDED_TOKENS: tuple[str, ...] = (
 
 def _tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1024):  # type: ignore[no-untyped-def]
     """The byte-level tokenizer: no merges without ``corpus``; BPE merges trained on it else."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
@@ -86,6 +87,13 @@ def _tokenizer(corpus: Iterable[str] | None = None, vocab_size: int = 1024):  # 
     )
     fast.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS[1:])})
     fast.add_tokens(list(ADDED_TOKENS))
+    if corpus is not None:
+        # every view unit 0-1000 one token: a box is 4 tokens, so its shape (4 numbers, each
+        # within 0..1000) is not a digit count the model must learn; "zoom_1", "x2", "2150" are
+        # not matched (single_word), the last one falls back to digits
+        fast.add_tokens(
+            [AddedToken(str(i), single_word=True, normalized=False) for i in range(1001)]
+        )
     fast.padding_side = "left"
     return fast
 
