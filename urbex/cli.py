@@ -412,7 +412,9 @@ def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
             trajs = teacher_trajectories(params, progress=not args.quiet)
         corpus = list(protocol_corpus(params, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
-    path = make_tiny_model(args.path, seed=args.seed, spec=spec, corpus=corpus)
+    path = make_tiny_model(
+        args.path, seed=args.seed, spec=spec, corpus=corpus, number_tokens=args.number_tokens
+    )
     print(f"tiny Qwen3-VL (random weights, offline; tokenizer: {what}) → {path}")
     return 0
 
@@ -572,7 +574,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="output directory (default <assets>/ground/<scene>-<time>)"
     )
     gr.set_defaults(func=_cmd_ground)
-    rp = command("report", help="the Table-1-shaped comparison (Markdown + CSV) and the results page")
+    rp = command(
+        "report", help="the Table-1-shaped comparison (Markdown + CSV) and the results page"
+    )
     rp.set_defaults(func=_cmd_report)
     dg = command("diagnose", help="the paper's diagnostic tables and plots (appendix D)")
     dg.set_defaults(func=_cmd_diagnose)
@@ -603,6 +607,11 @@ def _build_parser() -> argparse.ArgumentParser:
         default="bytes",
         help="bytes: 256 byte tokens, no merges; protocol: BPE trained offline on the "
         "protocol's text (and the teacher's conversations when the project is built)",
+    )
+    tm.add_argument(
+        "--number-tokens",
+        action="store_true",
+        help="protocol tokenizer: one token per view unit 0-1000 (default: digit by digit)",
     )
     tm.set_defaults(func=_cmd_make_tiny_model)
 

@@ -61,20 +61,24 @@ def test_make_tiny_model_rejects_bad_size(tmp_path):
     assert not os.path.exists(tmp_path / "x")
 
 
-def test_protocol_tokenizer_makes_view_units_one_token_and_keeps_identifiers_whole():
-    """Every number 0-1000 is one token (a box is 4 tokens); a digit inside an identifier is
-    not split off (``bbox_2d`` once tokenized as ``bbox_`` + ``2`` + ``d``, and a trained model
-    wrote ``"bbox_2, 73, ...``); larger numbers fall back to digits."""
+@pytest.mark.parametrize("number_tokens", [False, True])
+def test_protocol_tokenizer_keeps_identifiers_whole(number_tokens):
+    """A digit inside an identifier is not split off (``bbox_2d`` once tokenized as ``bbox_`` +
+    ``2`` + ``d``, and a trained model wrote ``"bbox_2, 73, ...``); numbers are digit by digit,
+    or with ``number_tokens`` one token per view unit 0-1000 (larger ones digit by digit)."""
     pytest.importorskip("tokenizers")
     from urbex.config import Params
     from urbex.train.corpus import protocol_corpus
     from urbex.train.tiny import _tokenizer
 
-    tok = _tokenizer(list(protocol_corpus(Params(), n_actions=200)), vocab_size=600)
+    corpus = list(protocol_corpus(Params(), n_actions=200))
+    tok = _tokenizer(corpus, vocab_size=600, number_tokens=number_tokens)
     text = '"bbox_2d": [880, 7, 1000, 0]} zoom_1 2150'
     pieces = [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
     assert "".join(pieces) == text
     assert any("bbox_2d" in p for p in pieces), pieces
-    assert {"880", "7", "1000", "0"} <= set(pieces)
-    assert not any(p.endswith("_") for p in pieces[:3])  # "bbox_2d" not cut at its digit
     assert "2150" not in pieces and "".join(pieces[-4:]) == "2150"
+    if number_tokens:
+        assert {"880", "7", "1000", "0"} <= set(pieces)
+    else:
+        assert [p for p in pieces if p.isdigit()][:3] == ["8", "8", "0"]
