@@ -1,6 +1,10 @@
 # urbex — the two commands a new machine needs: `make demo` and `make test`.
 VENV ?= .venv
 BIN := $(VENV)/bin
+# DVC's own environment (scripts/setup.sh; dagster and dvc's hydra need different antlr4 runtimes).
+# $(BIN)/dvc runs it with $(BIN) first on PATH; the demo and the tests find it through URBEX_DVC.
+DVC_VENV ?= .venv-dvc
+export URBEX_DVC := $(abspath $(DVC_VENV))/bin/dvc
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home

@@ -109,16 +109,43 @@ def _run_partitions(instance: dg.DagsterInstance, asset: str, keys: list[Any], w
     print(f"▶ {asset}: {len(keys)} partitions ({what}): {seconds:.1f} s", flush=True)
 
 
+#: Where ``scripts/setup.sh`` installs DVC, relative to the checkout: an environment of its own,
+#: since dagster's asset-selection parser needs antlr4 4.13 and dvc's hydra integration (``dvc exp
+#: run -S``) pins 4.9. setup also writes ``.venv/bin/dvc``, which runs this DVC with the project's
+#: ``.venv/bin`` first on PATH (the stages call the project's ``urbex``).
+DVC_VENV = ".venv-dvc"
+
+
+def dvc_executable(repo: Path) -> Path | None:
+    """The ``dvc`` to run for ``repo``: ``$URBEX_DVC``, else the isolated one setup installs
+    (``<repo>/.venv-dvc/bin/dvc``), else one beside this Python or on ``PATH``; None if none."""
+    found = [os.environ.get("URBEX_DVC"), str(repo / DVC_VENV / "bin" / "dvc")]
+    found += [str(Path(sys.executable).with_name("dvc")), shutil.which("dvc")]
+    return next((Path(p) for p in found if p and Path(p).is_file()), None)
+
+
+def dvc_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default ``os.environ``) with this Python's ``bin`` first on ``PATH``: the DVC
+    stages' ``urbex`` is the project's, whichever environment DVC runs from."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def record_with_dvc(repo: Path) -> None:
     """``dvc commit -f dvc.yaml`` in ``repo`` (the module docstring says why); a line saying so,
     or why it was skipped (no DVC project, no ``dvc`` command)."""
-    dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
-    if not (repo / ".dvc").is_dir() or not Path(dvc).is_file():
+    dvc = dvc_executable(repo)
+    if not (repo / ".dvc").is_dir() or dvc is None:
         print("▶ dvc commit: skipped (no DVC project or no dvc command)", flush=True)
         return
     t0 = time.perf_counter()
     r = subprocess.run(
-        [dvc, "commit", "-f", "-q", "dvc.yaml"], cwd=repo, capture_output=True, text=True
+        [str(dvc), "commit", "-f", "-q", "dvc.yaml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dvc_env(),
     )
     if r.returncode != 0:
         raise SystemExit(f"demo: dvc commit failed:\n{r.stdout}{r.stderr}")

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# One-command set-up: system packages (when missing), .venv, the project and its pins.
-# Idempotent: re-running with an unchanged pyproject.toml does nothing.
+# One-command set-up: system packages (when missing), .venv, the project and its pins, and DVC
+# in an environment of its own (.venv-dvc). Idempotent: re-running with an unchanged
+# pyproject.toml and setup.sh does nothing. pip's output is shown only when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
+DVC_VENV=${DVC_VENV:-.venv-dvc}
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+quiet() {  # run "$@"; print its output only if it fails
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: failed: $*" >&2
+    return 1
+  fi
+  rm -f "$log"
+}
 
 # System libraries: open3d needs libusb/libGL/libgomp; its headless renderer needs Mesa's
 # software Vulkan + EGL (used only by the benchmark peer); chromium drives the results-page test
@@ -32,19 +46,38 @@ fi
 
 stamp="$VENV/.urbex-installed"
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  quiet "$VENV/bin/python" -m pip install --upgrade pip
+  # torch + torchvision pins (STACK_NOTES): the CPU wheel of torch 2.13 and PyPI's torchvision
+  # do not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
+  quiet "$VENV/bin/pip" install "torch==2.14.1" "torchvision==0.29.1"
+  quiet "$VENV/bin/pip" install -e ".[ml,render,geo,dev]"
+  # not the k8s extra: the newest dagster-k8s (0.29.27) pins dagster 1.13.27 and would move
+  # dagster and its companions off their release; tests/pipelines/test_deploy.py skips without it
+  echo "$want" > "$stamp"
+  echo "setup: done ($VENV)"
 fi
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-# torch + torchvision pins (STACK_NOTES): the CPU wheel of torch 2.13 and PyPI's torchvision do
-# not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
-"$VENV/bin/pip" install -q "torch==2.14.1" "torchvision==0.29.1"
-"$VENV/bin/pip" install -q -e ".[ml,render,geo,dev]"
-# not the k8s extra: the newest dagster-k8s (0.29.27) pins dagster 1.13.27 and would move dagster
-# and its companions off their release; tests/pipelines/test_deploy.py skips its checks without it
-# dagster's asset-selection parser needs antlr4 4.13; dvc's optional hydra/omegaconf pins 4.9
-# (used only by `dvc exp run --set-param`). We keep dagster working.
-"$VENV/bin/pip" install -q "antlr4-python3-runtime==4.13.2" 2>&1 | grep -v "dependency conflicts\|requires antlr4\|^ERROR: pip's dependency resolver" || true
-echo "$want" > "$stamp"
-echo "setup: done ($VENV)"
+
+# DVC in an environment of its own: dagster's asset-selection parser needs antlr4 4.13 and dvc's
+# hydra integration (`dvc exp run -S key=value`) pins 4.9, so no one environment has both
+# working. $VENV/bin/dvc runs this DVC with $VENV/bin first on PATH: the stages' `urbex` is the
+# project's. (Bump DVC_PIN to move DVC; STACK_NOTES names the version verified here.)
+DVC_PIN="dvc==3.67.1"
+dvc_stamp="$DVC_VENV/.urbex-installed"
+if [ ! -f "$dvc_stamp" ] || [ "$(cat "$dvc_stamp")" != "$DVC_PIN" ]; then
+  t0=$(date +%s)
+  [ -x "$DVC_VENV/bin/python" ] || "$PY" -m venv "$DVC_VENV"
+  quiet "$DVC_VENV/bin/pip" install "$DVC_PIN"
+  echo "$DVC_PIN" > "$dvc_stamp"
+  echo "setup: $DVC_PIN in $DVC_VENV ($(( $(date +%s) - t0 )) s)"
+fi
+abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$(pwd -P)" "$1" ;; esac; }
+shim="#!/bin/sh
+# written by scripts/setup.sh: DVC from its own environment, the stages' urbex from this one
+PATH=\"$(abs "$VENV")/bin:\$PATH\" exec \"$(abs "$DVC_VENV")/bin/dvc\" \"\$@\""
+if [ "$(cat "$VENV/bin/dvc" 2>/dev/null)" != "$shim" ]; then
+  rm -f "$VENV/bin/dvc"  # a dvc pip once installed here (its hydra breaks dagster's antlr4)
+  printf '%s\n' "$shim" >"$VENV/bin/dvc"
+  chmod +x "$VENV/bin/dvc"
+fi

@@ -232,6 +232,7 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
         limit=params.eval.limit,
         checkpoint=args.checkpoint,
         progress=not args.quiet,
+        restart_stale=args.restart_stale,
     )
     print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
     print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
@@ -262,7 +263,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
         specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
     rows = []
     for spec in specs:
-        r = evaluate(params, spec=spec, progress=not args.quiet)
+        r = evaluate(params, spec=spec, progress=not args.quiet, restart_stale=args.restart_stale)
         print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
         rows.append(r.metrics.row(0, named=True))
     for m in REPEAT_METRICS:
@@ -552,6 +553,13 @@ def _build_parser() -> argparse.ArgumentParser:
         type=_tool_list,
         help="tool ablation: the tools offered, comma-separated (landmark_query,zoom_in,"
         "oblique_render), or 'none' (default env.tools); run id gets -tools_<...>",
+    )
+    ev.add_argument(
+        "--restart-stale",
+        action="store_true",
+        help="a run directory of other settings or another sample is deleted and played afresh "
+        "instead of refused (the DVC stages: a changed param or `dvc exp run -S` replaces the "
+        "run, the old one stays in DVC's cache)",
     )
     ev.set_defaults(func=_cmd_evaluate)
     fr = command(

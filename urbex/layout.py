@@ -18,6 +18,7 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
         models/ranker-v1.json           the trained With-GT ranker (urbex fit-ranker)
         eval/runs/<run_id>/             one evaluation run (run.json, episodes/, steps/,
                                         metrics.parquet)
+        eval/summaries/<run_id>.json    its headline metrics (DVC metrics: ``dvc exp show``)
         eval/diagnostics/               diagnostic tables and plots
         eval/report.md, eval/report.csv the comparison table
         eval/index.html                 the static results page (+ eval/runs/<run_id>/index.html)
@@ -57,10 +58,26 @@ __all__ = [
     "INSTANCES_FILE",
     "META_FILE",
     "SCENE_ROW_FILE",
+    "UNVERSIONED",
     "AssetLayout",
     "plain_name",
     "safe_name",
 ]
+
+#: Files under the assets root that are *not* versioned data, as gitignore-style patterns relative
+#: to the root (``*`` within one name, ``**`` any number of folders, a trailing ``/`` a folder and
+#: everything under it): the results page (rewritten from the runs by every ``urbex report``) and
+#: the ``.gitignore`` files DVC writes beside the outputs it tracks (git bookkeeping: a pulled
+#: checkout has none). ``.dvcignore`` lists the same patterns under ``assets/``
+#: (tests/test_versioning.py), so DVC's directory hashes and :func:`urbex.versioning.content_hash`
+#: leave out the same files.
+UNVERSIONED = (
+    "eval/index.html",
+    "eval/curves/",
+    "eval/runs/*/index.html",
+    "eval/runs/*/gallery/",
+    "**/.gitignore",
+)
 
 #: The benchmark the pipeline trains and tests on; its data sit at the top of the assets root.
 DEFAULT_BENCHMARK = "cityrefer"
@@ -181,6 +198,40 @@ class AssetLayout:
     def relative(cls) -> AssetLayout:
         """The layout relative to the assets root (paths like ``scenes/*/scene.parquet``)."""
         return cls(Path())
+
+    def unversioned(self, path: Path) -> bool:
+        """True for a path under the root that :data:`UNVERSIONED` leaves out of versioned data.
+
+        >>> lay = AssetLayout(Path("/a"))
+        >>> lay.unversioned(Path("/a/eval/runs/oracle-test_no/gallery/q1.png"))
+        True
+        >>> lay.unversioned(Path("/a/scenes/.gitignore")), lay.unversioned(Path("/a/eval/report.md"))
+        (True, False)
+        >>> lay.unversioned(Path("/elsewhere/index.html"))  # not under the root: versioned
+        False
+        """
+        from fnmatch import fnmatchcase
+
+        try:
+            parts = Path(path).relative_to(self.root).parts
+        except ValueError:
+            return False
+
+        def match(segs: tuple[str, ...], names: tuple[str, ...]) -> bool:
+            if not segs:
+                return not names
+            if segs[0] == "**":
+                return any(match(segs[1:], names[i:]) for i in range(len(names) + 1))
+            return bool(names) and fnmatchcase(names[0], segs[0]) and match(segs[1:], names[1:])
+
+        for pattern in UNVERSIONED:
+            folder = pattern.endswith("/")
+            segs = tuple(pattern.rstrip("/").split("/"))
+            # a pattern names a path or a folder above it (a folder's files go with it)
+            stops = range(1, len(parts)) if folder else range(1, len(parts) + 1)
+            if any(match(segs, parts[:k]) for k in stops):
+                return True
+        return False
 
     def _safe(self, name: str, *, what: str) -> str:
         """:func:`safe_name`, or a glob (``*``, :data:`urbex.atomic.PUBLIC`) in the relative
@@ -349,6 +400,11 @@ class AssetLayout:
     def run_metrics(self, run_id: str) -> Path:
         """``eval/runs/<run_id>/metrics.parquet``: the run's aggregate metrics."""
         return self.run(run_id) / "metrics.parquet"
+
+    def run_summary(self, run_id: str) -> Path:
+        """``eval/summaries/<run_id>.json``: the run's headline metrics, flat (DVC's metrics file
+        of its evaluation stage; beside the run directory, which is that stage's output)."""
+        return self.eval / "summaries" / f"{self._safe(run_id, what='run_id')}.json"
 
     @property
     def diagnostics(self) -> Path:

@@ -12,6 +12,7 @@ import polars as pl
 from pipelines.defs.assets import raw_dataset, scene_caches
 from pipelines.defs.quality import quality_spec, run_checked
 from pipelines.defs.resources import UrbexParams
+from pipelines.defs.versions import data_version
 from urbex.annotations.stpls3d_refer import refer_counts
 from urbex.config import Params
 from urbex.stages import (
@@ -48,6 +49,7 @@ def landmark_tables(urbex_params: UrbexParams):
             "n_scenes": len(paths),
             "n_landmarks": sum(pl.read_parquet(p).height for p in paths),
         },
+        version=lambda paths: data_version(params, params.layout.landmarks),  # DVC's out
     )
 
 
@@ -66,6 +68,7 @@ def clean_annotations(urbex_params: UrbexParams):
             "n_dropped": pl.read_parquet(params.layout.annotation_drops).height,
             "path": dg.MetadataValue.path(str(path)),
         },
+        version=lambda path: data_version(params, path),  # a file of DVC's splits out
     )
 
 
@@ -81,6 +84,7 @@ def splits(urbex_params: UrbexParams):
             ),
             "path": dg.MetadataValue.path(str(path)),
         },
+        version=lambda path: data_version(params, params.layout.splits),  # DVC's splits out
     )
 
 
@@ -94,4 +98,5 @@ def stpls3d_refer(urbex_params: UrbexParams):
             "path": dg.MetadataValue.path(str(path)),
             **refer_counts(path),
         },
+        version=lambda path: data_version(params, params.layout.stpls3d_refer),  # DVC's out
     )

@@ -4,6 +4,7 @@ import dagster as dg
 
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import UrbexParams
+from pipelines.defs.versions import data_version
 from urbex.stages import build_scene, refresh, stage_raw
 from urbex.viz.thumbnails import thumbnail_markdown
 
@@ -13,13 +14,18 @@ def raw_dataset(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:
     """The raw data set: the synthetic city (default) or a registered CityRefer/STPLS3D/LAS root."""
-    ds = stage_raw(urbex_params.load(), progress=False)
+    params = urbex_params.load()
+    ds = stage_raw(params, progress=False)
     # the partitions are exactly the data set's scenes: drop those a params change removed
     stale = sorted(set(context.instance.get_dynamic_partitions(SCENES.name)) - set(ds.scene_ids))
     for key in stale:
         context.instance.delete_dynamic_partition(SCENES.name, key)
     context.instance.add_dynamic_partitions(SCENES.name, list(ds.scene_ids))
+    # generated: the data set itself (DVC's raw out); registered: the registration record
+    # (an external root of real scans is not hashed on every run)
+    versioned = ds.root if ds.generated else params.layout.raw_registered
     return dg.MaterializeResult(
+        data_version=data_version(params, versioned),
         metadata={
             "root": dg.MetadataValue.path(str(ds.root)),
             "source": ds.source,
@@ -27,7 +33,7 @@ def raw_dataset(
             "scene_ids": ", ".join(ds.scene_ids),
             "dropped_partitions": ", ".join(stale),
             "generated": ds.generated,
-        }
+        },
     )
 
 
@@ -43,6 +49,7 @@ def scene_caches(
     b = build_scene(params, context.partition_key)
     refresh(params)
     return dg.MaterializeResult(
+        data_version=data_version(params, b.cache_dir),
         metadata={
             "n_points": b.n_points,
             "build_seconds": round(b.build_seconds, 3),
@@ -52,5 +59,5 @@ def scene_caches(
             "preview": dg.MetadataValue.md(
                 thumbnail_markdown(params.layout.global_view(context.partition_key))
             ),
-        }
+        },
     )

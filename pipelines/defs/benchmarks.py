@@ -12,6 +12,7 @@ import polars as pl
 from pipelines.defs.annotations import stpls3d_refer
 from pipelines.defs.evaluation import ranker_model
 from pipelines.defs.resources import UrbexParams
+from pipelines.defs.versions import data_version
 from urbex.agents.registry import POLICY_NAMES
 from urbex.benchmarks import (
     ZERO_SHOT,
@@ -62,39 +63,45 @@ def benchmark_scene_caches(
     context: dg.AssetExecutionContext, urbex_params: UrbexParams
 ) -> dg.MaterializeResult:
     """One benchmark scene cache (pseudo-instances as its instance table)."""
-    b = build_benchmark_scene(urbex_params.load(), BENCHMARK, context.partition_key)
+    params = urbex_params.load()
+    b = build_benchmark_scene(params, BENCHMARK, context.partition_key)
     return dg.MaterializeResult(
+        data_version=data_version(params, b.cache_dir),
         metadata={
             "n_points": b.n_points,
             "reused": b.reused,
             "cache_dir": dg.MetadataValue.path(str(b.cache_dir)),
-        }
+        },
     )
 
 
 @dg.asset(deps=[benchmark_scene_caches], group_name="benchmarks")
 def benchmark_landmark_tables(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The benchmark's landmark tables (its OSM/GeoJSON landmarks in the scene frame)."""
-    paths = build_benchmark_landmarks(urbex_params.load(), BENCHMARK)
+    params = urbex_params.load()
+    paths = build_benchmark_landmarks(params, BENCHMARK)
     return dg.MaterializeResult(
+        data_version=data_version(params, benchmark_params(params, BENCHMARK).layout.landmarks),
         metadata={
             "n_scenes": len(paths),
             "n_landmarks": sum(pl.read_parquet(p).height for p in paths),
-        }
+        },
     )
 
 
 @dg.asset(deps=[benchmark_landmark_tables], group_name="benchmarks")
 def benchmark_queries(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The benchmark's cleaned queries, all in split ``test``, with ``landmark_free``."""
-    path = build_benchmark_queries(urbex_params.load(), BENCHMARK)
+    params = urbex_params.load()
+    path = build_benchmark_queries(params, BENCHMARK)
     q = pl.read_parquet(path)
     return dg.MaterializeResult(
+        data_version=data_version(params, path),
         metadata={
             "n_queries": q.height,
             "n_landmark_free": int(q["landmark_free"].sum()),
             "path": dg.MetadataValue.path(str(path)),
-        }
+        },
     )
 
 
@@ -114,6 +121,7 @@ def zero_shot_evaluation(
     refresh(params)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
+        data_version=data_version(params, r.run_dir),  # DVC's evaluate_zero_shot@<policy> out
         metadata={
             "run_id": r.run_id,
             "spec": dg.MetadataValue.json(spec.to_dict()),
@@ -122,5 +130,5 @@ def zero_shot_evaluation(
             "hit3": float(m.get("hit3") or 0.0),
             "iou_bev": float(m.get("iou_bev") or 0.0),
             "run_dir": dg.MetadataValue.path(str(r.run_dir)),
-        }
+        },
     )

@@ -12,6 +12,7 @@ import dagster as dg
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.executors import CPU_OP_TAGS, GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
+from pipelines.defs.versions import data_version
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.agents.registry import POLICY_NAMES, policy_info
 from urbex.eval.diagnose import diagnose
@@ -45,12 +46,14 @@ MODEL_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
 @dg.asset(deps=[splits, landmark_tables], group_name="evaluation")
 def ranker_model(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The trained With-GT ranker (policy ``ranking``): fitted on train, selected on val."""
-    model, path = fit_ranker_from_params(urbex_params.load())
+    params = urbex_params.load()
+    model, path = fit_ranker_from_params(params)
     return dg.MaterializeResult(
+        data_version=data_version(params, path),
         metadata={
             **{k: v for k, v in ranker_summary(model).items() if v is not None},
             "path": dg.MetadataValue.path(str(path)),
-        }
+        },
     )
 
 
@@ -93,6 +96,7 @@ def _evaluate(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> d
     r = evaluate(params, spec=spec, progress=False)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
+        data_version=data_version(params, r.run_dir),  # DVC's evaluate@<policy>-<split> out
         metadata={
             "run_id": r.run_id,
             "spec": dg.MetadataValue.json(spec.to_dict()),
@@ -103,7 +107,7 @@ def _evaluate(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> d
             "hit3": float(m.get("hit3") or 0.0),
             "iou_bev": float(m.get("iou_bev") or 0.0),
             "run_dir": dg.MetadataValue.path(str(r.run_dir)),
-        }
+        },
     )
 
 
@@ -117,14 +121,16 @@ def warehouse(urbex_params: UrbexParams) -> dg.MaterializeResult:
 @dg.asset(deps=[evaluation, model_evaluation], group_name="evaluation")
 def diagnostics(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The paper's diagnostic tables (appendix D) under ``assets/eval/diagnostics/`` + plots."""
-    paths = diagnose(urbex_params.load())
+    params = urbex_params.load()
+    paths = diagnose(params)
     md = next(p for p in paths if p.suffix == ".md")
     return dg.MaterializeResult(
+        data_version=data_version(params, params.layout.diagnostics),
         metadata={
             "summary": dg.MetadataValue.md(md.read_text()),
             "path": dg.MetadataValue.path(str(md.parent)),
             "files": len(paths),
-        }
+        },
     )
 
 
@@ -138,6 +144,7 @@ def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
     path = report(params, echo=False)
     pics = thumbnails(params.layout.results_page, k=2)
     return dg.MaterializeResult(
+        data_version=data_version(params, path),  # report.md (the page is not versioned)
         metadata={
             "report": dg.MetadataValue.md(path.read_text()),
             "path": dg.MetadataValue.path(str(path)),
@@ -146,5 +153,5 @@ def evaluation_report(urbex_params: UrbexParams) -> dg.MaterializeResult:
                 "\n\n".join(thumbnail_markdown(p, alt=p.stem, max_side=320) for p in pics)
                 or "no trajectory pictures yet"
             ),
-        }
+        },
     )

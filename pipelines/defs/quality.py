@@ -33,9 +33,15 @@ def _md(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_checked(
-    stage: Callable[[], Any], *, metadata: Callable[[Any], dict[str, Any]]
+    stage: Callable[[], Any],
+    *,
+    metadata: Callable[[Any], dict[str, Any]],
+    version: Callable[[Any], dg.DataVersion] | None = None,
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
-    """Run ``stage``; yield its materialization with a passed check, or a failed check then raise."""
+    """Run ``stage``; yield its materialization with a passed check, or a failed check then raise.
+
+    ``metadata`` and ``version`` (the data version, :mod:`pipelines.defs.versions`) are computed
+    from the stage's return value."""
     try:
         out = stage()
     except QualityCheckError as exc:
@@ -48,6 +54,7 @@ def run_checked(
         raise
     yield dg.MaterializeResult(
         metadata=metadata(out),
+        data_version=None if version is None else version(out),
         check_results=[
             dg.AssetCheckResult(check_name=QUALITY, passed=True, metadata={"n_failed": 0})
         ],

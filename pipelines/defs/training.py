@@ -28,6 +28,7 @@ import dagster as dg
 from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.executors import GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
+from pipelines.defs.versions import data_version
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.train.grpo import train
@@ -93,6 +94,7 @@ def sft_checkpoint(
         return dg.MaterializeResult(metadata={"skipped": True})
     r = sft(params, steps=config.steps, progress=False)
     return dg.MaterializeResult(
+        data_version=data_version(params, r.checkpoint_dir),
         metadata={
             "run_name": r.checkpoint_dir.name,
             "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
@@ -101,7 +103,7 @@ def sft_checkpoint(
             "conversations": r.n_examples,
             "loss_first": r.loss_first,
             "loss_last": r.loss_last,
-        }
+        },
     )
 
 
@@ -119,6 +121,7 @@ def grpo_checkpoint(
     log = pl.read_parquet(params.layout.training_log(r.run_name))
     curves = params.layout.train_curves(r.run_name)
     return dg.MaterializeResult(
+        data_version=data_version(params, r.checkpoint_dir),
         metadata={
             "run_name": r.run_name,
             "base_checkpoint": dg.MetadataValue.path(str(r.base_checkpoint)),
@@ -131,7 +134,7 @@ def grpo_checkpoint(
             "tool_calls": r.tool_calls,
             "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
             "train_curves": dg.MetadataValue.path(str(curves)),
-        }
+        },
     )
 
 
@@ -153,6 +156,7 @@ def checkpoint_evaluation(
     r = evaluate(params, spec=spec, progress=False)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
+        data_version=data_version(params, r.run_dir),
         metadata={
             "run_id": r.run_id,
             "checkpoint": dg.MetadataValue.path(str(ckpt)),
@@ -161,7 +165,7 @@ def checkpoint_evaluation(
             "hit1": float(m.get("hit1") or 0.0),
             "iou_bev": float(m.get("iou_bev") or 0.0),
             "run_dir": dg.MetadataValue.path(str(r.run_dir)),
-        }
+        },
     )
 
 

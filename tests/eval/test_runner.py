@@ -333,6 +333,29 @@ def test_evaluate_resume_with_another_sample_never_mixes_samples(assets):
         )
 
 
+def test_evaluate_restart_stale_replaces_a_run_of_other_settings(assets):
+    """What the DVC stages pass: a changed param or a smaller sample replaces the run (played
+    afresh, nothing of the old one left) instead of raising; the same settings still resume."""
+    p = _params(assets)
+    kw = {"policy": "landmark_prior", "split": "test_no", "run_id": "stale", "progress": False}
+    evaluate(p, limit=3, **kw)
+    (p.layout.run("stale") / "index.html").write_text("the old page")
+    smaller = evaluate(p, limit=2, restart_stale=True, **kw)
+    assert smaller.n_skipped == 0 and smaller.n_played == 2
+    assert not (smaller.run_dir / "index.html").exists()
+    want = {q.query_id for q in load_queries(p, "test_no", limit=2, sample_seed=0)}
+    assert set(read_episodes(smaller.run_dir)["query_id"].to_list()) == want
+    changed = p.with_updates(env={"max_turns": 3})
+    r = evaluate(changed, limit=2, restart_stale=True, **kw)
+    assert r.n_skipped == 0 and r.n_played == 2
+    assert read_spec(r.run_dir) is not None
+    again = evaluate(changed, limit=2, restart_stale=True, **kw)  # same settings: resumed
+    assert again.n_skipped == 2 and again.n_played == 0
+    summary = json.loads(p.layout.run_summary("stale").read_text())
+    assert summary["n"] == 2 and 0.0 <= summary["hit1"] <= 1.0
+    assert "sample_limit" not in summary  # the spec's columns are not metrics
+
+
 def test_evaluate_resume_with_point_metrics_toggled_raises(assets):
     evaluate(
         _params(assets), policy="landmark_prior", split="test_no", run_id="pm", limit=1,

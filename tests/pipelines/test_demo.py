@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from pipelines.demo import QUIET_LOGGERS, record_with_dvc
+from pipelines.demo import QUIET_LOGGERS, dvc_env, dvc_executable, record_with_dvc
+from tests.small_project import REPO_ROOT
 
-DVC = Path(sys.executable).with_name("dvc")
+DVC = dvc_executable(REPO_ROOT)
 
 
 def test_demo_quiet_logger_config_is_warning():
@@ -24,10 +22,11 @@ def test_record_with_dvc_skips_without_a_dvc_project(tmp_path, capsys):
     assert not (tmp_path / "dvc.lock").exists()
 
 
-@pytest.mark.skipif(not DVC.is_file(), reason="dvc is not installed in this environment")
+@pytest.mark.skipif(DVC is None, reason="no dvc (scripts/setup.sh installs it in .venv-dvc)")
 def test_record_with_dvc_makes_status_clean(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PATH", f"{DVC.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    run = {"cwd": tmp_path, "capture_output": True, "text": True, "check": True}
+    assert DVC is not None
+    monkeypatch.setenv("URBEX_DVC", str(DVC))  # the one record_with_dvc runs
+    run = {"cwd": tmp_path, "capture_output": True, "text": True, "check": True, "env": dvc_env()}
     subprocess.run(["git", "init", "-q"], **run)
     subprocess.run([str(DVC), "init", "-q"], **run)
     (tmp_path / "params.yaml").write_text("k: 1\n")
@@ -41,3 +40,15 @@ def test_record_with_dvc_makes_status_clean(tmp_path, monkeypatch, capsys):
     assert "out" in (tmp_path / "dvc.lock").read_text()
     status = subprocess.run([str(DVC), "status", "dvc.yaml"], **run).stdout
     assert "up to date" in status.lower(), status
+
+
+def test_dvc_executable_prefers_urbex_dvc_then_the_isolated_env(tmp_path, monkeypatch):
+    fake = tmp_path / ".venv-dvc" / "bin" / "dvc"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\n")
+    monkeypatch.delenv("URBEX_DVC", raising=False)
+    assert dvc_executable(tmp_path) == fake  # setup's isolated environment, before any other
+    other = tmp_path / "elsewhere-dvc"
+    other.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("URBEX_DVC", str(other))
+    assert dvc_executable(tmp_path) == other

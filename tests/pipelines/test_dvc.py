@@ -1,3 +1,12 @@
+"""The DVC door: `dvc repro` of the repository's dvc.yaml on a small project, the default remote,
+the status after a pull, and a parameter sweep (`dvc exp run -S`, `dvc exp show`).
+
+DVC runs from its own environment (``.venv-dvc``, scripts/setup.sh; :func:`pipelines.demo.
+dvc_executable`) with this Python's ``bin`` first on PATH, so the stages call the project's
+``urbex``. The expensive `dvc repro` runs once per module; each test works on its own copy.
+"""
+
+import json
 import os
 import shutil
 import subprocess
@@ -6,7 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.small_project import write_small_project
+from pipelines.demo import dvc_env, dvc_executable
+from tests.small_project import REPO_ROOT, write_small_project
+
+DVC = dvc_executable(REPO_ROOT)
+#: DVC in an environment of its own (not this Python's): the one whose hydra can parse `-S`.
+ISOLATED_DVC = DVC is not None and DVC.parent != Path(sys.executable).parent
+GIT_ID = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
 
 
 def _write_training_params(root, repo_root):
@@ -27,37 +47,50 @@ def _run(cmd, cwd, env):
     return out.stdout
 
 
-@pytest.fixture
-def dvc_project(tmp_path, repo_root):
-    bin_dir = Path(sys.executable).parent
-    if not (bin_dir / "dvc").exists() or not (bin_dir / "urbex").exists():
-        pytest.skip("dvc / urbex console scripts are not installed in this environment")
+def _dvc_or_skip() -> Path:
+    if DVC is None or not Path(sys.executable).with_name("urbex").exists():
+        pytest.skip("no dvc (scripts/setup.sh installs it in .venv-dvc) or no urbex script here")
+    return DVC
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory):
+    """A small project (the repository's dvc.yaml, remote and ignores) after a full `dvc repro`.
+
+    Deliberately without the repository's .gitignore (which ignores all of assets/): DVC then
+    writes its own .gitignore files beside its outputs, inside folders other stages depend on
+    (assets/scenes, assets/eval/runs), the case .dvcignore must keep out of directory hashes."""
+    dvc = _dvc_or_skip()
+    root = tmp_path_factory.mktemp("dvc") / "project"
     write_small_project(
-        tmp_path,
+        root,
         data={"scenes": ["synthville_block_0", "synthville_block_1"]},
         synth={"stpls3d_scenes": 1},
     )
-    shutil.copy(repo_root / "dvc.yaml", tmp_path / "dvc.yaml")
-    _write_training_params(tmp_path, repo_root)
-    (tmp_path / "training").mkdir()
-    shutil.copy(repo_root / "training" / "dvc.yaml", tmp_path / "training" / "dvc.yaml")
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.update(
-        GIT_AUTHOR_NAME="t",
-        GIT_AUTHOR_EMAIL="t@t",
-        GIT_COMMITTER_NAME="t",
-        GIT_COMMITTER_EMAIL="t@t",
-    )
-    _run(["git", "init", "-q"], tmp_path, env)
-    _run([str(bin_dir / "dvc"), "init", "-q"], tmp_path, env)
+    shutil.copy(REPO_ROOT / "dvc.yaml", root / "dvc.yaml")
+    _write_training_params(root, REPO_ROOT)
+    (root / "training").mkdir()
+    shutil.copy(REPO_ROOT / "training" / "dvc.yaml", root / "training" / "dvc.yaml")
+    env = dvc_env({**os.environ, **GIT_ID})
+    _run(["git", "init", "-q"], root, env)
+    _run([str(dvc), "init", "-q"], root, env)
     for name in (".dvc/config", ".dvcignore"):  # the repository's remote and ignores
-        shutil.copy(repo_root / name, tmp_path / name)
-    return tmp_path, env, bin_dir / "dvc"
+        shutil.copy(REPO_ROOT / name, root / name)
+    _run([str(dvc), "repro", "-q"], root, env)
+    return root, env, dvc
+
+
+@pytest.fixture
+def dvc_project(reproduced, tmp_path):
+    """A copy of :func:`reproduced` of this test's own (outputs, lock, cache, git)."""
+    root, env, dvc = reproduced
+    copy = tmp_path / "project"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy, env, dvc
 
 
 def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     root, env, dvc = dvc_project
-    _run([str(dvc), "repro"], root, env)
     for sid in ("synthville_block_0", "synthville_block_1"):
         assert (root / "assets" / "scenes" / sid / "meta.json").exists()
     assert (root / "dvc.lock").exists()
@@ -80,13 +113,16 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
         and p.name not in ("index.html", ".gitignore")  # dvc's own .gitignore: not an output
         and not {"gallery", "curves"} & set(p.parts)
     }  # the results page's files are not versioned (.dvcignore): `urbex report` rewrites them
+    assert (root / "assets" / "scenes" / ".gitignore").is_file()  # DVC's, in landmarks' dep
     for d in kept:
         shutil.rmtree(root / "assets" / d)
     _run([str(dvc), "pull", "-q"], root, env)
     assert {p: p.read_bytes() for p in files} == files
-    # Known gap (issue 14): right after this pull `dvc status dvc.yaml` reports the stages whose
-    # deps are pulled directories as changed (landmarks: assets/scenes, ...); not yet understood,
-    # so not asserted here.
+    # nothing to do after the pull: the .gitignore files DVC wrote into assets/scenes and
+    # assets/eval/runs (folders other stages depend on) are not restored by a pull, and
+    # .dvcignore keeps them out of those deps' hashes
+    status = _run([str(dvc), "status", "dvc.yaml"], root, env)
+    assert "up to date" in status.lower(), status
     # the training pipeline is wired (its inputs are built) but only runs when targeted
     status = _run([str(dvc), "status", "training/dvc.yaml"], root, env)
     for stage in ("tiny_model", "sft", "train"):
@@ -97,6 +133,38 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     (root / "params.yaml").write_text(text)
     status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "cache@synthville_block_0" in status and "raw" not in status.split("cache@")[0]
+
+
+def _experiments(shown: list[dict]) -> list[dict]:
+    """The experiments' rows (``data``) of ``dvc exp show --json``, below every baseline."""
+    return [
+        rev["data"] for base in shown for e in base.get("experiments") or [] for rev in e["revs"]
+    ]
+
+
+@pytest.mark.skipif(
+    not ISOLATED_DVC,
+    reason="no isolated DVC environment (scripts/setup.sh installs .venv-dvc): a dvc sharing this "
+    "environment with dagster fails `dvc exp run -S` (antlr4 4.13 vs hydra's 4.9)",
+)
+def test_dvc_exp_run_sweep_lists_both_experiments(dvc_project):
+    """`dvc exp run -S eval.limit=N` twice (the project's urbex, DVC from its own environment),
+    then `dvc exp show` lists both with their params and the evaluation's metrics file."""
+    root, env, dvc = dvc_project
+    _run(["git", "add", "-A"], root, env)
+    _run(["git", "commit", "-q", "-m", "baseline"], root, env)
+    stage = "evaluate@oracle-test_no"
+    for limit in (2, 3):
+        _run([str(dvc), "exp", "run", "-q", "-S", f"eval.limit={limit}", stage], root, env)
+    shown = json.loads(_run([str(dvc), "exp", "show", "--json", "--no-pager"], root, env))
+    summary = "assets/eval/summaries/oracle-test_no.json"
+    rows = {
+        d["params"]["params.yaml"]["data"]["eval"]["limit"]: d["metrics"][summary]["data"]
+        for d in _experiments(shown)
+    }
+    assert sorted(rows) == [2, 3], rows
+    assert {k: m["n"] for k, m in rows.items()} == {2: 2, 3: 3}  # each played its own sample
+    assert all(m["hit1"] == 1.0 for m in rows.values())  # the oracle
 
 
 def test_dvc_evaluate_outs_are_the_run_specs_run_ids(repo_root):
@@ -117,10 +185,8 @@ def test_dvc_evaluate_outs_are_the_run_specs_run_ids(repo_root):
 
 def test_dvc_default_remote_push_pull_is_byte_identical(tmp_path, repo_root):
     """The repository's default remote (.dvc/config: a local directory) on a one-stage project."""
-    dvc = Path(sys.executable).with_name("dvc")
-    if not dvc.exists():
-        pytest.skip("dvc is not installed in this environment")
-    env = {**os.environ, "PATH": f"{dvc.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    dvc = _dvc_or_skip()
+    env = dvc_env()
     _run(["git", "init", "-q"], tmp_path, env)
     _run([str(dvc), "init", "-q"], tmp_path, env)
     shutil.copy(repo_root / ".dvc" / "config", tmp_path / ".dvc" / "config")

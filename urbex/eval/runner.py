@@ -87,6 +87,7 @@ __all__ = [
     "evaluate",
     "finalize_run",
     "load_queries",
+    "run_summary",
 ]
 
 
@@ -345,19 +346,44 @@ def _ranker_hash(path: Path) -> str | None:
     return hashlib.sha256(json.dumps(model, sort_keys=True).encode()).hexdigest()
 
 
-def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> dict[str, Any]:
+def _clear_run(directory: Path) -> None:
+    """Delete what a run directory holds except its lock (held by the caller): a stale run."""
+    import shutil
+
+    from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE
+
+    for p in directory.iterdir():
+        if p.name in (LOCK_FILE, LOCK_HOLDER_FILE):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def _check_run(
+    directory: Path, policy: str, split: str, fp: dict[str, Any], *, restart_stale: bool = False
+) -> dict[str, Any]:
+    """The run's ``run.json`` ({} when new), after checking that it is the same run.
+
+    A run of another policy/split or fingerprint raises :class:`ConfigError`, or with
+    ``restart_stale`` is deleted (the caller holds the run lock) and starts afresh."""
     path = directory / "run.json"
     if not path.is_file():
         return {}
     meta = json.loads(path.read_text())
+    old = json.loads(json.dumps(meta.get("fingerprint", {})))
+    new = json.loads(json.dumps(fp, default=str))
+    same = meta.get("policy") == policy and meta.get("split") == split and old == new
+    if not same and restart_stale:
+        _clear_run(directory)
+        return {}
     if meta.get("policy") != policy or meta.get("split") != split:
         raise ConfigError(
             f"run {directory.name!r} is policy={meta.get('policy')!r} split={meta.get('split')!r}; "
             f"got policy={policy!r} split={split!r}. Pass another run_id.",
             path=path,
         )
-    old = json.loads(json.dumps(meta.get("fingerprint", {})))
-    new = json.loads(json.dumps(fp, default=str))
     if old != new:
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise ConfigError(
@@ -370,6 +396,10 @@ def _check_run(directory: Path, policy: str, split: str, fp: dict[str, Any]) -> 
 
 def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
+
+    Also writes the headline figures as flat JSON, ``eval/summaries/<run_id>.json``
+    (:func:`run_summary`): the evaluation stages' DVC metrics file, what ``dvc exp show`` and
+    ``dvc metrics diff`` compare across a sweep.
 
     The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runspec.read_spec`)
     as the columns of :data:`urbex.eval.runspec.SPEC_COLUMNS`: ``checkpoint``,
@@ -393,7 +423,32 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
         if name not in metrics.columns
     )
     write_table_atomic(metrics.to_arrow(), params.layout.run_metrics(run_id))
+    write_json_atomic(run_summary(metrics), params.layout.run_summary(run_id))
     return metrics
+
+
+def run_summary(metrics: pl.DataFrame) -> dict[str, int | float | None]:
+    """The numeric metric columns of a run's one metrics row (not the spec's columns,
+    :data:`~urbex.eval.runspec.SPEC_COLUMNS`; NaN as None); ``{"n": 0}`` without one.
+
+    >>> import polars as pl
+    >>> run_summary(pl.DataFrame({"split": ["val"], "n": [4], "hit1": [0.5], "iou_bev": [float("nan")]}))
+    {'n': 4, 'hit1': 0.5, 'iou_bev': None}
+    >>> run_summary(pl.DataFrame({"split": [], "n": []}))
+    {'n': 0}
+    """
+    import math
+
+    if metrics.height != 1:
+        return {"n": int(metrics["n"].sum()) if metrics.height else 0}
+    row = metrics.row(0, named=True)
+    spec = {name for name, _ in SPEC_COLUMNS}
+    out: dict[str, int | float | None] = {}
+    for name, dtype in metrics.schema.items():
+        if dtype.is_numeric() and name not in spec:
+            v = row[name]
+            out[name] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    return out
 
 
 def _resolve_spec(
@@ -528,6 +583,7 @@ def evaluate(
     workers: int | None = None,
     refresh: bool = True,
     policy_obj: Policy | None = None,
+    restart_stale: bool = False,
 ) -> RunResult:
     """Run ``policy`` over ``split`` (or a seeded sample), resumably; write episodes, steps, metrics.
 
@@ -558,6 +614,14 @@ def evaluate(
     policy_obj
         A ready policy instance to use instead of building ``policy`` (in-process only; the
         name is still recorded). For tests and notebooks.
+    restart_stale
+        An existing run directory of other settings (policy, split, fingerprint) or with
+        episodes outside the selected queries (another sample) is deleted and the run starts
+        afresh, instead of raising ``ConfigError``; the same run still resumes. For the DVC
+        stages (``urbex evaluate --restart-stale``): their run directories are ``persist: true``
+        outputs (an interrupted ``dvc repro`` resumes), and a changed param or a sweep
+        (``dvc exp run -S``) must replace them, as DVC replaces any other output; the old
+        version stays in DVC's cache.
 
     Returns
     -------
@@ -573,7 +637,8 @@ def evaluate(
         Another process is writing this run (the message names its pid, host and start).
     ConfigError
         The run exists with another policy/split or other settings, or holds episodes outside
-        the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table).
+        the selected queries (another ``limit``/``sample_seed`` or a rebuilt split table), and
+        ``restart_stale`` is off.
     AnnotationError, CacheError
         The split table, the class sizes (``landmark_prior`` without ``policy.class_sizes``)
         or a scene cache is missing.
@@ -593,11 +658,14 @@ def evaluate(
     sizes = policy_class_sizes(params, policy)
     fp = _fingerprint(params, policy, ckpt, sizes)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
-        meta = _check_run(d, policy, split, fp)
+        meta = _check_run(d, policy, split, fp, restart_stale=restart_stale)
         lim = None if spec.sample is None else spec.sample.limit
         queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
         done = finished_query_ids(d)
         extra = sorted(done - {q.query_id for q in queries})
+        if extra and restart_stale:
+            _clear_run(d)
+            meta, done, extra = {}, set(), []
         if extra:
             raise ConfigError(
                 f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
