@@ -306,6 +306,31 @@ def build_eval_project(root: Path, *, train_seeds: tuple[int, ...] = ()) -> Path
     return assets
 
 
+def build_toy_project(root: Path) -> Path:
+    """``root/assets`` with {scenes, landmarks, splits} of the toy block alone (one scene, cheap):
+    its queries alternately ``test_no`` / ``test_nd``. For model-policy plumbing (tiny models),
+    not for accuracy. Returns the assets path."""
+    from urbex.landmarks import write_landmark_table
+
+    assets = root / "assets"
+    cache, index = build_city_cache(assets / "scenes")
+    write_landmark_table(index.table, assets / "landmarks" / f"{cache.scene_id}.parquet")
+    rows = [
+        {
+            "query_id": q.query_id,
+            "scene_id": q.scene_id,
+            "object_id": q.object_id,
+            "class_name": q.class_name,
+            "description": q.description,
+            "split": "test_nd" if i % 2 else "test_no",
+        }
+        for i, q in enumerate(queries_from_cache(cache, index))
+    ]
+    (assets / "splits").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
+    return assets
+
+
 def play_scored(env: GroundingEnv, policy, query: Query, *, seed: int = 0, **kw):
     """Play one episode with the one loop; return ``(trajectory, metrics against the target)``."""
     from urbex.eval.metrics import trajectory_metrics
