@@ -219,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     name = train_params.train.run_name
     keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
     _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")
+    # the fixed workflow over the same checkpoint: Table 9 (free vs fixed) in the report
+    _run_partitions(instance, "checkpoint_workflow_evaluation", keys, f"{name} × split")
     if zero_shot:  # the demo's checkpoint on the benchmark, with its training params' views
         from urbex.benchmarks import ZERO_SHOT_SPLIT, benchmark_params
 

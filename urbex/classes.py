@@ -10,6 +10,7 @@ used by the class-aware answer lift (:mod:`urbex.env.lift`) and by the rankers.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = ["TARGET_CLASSES", "TARGET_SEMANTICS", "class_of_text", "semantic_ids"]
 
@@ -26,7 +27,8 @@ _CLASS_WORDS: tuple[tuple[str, str], ...] = (
     ("hall", "Building"), ("tower", "Building"), ("church", "Building"), ("ground", "Ground"),
     ("field", "Ground"), ("park", "Ground"), ("green", "Ground"), ("lawn", "Ground"),
 )  # fmt: skip
-_CLASS_RE = re.compile(r"\b(" + "|".join(re.escape(w) for w, _ in _CLASS_WORDS) + r")\b")
+# A noun's plural counts too ("the largest of the buildings"); the group holds the singular.
+_CLASS_RE = re.compile(r"\b(" + "|".join(re.escape(w) for w, _ in _CLASS_WORDS) + r")s?\b")
 _CLASS_OF = dict(_CLASS_WORDS)
 
 #: Target class → semantic ids of its points, per class scheme. A class missing from a scheme
@@ -38,11 +40,14 @@ TARGET_SEMANTICS: dict[str, dict[str, tuple[int, ...]]] = {
 }
 
 
-def class_of_text(text: str) -> str | None:
+def class_of_text(text: str, *, names: Sequence[str] = ()) -> str | None:
     """The target class of a description: its earliest class noun, or None without one.
 
     A bare ``green`` counts only when no other class noun follows (``the green car`` → Car,
-    ``the green next to X`` → Ground).
+    ``the green next to X`` → Ground). ``names``: the place names the description mentions
+    (e.g. :meth:`urbex.landmarks.LandmarkIndex.mentions`); their words are not the
+    description's class nouns (:func:`urbex.landmarks.names.mask_names`), so a landmark named
+    before the target ("Next to Northfield Park, the tallest house") does not decide it.
 
     >>> class_of_text("The red car parked north of Merton Hall")
     'Car'
@@ -50,9 +55,18 @@ def class_of_text(text: str) -> str | None:
     'Parking'
     >>> class_of_text("the green car"), class_of_text("the green by the road")
     ('Car', 'Ground')
+    >>> class_of_text("the smallest of the buildings")
+    'Building'
+    >>> t = "Next to Northfield Park, the tallest house."
+    >>> class_of_text(t), class_of_text(t, names=["Northfield Park"])
+    ('Ground', 'Building')
     >>> class_of_text("something tall") is None
     True
     """
+    if names:
+        from urbex.landmarks.names import mask_names
+
+        text = mask_names(text, names)
     ms = [m.group(1) for m in _CLASS_RE.finditer(text.lower())]
     if len(ms) > 1 and ms[0] == "green":
         ms = ms[1:]

@@ -51,7 +51,12 @@ def synthetic_scene_ids(params: Params) -> list[str]:
 
 
 def _synth_fingerprint(params: Params) -> str:
-    blob = json.dumps(params.section_dict("synth"), sort_keys=True).encode()
+    """The ``synth`` params and the generator's version: either changed → regenerate."""
+    from urbex.synth.dataset import GENERATOR_VERSION
+
+    blob = json.dumps(
+        {**params.section_dict("synth"), "generator_version": GENERATOR_VERSION}, sort_keys=True
+    ).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -100,7 +105,8 @@ def raw_dataset(params: Params) -> RawDataset:
 def materialize_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
     """Generate (synthetic) or register (real) the raw data set; idempotent.
 
-    The synthetic set is regenerated only when the ``synth`` params changed (a fingerprint is
+    The synthetic set is regenerated only when the ``synth`` params or the generator's version
+    (:data:`urbex.synth.dataset.GENERATOR_VERSION`) changed (a fingerprint is
     kept in ``<root>/.urbex_synth``) or ``force`` is given. Generation writes to a temporary
     sibling directory and renames it into place, so a killed run never leaves a half data set.
     """

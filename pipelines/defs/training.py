@@ -13,12 +13,15 @@ so every asset sees the same scene caches, landmark tables and splits.
   ``training_log.parquet`` and ``train_curves.png`` go beside the model.
 * ``checkpoint_evaluation``: the ``vlm`` policy from one checkpoint (dynamic partition
   ``checkpoints``: a directory name under ``<assets>/checkpoints/``) on one test split.
+* ``checkpoint_workflow_evaluation``: the fixed ``workflow`` over the same checkpoint and
+  partition (the paper's Table 9: free vs fixed; ``urbex report`` shows the two side by side).
 
 Model work carries ``pool="gpu"``: with a pool limit of 1 (``dagster.yaml``: ``concurrency:
 pools: default_limit: 1``) two trainings or model evaluations never share a device. The sensor
 ``new_checkpoints`` adds a partition (and requests both test splits) for every published
-checkpoint it has not seen; the schedule ``nightly_checkpoint_evaluation`` re-evaluates the
-**latest** checkpoint (re-running the deterministic heuristics nightly measures nothing).
+checkpoint it has not seen (its job materializes both evaluations of a partition); the schedule
+``nightly_checkpoint_evaluation`` re-evaluates the **latest** checkpoint (re-running the
+deterministic heuristics nightly measures nothing).
 """
 
 from pathlib import Path
@@ -29,6 +32,7 @@ from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.executors import GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
+from urbex.config import Params
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.train.grpo import train
@@ -149,10 +153,37 @@ def checkpoint_evaluation(
     context: dg.AssetExecutionContext, training_params: UrbexParams
 ) -> dg.MaterializeResult:
     """The ``vlm`` policy from one checkpoint on one test split (a resumable evaluation run)."""
-    key = context.partition_key.keys_by_dimension
+    return _evaluate_checkpoint(context, training_params.load(), "vlm")
+
+
+@dg.asset(
+    partitions_def=CHECKPOINT_EVAL_PARTITIONS,
+    deps=[grpo_checkpoint],
+    group_name="training",
+    pool=GPU_POOL,
+    op_tags=GPU_OP_TAGS,
+)
+def checkpoint_workflow_evaluation(
+    context: dg.AssetExecutionContext, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """The paper's fixed workflow (``workflow``: Landmark Query → Zoom-in → Oblique Render →
+    Answer) imposed on the same checkpoint, on one test split: the fixed row of Table 9 beside
+    ``checkpoint_evaluation``'s free one (:mod:`urbex.eval.table9` pairs them)."""
     params = training_params.load()
+    if params.policy.backend != "vlm":
+        raise dg.Failure(
+            f"policy.backend is {params.policy.backend!r} in the training params; the workflow "
+            "over a checkpoint needs policy.backend: vlm"
+        )
+    return _evaluate_checkpoint(context, params, "workflow")
+
+
+def _evaluate_checkpoint(
+    context: dg.AssetExecutionContext, params: Params, policy: str
+) -> dg.MaterializeResult:
+    key = context.partition_key.keys_by_dimension
     ckpt = params.layout.checkpoint(key["checkpoint"])
-    spec = RunSpec.from_params(params, policy="vlm", split=key["split"], checkpoint=ckpt)
+    spec = RunSpec.from_params(params, policy=policy, split=key["split"], checkpoint=ckpt)
     r = evaluate(params, spec=spec, progress=False)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
@@ -164,6 +195,7 @@ def checkpoint_evaluation(
             "played": r.n_played,
             "hit1": float(m.get("hit1") or 0.0),
             "iou_bev": float(m.get("iou_bev") or 0.0),
+            "turns": float(m.get("turns") or 0.0),
             "run_dir": dg.MetadataValue.path(str(r.run_dir)),
         },
     )
@@ -185,7 +217,7 @@ def published_checkpoints(checkpoints_dir: Path) -> list[tuple[float, str]]:
 
 
 checkpoint_evaluation_job = dg.define_asset_job(
-    "checkpoint_evaluation_job", selection=[checkpoint_evaluation]
+    "checkpoint_evaluation_job", selection=[checkpoint_evaluation, checkpoint_workflow_evaluation]
 )
 
 

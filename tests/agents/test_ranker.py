@@ -111,9 +111,13 @@ def test_ranking_without_a_fitted_model_says_to_fit_it(tmp_path, city):
 
 @pytest.fixture(scope="module", params=["synthetic", "untidy"])
 def project(request, tmp_path_factory):
+    """The synthetic project gets two train-only blocks: worded in four paraphrase families with
+    noise, its 12 train queries alone are too few to learn from (measured: Hit@1 0.20 against
+    landmark_prior's 0.32 on test_no, 0.40 against 0.32 with the 48 train queries here)."""
     root = tmp_path_factory.mktemp(f"ranker_{request.param}")
-    build = build_eval_project if request.param == "synthetic" else build_untidy_project
-    return request.param, build(root)
+    if request.param == "synthetic":
+        return request.param, build_eval_project(root, train_seeds=(5, 6))
+    return request.param, build_untidy_project(root)
 
 
 def test_trained_ranking_beats_landmark_prior_on_both_test_splits(project):

@@ -194,14 +194,23 @@ def env(city) -> GroundingEnv:
     return GroundingEnv(params, lambda sid: cache, index)
 
 
-def build_synth_cache(root: Path, *, seed: int = 3, size: float = 100.0, density: float = 10.0):
+def build_synth_cache(
+    root: Path,
+    *,
+    seed: int = 3,
+    size: float = 100.0,
+    density: float = 10.0,
+    held_out_scene: bool = False,
+):
     """A block of the project's synthetic generator as a scene cache + landmark index + queries.
 
     Targets are the cache's instance boxes (world metres, points' extent); descriptions come from
-    :func:`urbex.synth.scene_queries`.
+    :func:`urbex.synth.scene_queries`, worded in the training paraphrase families (plus the
+    held-out family when ``held_out_scene``, as the generator words its test scenes).
     """
     from urbex.scene import SceneCache, build_scene_cache
     from urbex.synth import generate_block, scene_queries
+    from urbex.synth.phrasing import family_weights
 
     block = generate_block(seed, size=size, density=density)
     off = np.asarray(block.cloud.offset, dtype=np.float64)
@@ -231,7 +240,13 @@ def build_synth_cache(root: Path, *, seed: int = 3, size: float = 100.0, density
     inst = {r["object_id"]: r for r in cache.instances.iter_rows(named=True)}
     queries = []
     for i, sq in enumerate(
-        scene_queries(block, seed=seed, max_targets_per_class=6, max_per_target=2)
+        scene_queries(
+            block,
+            seed=seed,
+            max_targets_per_class=6,
+            max_per_target=2,
+            families=family_weights(held_out_scene=held_out_scene),
+        )
     ):
         r = inst[sq.object_id]
         b3 = np.array([r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]])
@@ -255,21 +270,25 @@ def synth_city(tmp_path_factory):
     return build_synth_cache(tmp_path_factory.mktemp("synth_scenes"))
 
 
-def build_eval_project(root: Path) -> Path:
-    """``root/assets`` with {scenes, landmarks, splits} of two synthetic blocks.
+def build_eval_project(root: Path, *, train_seeds: tuple[int, ...] = ()) -> Path:
+    """``root/assets`` with {scenes, landmarks, splits} of two (or more) synthetic blocks.
 
-    Scene of seed 3 → ``test_no``; seed 4 → alternately ``train`` / ``test_nd``. Returns the
+    Scene of seed 3 → ``test_no`` (worded with the held-out paraphrase family too, as the
+    generator's test scenes); seed 4 → alternately ``train`` / ``test_nd``; each block of
+    ``train_seeds`` → ``train`` (more to learn from, for the trained ranker). Returns the
     assets path (what ``Params(paths={"assets": ...})`` takes).
     """
     from urbex.landmarks import write_landmark_table
 
     assets = root / "assets"
     rows = []
-    for k, seed in enumerate((3, 4)):
-        cache, index, queries = build_synth_cache(assets / "scenes", seed=seed)
+    for k, seed in enumerate((3, 4, *train_seeds)):
+        cache, index, queries = build_synth_cache(
+            assets / "scenes", seed=seed, held_out_scene=k == 0
+        )
         write_landmark_table(index.table, assets / "landmarks" / f"{cache.scene_id}.parquet")
         for i, q in enumerate(queries):
-            split = "test_no" if k == 0 else ("test_nd" if i % 2 else "train")
+            split = "test_no" if k == 0 else ("test_nd" if i % 2 and k == 1 else "train")
             rows.append(
                 {
                     "query_id": q.query_id,
@@ -284,6 +303,31 @@ def build_eval_project(root: Path) -> Path:
     splits = pl.DataFrame(rows)
     splits.write_parquet(assets / "splits" / "queries.parquet")
     write_split_class_sizes(assets, splits)
+    return assets
+
+
+def build_toy_project(root: Path) -> Path:
+    """``root/assets`` with {scenes, landmarks, splits} of the toy block alone (one scene, cheap):
+    its queries alternately ``test_no`` / ``test_nd``. For model-policy plumbing (tiny models),
+    not for accuracy. Returns the assets path."""
+    from urbex.landmarks import write_landmark_table
+
+    assets = root / "assets"
+    cache, index = build_city_cache(assets / "scenes")
+    write_landmark_table(index.table, assets / "landmarks" / f"{cache.scene_id}.parquet")
+    rows = [
+        {
+            "query_id": q.query_id,
+            "scene_id": q.scene_id,
+            "object_id": q.object_id,
+            "class_name": q.class_name,
+            "description": q.description,
+            "split": "test_nd" if i % 2 else "test_no",
+        }
+        for i, q in enumerate(queries_from_cache(cache, index))
+    ]
+    (assets / "splits").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(assets / "splits" / "queries.parquet")
     return assets
 
 

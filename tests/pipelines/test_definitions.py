@@ -24,6 +24,7 @@ EXPECTED_ASSET_KEYS = {
     "sft_checkpoint",
     "grpo_checkpoint",
     "checkpoint_evaluation",
+    "checkpoint_workflow_evaluation",
     "benchmark_scenes",
     "benchmark_scene_caches",
     "benchmark_landmark_tables",
@@ -59,7 +60,12 @@ def test_scene_caches_is_partitioned_by_scene():
 
 def test_model_assets_share_the_gpu_pool():
     graph = defs.resolve_asset_graph()
-    for key in ("sft_checkpoint", "grpo_checkpoint", "checkpoint_evaluation"):
+    for key in (
+        "sft_checkpoint",
+        "grpo_checkpoint",
+        "checkpoint_evaluation",
+        "checkpoint_workflow_evaluation",
+    ):
         assert graph.get(dg.AssetKey(key)).pools == {"gpu"}, key
     assert graph.get(dg.AssetKey("evaluation")).pools in (set(), None, {None})
 

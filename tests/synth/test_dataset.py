@@ -120,6 +120,8 @@ def test_valid_rows_are_unique_and_in_the_right_split(ds):
         assert a.object_name in {"Building", "Car", "Parking", "Ground"}
     assert n_valid >= 10
     assert sorted(split_of.values()) == ["test", "train", "val"]
+    worded = {(r.scene_id, r.object_id, r.ann_id) for r in man.phrasings}
+    assert len(worded) == n_valid and not worded & bad  # one record per valid row
 
 
 def test_box3d_landmarks_appear_in_geojson(ds):
@@ -182,6 +184,7 @@ def test_read_manifest_round_trips(ds):
     root, man = ds
     back = read_manifest(root)
     assert back.scenes == man.scenes and back.defects == man.defects and back.params == man.params
+    assert back.phrasings == man.phrasings and len(man.phrasings) > 0
     assert not [
         p for p in root.parent.iterdir() if p.name.startswith(".data.")
     ]  # no temp leftovers

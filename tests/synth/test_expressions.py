@@ -10,10 +10,10 @@ from urbex.synth.expressions import (
     OnRoad,
     Ordinal,
     SceneFacts,
-    describe,
     satisfying,
-    scene_queries,
 )
+from urbex.synth.phrasing import describe
+from urbex.synth.queries import scene_queries
 
 
 @pytest.fixture(scope="module", params=[0, 5])

@@ -55,7 +55,7 @@ from urbex.agents.colour import (
 from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
 from urbex.classes import TARGET_CLASSES, class_of_text
 from urbex.errors import ConfigError
-from urbex.landmarks.names import normalize_name
+from urbex.landmarks.names import mask_names, normalize_name
 
 if TYPE_CHECKING:
     import polars as pl
@@ -178,13 +178,8 @@ def _hashed_bow(text: str) -> NDArray[np.float64]:
 
 def _masked_text(description: str, anchors: Sequence[Anchor]) -> str:
     """Normalised description with each mentioned landmark's name replaced by ``_<i>`` (its
-    index in ``anchors``)."""
-    text = f" {normalize_name(description)} "
-    for i in sorted(range(len(anchors)), key=lambda i: -len(anchors[i].name)):
-        name = normalize_name(anchors[i].name)
-        if name:
-            text = text.replace(f" {name} ", f" _{i} ")
-    return " ".join(text.split())
+    index in ``anchors``): :func:`urbex.landmarks.names.mask_names`."""
+    return mask_names(description, [a.name for a in anchors])
 
 
 def _compass_before(words: list[str], i: int) -> NDArray[np.float64]:

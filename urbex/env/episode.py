@@ -572,8 +572,13 @@ class GroundingEnv:
         return terminal
 
     def _lift(self, pred2d: NDArray[np.float64], pts: Any) -> Lift:
-        """BEV box → 3D box + point mask (world m) over ``pts`` (``env.answer_lift``)."""
+        """BEV box → 3D box + point mask (world m) over ``pts`` (``env.answer_lift``); the
+        landmark names the description mentions (this env's landmark index) are not read as
+        its class nouns."""
         floor = float(np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2])
+        q = self.query
+        index = self.landmarks
+        names = index.mentions(q.description, q.scene_id) if index is not None else []
         return lift_answer(
             pred2d,
             pts.world_xyz(),
@@ -583,6 +588,7 @@ class GroundingEnv:
             mode=self.params.answer_lift,
             margin_m=self.params.answer_lift_margin_m,
             floor_z_m=floor,
+            names=names,
         )
 
     def _point_counts(self, pred_mask: NDArray[np.bool_], pts: Any) -> PointCounts | None:

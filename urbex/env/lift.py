@@ -6,8 +6,8 @@ Two lifts:
   all of them. On a flat object (a car park, a lawn) it takes whatever stands on it (cars,
   trees) and the ground under a car, so its 3D IoU mostly measures the lift.
 * ``semantic`` (the default) — the points under the footprint whose semantic class is the
-  target's class: the class named by the description (:func:`urbex.classes.class_of_text`),
-  else the class that covers most of the footprint seen from above (among the target classes).
+  target's class: the class named by the description (:func:`urbex.classes.class_of_text`,
+  the place names it mentions masked), else the class that covers most of the footprint seen from above (among the target classes).
   The 3D box spans those points' z-range; the mask is those points. Without semantic ids, an
   unknown class in the scene's scheme, or no point of the class under the footprint, it falls
   back to ``zrange``. The class's points are gathered a margin beyond the footprint
@@ -21,6 +21,7 @@ box's footprint: only its z-range comes from the points.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -113,6 +114,7 @@ def lift_answer(
     mode: LiftMode = "semantic",
     margin_m: float = 0.0,
     floor_z_m: float = 0.0,
+    names: Sequence[str] = (),
 ) -> Lift:
     """Lift a BEV answer box to a 3D box and a point mask.
 
@@ -136,6 +138,8 @@ def lift_answer(
         the z-range of its points inside the footprint only.
     floor_z_m : float
         z (world metres) of a flat box when no point is kept.
+    names : sequence of str
+        Place names the description mentions (their words are not its class nouns).
 
     Examples
     --------
@@ -169,7 +173,9 @@ def lift_answer(
             raise ValueError(
                 f"semantic: expected one id per point ({p.shape[0]}), got {sem.shape[0]}"
             )
-        cls = class_of_text(description) or dominant_class(p[mask], sem[mask], class_scheme)
+        cls = class_of_text(description, names=names) or dominant_class(
+            p[mask], sem[mask], class_scheme
+        )
         ids = semantic_ids(cls, class_scheme) if cls is not None else ()
         if ids:
             of_class = np.isin(sem, ids)

@@ -11,7 +11,10 @@ are rows ``<method> [<run_id>]``, so every run is shown and the choice never dep
 
 Read from the warehouse's ``metrics`` view (DuckDB over ``<assets>/eval/runs/*/metrics.parquet``;
 an in-memory connection, so a run writing Parquet meanwhile is never blocked), printed, and
-written as ``<assets>/eval/report.md`` and ``<assets>/eval/report.csv`` (atomically).
+written as ``<assets>/eval/report.md`` and ``<assets>/eval/report.csv`` (atomically). The
+Markdown also holds, when their runs exist, the Table-11 block (box and point quality on
+``test_no``), the Table-9 block (free policy vs fixed workflow over the same backend,
+:mod:`urbex.eval.table9`) and Table 2 (zero-shot, :mod:`urbex.eval.table2`).
 
 Fractions (Hit@k, IoU, F1, rates) are shown in percent with one decimal, as in the paper;
 latency in seconds per query (warm online); ``n`` as a count. The CSV keeps full precision (in
@@ -337,6 +340,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
     from urbex.atomic import atomic_path, atomic_write
     from urbex.errors import UrbexError
     from urbex.eval.table2 import table2, table2_markdown
+    from urbex.eval.table9 import table9, table9_markdown
 
     table = report_table(params)
     t2 = table2(params)
@@ -347,6 +351,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
         )
     md = to_markdown(table)
     t11 = table11(params)
+    t9 = table9(params)
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(
@@ -360,6 +365,14 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
                 + _table11_markdown(t11)
                 + "\n"
             )
+        if t9.height:
+            fh.write(
+                "\n## Table 9: free policy vs fixed workflow\n\nThe same backend free (choosing "
+                "its tools) and under the fixed Landmark Query → Zoom-in → Oblique Render → "
+                "Answer order (`workflow`); accuracy in percent; tool calls and turns per "
+                "episode; Invalid = invalid turns / turns; L→Z→O→A = share of episodes that "
+                "followed exactly that order.\n\n" + table9_markdown(t9) + "\n"
+            )
         if t2.height:
             fh.write(
                 "\n## Table 2: zero-shot on a second benchmark\n\nTrained on CityRefer only, "
@@ -371,6 +384,8 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
         t11.write_parquet(tmp)
     with atomic_path(params.layout.diagnostic_table("table2")) as tmp:
         t2.write_parquet(tmp)
+    with atomic_path(params.layout.diagnostic_table("table9")) as tmp:
+        t9.write_parquet(tmp)
     with atomic_path(params.layout.report_csv) as tmp:
         table.write_csv(tmp)
     if page:
@@ -379,4 +394,6 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
         write_results_page(params)
     if echo:
         print(md)
+        if t9.height:
+            print("\nTable 9: free policy vs fixed workflow\n" + table9_markdown(t9))
     return out

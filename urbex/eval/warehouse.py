@@ -47,6 +47,7 @@ from urbex.atomic import PUBLIC
 from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
 from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
+from urbex.eval.table9 import TABLE9_ACCURACY, TABLE9_TOOL_USE
 from urbex.landmarks.table import LANDMARK_SCHEMA
 from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
 from urbex.scene.instances import INSTANCE_SCHEMA
@@ -286,6 +287,17 @@ TABLES: dict[str, TableSpec] = {
                         ("iou_bev", "DOUBLE"),
                         ("iou_3d", "DOUBLE"),
                         ("point_f1", "DOUBLE"),
+                    ),
+                ),
+                (
+                    "table9",
+                    (
+                        ("pair", "BIGINT"),
+                        ("mode", "VARCHAR"),
+                        ("method", "VARCHAR"),
+                        ("backend", "VARCHAR"),
+                        ("n", "BIGINT"),
+                        *((c, "DOUBLE") for c in (*TABLE9_ACCURACY[1:], *TABLE9_TOOL_USE)),
                     ),
                 ),
                 (

@@ -16,6 +16,7 @@ __all__ = [
     "LANDMARK_KINDS",
     "distinctive_tokens",
     "landmark_kind",
+    "mask_names",
     "normalize_name",
 ]
 
@@ -90,6 +91,26 @@ def normalize_name(name: str) -> str:
     toks = [_ABBREV.get(t, t) for t in _NON_WORD.sub(" ", s).split()]
     toks = [_positional(t, i, toks) for i, t in enumerate(toks)]
     return " ".join(t for t in toks if t not in _DROP)
+
+
+def mask_names(text: str, names: Sequence[str]) -> str:
+    """``text`` normalised (:func:`normalize_name`) with each of ``names`` replaced by ``_<i>``
+    (its index in ``names``; longer names first, so a name inside another stays whole).
+
+    What a parser of the description should read: a class noun or compass word inside a place
+    name ("Northfield Park", "Station Road North") is not one of the description's own.
+
+    >>> mask_names("The car park next to Northfield Park", ["Northfield Park"])
+    'car park next to _0'
+    >>> mask_names("across Mill Lane from Mill Lane Car Park", ["Mill Lane", "Mill Lane Car Park"])
+    'across _0 from _1'
+    """
+    out = f" {normalize_name(text)} "
+    for i in sorted(range(len(names)), key=lambda i: -len(names[i])):
+        name = normalize_name(names[i])
+        if name:
+            out = out.replace(f" {name} ", f" _{i} ")
+    return " ".join(out.split())
 
 
 def distinctive_tokens(tokens: Sequence[str]) -> list[str]:

@@ -1,21 +1,28 @@
 """The synthetic city generator: SensatUrban/CityRefer-like blocks with unique descriptions.
 
-Entry points: :func:`generate_block` (one block in memory) and :func:`generate_dataset`
-(a data set written in the CityRefer / LAS / STPLS3D layouts plus ``synth_manifest.json``).
+Entry points: :func:`generate_block` (one block in memory), :func:`scene_queries` (its unique
+descriptions, worded in paraphrase families with human-like noise; one family,
+:data:`HELD_OUT_FAMILY`, only in held-out scenes) and :func:`generate_dataset` (a data set
+written in the CityRefer / LAS / STPLS3D layouts plus ``synth_manifest.json``).
 Submodules import lazily where heavy (geopandas, laspy, tqdm are imported inside functions).
 """
 
 from urbex.synth.block import Block, Landmark, ObjectTable, generate_block
 from urbex.synth.dataset import Defect, SceneEntry, SynthManifest, generate_dataset, read_manifest
-from urbex.synth.expressions import Expression, Query, describe, satisfying, scene_queries
+from urbex.synth.expressions import Expression, satisfying
 from urbex.synth.layout import Road
+from urbex.synth.phrasing import FAMILIES, HELD_OUT_FAMILY, Phrasing, describe
+from urbex.synth.queries import Query, scene_queries
 
 __all__ = [
+    "FAMILIES",
+    "HELD_OUT_FAMILY",
     "Block",
     "Defect",
     "Expression",
     "Landmark",
     "ObjectTable",
+    "Phrasing",
     "Query",
     "Road",
     "SceneEntry",

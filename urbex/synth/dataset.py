@@ -10,7 +10,12 @@ Layout under ``out_dir`` (see ``DATA_FORMATS.md``)::
     las/<id>.laz, las/<id>.geojson               ASPRS classes, instance extra dim, CRS + offset
     stpls3d/RealWorldData/<ID>_points.txt        STPLS3D semantics, no instance column
     stpls3d/landmarks/<ID>.geojson, stpls3d/hidden/<ID>_instances.npy, <ID>_objects.json
-    synth_manifest.json                          params, seed, scenes (split, CRS, offset), defects
+    synth_manifest.json                          params, seed, scenes (split, CRS, offset), defects,
+                                                 phrasings (paraphrase family + noise of each valid row)
+
+Descriptions of ``test`` scenes (the held-out scenes, ``test_no``) may use the held-out
+paraphrase family :data:`urbex.synth.phrasing.HELD_OUT_FAMILY`; ``train`` and ``val`` scenes
+never do (``test_nd`` is drawn from training scenes, so it never does either).
 
 Frames
 ------
@@ -37,18 +42,16 @@ from urbex.atomic import remove_stale, staging_path, umask_mode
 from urbex.errors import AnnotationError
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
-from urbex.synth.expressions import (
-    SceneFacts,
-    candidate_expressions,
-    describe,
-    satisfying,
-    scene_queries,
-)
+from urbex.synth.expressions import SceneFacts, candidate_expressions, satisfying
+from urbex.synth.phrasing import HELD_OUT_FAMILY, Phrasing, describe, family_weights
+from urbex.synth.queries import Query, scene_queries
 
 __all__ = [
     "DEFECT_REASONS",
     "FORMATS",
+    "GENERATOR_VERSION",
     "Defect",
+    "PhrasingRecord",
     "SceneEntry",
     "SynthManifest",
     "asprs_from_sensaturban",
@@ -61,6 +64,9 @@ __all__ = [
 DEFECT_REASONS = ("duplicate", "empty", "too_short", "missing_instance", "false_segment")
 #: Accepted values of ``formats``.
 FORMATS = ("cityrefer", "las", "stpls3d")
+#: Bumped whenever the same seed and arguments would write different files (2: paraphrase
+#: families, noise and the held-out family); part of the raw stage's fingerprint.
+GENERATOR_VERSION = 2
 AREA = "synthville"
 _STPLS3D_IDS = ("SYNTHUSC", "SYNTHWMSC", "SYNTHOCCC", "SYNTHRA")
 # SensatUrban id → ASPRS code: ground 2, vegetation 5, building 6, bridge 17, rail 10, road 11, water 9.
@@ -93,6 +99,20 @@ class Defect:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PhrasingRecord:
+    """How one valid annotation row, ``(scene_id, object_id, ann_id)``, was worded."""
+
+    scene_id: str
+    ann_id: int
+    object_id: str
+    family: str
+    noise: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        Phrasing(family=self.family, noise=self.noise)  # validates both fields
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SceneEntry:
     """One written scene. ``offset`` (3,) metres: ``local + offset`` = coordinates in ``crs``."""
 
@@ -117,6 +137,7 @@ class SynthManifest:
     seed: int
     scenes: tuple[SceneEntry, ...]
     defects: tuple[Defect, ...] = field(default=())
+    phrasings: tuple[PhrasingRecord, ...] = field(default=())
 
     def scene_ids(self, layout: str = "cityrefer") -> list[str]:
         """Scene ids of one layout, in generation order."""
@@ -132,6 +153,7 @@ class SynthManifest:
                 for s in self.scenes
             ],
             "defects": [_fields(d) for d in self.defects],
+            "phrasings": [{**_fields(r), "noise": list(r.noise)} for r in self.phrasings],
         }
 
 
@@ -154,8 +176,16 @@ def read_manifest(path: str | os.PathLike[str]) -> SynthManifest:
         raw = json.loads(p.read_text(encoding="utf-8"))
         scenes = tuple(SceneEntry(**{**s, "offset": tuple(s["offset"])}) for s in raw["scenes"])
         defects = tuple(Defect(**d) for d in raw["defects"])
+        phrasings = tuple(
+            PhrasingRecord(**{**r, "noise": tuple(r["noise"])}) for r in raw.get("phrasings", [])
+        )  # absent from manifests written before GENERATOR_VERSION 2
         return SynthManifest(
-            root=p.parent, params=raw["params"], seed=raw["seed"], scenes=scenes, defects=defects
+            root=p.parent,
+            params=raw["params"],
+            seed=raw["seed"],
+            scenes=scenes,
+            defects=defects,
+            phrasings=phrasings,
         )
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise AnnotationError(f"not a valid synth manifest: {e}", path=p) from e
@@ -230,29 +260,30 @@ def _segs(instance: NDArray[np.int32]) -> dict[int, NDArray[np.int64]]:
 
 
 def _plant_defects(
-    block: Block, queries: list, rng: np.random.Generator, false_id: int | None
+    block: Block, queries: list[Query], rng: np.random.Generator, false_id: int | None
 ) -> tuple[list, list]:
     """Valid rows + planted defective rows for one scene → (rows, defects).
 
-    Each row is ``(object_id, object_name, description, reason or "")``; ann ids are assigned later.
+    Each row is ``(object_id, object_name, description, reason or "", phrasing or None)``;
+    ann ids are assigned later.
     """
-    rows = [(q.object_id, q.object_name, q.description, "") for q in queries]
+    rows = [(q.object_id, q.object_name, q.description, "", q.phrasing) for q in queries]
     seen = {q.description for q in queries}
-    defects: list[tuple[str, str, str, str]] = []
+    defects: list[tuple[str, str, str, str, None]] = []
     if queries:
         for i in rng.choice(len(queries), size=min(2, len(queries)), replace=False):
             q = queries[int(i)]
-            defects.append((q.object_id, q.object_name, q.description, "duplicate"))
+            defects.append((q.object_id, q.object_name, q.description, "duplicate", None))
         q = queries[int(rng.integers(len(queries)))]
-        defects.append((q.object_id, q.object_name, "", "empty"))
+        defects.append((q.object_id, q.object_name, "", "empty", None))
         q = queries[int(rng.integers(len(queries)))]
-        defects.append((q.object_id, q.object_name, q.object_name.lower(), "too_short"))
+        defects.append((q.object_id, q.object_name, q.object_name.lower(), "too_short", None))
     missing = int(block.objects.instance_id.max(initial=-1)) + 1000 + int(rng.integers(1000))
     road = block.roads[int(rng.integers(len(block.roads)))].name
     text = f"the white van parked on {road} outside the corner shop"
     while text in seen:
         text += " again"
-    defects.append((str(missing), "Car", text, "missing_instance"))
+    defects.append((str(missing), "Car", text, "missing_instance", None))
     if false_id is not None:
         facts = SceneFacts.from_block(block)
         row = block.objects.row(false_id)
@@ -265,7 +296,7 @@ def _plant_defects(
         text = describe(ok[0], rng=rng) if ok else f"the {name.lower()} beside {road}"
         while text in seen:
             text += " too"
-        defects.append((str(false_id), name, text, "false_segment"))
+        defects.append((str(false_id), name, text, "false_segment", None))
     return rows, defects
 
 
@@ -452,11 +483,14 @@ def generate_dataset(
         "formats": sorted(set(formats) | {"cityrefer"}),
         "las_copy": las,
         "stpls3d_scenes": n_st,
+        "generator_version": GENERATOR_VERSION,
+        "held_out_family": HELD_OUT_FAMILY,
     }
     splits = scene_split(scenes, seed)
     entries: list[SceneEntry] = []
     ann_by_split: dict[str, list[Annotation]] = {"train": [], "val": [], "test": []}
     defects: list[Defect] = []
+    phrasings: list[PhrasingRecord] = []
     false_rows: list[FalseSegment] = []
     try:
         bar = tqdm(total=scenes + n_st, desc="synth", unit="scene", disable=not progress)
@@ -476,12 +510,15 @@ def generate_dataset(
             ]
             false_id = pool[int(rng.integers(len(pool)))] if pool else None
             queries = scene_queries(
-                block, seed=bseed, exclude=frozenset({false_id} if false_id is not None else ())
+                block,
+                seed=bseed,
+                exclude=frozenset({false_id} if false_id is not None else ()),
+                families=family_weights(held_out_scene=splits[i] == "test"),
             )
             rows, bad_rows = _plant_defects(block, queries, rng, false_id)
             next_ann: dict[str, int] = {}
             anns: list[Annotation] = []
-            for obj, name, text, reason in rows + bad_rows:
+            for obj, name, text, reason, how in rows + bad_rows:
                 k = next_ann.get(obj, 0)
                 next_ann[obj] = k + 1
                 anns.append(
@@ -491,6 +528,16 @@ def generate_dataset(
                 )
                 if reason:
                     defects.append(Defect(scene_id=sid, ann_id=k, object_id=obj, reason=reason))
+                else:
+                    phrasings.append(
+                        PhrasingRecord(
+                            scene_id=sid,
+                            ann_id=k,
+                            object_id=obj,
+                            family=how.family,
+                            noise=how.noise,
+                        )
+                    )
             anns.sort(key=lambda a: (int(a.object_id), a.ann_id))
             ann_by_split[splits[i]] += anns
             if false_id is not None:
@@ -539,7 +586,14 @@ def generate_dataset(
             write_annotations(tmp / "meta_data" / f"CityRefer_{split}.json", anns)
         write_false_segments(tmp / "false_segments" / "false_segments.csv", false_rows)
         manifest = SynthManifest(
-            root=out, params=params, seed=seed, scenes=tuple(entries), defects=tuple(defects)
+            root=out,
+            params=params,
+            seed=seed,
+            scenes=tuple(entries),
+            defects=tuple(defects),
+            phrasings=tuple(
+                sorted(phrasings, key=lambda r: (r.scene_id, int(r.object_id), r.ann_id))
+            ),
         )
         (tmp / "synth_manifest.json").write_text(
             json.dumps(manifest.to_dict(), indent=1), encoding="utf-8"

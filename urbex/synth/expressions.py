@@ -3,10 +3,10 @@
 An :class:`Expression` is a target class, a tuple of *filter* predicates and at most one
 *selector* (a superlative or an ordinal). :func:`satisfying` evaluates it over **all**
 same-class instances of a block: filters in order, then the selector over what is left.
-:func:`describe` renders it as English with templates and synonyms. :func:`scene_queries`
-tries expressions from simple to rich for each target and keeps only those that select exactly
-the target, so every kept description is unambiguous; :func:`satisfying` lets a test re-check
-that independently.
+:func:`candidate_expressions` lists what can be said about one instance, from simple to rich;
+:mod:`urbex.synth.queries` keeps only those that select exactly the target, so every kept
+description is unambiguous (:func:`satisfying` lets a test re-check that independently), and
+:mod:`urbex.synth.phrasing` words them.
 
 Frames
 ------
@@ -17,7 +17,6 @@ centre to the object's centre is within ±45° of north.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -27,11 +26,14 @@ from numpy.typing import NDArray
 from urbex.synth.block import CITYREFER_LABELS, Block
 
 __all__ = [
+    "ACROSS_M",
     "NEAR_M",
     "NEXT_TO_M",
+    "AcrossRoad",
     "AtCorner",
     "Expression",
     "Extreme",
+    "Filter",
     "HasColour",
     "InParking",
     "IsLandmark",
@@ -39,18 +41,19 @@ __all__ = [
     "OnRoad",
     "Ordinal",
     "Predicate",
-    "Query",
     "SceneFacts",
+    "Selector",
     "candidate_expressions",
-    "describe",
+    "filter_names",
     "satisfying",
-    "scene_queries",
 ]
 
 #: Max BEV gap (m) between an object and a landmark for a compass relation ("north of").
 NEAR_M = 35.0
 #: Max BEV gap (m) for "next to".
 NEXT_TO_M = 6.0
+#: Max offset (m) along a road between an object and what it is "across the road from".
+ACROSS_M = 25.0
 _ROAD_GAP = {"Car": 0.3, "Building": 10.0, "Parking": 10.0, "Ground": 10.0}
 _CORNER_GAP = {"Car": 10.0, "Building": 15.0, "Parking": 15.0, "Ground": 15.0}
 _DIRECTIONS = {"east": 0.0, "north": 90.0, "west": 180.0, "south": 270.0}
@@ -178,6 +181,29 @@ class NearLandmark:
 
 
 @dataclass(frozen=True, slots=True)
+class AcrossRoad:
+    """Across ``road`` from the named instance ``landmark``.
+
+    Both front the road (each within its class's road gap of the carriageway, as
+    :class:`OnRoad`), their centres lie on opposite sides of the centreline, and at most
+    :data:`ACROSS_M` apart along it ("the car park across Mill Lane from Merton Hall").
+    """
+
+    road: str
+    landmark: str
+
+    def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        r = facts.roads[self.road]
+        row = facts.landmark_row(self.landmark)
+        fronts = facts.gap_to_box(r.strip()) <= _per_class(_ROAD_GAP, facts)
+        across, along = (1, 0) if r.axis == "x" else (0, 1)
+        side = np.sign(facts.center[:, across] - r.coord)
+        near = np.abs(facts.center[:, along] - facts.center[row, along]) <= ACROSS_M
+        not_self = np.arange(len(facts.ids)) != row
+        return cand & not_self & fronts & bool(fronts[row]) & (side * side[row] < 0) & near
+
+
+@dataclass(frozen=True, slots=True)
 class InParking:
     """Centre inside a parking lot (any lot when ``lot`` is ``""``, else the named one)."""
 
@@ -262,7 +288,7 @@ class Ordinal:
         return out
 
 
-Filter = HasColour | OnRoad | AtCorner | NearLandmark | InParking | IsLandmark
+Filter = HasColour | OnRoad | AtCorner | NearLandmark | AcrossRoad | InParking | IsLandmark
 Selector = Extreme | Ordinal
 
 
@@ -284,6 +310,27 @@ class Expression:
                 raise TypeError(f"Expression.filters: {f!r} is not a filter predicate")
         if self.selector is not None and not isinstance(self.selector, Selector):
             raise TypeError(f"Expression.selector: {self.selector!r} is not a selector")
+
+
+def filter_names(f: Filter) -> tuple[str, ...]:
+    """The place names (roads, landmarks, car parks) a filter mentions, in phrase order.
+
+    >>> filter_names(AcrossRoad("Mill Lane", "Merton Hall")), filter_names(HasColour("red"))
+    (('Mill Lane', 'Merton Hall'), ())
+    """
+    if isinstance(f, OnRoad):
+        return (f.road,)
+    if isinstance(f, AtCorner):
+        return (f.road_a, f.road_b)
+    if isinstance(f, NearLandmark):
+        return (f.landmark,)
+    if isinstance(f, AcrossRoad):
+        return (f.road, f.landmark)
+    if isinstance(f, InParking):
+        return (f.lot,) if f.lot else ()
+    if isinstance(f, IsLandmark):
+        return (f.name,)
+    return ()
 
 
 def satisfying(expression: Expression, scene: Block | SceneFacts) -> NDArray[np.int32]:
@@ -310,118 +357,7 @@ def satisfying(expression: Expression, scene: Block | SceneFacts) -> NDArray[np.
     return np.sort(facts.ids[cand]).astype(np.int32)
 
 
-# -- rendering -------------------------------------------------------------------------------
-
-_NOUNS = {
-    "Building": ("building", "building", "house", "structure"),
-    "Car": ("car", "car", "vehicle", "automobile"),
-    "Parking": ("parking lot", "car park", "parking area"),
-    "Ground": ("ground", "green field", "grass field", "open green space"),
-}
-_ON_ROAD = {
-    "Car": ("on {r}", "on the road {r}", "along {r}"),
-    "Building": ("on {r}", "facing {r}", "along {r}"),
-    "Parking": ("beside {r}", "next to {r}", "along {r}"),
-    "Ground": ("beside {r}", "next to {r}", "along {r}"),
-}
-_CORNER = (
-    "at the corner of {a} and {b}",
-    "near the junction of {a} and {b}",
-    "where {a} meets {b}",
-)
-_COMPASS = ("{d} of {lm}", "to the {d} of {lm}", "on the {d} side of {lm}")
-_NEXT = ("next to {lm}", "beside {lm}", "adjacent to {lm}")
-_IN_LOT = ("in {lot}", "parked in {lot}")
-_IN_ANY_LOT = ("in a parking lot", "parked in a car park", "in a parking area")
-_NAMED = ("the {noun} called {name}", "the {noun} known as {name}", "the {noun} named {name}")
-
-
-def _relation(f: Filter, cls: str, pick: Callable[[tuple[str, ...]], str]) -> str:
-    if isinstance(f, OnRoad):
-        return pick(_ON_ROAD[cls]).format(r=f.road)
-    if isinstance(f, AtCorner):
-        return pick(_CORNER).format(a=f.road_a, b=f.road_b)
-    if isinstance(f, NearLandmark):
-        if f.relation == "next to":
-            return pick(_NEXT).format(lm=f.landmark)
-        return pick(_COMPASS).format(d=f.relation, lm=f.landmark)
-    if isinstance(f, InParking):
-        return pick(_IN_LOT).format(lot=f.lot) if f.lot else pick(_IN_ANY_LOT)
-    raise TypeError(f"no relation phrase for {f!r}")
-
-
-def describe(expression: Expression, *, rng: np.random.Generator | None = None) -> str:
-    """Render an expression as an English referring expression.
-
-    Parameters
-    ----------
-    expression
-        What to say.
-    rng
-        Picks synonyms and templates; ``None`` gives the canonical wording.
-
-    Examples
-    --------
-    >>> describe(Expression(object_name="Car", filters=(HasColour("red"), OnRoad("Mill Lane"))))
-    'the red car on Mill Lane'
-    >>> describe(Expression(object_name="Car", selector=Ordinal(2, "Mill Lane", "east")))
-    'the second car from the east end of Mill Lane'
-    >>> describe(Expression(object_name="Building",
-    ...          filters=(NearLandmark("Merton Hall", "north"),), selector=Extreme("largest")))
-    'the largest building north of Merton Hall'
-    """
-
-    def pick(options: tuple[str, ...]) -> str:
-        return options[0] if rng is None else options[int(rng.integers(len(options)))]
-
-    cls = expression.object_name
-    noun = pick(_NOUNS[cls])
-    named = [f for f in expression.filters if isinstance(f, IsLandmark)]
-    colour = next((f.colour for f in expression.filters if isinstance(f, HasColour)), None)
-    rels = [
-        _relation(f, cls, pick)
-        for f in expression.filters
-        if not isinstance(f, HasColour | IsLandmark)
-    ]
-    if named:
-        head = pick(_NAMED).format(name=named[0].name, noun=noun)
-        return head if not rels else f"{head}, {' and '.join(rels)}"
-    words = ["the"]
-    sel = expression.selector
-    if isinstance(sel, Extreme):
-        words.append(sel.measure)
-    elif isinstance(sel, Ordinal):
-        words.append(_ORDINALS[sel.rank - 1] if sel.rank <= len(_ORDINALS) else f"{sel.rank}th")
-    roof = ""
-    if colour is not None:
-        if cls == "Building":
-            roof = pick((" with a {c} roof", " with the {c} roof")).format(c=colour)
-        else:
-            words.append(colour)
-    words.append(noun)
-    head = " ".join(words) + roof
-    if isinstance(sel, Ordinal):
-        head += f" from the {sel.end} end of {sel.road}"
-    if not rels:
-        return head
-    style = 0 if rng is None else int(rng.integers(3))
-    if style == 2:
-        first = "This is " + head + "."
-        return first + " It is " + " and ".join(rels) + "."
-    return head + (" " if style == 0 else ", ") + " and ".join(rels)
-
-
 # -- search ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Query:
-    """One generated description of one target instance."""
-
-    object_id: str
-    object_name: str
-    expression: Expression
-    description: str
 
 
 def _near_landmarks(facts: SceneFacts, row: int, limit: int = 3) -> list[NearLandmark]:
@@ -455,20 +391,30 @@ def candidate_expressions(facts: SceneFacts, row: int) -> list[Expression]:
     ys = [n for n, r in facts.roads.items() if r.axis == "y"]
     corners = [AtCorner(a, b) for a in xs for b in ys if AtCorner(a, b).mask(facts, one)[row]]
     near = _near_landmarks(facts, row)
+    named = [str(n) for n in facts.landmark[facts.landmark != ""]]
+    across: list[Filter] = []
+    for f in roads:
+        across += [
+            AcrossRoad(f.road, n) for n in named if AcrossRoad(f.road, n).mask(facts, one)[row]
+        ]
+    across = across[:2]
     lots: list[Filter] = []
     if cls == "Car" and InParking().mask(facts, one)[row]:
         lots.append(InParking())
         for lrow in facts.parking_rows:
             if facts.landmark[lrow] and InParking(str(facts.landmark[lrow])).mask(facts, one)[row]:
                 lots.append(InParking(str(facts.landmark[lrow])))
-    singles = [*roads, *corners, *near, *lots]
+    singles = [*roads, *corners, *near, *across, *lots]
     exprs: list[Expression] = []
     e = lambda *fs, sel=None: Expression(object_name=cls, filters=tuple(fs), selector=sel)  # noqa: E731
     exprs += [e(*colour)] if colour else []
     exprs += [e(f) for f in singles]
     exprs += [e(*colour, f) for f in singles] if colour else []
     exprs += [
-        e(a, b) for i, a in enumerate(singles) for b in singles[i + 1 :] if type(a) is not type(b)
+        e(a, b)
+        for i, a in enumerate(singles)
+        for b in singles[i + 1 :]
+        if type(a) is not type(b) and not set(filter_names(a)) & set(filter_names(b))
     ]
     exprs += [e(*colour, a, b) for a in roads for b in near] if colour else []
     if facts.landmark[row]:
@@ -487,88 +433,3 @@ def candidate_expressions(facts: SceneFacts, row: int) -> list[Expression]:
                     exprs.append(e(sel=Ordinal(k, f.road, end)))  # type: ignore[arg-type]
                     exprs += [e(*colour, sel=Ordinal(k, f.road, end))]  # type: ignore[arg-type]
     return exprs
-
-
-def _weight(expr: Expression) -> float:
-    fs = expr.filters
-    if any(isinstance(f, IsLandmark) for f in fs):
-        return 1.0
-    rich = sum(isinstance(f, OnRoad | AtCorner | NearLandmark | InParking) for f in fs)
-    rich += isinstance(expr.selector, Ordinal)
-    return 0.3 + rich + 0.5 * (expr.selector is not None)
-
-
-def scene_queries(
-    block: Block,
-    *,
-    seed: int = 0,
-    max_targets_per_class: int = 5,
-    max_per_target: int = 3,
-    exclude: frozenset[int] = frozenset(),
-) -> list[Query]:
-    """Unique descriptions for a sample of a block's instances.
-
-    For each class (Building, Car, Parking, Ground), up to ``max_targets_per_class`` targets
-    that have at least one unique expression are drawn; each gets 1..``max_per_target``
-    different expressions, each verified with :func:`satisfying` to select exactly it.
-    Descriptions are unique within the scene.
-
-    Parameters
-    ----------
-    block
-        The scene.
-    seed
-        Seeds target sampling, expression choice and wording.
-    max_targets_per_class, max_per_target
-        Caps.
-    exclude
-        Instance ids never used as targets (e.g. instances planted as false segments).
-
-    Returns
-    -------
-    list of Query
-        Ordered by class then instance id.
-    """
-    rng = np.random.default_rng([seed, 7919])
-    facts = SceneFacts.from_block(block)
-    seen: set[str] = set()
-    out: list[Query] = []
-    for cls in CITYREFER_LABELS:
-        rows = [
-            int(r) for r in np.flatnonzero(facts.cls == cls) if int(facts.ids[r]) not in exclude
-        ]
-        rng.shuffle(rows)
-        chosen = 0
-        for row in rows:
-            if chosen >= max_targets_per_class:
-                break
-            target = int(facts.ids[row])
-            unique = [
-                x
-                for x in candidate_expressions(facts, row)
-                if satisfying(x, facts).tolist() == [target]
-            ]
-            if not unique:
-                continue
-            w = np.array([_weight(x) for x in unique])
-            k = min(len(unique), int(rng.integers(1, max_per_target + 1)))
-            picks = rng.choice(len(unique), size=k, replace=False, p=w / w.sum())
-            got = 0
-            for i in sorted(picks.tolist()):
-                text = describe(unique[i], rng=rng)
-                if text in seen:
-                    continue
-                seen.add(text)
-                out.append(
-                    Query(
-                        object_id=str(target),
-                        object_name=cls,
-                        expression=unique[i],
-                        description=text,
-                    )
-                )
-                got += 1
-            chosen += got > 0
-    return sorted(
-        out, key=lambda q: (list(CITYREFER_LABELS).index(q.object_name), int(q.object_id))
-    )

@@ -1,0 +1,178 @@
+"""The paper's Table 9: the free policy against the fixed workflow over the same backend.
+
+The ``workflow`` policy imposes Landmark Query → Zoom-in → Oblique Render → Answer on the model
+named by ``policy.backend`` (:mod:`urbex.agents.workflow`); the free policy is that backend
+itself (``vlm`` or ``openai``), choosing its own tools. A **pair** is a complete ``workflow``
+run and a complete run of its backend such that
+
+* the free run's :class:`~urbex.eval.runspec.RunSpec` is the workflow's with only the policy
+  swapped (same split, checkpoint, sample, tools offered, landmark map, repeat seed, benchmark);
+* both played with the same environment and model settings (their run fingerprints' ``env``
+  and backend section — ``vlm`` or ``openai`` — are equal), the workflow's backend being read
+  from its fingerprint's ``policy.backend``.
+
+Rows, per pair (``free`` then ``fixed``): the run's accuracy from its ``metrics.parquet``
+(``n``, Hit@1, Hit@3, BEV IoU: :func:`urbex.eval.metrics.aggregate`, written once by the
+runner) and its tool use (:func:`urbex.eval.diagnostics.tool_use`: mean calls per episode per
+tool, invalid-turn rate, mean turns, share of L→Z→O→A episodes). A split without a pair has no
+row; with no pair at all the table is empty (and the report has no Table-9 block).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+    from urbex.eval.runspec import RunSpec
+
+__all__ = ["TABLE9_ACCURACY", "TABLE9_TOOL_USE", "pair_workflow_runs", "table9", "table9_markdown"]
+
+#: Accuracy columns (fractions), from the run's metrics row.
+TABLE9_ACCURACY: tuple[str, ...] = ("n", "hit1", "hit3", "iou_bev")
+#: Tool-use columns, from :func:`urbex.eval.diagnostics.tool_use` (calls per episode, rates).
+TABLE9_TOOL_USE: tuple[str, ...] = (
+    "landmark_query",
+    "zoom_in",
+    "oblique_render",
+    "invalid_rate",
+    "turns",
+    "lzoa_share",
+)
+_FIXED = "workflow"
+_SPLIT_ORDER = {"train": 0, "val": 1, "test_nd": 2, "test_no": 3}
+
+
+def _schema() -> dict[str, Any]:
+    return {
+        "split": pl.String, "pair": pl.Int64, "mode": pl.String, "method": pl.String,
+        "policy": pl.String, "run_id": pl.String, "backend": pl.String, "n": pl.Int64,
+        **{c: pl.Float64 for c in (*TABLE9_ACCURACY[1:], *TABLE9_TOOL_USE)},
+    }  # fmt: skip
+
+
+def _complete_runs(runs: Path) -> dict[str, tuple[RunSpec, dict[str, Any]]]:
+    """``run_id → (spec, fingerprint)`` of every complete run with a spec.
+
+    Raises
+    ------
+    ConfigError
+        A ``run.json`` is not JSON or holds a malformed spec (the message names the file).
+    """
+    from urbex.errors import ConfigError
+    from urbex.eval.runspec import spec_of_meta
+
+    out: dict[str, tuple[RunSpec, dict[str, Any]]] = {}
+    if not runs.is_dir():
+        return out
+    for d in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        meta_path = d / "run.json"
+        if not meta_path.is_file():
+            continue
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"run.json is not JSON ({exc})", path=meta_path) from exc
+        spec = spec_of_meta(meta, path=meta_path) if meta.get("status") == "complete" else None
+        if spec is not None:
+            out[d.name] = (spec, meta.get("fingerprint") or {})
+    return out
+
+
+def pair_workflow_runs(runs: Path) -> list[tuple[str, str, str]]:
+    """The ``(free run id, fixed run id, backend)`` pairs under a runs directory (see the module
+    docstring), ordered by split then run id. A workflow run without a matching free run, or
+    with one played under other settings, is left out."""
+    found = _complete_runs(runs)
+    by_spec: dict[RunSpec, list[str]] = {}
+    for rid, (spec, _) in found.items():
+        by_spec.setdefault(spec, []).append(rid)
+    pairs = []
+    for rid, (spec, fp) in found.items():
+        if spec.policy != _FIXED:
+            continue
+        backend = str((fp.get("policy") or {}).get("backend") or "vlm")
+        for free in sorted(by_spec.get(replace(spec, policy=backend), [])):
+            ffp = found[free][1]
+            if all(ffp.get(k) == fp.get(k) for k in ("env", backend)):
+                pairs.append((free, rid, backend))
+    return sorted(pairs, key=lambda p: (_SPLIT_ORDER.get(found[p[1]][0].split, 9), p[1], p[0]))
+
+
+def table9(params: Params) -> pl.DataFrame:
+    """Table 9 as a frame: per pair, a ``free`` and a ``fixed`` row.
+
+    Columns: ``split``, ``pair`` (0, 1, ... in order), ``mode``, ``method`` (the report's row
+    label), ``policy``, ``run_id``, ``backend``, ``n``, ``hit1``, ``hit3``, ``iou_bev``
+    (fractions), ``landmark_query``, ``zoom_in``, ``oblique_render`` (mean calls per episode),
+    ``invalid_rate`` (invalid turns / turns), ``turns`` (mean), ``lzoa_share`` (fraction).
+    Empty (same columns) when no pair exists.
+    """
+    from urbex.eval.diagnostics import tool_use
+    from urbex.eval.episodes import read_episodes, read_steps
+    from urbex.eval.report import method_labels
+
+    runs = params.layout.runs
+    pairs = pair_workflow_runs(runs)
+    if not pairs:
+        return pl.DataFrame(schema=_schema())
+    found = _complete_runs(runs)
+    ids = sorted({r for free, fixed, _ in pairs for r in (free, fixed)})
+    specs = {r: found[r][0] for r in ids}
+    labels = method_labels([(r, specs[r].split) for r in ids], dict(specs))
+    rows = []
+    for i, (free, fixed, backend) in enumerate(pairs):
+        for mode, rid in (("free", free), ("fixed", fixed)):
+            d = params.layout.run(rid)
+            acc = pl.read_parquet(params.layout.run_metrics(rid)).row(0, named=True)
+            use = tool_use(read_episodes(d), read_steps(d)).row(0, named=True)
+            rows.append(
+                {
+                    "split": specs[rid].split, "pair": i, "mode": mode,
+                    "method": labels[(rid, specs[rid].split)], "policy": specs[rid].policy,
+                    "run_id": rid, "backend": backend,
+                    **{c: acc.get(c) for c in TABLE9_ACCURACY},
+                    **{c: use.get(c) for c in TABLE9_TOOL_USE},
+                }
+            )  # fmt: skip
+    return pl.DataFrame(rows, schema=_schema())
+
+
+def table9_markdown(t: pl.DataFrame) -> str:
+    """Markdown of :func:`table9`: one line per run, free above fixed (percent; calls and turns
+    per episode).
+
+    >>> t = pl.DataFrame({"split": ["test_no"] * 2, "mode": ["free", "fixed"],
+    ...     "method": ["vlm-g", "workflow-g"], "n": [10, 10], "hit1": [0.3, 0.2],
+    ...     "hit3": [0.5, 0.4], "iou_bev": [0.25, 0.2], "landmark_query": [0.5, 1.0],
+    ...     "zoom_in": [1.5, 1.0], "oblique_render": [0.0, 1.0], "invalid_rate": [0.1, 0.3],
+    ...     "turns": [3.0, 4.5], "lzoa_share": [0.0, 0.9]})
+    >>> print(table9_markdown(t))
+    | split | method | mode | n | Hit@1 | Hit@3 | IoU | landmark_query | zoom_in | oblique_render | Invalid | Turns | L→Z→O→A |
+    |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+    | test_no | vlm-g | free | 10 | 30.0 | 50.0 | 25.0 | 0.50 | 1.50 | 0.00 | 10.0 | 3.00 | 0.0 |
+    | test_no | workflow-g | fixed | 10 | 20.0 | 40.0 | 20.0 | 1.00 | 1.00 | 1.00 | 30.0 | 4.50 | 90.0 |
+    """
+    heads = ["split", "method", "mode", "n", "Hit@1", "Hit@3", "IoU", "landmark_query",
+             "zoom_in", "oblique_render", "Invalid", "Turns", "L→Z→O→A"]  # fmt: skip
+    lines = ["| " + " | ".join(heads) + " |", "|---|---|---|" + "---:|" * (len(heads) - 3)]
+    percent = {"hit1", "hit3", "iou_bev", "invalid_rate", "lzoa_share"}
+    for r in t.iter_rows(named=True):
+        cells = [str(r["split"]), str(r["method"]), str(r["mode"])]
+        for c in (*TABLE9_ACCURACY, *TABLE9_TOOL_USE):
+            v = r[c]
+            if v is None or v != v:
+                cells.append("–")
+            elif c == "n":
+                cells.append(f"{int(v)}")
+            elif c in percent:
+                cells.append(f"{100.0 * v:.1f}")
+            else:
+                cells.append(f"{v:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
