@@ -446,3 +446,31 @@ def test_workflow_over_openai_redirect_request_is_valid(server):
     assert '"landmark_query"' in text and pol.n_redirects == 1
     for req in server.requests:
         _assert_tool_calls_answered(req["body"]["messages"])
+
+
+def test_openai_image_encoded_once_for_every_thread_and_forgotten_with_it(monkeypatch):
+    import gc
+
+    import urbex.agents.openai_api as api
+
+    encoded = []
+    real = api.image_data_url
+    monkeypatch.setattr(
+        api, "image_data_url", lambda im, fmt: encoded.append(1) or real(im, fmt=fmt)
+    )
+    pol = OpenAIPolicy(base_url="http://127.0.0.1:1/v1", model="m", api_key_env=None, concurrency=4)
+    msgs, images = _conversation()
+    bodies = []
+    threads = [
+        threading.Thread(target=lambda: bodies.append(pol.request_body(msgs, images)))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+        t.join()  # one after another: each thread finds the first one's URL
+    assert len(encoded) == 1 and all(b["messages"] == bodies[0]["messages"] for b in bodies)
+    del images[:], bodies[:]
+    gc.collect()
+    msgs, images = _conversation()
+    pol.request_body(msgs, images)  # the next encoding purges the entries of images gone
+    assert [ref() for ref, _ in pol._urls.values()] == images

@@ -197,3 +197,36 @@ def test_reset_on_zero_extent_scene_shows_its_one_pixel(tmp_path, xy):
         '<answer>{"view_id": "global", "bbox_2d": [0, 0, 1000, 1000]}</answer>'
     )
     assert terminated and info["outcome"].n_pred_points == n
+
+
+def test_siblings_build_each_global_view_once_and_play_the_same_episodes(city, monkeypatch):
+    import threading
+
+    import urbex.env.views as views
+
+    cache, index, qs = city
+    built = []
+    make = views.make_global_view
+    monkeypatch.setattr(views, "make_global_view", lambda *a: built.append(1) or make(*a))
+    params = EnvParams(global_view_size=(128, 128), zoom_size=(64, 64))
+    env = GroundingEnv(params, lambda sid: cache, index)
+    sibs = [env.sibling() for _ in range(6)]
+    images = []
+    threads = [
+        threading.Thread(target=lambda e=e: images.append(e.reset(query=qs[0])[0]["images"][0]))
+        for e in sibs
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and all(im is images[0] for im in images)
+    assert env.reset(query=qs[0])[0]["images"][0] is images[0] and len(built) == 1
+    alone = GroundingEnv(params, lambda sid: cache, index)  # its own views: the same episode
+    a = play_episode(sibs[0], OraclePolicy(sibs[0]), qs[1], seed=3)
+    b = play_episode(alone, OraclePolicy(alone), qs[1], seed=3)
+    assert [s.model_text for s in a.steps] == [s.model_text for s in b.steps]
+    np.testing.assert_array_equal(a.outcome.pred_box_3d_m, b.outcome.pred_box_3d_m)
+    assert a.outcome.reward_terminal == b.outcome.reward_terminal and len(built) == 2
+    with pytest.raises(ValueError, match="global_view_size"):
+        GroundingEnv(EnvParams(), lambda sid: cache, index, global_views=env.global_views)

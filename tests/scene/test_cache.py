@@ -195,3 +195,14 @@ def test_render_oblique_empty_region_raises_readable_error(built: SceneCache) ->
         built.render_oblique([0, 0, 10, 10], azimuth_deg=90)
     r = built.render_oblique([505, 205, 525, 225], azimuth_deg=90, size=(64, 48))
     assert r.image.shape == (48, 64, 3) and r.image.any()
+
+
+def test_bev_window_same_image_on_the_pool_and_inline(built: SceneCache) -> None:
+    from urbex.scene import oblique
+
+    b = built.bounds
+    box = [b[0] + 1.3, b[1] + 2.1, b[0] + 31.7, b[1] + 25.9]
+    pooled = built.bev_window(box, (320, 256)).image  # ≥ 2**16 px: split in row bands
+    with oblique._POOL_FREE:  # another render holds the pool: the bands run in this thread
+        inline = built.bev_window(box, (320, 256)).image
+    np.testing.assert_array_equal(pooled, inline)

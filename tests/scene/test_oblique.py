@@ -143,3 +143,17 @@ def test_render_oblique_bad_input() -> None:
         render_oblique(one, target_box=[1, 0, 0, 1], azimuth_deg=0)
     r = render_oblique(one, target_box=[0, 0, 0, 0], azimuth_deg=10)  # a single point, zero box
     assert r.image.any()
+
+
+def test_render_oblique_same_image_on_the_pool_and_inline() -> None:
+    from urbex.scene import oblique
+
+    rng = np.random.default_rng(5)
+    n = oblique._PARALLEL_MIN_POINTS + 1000  # enough points for parallel chunks
+    xyz = np.c_[rng.uniform(0, 40, (n, 2)), rng.uniform(0, 8, n)].astype(np.float32)
+    cloud = PointCloud(xyz=xyz, rgb=rng.integers(0, 255, (n, 3), dtype=np.uint8))
+    kw = {"target_box": [5, 5, 35, 35], "azimuth_deg": 200, "size": (64, 48)}
+    pooled = render_oblique(cloud, **kw).image
+    with oblique._POOL_FREE:  # another render holds the pool: the chunks run in this thread
+        inline = render_oblique(cloud, **kw).image
+    np.testing.assert_array_equal(pooled, inline)

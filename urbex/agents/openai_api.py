@@ -40,7 +40,7 @@ import re
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,7 @@ _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Longest sleep between two attempts, seconds (exponential backoff and Retry-After alike).
 _MAX_DELAY_S = 60.0
-#: Data URLs kept per thread (:meth:`OpenAIPolicy._data_url`): an episode's images, and more.
+#: Data URLs kept per episode in flight (:meth:`OpenAIPolicy._data_url`): its images, and more.
 _URL_CACHE = 32
 
 
@@ -315,8 +315,10 @@ class OpenAIPolicy(PolicyBase):
         self.max_concurrency = int(concurrency)
         self._sleep = sleep
         self._local = threading.local()  # per thread: seed, deadline, client
-        self._lock = threading.Lock()  # counters and the set of open clients
+        self._lock = threading.Lock()  # counters, the set of open clients, the data URLs
         self._clients: set[httpx.Client] = set()
+        self._urls: OrderedDict[int, tuple[weakref.ref[Image.Image], str]] = OrderedDict()
+        self._dead_urls: deque[int] = deque()  # ids of images gone since the last purge
         self.n_requests = 0
         self.n_retries = 0
 
@@ -339,27 +341,41 @@ class OpenAIPolicy(PolicyBase):
         self._local.client = client
 
     def _data_url(self, image: Image.Image) -> str:
-        """:func:`image_data_url`, cached per thread for the images still alive.
+        """:func:`image_data_url`, cached for the images still alive, shared by the threads.
 
         Each turn resends the whole conversation; without the cache every earlier image (the
-        global view, at every turn) is encoded again. Keyed by object identity (checked through
-        a weak reference: a new image at a reused address is encoded afresh), the last
-        :data:`_URL_CACHE` images.
+        global view, at every turn) is encoded again, and the episodes in flight share each
+        scene's global view (:meth:`urbex.env.episode.GroundingEnv.sibling`): encoded once,
+        not once per thread. Keyed by object identity, checked through a weak reference (a
+        new image at a reused address is encoded afresh); an image's entry goes when the
+        image does, and at most :data:`_URL_CACHE` entries per episode in flight are kept.
+        Two threads missing the same image at once may both encode it (the same URL); the
+        encoding runs outside the lock.
         """
-        cache: OrderedDict[int, tuple[weakref.ref[Image.Image], str]] | None = getattr(
-            self._local, "urls", None
-        )
-        if cache is None:
-            cache = self._local.urls = OrderedDict()
-        hit = cache.get(id(image))
-        if hit is not None and hit[0]() is image:
-            cache.move_to_end(id(image))
-            return hit[1]
+        key = id(image)
+        with self._lock:
+            self._purge_urls()
+            hit = self._urls.get(key)
+            if hit is not None and hit[0]() is image:
+                self._urls.move_to_end(key)
+                return hit[1]
         url = image_data_url(image, fmt=self.image_format)
-        cache[id(image)] = (weakref.ref(image), url)
-        while len(cache) > _URL_CACHE:
-            cache.popitem(last=False)
+        dead = self._dead_urls
+        ref = weakref.ref(image, lambda _r: dead.append(key))  # append only: GC-safe
+        with self._lock:
+            self._urls[key] = (ref, url)
+            self._urls.move_to_end(key)
+            while len(self._urls) > _URL_CACHE * self.max_concurrency:
+                self._urls.popitem(last=False)
         return url
+
+    def _purge_urls(self) -> None:
+        """Drop the data URLs of images that died (under :attr:`_lock`)."""
+        while self._dead_urls:
+            key = self._dead_urls.popleft()
+            hit = self._urls.get(key)
+            if hit is not None and hit[0]() is None:
+                del self._urls[key]
 
     def _count(self, *, requests: int = 0, retries: int = 0) -> None:
         with self._lock:

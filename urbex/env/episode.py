@@ -22,6 +22,7 @@ invalid-action penalty still apply.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -46,7 +47,7 @@ from urbex.env.protocol import (
 )
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
 from urbex.env.tools import TOOLS, ToolResult
-from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
+from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 
@@ -84,18 +85,20 @@ class CachedSceneProvider:
         self.root = Path(root)
         self.maxsize = maxsize
         self._open: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()  # environments of several threads share one provider
 
     def __call__(self, scene_id: str) -> Any:
-        if scene_id in self._open:
-            self._open.move_to_end(scene_id)
-            return self._open[scene_id]
-        from urbex.scene import SceneCache
+        with self._lock:
+            if scene_id in self._open:
+                self._open.move_to_end(scene_id)
+                return self._open[scene_id]
+            from urbex.scene import SceneCache
 
-        cache = SceneCache.open(self.root / scene_id)
-        self._open[scene_id] = cache
-        while len(self._open) > self.maxsize:
-            self._open.popitem(last=False)
-        return cache
+            cache = SceneCache.open(self.root / scene_id)
+            self._open[scene_id] = cache
+            while len(self._open) > self.maxsize:
+                self._open.popitem(last=False)
+            return cache
 
 
 def _json_native(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,38 +118,6 @@ def _env_params(params: EnvParams | Params | None) -> EnvParams:
     if isinstance(params, EnvParams):
         return params
     raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
-
-
-def _scene_box2d(scene: Any) -> NDArray[np.float64]:
-    """World BEV box of the whole full-resolution raster (≥ 1 px per axis, unlike the points'
-    bounds, which have zero extent for a single point); the points' bounds without a raster."""
-    t, shape = getattr(scene, "bev_transform", None), getattr(scene, "bev_shape", None)
-    if t is not None and shape is not None:
-        h, w = shape
-        return np.asarray(t.box_to_world([0.0, 0.0, float(w), float(h)]), dtype=np.float64)
-    b = np.asarray(scene.bounds, dtype=np.float64).reshape(-1)
-    return b[[0, 1, 3, 4]] if b.size == 6 else b[:4]
-
-
-def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> EpisodeView:
-    """The fixed-size ``global`` view of a scene: its whole BEV raster, north up, letterboxed to the
-    image aspect (``params.env.global_view_size``) and resampled from the full-resolution raster.
-    """
-    p = _env_params(params)
-    w, h = p.global_view_size
-    world = expand_to_aspect(_scene_box2d(scene), w / h)
-    bev = scene.bev_window(world, out_size=(w, h))
-    from urbex.env.tools import _fixed, _to_pil
-
-    return EpisodeView(
-        view_id="global",
-        kind="global",
-        image=_fixed(_to_pil(bev.image), (w, h)),
-        world_box=np.asarray(bev.world_box, dtype=np.float64),
-        transform=bev.transform,
-        parent=None,
-        turn=0,
-    )
 
 
 @dataclass(slots=True)
@@ -184,6 +155,9 @@ class GroundingEnv:
         ``scene_id → SceneCache`` (e.g. :class:`CachedSceneProvider`).
     landmark_index : urbex.landmarks.LandmarkIndex or None
         Landmark lookup for ``landmark_query`` (None: every lookup is "not found").
+    global_views : GlobalViews or None
+        The global views to draw from (shared with :meth:`sibling` environments); default a
+        cache of this environment's own.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -193,12 +167,21 @@ class GroundingEnv:
         params: EnvParams | Params | None,
         scene_provider: SceneProvider,
         landmark_index: Any = None,
+        *,
+        global_views: GlobalViews | None = None,
     ) -> None:
         self.params = _env_params(params)
+        if global_views is not None and global_views.params != self.params:
+            raise ValueError(
+                "global_views: built for other env params (global_view_size "
+                f"{global_views.params.global_view_size}, expected "
+                f"{self.params.global_view_size}); share it only between environments of one "
+                "configuration (GroundingEnv.sibling)"
+            )
         self.scene_provider = scene_provider
         self.landmarks = landmark_index
         self.np_random = np.random.default_rng()
-        self._globals: OrderedDict[tuple[str, int], EpisodeView] = OrderedDict()
+        self.global_views = global_views or GlobalViews(self.params)
         self._query: Query | None = None
         self._ctx: _Ctx | None = None
         self._turn = 0
@@ -266,6 +249,13 @@ class GroundingEnv:
         return self._shaping_total + (self._terminal or 0.0)
 
     # ---------------------------------------------------------------- life cycle
+    def sibling(self) -> GroundingEnv:
+        """A new environment over the same params, scenes, landmarks and global views, with
+        its own RNG and episode state: for another thread's episodes or another batch slot."""
+        return GroundingEnv(
+            self.params, self.scene_provider, self.landmarks, global_views=self.global_views
+        )
+
     def reset(
         self, *, query: Query, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
@@ -302,7 +292,7 @@ class GroundingEnv:
         self._point_metrics = bool(opts.get("point_metrics", False))
         scene = self.scene_provider(query.scene_id)
         views = ViewRegistry()
-        views.add(self._global_view(query.scene_id, scene))
+        views.add(self.global_views(query.scene_id, scene))
         self._ctx = _Ctx(
             scene=scene,
             scene_id=query.scene_id,
@@ -329,18 +319,6 @@ class GroundingEnv:
             "max_turns": self.params.max_turns,
         }
         return obs, info
-
-    def _global_view(self, scene_id: str, scene: Any) -> EpisodeView:
-        key = (scene_id, id(scene))
-        v = self._globals.get(key)
-        if v is None:
-            v = make_global_view(scene, self.params)
-            self._globals[key] = v
-            while len(self._globals) > 4:
-                self._globals.popitem(last=False)
-        else:
-            self._globals.move_to_end(key)
-        return v
 
     def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn: parse ``model_text`` and act on it.

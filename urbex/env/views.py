@@ -12,6 +12,8 @@ Frames
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,12 +21,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.config import EnvParams, Params
 from urbex.geometry import Affine
 
 if TYPE_CHECKING:
     from PIL import Image
 
-__all__ = ["EpisodeView", "ViewKind", "ViewRegistry", "expand_to_aspect"]
+__all__ = [
+    "EpisodeView",
+    "GlobalViews",
+    "ViewKind",
+    "ViewRegistry",
+    "expand_to_aspect",
+    "make_global_view",
+]
 
 ViewKind = Literal["global", "zoom", "oblique"]
 _KINDS = ("global", "zoom", "oblique")
@@ -215,3 +225,87 @@ class ViewRegistry:
             if v.kind == kind:
                 return v
         return None
+
+
+def _scene_box2d(scene: Any) -> NDArray[np.float64]:
+    """World BEV box of the whole full-resolution raster (≥ 1 px per axis, unlike the points'
+    bounds, which have zero extent for a single point); the points' bounds without a raster."""
+    t, shape = getattr(scene, "bev_transform", None), getattr(scene, "bev_shape", None)
+    if t is not None and shape is not None:
+        h, w = shape
+        return np.asarray(t.box_to_world([0.0, 0.0, float(w), float(h)]), dtype=np.float64)
+    b = np.asarray(scene.bounds, dtype=np.float64).reshape(-1)
+    return b[[0, 1, 3, 4]] if b.size == 6 else b[:4]
+
+
+def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> EpisodeView:
+    """The fixed-size ``global`` view of a scene: its whole BEV raster, north up, letterboxed to the
+    image aspect (``params.env.global_view_size``) and resampled from the full-resolution raster.
+    """
+    p = params.env if isinstance(params, Params) else EnvParams() if params is None else params
+    if not isinstance(p, EnvParams):
+        raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
+    w, h = p.global_view_size
+    world = expand_to_aspect(_scene_box2d(scene), w / h)
+    bev = scene.bev_window(world, out_size=(w, h))
+    from urbex.env.tools import _fixed, _to_pil
+
+    return EpisodeView(
+        view_id="global",
+        kind="global",
+        image=_fixed(_to_pil(bev.image), (w, h)),
+        world_box=np.asarray(bev.world_box, dtype=np.float64),
+        transform=bev.transform,
+        parent=None,
+        turn=0,
+    )
+
+
+class GlobalViews:
+    """The ``global`` views of the most recent scenes, built once and shared by the
+    environments of one run (:meth:`GroundingEnv.sibling`: episodes in flight in several
+    threads, the slots of a lockstep batch); thread-safe.
+
+    A view depends only on the scene and ``params.env``, so sharing it changes no episode:
+    every environment would build the same one (an environment of its own builds it again,
+    a 768 px view ~10 ms of CPU per scene, and the policy encodes its image again).
+
+    Parameters
+    ----------
+    params : EnvParams
+        ``global_view_size`` of every view built here (the sharing environments' params).
+    maxsize : int
+        Scenes kept (least recently used dropped first); an entry holds its scene, so the
+        scene's identity cannot be reused by another scene while its view is kept.
+    """
+
+    def __init__(self, params: EnvParams, *, maxsize: int = 4) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize: expected >= 1, got {maxsize}")
+        self.params = params
+        self.maxsize = maxsize
+        self._views: OrderedDict[tuple[str, int], tuple[Any, EpisodeView]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._building: dict[tuple[str, int], threading.Lock] = {}
+
+    def __call__(self, scene_id: str, scene: Any) -> EpisodeView:
+        """The global view of ``scene`` (``scene_id``'s opened cache), built on first use."""
+        key = (scene_id, id(scene))
+        with self._lock:
+            hit = self._views.get(key)
+            if hit is not None:
+                self._views.move_to_end(key)
+                return hit[1]
+            build = self._building.setdefault(key, threading.Lock())
+        with build:  # one build per scene; hits on other scenes do not wait for it
+            with self._lock:
+                hit = self._views.get(key)
+            view = hit[1] if hit is not None else make_global_view(scene, self.params)
+            with self._lock:
+                self._views[key] = (scene, view)
+                self._views.move_to_end(key)
+                while len(self._views) > self.maxsize:
+                    self._views.popitem(last=False)
+                if self._building.get(key) is build:
+                    del self._building[key]
+        return view

@@ -3,9 +3,10 @@
 A model behind a server (``openai``: a hosted API, or ``vllm serve`` batching hundreds of
 sequences) spends nearly all of an episode waiting for replies; one episode at a time leaves the
 server idle. :func:`play_in_flight` keeps ``n`` episodes going in ``n`` worker threads, each
-with its own :class:`~urbex.env.episode.GroundingEnv` (sharing the player's scene provider and
-landmark index), through :meth:`urbex.eval.play.EpisodePlayer.play_in`. The policy must be
-thread-safe (``policy.max_concurrency >= n``; :class:`urbex.agents.openai_api.OpenAIPolicy`
+with its own :class:`~urbex.env.episode.GroundingEnv` (a
+:meth:`~urbex.env.episode.GroundingEnv.sibling` of the player's: its scene provider, landmark
+index and global views, each scene's view built once), through
+:meth:`urbex.eval.play.EpisodePlayer.play_in`. The policy must be thread-safe (``policy.max_concurrency >= n``; :class:`urbex.agents.openai_api.OpenAIPolicy`
 keeps each thread's seed, deadline and HTTP client apart).
 
 What stays exact:
@@ -86,15 +87,12 @@ def play_in_flight(
             f"n: expected 1 <= n <= policy.max_concurrency ({limit}), got {n}; a policy that is "
             "not thread-safe plays one episode at a time"
         )
-    from urbex.env.episode import GroundingEnv
-
     local = threading.local()
 
     def env_of_thread() -> GroundingEnv:
         env = getattr(local, "env", None)
-        if env is None:
-            base = player.env
-            env = local.env = GroundingEnv(player.params, base.scene_provider, base.landmarks)
+        if env is None:  # shares the player's scenes, landmarks and global views
+            env = local.env = player.env.sibling()
         return env
 
     def one(q: Query) -> tuple[EpisodeRecord, list[StepRow]]:

@@ -361,17 +361,17 @@ class EpisodePlayer:
             )
         self._scenes: dict[str, _Candidates] = {}
         self._lock = threading.Lock()  # scene contexts and landmark state, for play_in threads
-        self._warm: set[tuple[int, str]] = set()  # (id(env), scene) of play_in's own envs
 
     def _warmup(self, envs: Sequence[GroundingEnv], query: Query) -> None:
-        """Untimed: open the scene and build its global view (offline preparation)."""
+        """Untimed: open the scene and build its global view (offline preparation), in
+        :attr:`env` and its siblings (shared views) and in any other env of ``envs``."""
         if query.scene_id not in self._scenes:
             self._scenes[query.scene_id] = _candidates(
                 self.env, query.scene_id, self.params.eval.candidate_classes
             )
             self.env.reset(query=query, seed=0)
         for e in envs:
-            if e is not self.env:
+            if e.global_views is not self.env.global_views:
                 e.reset(query=query, seed=0)
 
     def _prepare(self, env: GroundingEnv, query: Query) -> int:
@@ -400,14 +400,14 @@ class EpisodePlayer:
 
         Thread-safe for distinct ``env`` other than :attr:`env` when the policy is
         (``policy.max_concurrency > 1``; :mod:`urbex.eval.inflight`): the shared scene
-        contexts and landmark state are prepared under a lock.
+        contexts and landmark state are prepared under a lock. A
+        :meth:`~urbex.env.episode.GroundingEnv.sibling` of :attr:`env` shares its global views
+        (each scene's built once); any other ``env`` gets an untimed reset first.
         """
         with self._lock:
             self._warmup([self.env], query)
             seed = self._prepare(env, query)
-            warm = env is self.env or (id(env), query.scene_id) in self._warm
-            self._warm.add((id(env), query.scene_id))
-        if not warm:  # untimed, outside the lock: this env's global view of the scene
+        if env.global_views is not self.env.global_views:  # untimed, outside the lock
             env.reset(query=query, seed=0)
         traj = play_episode(
             env,
@@ -423,12 +423,7 @@ class EpisodePlayer:
         self, queries: Sequence[Query], size: int
     ) -> Iterator[tuple[EpisodeRecord, list[StepRow]]]:
         """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each)."""
-        from urbex.env.episode import GroundingEnv
-
-        envs = [self.env] + [
-            GroundingEnv(self.params, self.env.scene_provider, self.env.landmarks)
-            for _ in range(size - 1)
-        ]
+        envs = [self.env] + [self.env.sibling() for _ in range(size - 1)]
         for i in range(0, len(queries), size):
             group = queries[i : i + size]
             for q in group:

@@ -375,18 +375,15 @@ class SceneCache:
             # strided views of the memory maps: only the window's pages are read, no copies
             rgb = np.asarray(self.bev_layer("rgb"))[r0:r1, c0:c1]
             z = np.asarray(self.bev_layer("z_max"))[r0:r1, c0:c1]
-            from urbex.scene.oblique import _pool, _render_threads
+            from urbex.scene.oblique import render_parts, render_threads
 
-            n_parts = _render_threads() if ho * wo >= 1 << 16 else 1
+            n_parts = render_threads() if ho * wo >= 1 << 16 else 1
             cuts = [ho * k // n_parts for k in range(n_parts + 1)]
 
             def part(k: int) -> None:  # disjoint output rows per thread (the kernel drops the GIL)
                 K.area_window(rgb, z, r0, c0, y_start, x_start, sy, sx, image, cuts[k], cuts[k + 1])
 
-            if n_parts == 1:
-                part(0)
-            else:
-                list(_pool().map(part, range(n_parts)))
+            render_parts(part, n_parts)
         vt = Affine((box[2] - box[0]) / wo, 0.0, box[0], 0.0, -(box[3] - box[1]) / ho, box[3])
         return View(image=image, transform=vt, world_box=box)
 

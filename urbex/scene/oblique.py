@@ -17,8 +17,11 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numba as nb
 import numpy as np
@@ -27,7 +30,16 @@ from numpy.typing import ArrayLike, NDArray
 from urbex.errors import EmptyRegionError
 from urbex.pointcloud import PointCloud
 
-__all__ = ["Camera", "ObliqueRender", "look_at_camera", "render_oblique"]
+__all__ = [
+    "Camera",
+    "ObliqueRender",
+    "look_at_camera",
+    "render_oblique",
+    "render_parts",
+    "render_threads",
+]
+
+_T = TypeVar("_T")
 
 _MAX_POINT_SIZE = 9
 _MIN_EXTENT = 1.0  # metres
@@ -328,7 +340,7 @@ def render_oblique(
     # split the points into contiguous chunks, each splatted into its own z-buffer on a thread
     # (the kernel releases the GIL), then merged in chunk order keeping the first on equal
     # depth: the same image as one sequential pass ("nearest wins, first on ties").
-    workers = _render_threads() if n >= _PARALLEL_MIN_POINTS else 1
+    workers = render_threads() if n >= _PARALLEL_MIN_POINTS else 1
     bounds = np.linspace(0, n, workers + 1).astype(np.int64)
 
     def run(k: int) -> tuple[NDArray[np.float32], NDArray[np.uint8]]:
@@ -346,7 +358,7 @@ def render_oblique(
     if workers == 1:
         _, img = run(0)
     else:
-        parts = list(_pool().map(run, range(workers)))
+        parts = render_parts(run, workers)
         depth, img = parts[0]
         for d_k, i_k in parts[1:]:
             _merge_nearest(depth, img, d_k, i_k)
@@ -356,14 +368,36 @@ def render_oblique(
 _PARALLEL_MIN_POINTS = 200_000
 
 
-def _render_threads() -> int:
+def render_threads() -> int:
+    """Parts a large render is split into: the cores, at most 4."""
     return max(1, min(4, os.cpu_count() or 1))
 
 
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     """A process-wide pool for render chunks (created on first use, never at import)."""
-    return ThreadPoolExecutor(max_workers=_render_threads(), thread_name_prefix="urbex-oblique")
+    return ThreadPoolExecutor(max_workers=render_threads(), thread_name_prefix="urbex-oblique")
+
+
+_POOL_FREE = threading.Lock()  # held by the one render whose parts run on the pool
+
+
+def render_parts(fn: Callable[[int], _T], n: int) -> list[_T]:
+    """``[fn(0), ..., fn(n - 1)]``: on the render pool when no other render is using it, else
+    one after another in the calling thread.
+
+    The parts' kernels release the GIL, so a lone render (one episode, one ``urbex ground``)
+    gets every core; when several threads render at once (episodes in flight), the cores are
+    already busy and queueing their parts on one pool only adds hand-offs (measured here,
+    2 cores, 16 threads zooming 512 px: 48 ms mean per view through the pool, 13 ms inline).
+    The result does not depend on where the parts ran.
+    """
+    if n > 1 and _POOL_FREE.acquire(blocking=False):
+        try:
+            return list(_pool().map(fn, range(n)))
+        finally:
+            _POOL_FREE.release()
+    return [fn(k) for k in range(n)]
 
 
 @nb.njit(cache=True, nogil=True)
