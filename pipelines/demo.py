@@ -235,7 +235,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     record_with_dvc(Path(__file__).resolve().parents[1])
-    print(params.layout.report_md.read_text())
+    report = params.layout.report_md.read_text()
+    main, _, rest = report.partition("\n## ")  # the comparison table; the other blocks: on file
+    print(main.rstrip())
+    if rest:
+        blocks = [b.split("\n", 1)[0].split(":")[0] for b in ("## " + rest).split("\n## ")]
+        blocks = [b.removeprefix("## ") for b in blocks]
+        print(f"({', '.join(blocks)}: in {params.layout.report_md} and the results page)")
     print(
         f"demo: done. Results page: {params.layout.results_page}\n"
         "  the Dagster event log: make ui\n"
