@@ -112,17 +112,20 @@ def test_nightly_schedule_evaluates_the_latest_checkpoint(tmp_path):
         import datetime as dt
 
         when = dt.datetime(2026, 12, 1, 3, tzinfo=dt.UTC)
-        ctx = dg.build_schedule_context(
+        # closed at the end: ctx.instance opens an instance into the context's exit stack (and
+        # sets dagster's current defs-state storage); left open, every later materialize() in
+        # this process fails on that instance's dead weakref
+        with dg.build_schedule_context(
             instance=instance, resources=res, scheduled_execution_time=when
-        )
-        assert isinstance(nightly_checkpoint_evaluation(ctx), dg.SkipReason)
-        now = time.time()
-        for age, name in ((100, "old"), (10, "newest"), (50, "middle")):
-            (ckpts / name).mkdir(parents=True)
-            cfg = ckpts / name / "config.json"
-            cfg.write_text("{}")
-            os.utime(cfg, (now - age, now - age))
-        runs = nightly_checkpoint_evaluation(ctx)
+        ) as ctx:
+            assert isinstance(nightly_checkpoint_evaluation(ctx), dg.SkipReason)
+            now = time.time()
+            for age, name in ((100, "old"), (10, "newest"), (50, "middle")):
+                (ckpts / name).mkdir(parents=True)
+                cfg = ckpts / name / "config.json"
+                cfg.write_text("{}")
+                os.utime(cfg, (now - age, now - age))
+            runs = nightly_checkpoint_evaluation(ctx)
         assert sorted(str(r.partition_key) for r in runs) == ["newest|test_nd", "newest|test_no"]
         assert all(r.run_key.startswith("20261201-newest-") for r in runs)
 
