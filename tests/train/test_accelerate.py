@@ -80,7 +80,8 @@ def test_accelerate_two_cpu_processes_publish_one_checkpoint(tmp_path):
     log = out.stdout[-4000:] + out.stderr[-4000:]
     assert out.returncode == 0, log
     # each rank prints its summary line: both ran, and agree on the step count
-    steps = re.findall(r"^acc: (\d+) GRPO steps on (\d+) queries", out.stdout, flags=re.M)
+    # (the two ranks share one pipe: their lines may run together)
+    steps = re.findall(r"acc: (\d+) GRPO steps on (\d+) queries", out.stdout)
     assert steps == [("2", "2"), ("2", "2")], log
     assets = tmp_path / "assets" / "checkpoints"
     final = assets / "acc"

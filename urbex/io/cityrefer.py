@@ -391,7 +391,9 @@ def write_segs(path: PathLike, segs: Mapping[int, NDArray | Sequence[int]]) -> N
         )
     except ImportError:
         groups = [{"id": i, "pointIds": a.tolist()} for i, a in arrays]
-        payload = json.dumps({"segGroups": groups}).encode("utf-8")
+        # orjson's compact bytes exactly: the file hashes (dvc.lock) do not depend on whether
+        # orjson is installed
+        payload = json.dumps({"segGroups": groups}, separators=(",", ":")).encode("utf-8")
     with atomic_write(path, "wb") as fh:
         fh.write(payload)
 

@@ -62,17 +62,19 @@ def renamed_world(
     scene = table["scene_id"] == query.scene_id
     rows = table.filter(scene)
     pool = NamePool(rng, style)
-    taken = set(table.filter(~scene)["name"].to_list())
+    taken = set(table["name"].to_list())  # no new name is an old one, here or elsewhere
     new: dict[str, str] = {}
     for name, kind in zip(rows["name"].to_list(), _kinds(rows), strict=True):
         if name in new:
             continue
         draw = getattr(pool, _DRAW.get(kind, "building"))
         fresh = draw()
-        for _ in range(20):
+        for _ in range(50):
             if fresh not in taken and fresh not in new.values():
                 break
             fresh = draw()
+        else:
+            return None  # the name pool is exhausted: play the episode unrenamed
         new[name] = fresh
     text = query.description
     for name in sorted(mentioned, key=len, reverse=True):
