@@ -236,12 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])
     record_with_dvc(Path(__file__).resolve().parents[1])
     report = params.layout.report_md.read_text()
-    main, _, rest = report.partition("\n## ")  # the comparison table; the other blocks: on file
-    print(main.rstrip())
-    if rest:
-        blocks = [b.split("\n", 1)[0].split(":")[0] for b in ("## " + rest).split("\n## ")]
-        blocks = [b.removeprefix("## ") for b in blocks]
-        print(f"({', '.join(blocks)}: in {params.layout.report_md} and the results page)")
+    print(report.partition("\n## ")[0].rstrip())  # the comparison table; the other blocks: on file
+    titles = [line[3:].split(":")[0] for line in report.splitlines() if line.startswith("## ")]
+    if titles:
+        print(f"({', '.join(titles)}: in {params.layout.report_md} and the results page)")
     print(
         f"demo: done. Results page: {params.layout.results_page}\n"
         "  the Dagster event log: make ui\n"

@@ -107,7 +107,6 @@ def teacher_trajectories(
             traj = play_episode(env, teacher, query, seed=ep_seed)
             if traj.outcome.answered:
                 out.append(traj)
-    env.landmarks = index
     if not out:
         raise AnnotationError(
             f"no teacher trajectory of split {split!r} ended in a valid answer "
