@@ -451,6 +451,21 @@ class SFTParams(_Strict):
         description="share of teacher episodes played with the scene's landmarks renamed "
         "(urbex.train.rename: teaches copying the mentioned name, not memorising names)",
     )
+    recovery_at: Float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="after this share of the steps, the student plays the split and each of its "
+        "invalid turns is followed by the teacher's recovery (urbex.agents.oracle.RecoveryTeacher); "
+        "those episodes join the training set (0 = off)",
+    )
+    recovery_per_query: Int = Field(2, ge=1, description="student episodes per query (recovery)")
+    recovery_max_errors: Int = Field(
+        2, ge=1, description="student mistakes played per recovery episode"
+    )
+    recovery_temperature: Float = Field(
+        1.0, ge=0, description="the student's sampling temperature when recovering (0 = greedy)"
+    )
     limit: Int | None = Field(None, ge=1, description="a seeded sample of the split's queries")
     run_name: str = Field("sft", description="output: <assets>/checkpoints/<run_name>/")
     steps: Int = Field(200, ge=1, description="optimizer steps")

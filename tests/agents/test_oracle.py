@@ -95,3 +95,45 @@ def test_teacher_rejects_bad_anchor_rate(synth_env):
 
     with pytest.raises(ValueError, match="p_anchor"):
         TeacherPolicy(synth_env, p_anchor=1.5)
+
+
+class _ScriptedStudent:
+    """Proposes from a fixed list (then repeats the last proposal)."""
+
+    def __init__(self, proposals):
+        self.proposals, self.asked = list(proposals), 0
+
+    def begin_episode(self, *, seed, deadline=None):
+        self.asked = 0
+
+    def act(self, messages, images):
+        text = self.proposals[min(self.asked, len(self.proposals) - 1)]
+        self.asked += 1
+        return text
+
+
+def test_recovery_teacher_plays_the_students_invalid_turns_then_recovers(synth_env, synth_city):
+    """The student's invalid proposals are played as they are (the environment's real error
+    text follows), its acceptable ones are replaced by the teacher's, and after ``max_errors``
+    mistakes the teacher plays alone; the episode still answers."""
+    from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
+
+    bad_close = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [1, 2, 3, 4]}</answer>'
+    swapped = '<answer>{"view_id": "global", "bbox_2d": [900, 10, 100, 20]}</answer>'
+    acceptable = '<answer>{"view_id": "global", "bbox_2d": [0, 0, 10, 10]}</answer>'
+    student = _ScriptedStudent([bad_close, acceptable, swapped, bad_close])
+    teacher = TeacherPolicy(synth_env, p_oblique=0.0)
+    policy = RecoveryTeacher(synth_env, student, teacher, max_errors=2)
+    q = synth_city[2][0]
+    traj, _ = play_scored(synth_env, policy, q)
+    assert traj.outcome.answered and policy.errors == 2
+    valid = [s.valid for s in traj.steps]
+    assert valid[0] is False and traj.steps[0].model_text == bad_close
+    assert "not closed with </tool_call>" in (traj.steps[0].error or "")
+    # turn 2: the acceptable proposal was replaced by the teacher's action (valid, not the answer)
+    assert valid[1] and traj.steps[1].model_text != acceptable
+    assert valid[2] is False and traj.steps[2].model_text == swapped
+    assert all(valid[3:]) and traj.steps[-1].tool == "answer"
+    assert student.asked == 3  # after its second mistake the student is no longer asked
+    with pytest.raises(ValueError, match="max_errors"):
+        RecoveryTeacher(synth_env, student, teacher, max_errors=0)

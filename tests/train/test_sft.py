@@ -277,3 +277,35 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
     # the environment is left with the real index
     again = teacher_trajectories(_params(assets), per_query=1, limit=2)
     assert all(t.query.description == original[t.query.query_id].description for t in again)
+
+
+def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(assets, tiny):
+    """``sft.recovery_at``: partway through, the model being trained plays the split as the
+    student; the episodes where it erred (and the teacher then recovered) join the training
+    set, its mistakes unsupervised; the counts are in sft.json."""
+    from transformers import AutoProcessor
+
+    from urbex.agents.vlm import VLMPolicy
+    from urbex.train.sft import _batch, recovery_trajectories, render_examples, sft
+
+    p = _params(assets, limit=3, recovery_per_query=1, recovery_at=0.5)
+    student = VLMPolicy.from_params(
+        p.with_updates(vlm={"max_new_tokens": 24}), checkpoint=tiny, do_sample=True
+    )
+    trajs, stats = recovery_trajectories(p, student)
+    assert stats.episodes == 3 and stats.kept == len(trajs) >= 1
+    assert stats.with_errors >= stats.kept and 0 < stats.error_rate <= 1
+    for t in trajs:  # the random student errs; the teacher finishes with a valid answer
+        assert t.outcome.answered and not all(s.valid for s in t.steps)
+        assert sum(not s.valid for s in t.steps) <= p.sft.recovery_max_errors
+    proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
+    batch = _batch(proc, render_examples(trajs[:1], proc, p), None)
+    kept = proc.tokenizer.decode(batch["input_ids"][0][batch["labels"][0] != -100])
+    assert all(s.model_text in kept for s in trajs[0].steps if s.valid)
+    assert not any(s.model_text in kept for s in trajs[0].steps if not s.valid and s.model_text)
+
+    r = sft(p, checkpoint=tiny, steps=2, progress=False, run_name="sft-recovery")
+    meta = json.loads((r.checkpoint_dir / "sft.json").read_text())
+    assert r.recovery is not None and meta["recovery"]["at_step"] == 1
+    assert meta["recovery"]["episodes"] == 3
+    assert r.n_examples == r.n_trajectories + r.recovery.kept

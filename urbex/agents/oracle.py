@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
     from urbex.env.views import EpisodeView
 
-__all__ = ["OraclePolicy", "TeacherPolicy"]
+__all__ = ["OraclePolicy", "RecoveryTeacher", "TeacherPolicy"]
 
 
 def _call(tool: str, **arguments: Any) -> str:
@@ -314,6 +314,65 @@ class TeacherPolicy(OraclePolicy):
             ):
                 return name
         return None
+
+
+class RecoveryTeacher(PolicyBase):
+    """A student's own mistakes, each followed by the teacher's recovery (DAgger-style data).
+
+    Each turn the ``student`` proposes an action; a proposal the protocol rejects (it would be
+    an invalid turn: unparsable JSON, a tool call closed as an answer, ``x1 > x2``, a view that
+    does not exist) is played as it is, the environment answers with its real error text, and
+    the episode goes on; any other proposal is replaced by the ``teacher``'s action. After
+    ``max_errors`` rejected proposals the teacher plays alone. SFT supervises only the valid
+    turns (:func:`urbex.train.sft.assistant_labels`), so the student learns what to do *after
+    its own errors* — the states it reaches at evaluation, which the teacher's clean
+    demonstrations never show (Ross et al., 2011, DAgger).
+
+    Parameters
+    ----------
+    env : GroundingEnv
+        The environment both play in (the teacher reads its ground truth).
+    student : Policy
+        Proposes; e.g. a :class:`~urbex.agents.vlm.VLMPolicy` of the model being trained.
+    teacher : TeacherPolicy
+        Acts wherever the student's proposal is acceptable.
+    max_errors : int
+        Student mistakes played per episode (the teacher needs the rest of the budget).
+    """
+
+    def __init__(
+        self, env: GroundingEnv, student: Any, teacher: TeacherPolicy, *, max_errors: int = 2
+    ) -> None:
+        if max_errors < 1:
+            raise ValueError(f"max_errors: expected >= 1, got {max_errors}")
+        self.env, self.student, self.teacher = env, student, teacher
+        self.max_errors = int(max_errors)
+        self.template_lists_tools = teacher.template_lists_tools
+        self.errors = 0
+
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        self.teacher.begin_episode(seed=seed)
+        self.student.begin_episode(seed=seed)
+        self.errors = 0
+
+    def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
+        from urbex.env.protocol import Invalid, parse_action
+
+        env = self.env
+        if self.errors < self.max_errors:
+            text = self.student.act(messages, images)
+            action = parse_action(
+                text,
+                known_views=env.views.ids,
+                oblique_views=env.views.oblique_ids,
+                turns_left=env.turns_left,
+                default_elevation_deg=env.params.oblique_elevation_deg,
+                offered_tools=env.params.tools,
+            )
+            if isinstance(action, Invalid):
+                self.errors += 1
+                return text
+        return self.teacher.act(messages, images)
 
 
 _PRINTED_BOX = re.compile(r'^1\. .*in view "global": box \[(\d+), (\d+), (\d+), (\d+)\]', re.M)

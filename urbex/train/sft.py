@@ -46,7 +46,14 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.trajectory import Trajectory
 
-__all__ = ["SFTExample", "SFTResult", "assistant_labels", "sft", "teacher_trajectories"]
+__all__ = [
+    "SFTExample",
+    "SFTResult",
+    "assistant_labels",
+    "recovery_trajectories",
+    "sft",
+    "teacher_trajectories",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +122,110 @@ def teacher_trajectories(
             field="sft.split",
         )
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryStats:
+    """What a round of recovery episodes (:func:`recovery_trajectories`) found.
+
+    Attributes
+    ----------
+    episodes : int
+        Student episodes played.
+    with_errors : int
+        Episodes in which the student made at least one invalid proposal (those are kept).
+    kept : int
+        Kept episodes that ended in a valid answer (training examples).
+    proposals, errors : int
+        Student proposals made and rejected by the protocol.
+    seconds : float
+    """
+
+    episodes: int
+    with_errors: int
+    kept: int
+    proposals: int
+    errors: int
+    seconds: float
+
+    @property
+    def error_rate(self) -> float:
+        """Share of the student's proposals the protocol rejected."""
+        return self.errors / self.proposals if self.proposals else 0.0
+
+
+class _Counting:
+    """A policy wrapper counting the turns it was asked for."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, 0
+
+    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
+        self.inner.begin_episode(seed=seed, deadline=deadline)
+
+    def act(self, messages: list[dict[str, Any]], images: list[Any]) -> str:
+        self.calls += 1
+        return str(self.inner.act(messages, images))
+
+
+def recovery_trajectories(
+    params: Params,
+    student: Any,
+    *,
+    split: str | None = None,
+    per_query: int | None = None,
+    seed: int | None = None,
+    limit: int | None = None,
+    progress: bool = False,
+) -> tuple[list[Trajectory], RecoveryStats]:
+    """The student's own mistakes with the teacher's recoveries, over a split (``sft.split``).
+
+    ``student`` (any policy, e.g. a :class:`~urbex.agents.vlm.VLMPolicy` of the model being
+    trained) proposes every turn through :class:`~urbex.agents.oracle.RecoveryTeacher`; its
+    invalid proposals are played (unsupervised in SFT), the teacher plays the rest. Returned:
+    the episodes with at least one student mistake that still ended in a valid answer, and the
+    counts. The teacher makes no deliberate mistakes here (the student supplies them).
+    """
+    from tqdm.auto import tqdm
+
+    from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
+    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.eval.play import episode_seed, landmark_index, play_episode
+    from urbex.eval.runner import load_queries
+
+    s = params.sft
+    split = split or s.split
+    per_query = per_query or s.recovery_per_query
+    seed = s.seed if seed is None else seed
+    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
+    index = landmark_index(params)
+    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
+    teacher = TeacherPolicy(env, p_mistake=0.0, p_anchor=s.anchor_rate)
+    teacher.template_lists_tools = params.vlm.template_tools
+    counted = _Counting(student)
+    policy = RecoveryTeacher(env, counted, teacher, max_errors=s.recovery_max_errors)
+    out: list[Trajectory] = []
+    n_err = errors = 0
+    t0 = time.perf_counter()
+    for q in tqdm(queries, desc=f"recovery/{split}", unit="query", disable=not progress):
+        for k in range(per_query):
+            # seeds disjoint from teacher_trajectories' (seed * 1000 + k, k < per_query)
+            ep_seed = episode_seed(seed * 1000 + 500 + k, q.query_id)
+            traj = play_episode(env, policy, q, seed=ep_seed)
+            errors += policy.errors
+            if policy.errors:
+                n_err += 1
+                if traj.outcome.answered:
+                    out.append(traj)
+    stats = RecoveryStats(
+        episodes=len(queries) * per_query,
+        with_errors=n_err,
+        kept=len(out),
+        proposals=counted.calls,
+        errors=errors,
+        seconds=time.perf_counter() - t0,
+    )
+    return out, stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +336,8 @@ class SFTResult:
     loss_first, loss_last : float
         Mean loss of the first and last 10 steps.
     wall_s, s_per_step : float
+    recovery : RecoveryStats or None
+        The recovery round's counts (``sft.recovery_at`` > 0).
     """
 
     checkpoint_dir: Path
@@ -238,6 +351,7 @@ class SFTResult:
     loss_last: float
     wall_s: float
     s_per_step: float
+    recovery: RecoveryStats | None = None
 
 
 def _load(path: Path) -> tuple[Any, Any]:
@@ -382,6 +496,34 @@ def _batch(
     return dict(inputs)
 
 
+def _recovery_round(
+    params: Params, model: Any, processor: Any, *, progress: bool
+) -> tuple[list[Trajectory], RecoveryStats]:
+    """The model as it is now plays the split as the student of :func:`recovery_trajectories`
+    (a snapshot saved to a temporary directory and loaded as the ``vlm`` policy, the same
+    generation code evaluation uses; the model being trained is not touched)."""
+    import tempfile
+
+    from urbex.agents.vlm import VLMPolicy
+
+    s = params.sft
+    with tempfile.TemporaryDirectory(prefix="urbex-sft-student-") as tmp:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        student = VLMPolicy.from_params(
+            params,
+            checkpoint=tmp,
+            device="cpu",
+            dtype="float32",
+            do_sample=s.recovery_temperature > 0,
+            temperature=max(s.recovery_temperature, 1e-5),
+            top_p=1.0,
+            max_batch=1,
+            tool_names=tuple(params.env.tools),
+        )
+        return recovery_trajectories(params, student, progress=progress)
+
+
 def sft(
     params: Params,
     *,
@@ -452,8 +594,14 @@ def sft(
     n_sup: list[int] = []
     order: list[int] = []
     t_start = time.perf_counter()
+    recovery: RecoveryStats | None = None
+    at = round(s.recovery_at * n_steps) if s.recovery_at > 0 else -1
     bar = tqdm(range(n_steps), desc="sft", unit="step", disable=not progress)
     for step in bar:
+        if step == at:
+            more, recovery = _recovery_round(params, model, processor, progress=progress)
+            examples += render_examples(more, processor, params)
+            order = []  # the new episodes enter the next permutation at once
         if len(order) < s.batch_size:
             order += rng.permutation(len(examples)).tolist()
         idx, order = order[: s.batch_size], order[s.batch_size :]
@@ -494,6 +642,7 @@ def sft(
         loss_last=float(np.mean(losses[-10:])),
         wall_s=wall,
         s_per_step=wall / n_steps,
+        recovery=recovery,
     )
     staging = out.with_name(f".staging-{out.name}")
     if staging.exists():
@@ -517,6 +666,16 @@ def sft(
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
             "wall_s": wall,
+            "recovery": None
+            if recovery is None
+            else {
+                "at_step": at,
+                "episodes": recovery.episodes,
+                "with_errors": recovery.with_errors,
+                "kept": recovery.kept,
+                "error_rate": recovery.error_rate,
+                "seconds": recovery.seconds,
+            },
         }
         (staging / "sft.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         publish_dir(staging, out)
