@@ -17,7 +17,8 @@ Prints the figures, then as its LAST line one JSON object: ``seed``, ``valid_rat
 (standard error of their difference, from the per-step means), ``frac_zero_std`` (share of
 groups whose rollouts all got the same reward, mean over steps), ``s_per_step`` (GRPO),
 ``env_share`` (the environment's share of a GRPO step), plus ``sft_steps``, ``grpo_steps``,
-``sft_s_per_step``, ``n_val`` and ``wall_s``.
+``sft_s_per_step``, ``sft_recovery_kept`` (episodes the SFT recovery round added), ``n_val`` and
+``wall_s``.
 """
 
 from __future__ import annotations
@@ -149,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         s = sft(params, steps=size["sft_steps"], progress=False)
         print(f"sft: {s.steps} steps, {s.s_per_step:.2f} s/step, loss {s.loss_first:.2f} → "
               f"{s.loss_last:.2f} ({s.n_examples} conversations)", flush=True)  # fmt: skip
+        if s.recovery is not None:
+            rc = s.recovery
+            print(f"sft recovery round: {rc.episodes} student episodes, {rc.with_errors} with a "
+                  f"mistake ({rc.error_rate:.0%} of its proposals rejected), {rc.kept} kept, "
+                  f"{rc.seconds:.0f} s", flush=True)  # fmt: skip
         v_sft = val_figures(params, s.checkpoint_dir, n=size["n_val"], name="sft")
         print(f"sft:  val valid {v_sft['valid_rate']:.3f}  Hit@1 {v_sft['hit1']:.3f}  "
               f"IoU {v_sft['iou']:.3f} ({v_sft['n']:.0f} episodes)", flush=True)  # fmt: skip
@@ -183,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             "sft_steps": s.steps,
             "grpo_steps": g.steps,
             "sft_s_per_step": s.s_per_step,
+            "sft_recovery_kept": s.recovery.kept if s.recovery is not None else 0,
             "n_val": int(v_sft["n"]),
             "wall_s": time.perf_counter() - t_all,
         }

@@ -437,6 +437,12 @@ def _cmd_sft(args: argparse.Namespace, params: Params) -> int:
         f"{r.wall_s:.1f} s ({r.s_per_step:.2f} s/step); loss {r.loss_first:.3f} → "
         f"{r.loss_last:.3f} → {r.checkpoint_dir}"
     )
+    if r.recovery is not None:
+        rc = r.recovery
+        print(
+            f"SFT recovery round: {rc.episodes} student episodes, {rc.with_errors} with a mistake "
+            f"({rc.error_rate:.0%} of the student's proposals rejected), {rc.kept} added"
+        )
     return 0
 
 

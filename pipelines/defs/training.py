@@ -107,6 +107,7 @@ def sft_checkpoint(
             "conversations": r.n_examples,
             "loss_first": r.loss_first,
             "loss_last": r.loss_last,
+            "recovery_episodes_kept": r.recovery.kept if r.recovery is not None else 0,
         },
     )
 

@@ -336,6 +336,8 @@ class SFTResult:
     loss_first, loss_last : float
         Mean loss of the first and last 10 steps.
     wall_s, s_per_step : float
+        Training wall time (the recovery round's play included) and seconds per optimizer step
+        (excluding it).
     recovery : RecoveryStats or None
         The recovery round's counts (``sft.recovery_at`` > 0).
     """
@@ -641,7 +643,7 @@ def sft(
         loss_first=float(np.mean(losses[:10])),
         loss_last=float(np.mean(losses[-10:])),
         wall_s=wall,
-        s_per_step=wall / n_steps,
+        s_per_step=(wall - (recovery.seconds if recovery is not None else 0.0)) / n_steps,
         recovery=recovery,
     )
     staging = out.with_name(f".staging-{out.name}")
