@@ -265,3 +265,20 @@ def test_read_las_corrupt_evlr_length_raises_without_allocating(tmp_path: Path) 
     with pytest.raises(PointCloudFormatError, match=r"extended VLR 1 of 1 ends at byte \d+") as e:
         read_las(p)
     assert e.value.field == "file" and f"the file has {len(raw)} bytes" in str(e.value)
+
+
+def test_write_las_fixed_creation_date_makes_the_bytes_reproducible(tmp_path: Path) -> None:
+    """laspy writes today's date into the header; a given date is written instead, so two
+    writes of one cloud are byte-identical whatever the day (the synthetic data set's DVC hash)."""
+    import datetime
+
+    import laspy
+
+    rng = np.random.default_rng(0)
+    cloud = PointCloud(xyz=rng.uniform(0, 10, (50, 3)), offset=np.zeros(3))
+    day = datetime.date(2001, 2, 3)
+    a, b = tmp_path / "a.laz", tmp_path / "b.laz"
+    write_las(a, cloud, creation_date=day)
+    write_las(b, cloud, creation_date=day)
+    assert a.read_bytes() == b.read_bytes()
+    assert laspy.read(a).header.creation_date == day

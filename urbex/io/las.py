@@ -24,6 +24,7 @@ extra-bytes dimension named ``instance_dim`` when present.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import logging
 import os
@@ -495,6 +496,7 @@ def write_las(
     cloud: PointCloud,
     *,
     instance_dim: str = "instance",
+    creation_date: datetime.date | None = None,
 ) -> None:
     """Write a cloud as LAS 1.4 point format 7 (``.laz`` suffix → LAZ via lazrs), atomically.
 
@@ -513,6 +515,9 @@ def write_las(
         Cloud in world metres.
     instance_dim
         Name of the extra-bytes dimension for ``cloud.instance``.
+    creation_date
+        The header's file creation date (default: today, as laspy writes it); a fixed date
+        makes the bytes reproducible (the synthetic generator's LAZ copies, hashed by DVC).
 
     Raises
     ------
@@ -524,6 +529,8 @@ def write_las(
     dest = str(path) if isinstance(path, str | os.PathLike) else "<file object>"
     n = len(cloud)
     header = laspy.LasHeader(point_format=7, version="1.4")
+    if creation_date is not None:
+        header.creation_date = creation_date
     header.scales = np.full(3, _SCALE)
     xyz = cloud.xyz
     hoff = cloud.offset.copy()

@@ -28,6 +28,7 @@ an interrupted run never leaves a half data set.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -67,6 +68,11 @@ FORMATS = ("cityrefer", "las", "stpls3d")
 #: Bumped whenever the same seed and arguments would write different files (2: paraphrase
 #: families, noise and the held-out family); part of the raw stage's fingerprint.
 GENERATOR_VERSION = 2
+
+#: The LAS header creation date of the LAZ copies. laspy writes today's date by default, which
+#: made the data set's bytes (and DVC's hash of it) change with the calendar day; fixed to the
+#: day the committed dvc.lock's data set was written, so that lock still holds.
+LAS_CREATION_DATE = datetime.date(2026, 12, 1)
 AREA = "synthville"
 _STPLS3D_IDS = ("SYNTHUSC", "SYNTHWMSC", "SYNTHOCCC", "SYNTHRA")
 # SensatUrban id → ASPRS code: ground 2, vegetation 5, building 6, bridge 17, rail 10, road 11, water 9.
@@ -363,6 +369,7 @@ def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
                 crs=c.crs,
                 source=c.source,
             ),
+            creation_date=LAS_CREATION_DATE,
         )
         write_landmarks_geojson(tmp / "las" / f"{sid}.geojson", gdf)
 
