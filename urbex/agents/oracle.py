@@ -348,7 +348,8 @@ class RecoveryTeacher(PolicyBase):
         self.env, self.student, self.teacher = env, student, teacher
         self.max_errors = int(max_errors)
         self.template_lists_tools = teacher.template_lists_tools
-        self.errors = 0
+        self.errors = 0  # this episode's rejected proposals
+        self.proposals = 0  # the student's proposals, all episodes
 
     def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
         self.teacher.begin_episode(seed=seed)
@@ -361,6 +362,7 @@ class RecoveryTeacher(PolicyBase):
         env = self.env
         if self.errors < self.max_errors:
             text = self.student.act(messages, images)
+            self.proposals += 1
             action = parse_action(
                 text,
                 known_views=env.views.ids,

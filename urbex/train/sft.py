@@ -61,6 +61,20 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
+def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
+    """The landmark index, a real environment over the scene caches, and the teacher in it
+    (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
+    from urbex.agents.oracle import TeacherPolicy
+    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.eval.play import landmark_index
+
+    index = landmark_index(params)
+    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
+    teacher = TeacherPolicy(env, p_mistake=p_mistake, p_anchor=params.sft.anchor_rate)
+    teacher.template_lists_tools = params.vlm.template_tools
+    return index, env, teacher
+
+
 def teacher_trajectories(
     params: Params,
     *,
@@ -86,9 +100,7 @@ def teacher_trajectories(
     import numpy as np
     from tqdm.auto import tqdm
 
-    from urbex.agents.oracle import TeacherPolicy
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.eval.play import episode_seed, landmark_index, play_episode
+    from urbex.eval.play import episode_seed, play_episode
     from urbex.eval.runner import load_queries
     from urbex.train.rename import renamed_world
 
@@ -97,10 +109,7 @@ def teacher_trajectories(
     per_query = per_query or s.per_query
     seed = s.seed if seed is None else seed
     queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
-    index = landmark_index(params)
-    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
-    teacher = TeacherPolicy(env, p_mistake=s.mistake_rate, p_anchor=s.anchor_rate)
-    teacher.template_lists_tools = params.vlm.template_tools
+    index, env, teacher = _teacher_in_env(params, p_mistake=s.mistake_rate)
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
         for k in range(per_query):
@@ -154,20 +163,6 @@ class RecoveryStats:
         return self.errors / self.proposals if self.proposals else 0.0
 
 
-class _Counting:
-    """A policy wrapper counting the turns it was asked for."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.calls = inner, 0
-
-    def begin_episode(self, *, seed: int, deadline: float | None = None) -> None:
-        self.inner.begin_episode(seed=seed, deadline=deadline)
-
-    def act(self, messages: list[dict[str, Any]], images: list[Any]) -> str:
-        self.calls += 1
-        return str(self.inner.act(messages, images))
-
-
 def recovery_trajectories(
     params: Params,
     student: Any,
@@ -188,9 +183,8 @@ def recovery_trajectories(
     """
     from tqdm.auto import tqdm
 
-    from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.eval.play import episode_seed, landmark_index, play_episode
+    from urbex.agents.oracle import RecoveryTeacher
+    from urbex.eval.play import episode_seed, play_episode
     from urbex.eval.runner import load_queries
 
     s = params.sft
@@ -198,12 +192,8 @@ def recovery_trajectories(
     per_query = per_query or s.recovery_per_query
     seed = s.seed if seed is None else seed
     queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
-    index = landmark_index(params)
-    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
-    teacher = TeacherPolicy(env, p_mistake=0.0, p_anchor=s.anchor_rate)
-    teacher.template_lists_tools = params.vlm.template_tools
-    counted = _Counting(student)
-    policy = RecoveryTeacher(env, counted, teacher, max_errors=s.recovery_max_errors)
+    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
+    policy = RecoveryTeacher(env, student, teacher, max_errors=s.recovery_max_errors)
     out: list[Trajectory] = []
     n_err = errors = 0
     t0 = time.perf_counter()
@@ -221,7 +211,7 @@ def recovery_trajectories(
         episodes=len(queries) * per_query,
         with_errors=n_err,
         kept=len(out),
-        proposals=counted.calls,
+        proposals=policy.proposals,
         errors=errors,
         seconds=time.perf_counter() - t0,
     )
