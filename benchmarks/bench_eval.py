@@ -22,7 +22,8 @@ import polars as pl
 
 from urbex.config import Params
 from urbex.eval.episodes import read_episodes
-from urbex.eval.runner import evaluate, load_queries
+from urbex.eval.runner import evaluate
+from urbex.annotations.splits import load_queries
 from urbex.layout import AssetLayout
 
 
@@ -90,7 +91,7 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
     from urbex.annotations.class_sizes import read_class_sizes
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.env.protocol import system_prompt
-    from urbex.eval.play import landmark_index
+    from urbex.landmarks.lookup import landmark_index
 
     env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
     pol = make_policy(policy, params, env=env, class_sizes=read_class_sizes(params.assets))
@@ -152,7 +153,7 @@ def main() -> None:
                     rid = f"bench-{policy}-{split}-w{workers}-{time.time_ns()}"
                     t = time.perf_counter()
                     r = evaluate(
-                        p, policy=policy, split=split, run_id=rid, progress=False, refresh=False
+                        p, policy=policy, split=split, run_id=rid, progress=False
                     )
                     wall = time.perf_counter() - t
                     ep = read_episodes(r.run_dir)

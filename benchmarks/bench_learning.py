@@ -78,7 +78,7 @@ def val_figures(params: Any, checkpoint: Path, *, n: int, name: str) -> dict[str
 
     r = evaluate(
         params, policy="vlm", split="val", limit=n, checkpoint=checkpoint,
-        run_id=f"bench-{name}", progress=False, refresh=False,
+        run_id=f"bench-{name}", progress=False
     )  # fmt: skip
     ep = read_episodes(r.run_dir)
     valid = (~ep["truncated"] & ~ep["timed_out"]).mean()

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode, split in DEMO_PERTURBATIONS:
         p = params.with_updates(eval={"landmark_perturbation": mode})
         spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
-        r = evaluate(params, spec=spec, progress=False, refresh=False)
+        r = evaluate(params, spec=spec, progress=False)
         played, resumed = played + r.n_played, resumed + r.n_skipped
     print(
         f"▶ landmark-perturbation runs: {len(DEMO_PERTURBATIONS)} ({played} episodes played, "
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = RunSpec.from_params(
             bp, policy="vlm", split=ZERO_SHOT_SPLIT, checkpoint=ckpt, limit=DEMO_ZERO_SHOT_VLM_LIMIT
         )
-        r = evaluate(bp, spec=spec, progress=False, refresh=False)
+        r = evaluate(bp, spec=spec, progress=False)
         print(f"▶ {r.run_id}: {r.n_played} played, {r.n_skipped} resumed: "
               f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
     _run(instance, ["warehouse", "evaluation_report", "diagnostics"])

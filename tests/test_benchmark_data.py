@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from tests.small_project import REPO_ROOT, write_small_project
-from urbex.benchmarks import BENCHMARKS, ZERO_SHOT, benchmark_params, build_benchmark
+from urbex.benchmarks import BENCHMARKS, ZERO_SHOT, benchmark_params
+from urbex.stages import build_benchmark
 from urbex.config import Params, load_params
 from urbex.errors import ConfigError
 
@@ -80,13 +81,14 @@ def test_build_benchmark_writes_its_own_caches_landmarks_and_queries(project: Pa
 
 
 def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
-    from urbex.eval.report import report, report_table
+    from urbex.report.publish import report
+    from urbex.report.comparison import report_table
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
-    from urbex.eval.table2 import table2
+    from urbex.report.table2 import table2
 
     build_benchmark(project, "stpls3d_refer")
-    cr = evaluate(project, policy="oracle", split="test_no", progress=False, refresh=False)
+    cr = evaluate(project, policy="oracle", split="test_no", progress=False)
     assert cr.run_id == "oracle-test_no"  # cityrefer run ids are unchanged
     spec = RunSpec(policy="oracle", split="test", benchmark="stpls3d_refer")
     r = evaluate(project, spec=spec, progress=False)

@@ -209,7 +209,7 @@ def test_cli_invalid_yaml_is_one_line_with_position(tmp_path, capsys):
 
 
 def test_cli_commands_refresh_the_warehouse_once(tmp_path, monkeypatch, capsys):
-    import urbex.eval.warehouse as wh
+    import urbex.report.warehouse as wh
 
     calls: list[object] = []
     real = wh.refresh_warehouse

@@ -59,7 +59,7 @@ def _killed_run(params: Path, patch: str, argv: list[str]) -> None:
 
 
 def _counts(assets: Path) -> dict[str, int]:
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     return refresh_warehouse(assets, con=duckdb.connect(":memory:"))
 

@@ -43,7 +43,7 @@ MODULES = [
     "urbex.stages",
     "urbex.scene.build",
     "urbex.io.datasets",
-    "urbex.eval.warehouse",
+    "urbex.report.warehouse",
     "urbex.eval.runner",
     "urbex.annotations.stages",
     "urbex.agents.registry",
@@ -117,7 +117,7 @@ def _leftovers(assets: Path) -> list[str]:
 
 
 def _counts(assets: Path) -> dict[str, int]:
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     return refresh_warehouse(assets, con=duckdb.connect(":memory:"))
 

@@ -8,7 +8,7 @@ from urbex.layout import AssetLayout, plain_name, safe_name
 
 def test_layout_from_params_is_rooted_at_assets(tmp_path):
     params = Params(paths={"assets": tmp_path / "a"})
-    assert AssetLayout.from_params(params) == params.layout
+    assert params.layout == AssetLayout(tmp_path / "a", benchmark=params.eval.benchmark)
     assert params.layout.root == params.assets
 
 

@@ -192,7 +192,7 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
-    from urbex.benchmarks import build_benchmark
+    from urbex.stages import build_benchmark
     from urbex.stages import refresh
 
     b = build_benchmark(params, args.name, force=args.force)
@@ -234,6 +234,7 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
         progress=not args.quiet,
         restart_stale=args.restart_stale,
     )
+    refresh(params)
     print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
     print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
     return 0
@@ -266,6 +267,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
         r = evaluate(params, spec=spec, progress=not args.quiet, restart_stale=args.restart_stale)
         print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
         rows.append(r.metrics.row(0, named=True))
+    refresh(params)
     for m in REPEAT_METRICS:
         mean, lo, hi = t_interval([float(row[m]) for row in rows])
         print(f"{m}: {100 * mean:.2f} [{100 * lo:.2f}, {100 * hi:.2f}] over {len(rows)} repeats")
@@ -331,7 +333,7 @@ def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
-    from urbex.eval.diagnose import diagnose
+    from urbex.report.diagnose import diagnose
 
     paths = diagnose(params, echo=True)
     print(f"diagnostics → {paths[0].parent} ({len(paths)} files)")
@@ -339,7 +341,7 @@ def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, params: Params) -> int:
-    from urbex.eval.report import report
+    from urbex.report.publish import report
 
     path = report(params, echo=True)
     print(f"report → {path} (+ .csv); results page → {params.layout.results_page}")

@@ -279,7 +279,7 @@ class EvalParams(_Strict):
 
 
 class DiagnoseParams(_Strict):
-    """The diagnostic tables of ``urbex diagnose`` (``urbex.eval.diagnostics``). Metres."""
+    """The diagnostic tables of ``urbex diagnose`` (``urbex.report.diagnostics``). Metres."""
 
     distractor_radius_m: Float = Field(
         50.0, gt=0, description="same-class GT instances within this BEV centre distance count"

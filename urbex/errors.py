@@ -122,7 +122,7 @@ class PolicyTimeoutError(PolicyError):
     """A policy could not reply before the episode's deadline (``eval.episode_timeout_s``).
 
     Raised by a policy that waits on something (a model server) instead of waiting past the
-    ``deadline`` given to :meth:`~urbex.agents.base.Policy.begin_episode`. The episode loop
-    (:func:`urbex.eval.play.play_episode`) catches exactly this error and ends the episode
+    ``deadline`` given to :meth:`~urbex.env.policy.Policy.begin_episode`. The episode loop
+    (:func:`urbex.env.play.play_episode`) catches exactly this error and ends the episode
     unanswered with ``stop_reason == "timeout"``; it never fails a run.
     """

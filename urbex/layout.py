@@ -47,16 +47,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from urbex.config import Params
-
 __all__ = [
     "DEFAULT_BENCHMARK",
     "GLOBAL_VIEW_FILE",
     "INSTANCES_FILE",
     "META_FILE",
+    "RANKER_VERSION",
     "SCENE_ROW_FILE",
     "UNVERSIONED",
     "AssetLayout",
@@ -87,6 +83,9 @@ META_FILE = "meta.json"
 INSTANCES_FILE = "instances.parquet"
 SCENE_ROW_FILE = "scene.parquet"
 GLOBAL_VIEW_FILE = "global_view.png"
+#: Format version of the trained ranker's JSON (:class:`urbex.agents.ranker.RankerModel`); its
+#: file name carries it.
+RANKER_VERSION = 1
 
 
 def plain_name(name: str, *, what: str) -> str:
@@ -188,11 +187,6 @@ class AssetLayout:
         if self.benchmark == DEFAULT_BENCHMARK:
             return self.root
         return self.benchmarks / self.benchmark
-
-    @classmethod
-    def from_params(cls, params: Params) -> AssetLayout:
-        """The layout under ``params.assets`` (of ``params.eval.benchmark``)."""
-        return cls(params.assets, benchmark=params.eval.benchmark)
 
     @classmethod
     def relative(cls) -> AssetLayout:
@@ -347,9 +341,7 @@ class AssetLayout:
     @property
     def ranker_model(self) -> Path:
         """``models/ranker-v<N>.json``: the trained With-GT ranker (``urbex fit-ranker``);
-        ``N`` is its format version (:data:`urbex.agents.ranker.RANKER_VERSION`)."""
-        from urbex.agents.ranker import RANKER_VERSION
-
+        ``N`` is its format version (:data:`RANKER_VERSION`)."""
         return self.models / f"ranker-v{RANKER_VERSION}.json"
 
     @property
@@ -427,7 +419,7 @@ class AssetLayout:
 
     @property
     def results_page(self) -> Path:
-        """``eval/index.html``: the static results page (:mod:`urbex.eval.page`)."""
+        """``eval/index.html``: the static results page (:mod:`urbex.report.page`)."""
         return self.eval / "index.html"
 
     @property

@@ -21,7 +21,13 @@ from urbex.errors import ConfigError
 from urbex.raw import RawDataset, materialize_raw, raw_dataset
 
 __all__ = [
+    "BenchmarkBuild",
     "SceneBuild",
+    "benchmark_scene_ids",
+    "build_benchmark",
+    "build_benchmark_landmarks",
+    "build_benchmark_queries",
+    "build_benchmark_scene",
     "build_scene",
     "refresh",
     "stage_clean_annotations",
@@ -75,7 +81,7 @@ def build_scene(
     """
     import json
 
-    from urbex.eval.warehouse import write_scene_row
+    from urbex.scene.meta import write_scene_row
     from urbex.io.datasets import read_scene
     from urbex.scene.build import build_scene_cache
 
@@ -120,7 +126,7 @@ def refresh(params: Params) -> dict[str, int]:
 
     The one refresh of a front-door command or asset run (the stages themselves never refresh).
     """
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     return refresh_warehouse(params.assets)
 
@@ -151,3 +157,122 @@ def stage_stpls3d_refer(params: Params) -> Path:
     from urbex.annotations.stages import build_stpls3d_refer
 
     return build_stpls3d_refer(params)
+
+
+# ---------------------------------------------------------------------------------------------
+# zero-shot benchmarks (urbex.benchmarks): the same stages over their own sources
+# ---------------------------------------------------------------------------------------------
+
+
+def benchmark_scene_ids(params: Params, name: str) -> list[str]:
+    """The benchmark's scene ids (``[]`` while a zero-shot one's source is not built yet)."""
+    bp = benchmark_params(params, name)
+    if name != "cityrefer" and not (bp.data_root is not None and bp.data_root.is_dir()):
+        return []
+    try:
+        return list(raw_dataset(bp).scene_ids)
+    except ConfigError:
+        if name == "cityrefer":
+            raise
+        return []
+
+
+def build_benchmark_scene(params: Params, name: str, scene_id: str, *, force: bool = False):  # type: ignore[no-untyped-def]
+    """The scene cache of one benchmark scene (:func:`urbex.stages.build_scene`)."""
+    return build_scene(benchmark_params(params, name), scene_id, force=force)
+
+
+def build_benchmark_landmarks(params: Params, name: str) -> list[Path]:
+    """The benchmark's landmark tables (:func:`~urbex.annotations.stages.build_landmark_tables`)."""
+    return build_landmark_tables(benchmark_params(params, name))
+
+
+def build_benchmark_queries(params: Params, name: str) -> Path:
+    """Clean a zero-shot benchmark's annotations, put them all in split ``test`` and mark the
+    landmark-free ones; publish ``<benchmark>/splits/queries.parquet``.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a zero-shot benchmark (``cityrefer`` is split by ``urbex splits``).
+    AnnotationError
+        Cleaning left no query.
+    """
+    if name not in ZERO_SHOT:
+        raise ValueError(f"benchmark: expected a zero-shot one of {list(ZERO_SHOT)}, got {name!r}")
+    bp = benchmark_params(params, name)
+    clean = pl.read_parquet(build_clean_annotations(bp))
+    if clean.height == 0:
+        raise AnnotationError(
+            f"benchmark {name!r}: cleaning left no query", path=bp.layout.clean_queries
+        )
+    index = landmark_index(bp)
+    names = (
+        index.mentions_many(clean["description"].to_list(), clean["scene_id"].to_list())
+        if index is not None
+        else [[] for _ in range(clean.height)]
+    )
+    frame = clean.with_columns(
+        pl.lit(ZERO_SHOT_SPLIT).alias("split"),
+        pl.Series("landmark_free", [len(n) == 0 for n in names], dtype=pl.Boolean),
+    )
+    out = bp.layout.queries
+    with atomic_path(out) as tmp:
+        frame.write_parquet(tmp)
+    with atomic_path(bp.layout.split_counts) as tmp:
+        frame.group_by("split", "class_name", "landmark_free").len("n").sort(
+            "split", "class_name", "landmark_free"
+        ).write_csv(tmp)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkBuild:
+    """What :func:`build_benchmark` built.
+
+    Attributes
+    ----------
+    name : str
+    scene_ids : list of str
+    n_queries, n_landmark_free : int
+        Queries of split ``test``; those mentioning no landmark.
+    queries : Path
+        ``<assets>/benchmarks/<name>/splits/queries.parquet``.
+    """
+
+    name: str
+    scene_ids: list[str]
+    n_queries: int
+    n_landmark_free: int
+    queries: Path
+
+
+def build_benchmark(params: Params, name: str, *, force: bool = False) -> BenchmarkBuild:
+    """Every stage of a zero-shot benchmark: scene caches, landmark tables, queries.
+
+    Raises
+    ------
+    ConfigError
+        Its source is not built (run ``urbex stpls3d-refer`` first).
+    """
+    if name not in ZERO_SHOT:
+        raise ValueError(f"benchmark: expected a zero-shot one of {list(ZERO_SHOT)}, got {name!r}")
+    scenes = benchmark_scene_ids(params, name)
+    if not scenes:
+        raise ConfigError(
+            f"benchmark {name!r}: its source {benchmark_source(params, name)} holds no scene; build it "
+            "with `urbex stpls3d-refer`",
+            field="eval.benchmark",
+        )
+    for sid in scenes:
+        build_benchmark_scene(params, name, sid, force=force)
+    build_benchmark_landmarks(params, name)
+    path = build_benchmark_queries(params, name)
+    q = pl.read_parquet(path)
+    return BenchmarkBuild(
+        name=name,
+        scene_ids=scenes,
+        n_queries=q.height,
+        n_landmark_free=int(q["landmark_free"].sum()),
+        queries=path,
+    )

@@ -14,10 +14,8 @@ from pipelines.defs.evaluation import ranker_model
 from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
 from urbex.agents.registry import POLICY_NAMES
-from urbex.benchmarks import (
-    ZERO_SHOT,
-    ZERO_SHOT_SPLIT,
-    benchmark_params,
+from urbex.benchmarks import ZERO_SHOT, ZERO_SHOT_SPLIT, benchmark_params
+from urbex.stages import (
     benchmark_scene_ids,
     build_benchmark_landmarks,
     build_benchmark_queries,
@@ -117,7 +115,7 @@ def zero_shot_evaluation(
     key = context.partition_key.keys_by_dimension
     params = benchmark_params(urbex_params.load(), key["benchmark"])
     spec = RunSpec.from_params(params, policy=key["policy"], split=ZERO_SHOT_SPLIT)
-    r = evaluate(params, spec=spec, progress=False, refresh=False)
+    r = evaluate(params, spec=spec, progress=False)
     refresh(params)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(

@@ -15,9 +15,9 @@ from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.agents.registry import POLICY_NAMES, policy_info
-from urbex.eval.diagnose import diagnose
-from urbex.eval.page import thumbnails
-from urbex.eval.report import report
+from urbex.report.diagnose import diagnose
+from urbex.report.page import thumbnails
+from urbex.report.publish import report
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
@@ -94,6 +94,7 @@ def _evaluate(context: dg.AssetExecutionContext, urbex_params: UrbexParams) -> d
     params = urbex_params.load()
     spec = RunSpec.from_params(params, policy=key["policy"], split=key["split"])
     r = evaluate(params, spec=spec, progress=False)
+    refresh(params)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
         data_version=data_version(params, r.run_dir),  # DVC's evaluate@<policy>-<split> out

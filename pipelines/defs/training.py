@@ -35,6 +35,7 @@ from pipelines.defs.versions import data_version
 from urbex.config import Params
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
+from urbex.stages import refresh
 from urbex.train.grpo import train
 from urbex.train.sft import sft
 
@@ -169,7 +170,7 @@ def checkpoint_workflow_evaluation(
 ) -> dg.MaterializeResult:
     """The paper's fixed workflow (``workflow``: Landmark Query → Zoom-in → Oblique Render →
     Answer) imposed on the same checkpoint, on one test split: the fixed row of Table 9 beside
-    ``checkpoint_evaluation``'s free one (:mod:`urbex.eval.table9` pairs them)."""
+    ``checkpoint_evaluation``'s free one (:mod:`urbex.report.table9` pairs them)."""
     params = training_params.load()
     if params.policy.backend != "vlm":
         raise dg.Failure(
@@ -186,6 +187,7 @@ def _evaluate_checkpoint(
     ckpt = params.layout.checkpoint(key["checkpoint"])
     spec = RunSpec.from_params(params, policy=policy, split=key["split"], checkpoint=ckpt)
     r = evaluate(params, spec=spec, progress=False)
+    refresh(params)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
     return dg.MaterializeResult(
         data_version=data_version(params, r.run_dir),

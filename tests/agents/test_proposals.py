@@ -77,7 +77,7 @@ def test_ranking_proposals_has_rows_on_both_test_splits(untidy):
 
 def test_proposal_recall_table_lands_in_the_warehouse(untidy):
     from urbex.agents.proposals import proposal_recall_table
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     df = proposal_recall_table(untidy)
     assert set(df["split"]) == {"test_nd", "test_no"}

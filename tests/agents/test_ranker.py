@@ -131,7 +131,7 @@ def test_trained_ranking_beats_landmark_prior_on_both_test_splits(project):
     for split in ("test_nd", "test_no"):
         hit = {}
         for policy in ("landmark_prior", "ranking"):
-            r = evaluate(params, policy=policy, split=split, progress=False, refresh=False)
+            r = evaluate(params, policy=policy, split=split, progress=False)
             hit[policy] = r.metrics["hit1"][0]
         assert hit["ranking"] > hit["landmark_prior"], (name, split, hit)
 

@@ -14,7 +14,7 @@ from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query
 from urbex.env.records import EpisodeOutcome
 from urbex.eval.metrics import trajectory_metrics
-from urbex.eval.play import play_episode
+from urbex.env.play import play_episode
 
 
 def call(tool, **args):

@@ -23,8 +23,8 @@ def build_page_project(root: Path) -> Path:
     diagnostics plot and a checkpoint's training curves. Returns the assets path."""
     assets = build_eval_project(root)
     p = page_params(assets)
-    evaluate(p, policy="oracle", split="test_no", progress=False, refresh=False)
-    r = evaluate(p, policy="landmark_prior", split="test_nd", progress=False, refresh=False)
+    evaluate(p, policy="oracle", split="test_no", progress=False)
+    r = evaluate(p, policy="landmark_prior", split="test_nd", progress=False)
     (assets / "eval" / "runs" / "empty" / "episodes").mkdir(parents=True)
     ghost = assets / "eval" / "runs" / "ghost"
     shutil.copytree(r.run_dir, ghost)

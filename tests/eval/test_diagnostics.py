@@ -12,9 +12,9 @@ from PIL import Image
 
 from tests.env.envfixtures import build_eval_project
 from urbex.config import Params
-from urbex.eval.diagnose import diagnose
-from urbex.eval.diagnostic_plots import PLOT_SIZE
-from urbex.eval.diagnostics import (
+from urbex.report.diagnose import diagnose
+from urbex.report.plots import PLOT_SIZE
+from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     box_extent,
     disambiguation,
@@ -259,13 +259,13 @@ def _params(assets: Path, **eval_kw) -> Params:
 
 def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
     for policy in ("oracle", "landmark_prior"):
-        evaluate(_params(project), policy=policy, split="test_no", progress=False, refresh=False)
+        evaluate(_params(project), policy=policy, split="test_no", progress=False)
     r = evaluate(
         _params(project, landmark_perturbation="noise"),
         policy="landmark_prior",
         split="test_no",
         progress=False,
-        refresh=False,
+       
     )
     assert r.run_id == "landmark_prior-test_no-lm_noise10"
     meta = json.loads((r.run_dir / "run.json").read_text())
@@ -284,7 +284,7 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
         10.0,
     )
 
-    paths = diagnose(_params(project))
+    paths = diagnose(_params(project), refresh=False)
     out = project / "eval" / "diagnostics"
     assert {p.name for p in paths} == {
         *(f"{n}.parquet" for n in DIAGNOSTIC_TABLES),
@@ -333,7 +333,7 @@ def test_diagnose_refuses_a_run_with_duplicate_queries(project):
     from urbex.errors import UrbexError
 
     r = evaluate(_params(project), policy="oracle", split="test_no", run_id="dup", limit=3,
-                 progress=False, refresh=False)  # fmt: skip
+                 progress=False)  # fmt: skip
     copies = []
     for sub in ("episodes", "steps"):  # what a second writer of the same run left
         (shard,) = sorted((r.run_dir / sub).glob("part-*.parquet"))
@@ -351,6 +351,6 @@ def test_diagnose_refuses_a_run_with_duplicate_queries(project):
 
 
 def test_check_unique_episodes_accepts_one_episode_per_run_and_query():
-    from urbex.eval.diagnostics import check_unique_episodes
+    from urbex.report.diagnostics import check_unique_episodes
 
     check_unique_episodes(pl.DataFrame({"run_id": ["a", "b"], "query_id": ["q", "q"]}))

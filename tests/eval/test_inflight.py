@@ -22,8 +22,9 @@ from urbex.config import Params
 from urbex.errors import PolicyError
 from urbex.eval.episodes import finished_query_ids, read_episodes, read_steps
 from urbex.eval.inflight import in_flight_workers, play_in_flight
-from urbex.eval.play import EpisodePlayer
-from urbex.eval.runner import evaluate, load_queries
+from urbex.eval.player import EpisodePlayer
+from urbex.eval.runner import evaluate
+from urbex.annotations.splits import load_queries
 
 _VOLATILE = ["latency_s", "env_s", "policy_s"]
 LATENCY_S = 0.05
@@ -59,7 +60,7 @@ def _run(assets: Path, url: str, concurrency: int, run_id: str, **openai):
         split="test_no",
         run_id=run_id,
         progress=False,
-        refresh=False,
+       
     )
 
 
@@ -98,7 +99,7 @@ def test_in_flight_run_plays_the_episodes_of_a_sequential_run(assets, reference)
 
 def test_rate_limited_episode_backs_off_without_stalling_the_others(assets, reference):
     qs = load_queries(_params(assets, "http://x", 4), "test_no")
-    from urbex.eval.play import episode_seed
+    from urbex.env.play import episode_seed
 
     slow = episode_seed(0, qs[0].query_id)  # the first episode started
     wait_s = 1.0
@@ -124,7 +125,7 @@ def test_rate_limited_episode_backs_off_without_stalling_the_others(assets, refe
 
 def test_in_flight_error_writes_the_finished_episodes_and_a_rerun_completes(assets, reference):
     qs = load_queries(_params(assets, "http://x", 4), "test_no")
-    from urbex.eval.play import episode_seed
+    from urbex.env.play import episode_seed
 
     bad = episode_seed(0, qs[5].query_id)
     failing = threading.Event()

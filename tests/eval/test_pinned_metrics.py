@@ -69,7 +69,7 @@ def measure(assets: Path) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for policy in POLICIES:
         for split in SPLITS:
-            r = evaluate(params, policy=policy, split=split, progress=False, refresh=False)
+            r = evaluate(params, policy=policy, split=split, progress=False)
             import polars as pl
 
             eps = pl.concat(

@@ -13,7 +13,7 @@ import pytest
 from tests.agents.stall_server import silent_server
 from tests.env.envfixtures import build_eval_project, play_scored
 from urbex.agents import OraclePolicy
-from urbex.agents.base import Policy, PolicyBase
+from urbex.env.policy import Policy, PolicyBase
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
@@ -21,7 +21,7 @@ from urbex.env.episode import GroundingEnv
 from urbex.errors import PolicyError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectory_metrics
-from urbex.eval.play import play_batch, play_episode
+from urbex.env.play import play_batch, play_episode
 
 ZOOM = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}</tool_call>'
 
@@ -272,7 +272,7 @@ def test_evaluate_silent_server_records_every_episode_as_timed_out(assets):
         t = time.monotonic()
         r = evaluate(
             p, policy="openai", split="test_no", run_id="silent", limit=2, progress=False,
-            policy_obj=pol, refresh=False,
+            policy_obj=pol
         )  # fmt: skip
         elapsed = time.monotonic() - t
         pol.close()

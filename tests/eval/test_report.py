@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from urbex.config import Params
-from urbex.eval.report import report, report_table, to_markdown
+from urbex.report.publish import report
+from urbex.report.comparison import report_table, to_markdown
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec
 
 
@@ -145,7 +146,7 @@ def test_report_table11_block_and_warehouse_table(tmp_path):
     """Table 11's shape: method × BEV IoU, 3D IoU, point F1 on test_no (percent)."""
     import duckdb
 
-    from urbex.eval.report import table11
+    from urbex.report.comparison import table11
 
     for rid, policy, f1 in (("r", "ranking", 0.4), ("p", "ranking_proposals", 0.2)):
         _metrics(tmp_path, rid, policy, "test_no", 0.5)
@@ -163,7 +164,7 @@ def test_report_table11_block_and_warehouse_table(tmp_path):
     text = report(params, echo=False).read_text()
     assert "## Table 11 (test_no)" in text
     assert "| p | ranking_proposals | 10 | 10.0 | 30.0 | 20.0 |" in text
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     refresh_warehouse(tmp_path)
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)

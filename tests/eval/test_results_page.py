@@ -12,7 +12,7 @@ import pytest
 from tests.browser import Browser, find_chromium
 from tests.eval.pagefixtures import build_page_project, page_params
 from urbex.config import Params
-from urbex.eval.page import episode_outcome, pick_episodes, write_results_page
+from urbex.report.page import episode_outcome, pick_episodes, write_results_page
 
 
 @pytest.fixture(scope="module")

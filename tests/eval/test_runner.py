@@ -11,12 +11,13 @@ import polars as pl
 import pytest
 
 from tests.env.envfixtures import build_eval_project
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.agents.registry import register_policy
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.eval.runner import evaluate, load_queries
+from urbex.eval.runner import evaluate
+from urbex.annotations.splits import load_queries
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample, read_spec
 
 # columns that legitimately differ between two runs of the same episodes
@@ -271,7 +272,7 @@ README_QUERIES = (
 
 
 def test_readme_warehouse_queries_run_read_only(assets):
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     evaluate(_params(assets), policy="oracle", split="test_no", progress=False)
     refresh_warehouse(assets)
@@ -386,7 +387,7 @@ def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
     assert m["landmark_perturbation"] == "wrong" and m["sample_limit"] == 2
     con = duckdb.connect(":memory:")
     try:
-        from urbex.eval.warehouse import refresh_warehouse
+        from urbex.report.warehouse import refresh_warehouse
 
         refresh_warehouse(assets, con=con)
         got = (
@@ -424,7 +425,7 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
         perturbation=LandmarkPerturbation(mode="missing"),
         sample=Sample(limit=2, seed=1),
     )
-    r = evaluate(_params(assets), spec=spec, progress=False, refresh=False)
+    r = evaluate(_params(assets), spec=spec, progress=False)
     assert r.run_id == "oracle-test_no-lm_missing" and r.spec == spec and r.n_queries == 2
     fp = json.loads((r.run_dir / "run.json").read_text())["fingerprint"]
     assert fp["landmark_perturbation"] == {"mode": "missing"}
@@ -439,17 +440,17 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
             policy="oracle", split="test_no", repeat_seed=1, sample=Sample(limit=2, seed=0)
         ),
         progress=False,
-        refresh=False,
+       
     )
     assert rep.run_id == "oracle-test_no-rep1"
     assert json.loads((rep.run_dir / "run.json").read_text())["fingerprint"]["seed"] == 1
 
 
 def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
-    from urbex.eval.warehouse import TABLES, refresh_warehouse
+    from urbex.report.warehouse import TABLES, refresh_warehouse
 
     r = evaluate(_params(assets), policy="oracle", split="test_no", run_id="cols", limit=2,
-                 progress=False, refresh=False)  # fmt: skip
+                 progress=False)  # fmt: skip
     written = pl.read_parquet(r.run_dir / "metrics.parquet").columns
     assert sorted(written) == sorted(c for c, _ in TABLES["metrics"].columns)
     con = duckdb.connect(":memory:")
@@ -467,7 +468,7 @@ _REPO = Path(__file__).resolve().parents[2]
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.config import Params
 from urbex.eval.runner import evaluate
 
@@ -477,7 +478,7 @@ class Sleepy(PolicyBase):
         raise AssertionError("not reached")
 
 evaluate(Params(paths={"assets": Path(sys.argv[1])}, eval={"workers": 1}), policy="oracle",
-         split="test_no", run_id=sys.argv[2], policy_obj=Sleepy(), progress=False, refresh=False)
+         split="test_no", run_id=sys.argv[2], policy_obj=Sleepy(), progress=False)
 """
 
 
@@ -552,7 +553,7 @@ def test_evaluate_same_run_locked_in_process_raises_run_locked(assets):
             evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here",
                      limit=1, progress=False)  # fmt: skip
     evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here", limit=1,
-             progress=False, refresh=False)  # fmt: skip
+             progress=False)  # fmt: skip
 
 
 def test_evaluate_vlm_failed_start_marks_the_run_failed_and_cli_exits_2(assets, tmp_path, capsys):
@@ -570,7 +571,7 @@ def test_evaluate_vlm_failed_start_marks_the_run_failed_and_cli_exits_2(assets, 
     assert len(meta["error"].splitlines()) == 1
     con = duckdb.connect(":memory:")
     try:
-        from urbex.eval.warehouse import refresh_warehouse
+        from urbex.report.warehouse import refresh_warehouse
 
         refresh_warehouse(assets, con=con)
         row = con.execute(
@@ -583,7 +584,7 @@ def test_evaluate_vlm_failed_start_marks_the_run_failed_and_cli_exits_2(assets, 
 
 
 def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(assets):
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     p = _params(assets)
     _Flaky.armed = True
@@ -609,7 +610,7 @@ def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(a
         assert view(f"SELECT count(*) FROM {table} WHERE run_id = ?") == [(0,)], table
     assert view("SELECT status FROM runs WHERE run_id = ?") == [("failed",)]
     r = evaluate(p, policy="flaky_prior", split="test_no", run_id="flaky-wh", progress=False,
-                 refresh=False)  # fmt: skip
+                )  # fmt: skip
     assert view("SELECT count(*) FROM episodes WHERE run_id = ?") == [(r.n_queries,)]
     assert view("SELECT status, error, n_episodes FROM runs WHERE run_id = ?") == [
         ("complete", None, r.n_queries)
@@ -617,10 +618,10 @@ def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(a
 
 
 def test_run_json_holds_every_runs_view_column(assets):
-    from urbex.eval.warehouse import RUN_COLUMNS, TABLES
+    from urbex.report.warehouse import RUN_COLUMNS, TABLES
 
     r = evaluate(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no",
-                 run_id="runs-cols", limit=2, progress=False, refresh=False)  # fmt: skip
+                 run_id="runs-cols", limit=2, progress=False)  # fmt: skip
     meta = json.loads((r.run_dir / "run.json").read_text())
     assert {c for c, _ in RUN_COLUMNS} <= set(meta)
     assert {k: meta[k] for k in r.spec.columns()} == r.spec.columns()

@@ -36,7 +36,7 @@ def _old_default_run_id(
 
 
 def _old_method_name(run_id: str, split: str) -> str:
-    """``urbex.eval.report.method_name`` before RunSpec (verbatim), the reference."""
+    """``urbex.report.comparison.method_name`` before RunSpec (verbatim), the reference."""
     parts = run_id.split("-")
     kept = [p for p in parts if p != split]
     return "-".join(kept) if kept and len(kept) < len(parts) else run_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from urbex.eval.table2 import subset_metrics
+from urbex.report.table2 import subset_metrics
 
 
 def _episodes(hits: list[int]) -> pl.DataFrame:

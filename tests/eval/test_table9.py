@@ -10,12 +10,12 @@ import pytest
 
 from tests.env.envfixtures import build_toy_project
 from urbex.config import Params
-from urbex.eval.diagnostics import tool_use
+from urbex.report.diagnostics import tool_use
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.eval.report import report
+from urbex.report.publish import report
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
-from urbex.eval.table9 import pair_workflow_runs, table9
+from urbex.report.table9 import pair_workflow_runs, table9
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def _params(assets: Path, **vlm) -> Params:
 
 def _run(params: Params, policy: str, split: str, ckpt: Path, **kw):
     spec = RunSpec.from_params(params, policy=policy, split=split, checkpoint=ckpt, **kw)
-    return evaluate(params, spec=spec, progress=False, refresh=False)
+    return evaluate(params, spec=spec, progress=False)
 
 
 def test_table9_pairs_the_free_and_fixed_run_of_a_split_side_by_side(project):
@@ -79,9 +79,9 @@ def test_table9_leaves_out_a_workflow_run_played_under_other_settings(project):
     _run(p, "vlm", "test_nd", ckpt)
     other = _params(assets, max_new_tokens=6)  # another decoding budget: not the same backend
     spec = RunSpec.from_params(other, policy="workflow", split="test_nd", checkpoint=ckpt)
-    evaluate(other, spec=spec, run_id="workflow-short", progress=False, refresh=False)
+    evaluate(other, spec=spec, run_id="workflow-short", progress=False)
     spec = RunSpec.from_params(p, policy="workflow", split="test_nd", checkpoint=ckpt, limit=1)
-    evaluate(p, spec=spec, run_id="workflow-one", progress=False, refresh=False)  # other sample
+    evaluate(p, spec=spec, run_id="workflow-one", progress=False)  # other sample
     fixed = {fx for _, fx, _ in pair_workflow_runs(p.layout.runs)}
     assert not fixed & {"workflow-short", "workflow-one"}
     assert "test_nd" not in set(table9(p)["split"])

@@ -3,7 +3,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from urbex.eval.warehouse import TABLES, refresh_warehouse, scene_row
+from urbex.report.warehouse import TABLES, refresh_warehouse
+from urbex.scene.meta import scene_row
 
 
 def test_refresh_warehouse_empty_assets_gives_empty_typed_views(tmp_path):
@@ -110,7 +111,7 @@ def test_warehouse_record_view_types_match_the_shards(tmp_path):
 
 
 def test_scene_row_keys_are_the_scenes_view_columns():
-    from urbex.eval.warehouse import SCENE_COLUMNS
+    from urbex.report.warehouse import SCENE_COLUMNS
 
     meta = {"n_points": 3, "bounds": [0, 1, 2, 3, 4, 5], "bev_width": 3, "bev_height": 3}
     row = scene_row({**meta, "resolution": 0.1}, scene_id="s")
@@ -186,7 +187,7 @@ def test_warehouse_shows_only_complete_runs_and_lists_every_run_in_runs(tmp_path
 
 
 def test_warehouse_runs_view_is_typed_empty_and_over_run_json(tmp_path):
-    from urbex.eval.warehouse import RUN_COLUMNS
+    from urbex.report.warehouse import RUN_COLUMNS
 
     con = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=con)

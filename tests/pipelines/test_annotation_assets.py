@@ -37,7 +37,7 @@ def built(tmp_path_factory):
 def test_annotation_assets_pass_their_quality_checks(built, monkeypatch):
     import duckdb
 
-    import urbex.eval.warehouse as wh
+    import urbex.report.warehouse as wh
 
     root, params, instance = built
     calls: list[object] = []

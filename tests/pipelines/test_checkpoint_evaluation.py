@@ -51,7 +51,7 @@ def test_checkpoint_job_evaluates_the_free_and_the_fixed_policy():
 
 def test_checkpoint_workflow_evaluation_sits_beside_the_free_run_in_table9(tmp_path):
     pytest.importorskip("transformers")
-    from urbex.eval.table9 import table9
+    from urbex.report.table9 import table9
     from urbex.train.tiny import make_tiny_model
 
     assets = build_toy_project(tmp_path)

@@ -86,7 +86,7 @@ def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny,
     assert summary["steps"] == 1 and summary["reward_mean"][0]["step"] == 1
     assert summary["params"]["train"]["num_generations"] == 2
     # training_log: one row per step, from what the environment saw, and in the warehouse
-    from urbex.eval.warehouse import connect, refresh_warehouse
+    from urbex.report.warehouse import connect, refresh_warehouse
     from urbex.train.logs import COMPONENTS, TRAINING_LOG_SCHEMA
 
     tl = pl.read_parquet(params.layout.training_log("tiny-run"))

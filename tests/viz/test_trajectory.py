@@ -8,7 +8,7 @@ from PIL import Image
 
 from urbex.agents import OraclePolicy
 from urbex.env.views import EpisodeView
-from urbex.eval.play import play_episode
+from urbex.env.play import play_episode
 from urbex.geometry import Affine
 from urbex.viz.trajectory import COLORS, HEADER_H, PAD, picture_size, trajectory_picture
 

@@ -1,11 +1,11 @@
 """Policies that act in the grounding environment (``urbex.env``).
 
-Every policy implements :class:`~urbex.agents.base.Policy` (most by subclassing
-:class:`~urbex.agents.base.PolicyBase`): ``act(messages, images) -> str``, one assistant turn of
-raw text, plus the episode hooks the loop (:func:`urbex.eval.play.play_episode`) calls.
+Every policy implements :class:`~urbex.env.policy.Policy` (most by subclassing
+:class:`~urbex.env.policy.PolicyBase`): ``act(messages, images) -> str``, one assistant turn of
+raw text, plus the episode hooks the loop (:func:`urbex.env.play.play_episode`) calls.
 """
 
-from urbex.agents.base import Policy, PolicyBase
+from urbex.env.policy import Policy, PolicyBase
 from urbex.agents.heuristics import LandmarkPriorPolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.oracle import OraclePolicy

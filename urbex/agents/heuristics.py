@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.annotations.class_sizes import CITYREFER_CLASS_SIZES
 from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.agents.base import Policy
+    from urbex.env.policy import Policy
     from urbex.env.episode import GroundingEnv
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The ``openai`` policy: any OpenAI-compatible ``/v1/chat/completions`` endpoint with tools and images.
 
 Works with hosted APIs and with a local vLLM server (``vllm serve ... --enable-auto-tool-choice``).
-The episode's conversation (chat format of :mod:`urbex.agents.base`) is sent as OpenAI messages:
+The episode's conversation (chat format of :mod:`urbex.env.policy`) is sent as OpenAI messages:
 
 * images become ``image_url`` parts holding base64 data URLs (PNG by default);
 * an assistant turn holding exactly one ``<tool_call>{...}</tool_call>`` whose next message is
@@ -44,7 +44,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:

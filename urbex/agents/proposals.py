@@ -250,7 +250,7 @@ def proposal_recall_table(
 
     from urbex.atomic import atomic_path
     from urbex.env.episode import CachedSceneProvider
-    from urbex.eval.play import landmark_index
+    from urbex.landmarks.lookup import landmark_index
 
     queries = pl.read_parquet(params.layout.queries)
     provider = CachedSceneProvider(params.layout.scenes)

@@ -7,7 +7,7 @@ this ranker *learns* how much each piece of evidence counts, on the data set's o
 Features of a (description, candidate) pair (:func:`pair_features`; world metres):
 
 * **class** — the candidate's class (one-hot over :data:`urbex.classes.TARGET_CLASSES`) and
-  whether it is the class the description names (:func:`urbex.classes.class_of_text`);
+  whether it is the class the description names (:func:`urbex.language.target.class_of_text`);
 * **colour** — CIELAB of the candidate's mean colour, and ``log p(word | rgb)`` of the colour
   words (:func:`urbex.agents.colour.colour_log_likelihood`), absolute and relative to the best
   candidate;
@@ -53,7 +53,9 @@ from urbex.agents.colour import (
     srgb_to_lab,
 )
 from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
-from urbex.classes import TARGET_CLASSES, class_of_text
+from urbex.classes import TARGET_CLASSES
+from urbex.language.target import class_of_text
+from urbex.layout import RANKER_VERSION
 from urbex.errors import ConfigError
 from urbex.landmarks.names import mask_names, normalize_name
 
@@ -77,8 +79,6 @@ __all__ = [
     "training_queries",
 ]
 
-#: Format version of the saved model (its file name carries it).
-RANKER_VERSION = 1
 #: Hashed bag-of-words buckets (crossed with the 4 class one-hots).
 HASH_DIM = 32
 #: L2 strengths tried; the best val Hit@1 wins (ties: the stronger regularisation).
@@ -540,7 +540,7 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
     import polars as pl
 
     from urbex.env.episode import CachedSceneProvider
-    from urbex.eval.play import landmark_index
+    from urbex.landmarks.lookup import landmark_index
 
     path = params.layout.queries
     if not path.is_file():

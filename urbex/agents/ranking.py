@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 from urbex.agents.colour import (
     _COLOUR_ALIASES,
     PALETTE,
@@ -52,7 +52,7 @@ from urbex.agents.colour import (
     exposure_gain,
     srgb_to_lab,
 )
-from urbex.classes import _CLASS_OF, _CLASS_RE, _CLASS_WORDS
+from urbex.language.target import CLASS_WORDS, class_of_text
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.names import normalize_name
 from urbex.landmarks.table import footprint_bounds
@@ -85,9 +85,9 @@ W_SELF = 100.0
 W_REL = 2.0
 #: Candidates within this margin of the best filter score form the plausible set of a selector.
 PLAUSIBLE_MARGIN = 0.3
-# Class nouns: the one vocabulary of urbex.classes (longest alternatives first at one position).
+# Class nouns: the one vocabulary of urbex.language.target (longest alternatives first at one position).
 _NOUN_RE = re.compile(  # class nouns that hide a colour word ("green field"), not bare "green"
-    r"\b(" + "|".join(re.escape(w) for w, _ in _CLASS_WORDS if w != "green") + r")\b"
+    r"\b(" + "|".join(re.escape(w) for w, _ in CLASS_WORDS if w != "green") + r")\b"
 )
 _COLOUR_RE = re.compile(r"\b(" + "|".join([*PALETTE, *_COLOUR_ALIASES]) + r")\b")
 _SIZE_RE = re.compile(r"\b(largest|biggest|big|large|smallest|small|little|tallest|highest|tall)\b")
@@ -322,15 +322,6 @@ def _relation(context: str) -> tuple[str, re.Match[str] | None]:
     return "near", None
 
 
-def _class_of(text: str) -> str | None:
-    """The earliest class noun's class; a bare ``green`` counts only when no other noun follows
-    (``the green car`` → Car, ``the green next to X`` → Ground)."""
-    ms = [m.group(1) for m in _CLASS_RE.finditer(text)]
-    if len(ms) > 1 and ms[0] == "green":
-        ms = ms[1:]
-    return _CLASS_OF[ms[0]] if ms else None
-
-
 # ---------------------------------------------------------------------------------------------
 # scoring
 # ---------------------------------------------------------------------------------------------
@@ -390,7 +381,7 @@ def score_candidates(
     text = " ".join(masked)
 
     # class
-    cls = _class_of(text)
+    cls = class_of_text(text)
     if cls is not None:
         score -= W_CLASS * (candidates.class_name != cls)
     # colours (class nouns removed first: "green field" is a class, not a colour), after the

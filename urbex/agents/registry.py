@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from urbex.agents.base import Policy
+    from urbex.env.policy import Policy
     from urbex.config import Params
     from urbex.env.episode import GroundingEnv
 

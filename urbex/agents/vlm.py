@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.base import PolicyBase, check_batch
+from urbex.env.policy import PolicyBase, check_batch
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:

@@ -27,12 +27,12 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.base import PolicyBase
+from urbex.env.policy import PolicyBase
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.agents.base import Policy
+    from urbex.env.policy import Policy
 
 __all__ = ["PAPER_WORKFLOW", "WorkflowPolicy", "action_name", "due_step"]
 

@@ -16,11 +16,21 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from urbex.errors import ConfigError
+from urbex.config import Params
+from urbex.env.records import Query
+from urbex.errors import AnnotationError, CacheError, ConfigError
 
-__all__ = ["SPLITS", "check_leakage", "make_splits", "scene_split_map", "split_counts"]
+__all__ = [
+    "SPLITS",
+    "check_leakage",
+    "load_queries",
+    "make_splits",
+    "scene_split_map",
+    "split_counts",
+]
 
 SPLITS: tuple[str, ...] = ("train", "val", "test_nd", "test_no")
 
@@ -204,3 +214,83 @@ def split_counts(frame: pl.DataFrame) -> pl.DataFrame:
         if classes
         else pl.lit(0, dtype=pl.Int64).alias("total")
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# loading a split's queries (evaluation, SFT, GRPO)
+# ---------------------------------------------------------------------------------------------
+
+
+def _instances(params: Params, scene_id: str) -> pl.DataFrame:
+    p = params.layout.instances(scene_id)
+    if not p.is_file():
+        raise CacheError(
+            f"scene cache of {scene_id!r} not found; build it with `urbex cache`", path=p
+        )
+    return pl.read_parquet(p)
+
+
+def load_queries(
+    params: Params, split: str, *, limit: int | None = None, sample_seed: int = 0
+) -> list[Query]:
+    """The split's queries with their target boxes (world metres), sorted by ``query_id``.
+
+    Parameters
+    ----------
+    split
+        ``train``, ``val``, ``test_nd``, ``test_no`` (any value of the ``split`` column).
+    limit
+        Keep a seeded random sample of this many queries (``sample_seed``), still sorted. The
+        samples are nested: a larger ``limit`` keeps every query of a smaller one.
+
+    Raises
+    ------
+    AnnotationError
+        No split table, an unknown split, or a query whose object is not in its scene.
+    CacheError
+        A query's scene cache is missing.
+    """
+    qpath = params.layout.queries
+    if not qpath.is_file():
+        raise AnnotationError("split table not found; build it with `urbex splits`", path=qpath)
+    q = pl.read_parquet(qpath)
+    known = sorted(q["split"].unique().to_list())
+    q = q.filter(pl.col("split") == split).sort("query_id")
+    if q.height == 0:
+        raise AnnotationError(
+            f"no queries in split {split!r}; splits present: {known}", path=qpath, field="split"
+        )
+    if limit is not None and limit < q.height:
+        rng = np.random.default_rng(sample_seed)
+        keep = np.sort(rng.permutation(q.height)[:limit])  # nested across limits
+        q = q[keep.tolist()]
+    out: list[Query] = []
+    for sid in q["scene_id"].unique().sort().to_list():
+        inst = _instances(params, sid).select(
+            "object_id", "class_name", "x_min", "y_min", "z_min", "x_max", "y_max", "z_max"
+        )
+        rows = q.filter(pl.col("scene_id") == sid).join(
+            inst.rename({"class_name": "_inst_class"}), on="object_id", how="left"
+        )
+        bad = rows.filter(pl.col("x_min").is_null())
+        if bad.height:
+            raise AnnotationError(
+                f"queries {bad['query_id'].to_list()[:5]} name objects missing from scene {sid!r}'s "
+                "instance table; rebuild the splits against the current caches",
+                path=qpath,
+                field="object_id",
+            )
+        for r in rows.iter_rows(named=True):
+            b3 = [r["x_min"], r["y_min"], r["z_min"], r["x_max"], r["y_max"], r["z_max"]]
+            out.append(
+                Query(
+                    query_id=str(r["query_id"]),
+                    scene_id=sid,
+                    object_id=str(r["object_id"]),
+                    description=str(r["description"]),
+                    target_box_2d=np.array([b3[0], b3[1], b3[3], b3[4]]),
+                    target_box_3d=np.array(b3),
+                    class_name=str(r.get("class_name") or r["_inst_class"] or ""),
+                )
+            )
+    return sorted(out, key=lambda x: x.query_id)

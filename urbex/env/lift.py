@@ -6,7 +6,7 @@ Two lifts:
   all of them. On a flat object (a car park, a lawn) it takes whatever stands on it (cars,
   trees) and the ground under a car, so its 3D IoU mostly measures the lift.
 * ``semantic`` (the default) — the points under the footprint whose semantic class is the
-  target's class: the class named by the description (:func:`urbex.classes.class_of_text`,
+  target's class: the class named by the description (:func:`urbex.language.target.class_of_text`,
   the place names it mentions masked), else the class that covers most of the footprint seen from above (among the target classes).
   The 3D box spans those points' z-range; the mask is those points. Without semantic ids, an
   unknown class in the scene's scheme, or no point of the class under the footprint, it falls
@@ -28,7 +28,8 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS, class_of_text, semantic_ids
+from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS, semantic_ids
+from urbex.language.target import class_of_text
 
 __all__ = ["FLAT_CLASSES", "LIFTS", "Lift", "LiftMode", "dominant_class", "lift_answer"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from urbex.config import EnvParams
-from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect
+from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect, view_image
 from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
 
@@ -175,23 +175,6 @@ def _units_box(b: np.ndarray) -> list[int]:
     return [_u(v) for v in b]
 
 
-def _to_pil(image: Any) -> Image.Image:
-    from PIL import Image
-
-    if isinstance(image, Image.Image):
-        return image.convert("RGB") if image.mode != "RGB" else image
-    arr = np.asarray(image)
-    if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
-        raise ValueError(f"expected an (H, W, 3) uint8 image, got {arr.shape} {arr.dtype}")
-    return Image.fromarray(np.ascontiguousarray(arr), "RGB")
-
-
-def _fixed(image: Image.Image, size: tuple[int, int]) -> Image.Image:
-    """Guard the fixed-size contract (the scene renders at the asked size; resize if not)."""
-    w, h = int(size[0]), int(size[1])
-    return image if image.size == (w, h) else image.resize((w, h))
-
-
 def _bev_view(ctx: ToolContext, args: Mapping[str, Any]) -> EpisodeView:
     view = ctx.views[args["view_id"]]
     if not view.is_bev:  # the validator already rejects this; keep handlers safe on their own
@@ -255,7 +238,7 @@ def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     view = EpisodeView(
         view_id=vid,
         kind="zoom",
-        image=_fixed(_to_pil(bev.image), (w, h)),
+        image=view_image(bev.image, (w, h)),
         world_box=np.asarray(bev.world_box, dtype=np.float64)[:4]
         if np.asarray(bev.world_box).shape == (4,)
         else world,
@@ -298,7 +281,7 @@ def _oblique_render(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     view = EpisodeView(
         view_id=vid,
         kind="oblique",
-        image=_fixed(_to_pil(render.image), (w, h)),
+        image=view_image(render.image, (w, h)),
         world_box=world,
         transform=None,
         parent=src.view_id,

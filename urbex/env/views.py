@@ -20,12 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from PIL import Image
 
 from urbex.config import EnvParams, Params
 from urbex.geometry import Affine
-
-if TYPE_CHECKING:
-    from PIL import Image
 
 __all__ = [
     "EpisodeView",
@@ -34,6 +32,7 @@ __all__ = [
     "ViewRegistry",
     "expand_to_aspect",
     "make_global_view",
+    "view_image",
 ]
 
 ViewKind = Literal["global", "zoom", "oblique"]
@@ -248,12 +247,10 @@ def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> Ep
     w, h = p.global_view_size
     world = expand_to_aspect(_scene_box2d(scene), w / h)
     bev = scene.bev_window(world, out_size=(w, h))
-    from urbex.env.tools import _fixed, _to_pil
-
     return EpisodeView(
         view_id="global",
         kind="global",
-        image=_fixed(_to_pil(bev.image), (w, h)),
+        image=view_image(bev.image, (w, h)),
         world_box=np.asarray(bev.world_box, dtype=np.float64),
         transform=bev.transform,
         parent=None,
@@ -309,3 +306,24 @@ class GlobalViews:
                 if self._building.get(key) is build:
                     del self._building[key]
         return view
+
+
+def view_image(image: Any, size: tuple[int, int]) -> Image.Image:
+    """``image`` (a PIL image or an ``(H, W, 3)`` uint8 array) as an RGB PIL image of exactly
+    ``size`` = ``(width, height)`` pixels: the fixed-size contract of every view (a scene renders
+    at the asked size; anything else is resized).
+
+    Raises
+    ------
+    ValueError
+        An array that is not ``(H, W, 3)`` uint8.
+    """
+    if isinstance(image, Image.Image):
+        img = image.convert("RGB") if image.mode != "RGB" else image
+    else:
+        arr = np.asarray(image)
+        if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
+            raise ValueError(f"expected an (H, W, 3) uint8 image, got {arr.shape} {arr.dtype}")
+        img = Image.fromarray(np.ascontiguousarray(arr), "RGB")
+    w, h = int(size[0]), int(size[1])
+    return img if img.size == (w, h) else img.resize((w, h))

@@ -14,7 +14,7 @@ shard without its episodes twin (a run killed between the two writes) is an orph
 :func:`finished_query_ids` deletes it, so a resumed run redoes those episodes without leaving
 duplicate steps.
 
-Both rows are flat projections of a :class:`~urbex.eval.trajectory.Trajectory`
+Both rows are flat projections of a :class:`~urbex.env.trajectory.Trajectory`
 (:func:`episode_record`, :func:`step_rows`): every field that the record already holds is taken
 from it by name, so a renamed field fails loudly instead of drifting.
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from urbex.env.records import Step
-    from urbex.eval.trajectory import Trajectory
+    from urbex.env.trajectory import Trajectory
 
 __all__ = [
     "EPISODE_COLUMNS",

@@ -14,8 +14,8 @@ Frames: ``bbox_2d`` is in view units (0–1000 of the answer view); every other 
 metres in the scene cache's frame (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
 z_min, x_max, y_max, z_max]``).
 
-The episode is played by the one loop, :func:`urbex.eval.play.play_episode`; everything written
-is a projection of its :class:`~urbex.eval.trajectory.Trajectory`. Latency per step = the
+The episode is played by the one loop, :func:`urbex.env.play.play_episode`; everything written
+is a projection of its :class:`~urbex.env.trajectory.Trajectory`. Latency per step = the
 policy's time for that turn + the environment's (parse, tool, scoring), seconds; the scene is
 opened and its global view built before the clock starts.
 """
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from urbex.config import Params
     from urbex.env.records import Query, Step
-    from urbex.eval.trajectory import Trajectory
+    from urbex.env.trajectory import Trajectory
 
 __all__ = ["GroundResult", "ground", "landmark_hits", "step_line"]
 
@@ -290,7 +290,7 @@ def ground(
     from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.eval.metrics import trajectory_metrics
-    from urbex.eval.play import episode_seed, play_episode
+    from urbex.env.play import episode_seed, play_episode
     from urbex.landmarks import LandmarkIndex, read_landmark_table
     from urbex.viz.trajectory import trajectory_picture
 

@@ -6,13 +6,13 @@ server idle. :func:`play_in_flight` keeps ``n`` episodes going in ``n`` worker t
 with its own :class:`~urbex.env.episode.GroundingEnv` (a
 :meth:`~urbex.env.episode.GroundingEnv.sibling` of the player's: its scene provider, landmark
 index and global views, each scene's view built once), through
-:meth:`urbex.eval.play.EpisodePlayer.play_in`. The policy must be thread-safe (``policy.max_concurrency >= n``; :class:`urbex.agents.openai_api.OpenAIPolicy`
+:meth:`urbex.eval.player.EpisodePlayer.play_in`. The policy must be thread-safe (``policy.max_concurrency >= n``; :class:`urbex.agents.openai_api.OpenAIPolicy`
 keeps each thread's seed, deadline and HTTP client apart).
 
 What stays exact:
 
 * **each episode** is played as one at a time would play it: its own seed
-  (:func:`urbex.eval.play.episode_seed` of its query id), its own turn order, its own retries,
+  (:func:`urbex.env.play.episode_seed` of its query id), its own turn order, its own retries,
   backoff sleeps and deadline (a 429 answer sleeps in that episode's thread only);
 * **the results**: episodes are independent, so the set of finished episodes and each one's
   record do not depend on ``n`` or on completion order (the runner's shards are read back
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
     from urbex.env.records import Query
     from urbex.eval.episodes import EpisodeRecord, StepRow
-    from urbex.eval.play import EpisodePlayer
+    from urbex.eval.player import EpisodePlayer
 
 __all__ = ["in_flight_workers", "play_in_flight"]
 

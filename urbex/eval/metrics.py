@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from urbex.env.records import PointCounts
-    from urbex.eval.trajectory import Trajectory
+    from urbex.env.trajectory import Trajectory
 
 __all__ = [
     "GROUP_KEYS",

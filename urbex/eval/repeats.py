@@ -2,7 +2,7 @@
 
 A repeat is a run whose :class:`~urbex.eval.runspec.RunSpec` has ``repeat_seed`` set: it plays
 with ``eval.seed = repeat_seed`` (every episode seed changes, so a sampled policy decodes
-anew; :func:`urbex.eval.play.episode_seed`). ``urbex evaluate --repeats N`` plays the seeds
+anew; :func:`urbex.env.play.episode_seed`). ``urbex evaluate --repeats N`` plays the seeds
 ``eval.seed, …, eval.seed + N − 1`` (:func:`repeat_specs`). :func:`repeated_decoding` turns the
 repeats' metrics into the mean and the Student-t 95 % interval per method × split.
 """

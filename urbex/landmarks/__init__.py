@@ -33,7 +33,7 @@ Submodules: :mod:`~urbex.landmarks.names` (normalisation, kinds), :mod:`~urbex.l
 (building/registering/reading tables), :mod:`~urbex.landmarks.lookup` (:class:`LandmarkIndex`).
 """
 
-from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match
+from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match, landmark_index
 from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
 from urbex.landmarks.table import (
     FOOTPRINT_BOUNDS,
@@ -58,6 +58,7 @@ __all__ = [
     "Match",
     "empty_landmark_table",
     "footprint_bounds",
+    "landmark_index",
     "landmark_kind",
     "landmarks_from_geojson",
     "landmarks_from_instances",

@@ -16,6 +16,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from urbex.atomic import PUBLIC
+from urbex.config import Params
 from urbex.landmarks.names import (
     GENERIC_WORDS,
     distinctive_tokens,
@@ -24,7 +26,7 @@ from urbex.landmarks.names import (
 )
 from urbex.landmarks.table import FOOTPRINT_BOUNDS, read_landmark_table, with_footprint_bounds
 
-__all__ = ["LandmarkIndex", "LookupResult", "Match"]
+__all__ = ["LandmarkIndex", "LookupResult", "Match", "landmark_index"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -390,3 +392,11 @@ class LandmarkIndex:
     ) -> list[list[str]]:
         """:meth:`mentions` over parallel sequences of descriptions and scene ids."""
         return [self.mentions(d, s) for d, s in zip(descriptions, scene_ids, strict=True)]
+
+
+def landmark_index(params: Params) -> LandmarkIndex | None:
+    """The landmark index of ``<assets>/landmarks/*.parquet`` (None when there is none)."""
+    d = params.layout.landmarks
+    if not d.exists() or not any(d.glob(f"{PUBLIC}.parquet")):
+        return None
+    return LandmarkIndex.from_params(read_landmark_table(d), params)

@@ -474,7 +474,7 @@ def _build(
 
     meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
     write_json_atomic(tmp / META_FILE, meta.to_dict())
-    from urbex.eval.warehouse import write_scene_row
+    from urbex.scene.meta import write_scene_row
 
     write_scene_row(tmp)  # published with the cache: no moment with a cache but no scenes row
     bar.update()

@@ -16,7 +16,7 @@ A scene cache is one directory::
       bev/filled.npy            (H, W) bool, True where the value came from hole filling
       global_view.png           the whole BEV, long side ``global_view_size``, area-averaged
       instances.parquet         one row per instance id
-      scene.parquet             the warehouse ``scenes`` row (urbex.eval.warehouse.scene_row)
+      scene.parquet             the warehouse ``scenes`` row (urbex.scene.meta.scene_row)
       bev_cog.tif               optional Cloud-Optimized GeoTIFF of bev/rgb
 
 Points are ordered by grid cell (``cell = cy·ncx + cx``, cells of ``cell_size`` metres counted
@@ -34,18 +34,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from urbex.atomic import atomic_path
 from urbex.errors import CacheError
 from urbex.geometry import Affine
-from urbex.layout import META_FILE
+from urbex.layout import META_FILE, SCENE_ROW_FILE
 
 __all__ = [
     "BEV_LAYERS",
     "CACHE_FORMAT_VERSION",
     "POINT_LAYERS",
+    "SCENE_COLUMNS",
     "CacheMeta",
     "read_meta",
+    "scene_row",
     "write_json_atomic",
+    "write_scene_row",
 ]
 
 #: Bumped whenever the on-disk layout or a kernel's output changes; part of the content hash.
@@ -241,3 +247,65 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 
     with atomic_write(path, "w") as fh:
         fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the warehouse's ``scenes`` row: a projection of meta.json
+# ---------------------------------------------------------------------------------------------
+
+#: The ``scenes`` row (:func:`scene_row`), in column order.
+SCENE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scene_id", "VARCHAR"),
+    ("n_points", "BIGINT"),
+    ("x_min", "DOUBLE"),
+    ("y_min", "DOUBLE"),
+    ("z_min", "DOUBLE"),
+    ("x_max", "DOUBLE"),
+    ("y_max", "DOUBLE"),
+    ("z_max", "DOUBLE"),
+    ("bev_width", "BIGINT"),
+    ("bev_height", "BIGINT"),
+    ("resolution", "DOUBLE"),
+    ("crs", "VARCHAR"),
+    ("content_hash", "VARCHAR"),
+    ("build_seconds", "DOUBLE"),
+)
+
+
+def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
+    """The ``scenes`` row for a scene cache's ``meta.json`` content.
+
+    ``meta["bounds"]`` is ``[x_min, y_min, z_min, x_max, y_max, z_max]`` in world metres
+    (``xyz + offset``), as :class:`urbex.scene.meta.CacheMeta` writes it.
+    """
+    b = [float(v) for v in meta["bounds"]]
+    if len(b) != 6:
+        raise ValueError(f"meta.json bounds: expected 6 values, got {len(b)}")
+    return {
+        "scene_id": scene_id,
+        "n_points": int(meta["n_points"]),
+        "x_min": b[0],
+        "y_min": b[1],
+        "z_min": b[2],
+        "x_max": b[3],
+        "y_max": b[4],
+        "z_max": b[5],
+        "bev_width": int(meta["bev_width"]),
+        "bev_height": int(meta["bev_height"]),
+        "resolution": float(meta["resolution"]),
+        "crs": meta.get("crs"),
+        "content_hash": meta.get("content_hash", ""),
+        "build_seconds": float(meta.get("build_seconds", 0.0)),
+    }
+
+
+def write_scene_row(cache_dir: Path) -> Path:
+    """Write ``<cache_dir>/scene.parquet`` from its ``meta.json`` (atomic); return the path."""
+    cache_dir = Path(cache_dir)
+    meta = json.loads((cache_dir / META_FILE).read_text())
+    row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
+    table = pa.Table.from_pylist([row])
+    out = cache_dir / SCENE_ROW_FILE
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
+    return out

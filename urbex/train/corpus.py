@@ -17,7 +17,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from urbex.config import Params
-    from urbex.eval.trajectory import Trajectory
+    from urbex.env.trajectory import Trajectory
 
 __all__ = ["protocol_corpus"]
 

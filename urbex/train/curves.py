@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from urbex.atomic import atomic_path
-from urbex.eval.diagnostic_plots import _COLOURS, _font
+from urbex.viz.style import COLOURS, pil_font
 
 __all__ = ["CURVES_SIZE", "SMOOTH", "plot_training_curves"]
 
@@ -87,7 +87,7 @@ def plot_training_curves(log: pl.DataFrame, path: Path, *, title: str = "GRPO tr
     w, h = CURVES_SIZE
     img = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(img)
-    big, small = _font(20), _font(14)
+    big, small = pil_font(20), pil_font(14)
     d.text((20, 12), title, fill="black", font=big)
     log = log.sort("step")
     steps = [float(s) for s in log["step"].to_list()]
@@ -121,7 +121,7 @@ def plot_training_curves(log: pl.DataFrame, path: Path, *, title: str = "GRPO tr
             d.text((8, yy - 7), f"{v:.{decimals}f}", fill="black", font=small)
         d.text((8, y0 - 24), ylabel, fill=(80, 80, 80), font=small)
         for j, (col, label) in enumerate(series):
-            colour = _COLOURS[j % len(_COLOURS)]
+            colour = COLOURS[j % len(COLOURS)]
             if col not in log.columns:
                 continue
             vals = [float(v) for v in log[col].fill_null(math.nan).to_list()]

@@ -264,7 +264,7 @@ def train(
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from urbex.env.episode import CachedSceneProvider
-    from urbex.eval.runner import load_queries
+    from urbex.annotations.splits import load_queries
     from urbex.landmarks import LandmarkIndex, read_landmark_table
 
     updates: dict[str, Any] = {}

@@ -2,7 +2,7 @@
 
 The teacher (:class:`urbex.agents.oracle.TeacherPolicy`: the oracle with seeded variety —
 optional landmark query, jittered zoom windows, optional oblique render) plays the split's
-queries through the one episode loop (:func:`urbex.eval.play.play_episode`); every trajectory
+queries through the one episode loop (:func:`urbex.env.play.play_episode`); every trajectory
 that ends in a valid answer is one training example: its conversation (``Trajectory.messages``
 and ``images``, exactly what the ``vlm`` policy is shown at evaluation) rendered with the
 model's chat template — the tool schemas (``vlm.template_tools``), the tool calls, the tool
@@ -44,7 +44,7 @@ from urbex.errors import AnnotationError, ConfigError, PolicyError
 
 if TYPE_CHECKING:
     from urbex.config import Params
-    from urbex.eval.trajectory import Trajectory
+    from urbex.env.trajectory import Trajectory
 
 __all__ = [
     "SFTExample",
@@ -66,7 +66,7 @@ def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]
     (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
     from urbex.agents.oracle import TeacherPolicy
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.eval.play import landmark_index
+    from urbex.landmarks.lookup import landmark_index
 
     index = landmark_index(params)
     env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
@@ -100,8 +100,8 @@ def teacher_trajectories(
     import numpy as np
     from tqdm.auto import tqdm
 
-    from urbex.eval.play import episode_seed, play_episode
-    from urbex.eval.runner import load_queries
+    from urbex.env.play import episode_seed, play_episode
+    from urbex.annotations.splits import load_queries
     from urbex.train.rename import renamed_world
 
     s = params.sft
@@ -184,8 +184,8 @@ def recovery_trajectories(
     from tqdm.auto import tqdm
 
     from urbex.agents.oracle import RecoveryTeacher
-    from urbex.eval.play import episode_seed, play_episode
-    from urbex.eval.runner import load_queries
+    from urbex.env.play import episode_seed, play_episode
+    from urbex.annotations.splits import load_queries
 
     s = params.sft
     split = split or s.split

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from urbex.geometry import Affine, iou_2d
+from urbex.viz.style import pil_font
 
 if TYPE_CHECKING:
     from PIL import Image, ImageDraw, ImageFont
@@ -121,12 +122,6 @@ def picture_size(
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=size)
 
 
 def _args(step: Step) -> dict[str, Any]:
@@ -313,7 +308,7 @@ def trajectory_picture(
     size = picture_size(len(steps), len(strip), panel_px=panel_px, thumb_px=thumb_px)
     img = Image.new("RGB", size, COLORS["background"])
     draw = ImageDraw.Draw(img)
-    f_title, f_body, f_small = _font(_TITLE_PT), _font(_BODY_PT), _font(_SMALL_PT)
+    f_title, f_body, f_small = pil_font(_TITLE_PT), pil_font(_BODY_PT), pil_font(_SMALL_PT)
     by_view = {s.view_id: s for s in steps if s.view_id}
 
     # -- header -------------------------------------------------------------------------------

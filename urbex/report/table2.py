@@ -69,7 +69,7 @@ def table2(params: Params) -> pl.DataFrame:
 
     from urbex.benchmarks import ZERO_SHOT, benchmark_params
     from urbex.eval.episodes import read_episodes
-    from urbex.eval.report import method_labels
+    from urbex.report.comparison import method_labels
     from urbex.eval.runspec import read_spec
 
     schema = {"benchmark": pl.String, "method": pl.String, "policy": pl.String,

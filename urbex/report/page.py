@@ -192,20 +192,20 @@ def _write(path: Path, text: str) -> None:
 
 
 def _cell(v: Any, metric: str | None) -> str:
-    """A table cell; numbers formatted as in ``report.md`` (:func:`urbex.eval.report._fmt`) and
+    """A table cell; numbers formatted as in ``report.md`` (:func:`urbex.report.comparison.fmt_metric`) and
     sorted by their value (``data-v``)."""
-    from urbex.eval.report import _fmt
+    from urbex.report.comparison import fmt_metric
 
     if metric is not None and (v is None or isinstance(v, int | float)):
         num = v is not None and v == v
-        return f'<td class="n" data-v="{v if num else ""}">{_fmt(v, metric)}</td>'
+        return f'<td class="n" data-v="{v if num else ""}">{fmt_metric(v, metric)}</td>'
     s = "" if v is None else str(v)
     return f'<td data-v="{html.escape(s)}">{html.escape(s)}</td>'
 
 
 def _report_html(params: Params) -> tuple[str, int]:
     """The report table as a sortable HTML table, and its row count (0: no runs)."""
-    from urbex.eval.report import METRIC_LABELS, _split_metric, report_table
+    from urbex.report.comparison import METRIC_LABELS, report_table, split_metric
 
     if not any(params.layout.runs.glob("*/metrics.parquet")):
         return "", 0  # no finished run: no metrics view to read
@@ -220,7 +220,7 @@ def _report_html(params: Params) -> tuple[str, int]:
             heads.append(c)
             metrics.append(None)
         else:
-            split, metric = _split_metric(c)
+            split, metric = split_metric(c)
             heads.append(f"{split} {METRIC_LABELS.get(metric, metric)}")
             metrics.append(metric)
     out = ['<table class="sortable" id="report"><thead><tr>']

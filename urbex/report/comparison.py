@@ -11,10 +11,10 @@ are rows ``<method> [<run_id>]``, so every run is shown and the choice never dep
 
 Read from the warehouse's ``metrics`` view (DuckDB over ``<assets>/eval/runs/*/metrics.parquet``;
 an in-memory connection, so a run writing Parquet meanwhile is never blocked), printed, and
-written as ``<assets>/eval/report.md`` and ``<assets>/eval/report.csv`` (atomically). The
-Markdown also holds, when their runs exist, the Table-11 block (box and point quality on
+written by :func:`urbex.report.publish.report` as ``<assets>/eval/report.md`` and
+``<assets>/eval/report.csv`` (atomically). The Markdown also holds, when their runs exist, the Table-11 block (box and point quality on
 ``test_no``), the Table-9 block (free policy vs fixed workflow over the same backend,
-:mod:`urbex.eval.table9`) and Table 2 (zero-shot, :mod:`urbex.eval.table2`).
+:mod:`urbex.report.table9`) and Table 2 (zero-shot, :mod:`urbex.report.table2`).
 
 Fractions (Hit@k, IoU, F1, rates) are shown in percent with one decimal, as in the paper;
 latency in seconds per query (warm online); ``n`` as a count. The CSV keeps full precision (in
@@ -37,10 +37,12 @@ if TYPE_CHECKING:
 __all__ = [
     "METRIC_LABELS",
     "TABLE11_METRICS",
+    "fmt_metric",
     "method_labels",
-    "report",
     "report_table",
+    "split_metric",
     "table11",
+    "table11_markdown",
     "to_markdown",
 ]
 
@@ -99,7 +101,7 @@ def report_table(
     import duckdb
     import polars as pl
 
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     con = duckdb.connect(":memory:")
     try:
@@ -241,35 +243,35 @@ def to_markdown(table: pl.DataFrame) -> str:
     heads, fmts = ["method", "policy"], []
     value_cols = [c for c in table.columns[2:] if not c.endswith(("_lo", "_hi"))]
     for c in value_cols:
-        split, metric = _split_metric(c)
+        split, metric = split_metric(c)
         heads.append(f"{_SPLIT_LABELS.get(split, split)} {METRIC_LABELS.get(metric, metric)}")
         fmts.append(metric)
     lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(fmts)]
     for row in table.iter_rows(named=True):
         cells = [str(row["method"]), str(row["policy"])]
         for c, m in zip(value_cols, fmts):
-            cell = _fmt(row[c], m)
+            cell = fmt_metric(row[c], m)
             lo, hi = row.get(f"{c}_lo"), row.get(f"{c}_hi")
             if lo is not None and hi is not None and lo == lo and hi == hi:
-                cell += f" [{_fmt(lo, m)}, {_fmt(hi, m)}]"  # repeats: mean [95 % interval]
+                cell += f" [{fmt_metric(lo, m)}, {fmt_metric(hi, m)}]"  # repeats: mean [95 % interval]
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _table11_markdown(t: pl.DataFrame) -> str:
+def table11_markdown(t: pl.DataFrame) -> str:
     """``| method | policy | BEV IoU | 3D IoU | Point F1 |`` rows of :func:`table11`."""
     lines = [
         "| method | policy | n | BEV IoU | 3D IoU | Point F1 |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for r in t.iter_rows(named=True):
-        vals = " | ".join(_fmt(r[m], m) for m in TABLE11_METRICS)
+        vals = " | ".join(fmt_metric(r[m], m) for m in TABLE11_METRICS)
         lines.append(f"| {r['method']} | {r['policy']} | {r['n']} | {vals} |")
     return "\n".join(lines)
 
 
-def _split_metric(col: str) -> tuple[str, str]:
+def split_metric(col: str) -> tuple[str, str]:
     for split in _SPLIT_LABELS:
         if col.startswith(split + "_"):
             return split, col[len(split) + 1 :]
@@ -277,7 +279,7 @@ def _split_metric(col: str) -> tuple[str, str]:
     return head, tail
 
 
-def _fmt(v: float | None, metric: str) -> str:
+def fmt_metric(v: float | None, metric: str) -> str:
     if v is None or v != v:
         return "–"
     if metric == "n":
@@ -321,79 +323,3 @@ def table11(params: Params) -> pl.DataFrame:
         pl.col(cols[0]).cast(pl.Int64).alias("n"),
         *(pl.col(f"{TABLE11_SPLIT}_{m}").alias(m) for m in TABLE11_METRICS),
     )
-
-
-def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
-    """Build the comparison, print it (``echo``), write ``report.md`` + ``report.csv`` and
-    (``page``) the static results page ``<assets>/eval/index.html`` (:mod:`urbex.eval.page`).
-
-    Returns
-    -------
-    Path
-        ``<assets>/eval/report.md`` (``report.csv`` sits next to it).
-
-    Raises
-    ------
-    UrbexError
-        There is no evaluation run yet (nothing is written).
-    """
-    from urbex.atomic import atomic_path, atomic_write
-    from urbex.errors import UrbexError
-    from urbex.eval.table2 import table2, table2_markdown
-    from urbex.eval.table9 import table9, table9_markdown
-
-    table = report_table(params)
-    t2 = table2(params)
-    if table.height == 0 and t2.height == 0:
-        raise UrbexError(
-            "no evaluation runs to report; run `urbex evaluate` first",
-            path=params.layout.runs,
-        )
-    md = to_markdown(table)
-    t11 = table11(params)
-    t9 = table9(params)
-    out = params.layout.report_md
-    with atomic_write(out, "w") as fh:
-        fh.write(
-            "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
-            "s/query = warm-online seconds per query).\n\n" + md + "\n"
-        )
-        if t11.height:
-            fh.write(
-                "\n## Table 11 (test_no): box and point quality\n\nWith-GT ranking (`ranking`, "
-                "`ranking_rules`), Without-GT (`ranking_proposals`) and the agents; percent.\n\n"
-                + _table11_markdown(t11)
-                + "\n"
-            )
-        if t9.height:
-            fh.write(
-                "\n## Table 9: free policy vs fixed workflow\n\nThe same backend free (choosing "
-                "its tools) and under the fixed Landmark Query → Zoom-in → Oblique Render → "
-                "Answer order (`workflow`); accuracy in percent; tool calls and turns per "
-                "episode; Invalid = invalid turns / turns; L→Z→O→A = share of episodes that "
-                "followed exactly that order.\n\n" + table9_markdown(t9) + "\n"
-            )
-        if t2.height:
-            fh.write(
-                "\n## Table 2: zero-shot on a second benchmark\n\nTrained on CityRefer only, "
-                "nothing fitted on the benchmark; all expressions and the landmark-free ones (no "
-                "landmark name mentioned); percent.\n\n" + table2_markdown(t2) + "\n"
-            )
-    params.layout.diagnostics.mkdir(parents=True, exist_ok=True)
-    with atomic_path(params.layout.diagnostic_table("table11")) as tmp:
-        t11.write_parquet(tmp)
-    with atomic_path(params.layout.diagnostic_table("table2")) as tmp:
-        t2.write_parquet(tmp)
-    with atomic_path(params.layout.diagnostic_table("table9")) as tmp:
-        t9.write_parquet(tmp)
-    with atomic_path(params.layout.report_csv) as tmp:
-        table.write_csv(tmp)
-    if page:
-        from urbex.eval.page import write_results_page
-
-        write_results_page(params)
-    if echo:
-        print(md)
-        if t9.height:
-            print("\nTable 9: free policy vs fixed workflow\n" + table9_markdown(t9))
-    return out

@@ -1,6 +1,6 @@
 """``urbex diagnose``: warehouse → the diagnostic tables, their Markdown and plots (I/O side).
 
-The tables themselves are pure functions in :mod:`urbex.eval.diagnostics`.
+The tables themselves are pure functions in :mod:`urbex.report.diagnostics`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from urbex.atomic import atomic_write
-from urbex.eval.diagnostics import (
+from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
     box_extent,
@@ -80,7 +80,7 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
     import duckdb
 
     from urbex.eval.runspec import SPEC_COLUMNS
-    from urbex.eval.warehouse import TABLES, refresh_warehouse
+    from urbex.report.warehouse import TABLES, refresh_warehouse
 
     # the views over the files now on disk, in memory: reading never writes warehouse.duckdb
     con = duckdb.connect(":memory:")
@@ -139,7 +139,7 @@ def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
 
 def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(query_id, name)`` mentions with the clean landmark map, and that map."""
-    from urbex.eval.play import landmark_index
+    from urbex.landmarks.lookup import landmark_index
 
     index = landmark_index(params)
     if index is None or queries.height == 0:
@@ -161,7 +161,7 @@ def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str,
     Raises
     ------
     urbex.errors.DuplicateEpisodesError
-        A run holds a query more than once (:func:`urbex.eval.diagnostics.check_unique_episodes`).
+        A run holds a query more than once (:func:`urbex.report.diagnostics.check_unique_episodes`).
     """
     d = params.diagnose
     ep, steps, queries = frames["episodes"], frames["steps"], frames["queries"]
@@ -195,7 +195,7 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     :data:`DIAGNOSTIC_TABLES` (and ``proposal_recall`` when a ``ranking_proposals`` run exists,
     :func:`urbex.agents.proposals.proposal_recall_table`), ``diagnostics.md`` (the tables as Markdown) and the plots
     ``success_vs_distractors.png`` and ``area_ratio_hist.png``
-    (:mod:`urbex.eval.diagnostic_plots`), then (``refresh``) refreshes the warehouse once so its
+    (:mod:`urbex.report.plots`), then (``refresh``) refreshes the warehouse once so its
     ``diagnostics_<name>`` views see them; pass ``refresh=False`` when the caller refreshes
     after more work of its own.
 
@@ -204,9 +204,9 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     list[Path]
         The files written (tables, then ``diagnostics.md``, then the plots).
     """
-    from urbex.eval.diagnostic_plots import plot_area_ratio, plot_success_vs_distractors
+    from urbex.report.plots import plot_area_ratio, plot_success_vs_distractors
     from urbex.eval.episodes import write_table_atomic
-    from urbex.eval.warehouse import refresh_warehouse
+    from urbex.report.warehouse import refresh_warehouse
 
     out = params.layout.diagnostics
     frames = _load(params)

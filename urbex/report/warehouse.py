@@ -27,7 +27,7 @@ Tables
 ``metrics``    one row per (run, split)  ``<assets>/eval/runs/[!.]*/metrics.parquet``
                (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
-               (:data:`urbex.eval.diagnostics.DIAGNOSTIC_TABLES`)
+               (:data:`urbex.report.diagnostics.DIAGNOSTIC_TABLES`)
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from urbex.atomic import PUBLIC
 from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
 from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
-from urbex.eval.table9 import TABLE9_ACCURACY, TABLE9_TOOL_USE
 from urbex.landmarks.table import LANDMARK_SCHEMA
-from urbex.layout import META_FILE, SCENE_ROW_FILE, AssetLayout
+from urbex.layout import AssetLayout
+from urbex.scene.meta import SCENE_COLUMNS
 from urbex.scene.instances import INSTANCE_SCHEMA
 from urbex.train.logs import TRAINING_LOG_SCHEMA
 
@@ -57,14 +57,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "TABLE9_ACCURACY",
+    "TABLE9_TOOL_USE",
     "RUN_COLUMNS",
-    "SCENE_COLUMNS",
     "TABLES",
     "TableSpec",
     "connect",
     "refresh_warehouse",
-    "scene_row",
-    "write_scene_row",
 ]
 
 
@@ -111,22 +110,17 @@ def _arrow_columns(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
     return tuple((f.name, _ARROW_TO_DUCKDB[str(f.type)]) for f in schema)
 
 
-#: The ``scenes`` row (:func:`scene_row`), in column order.
-SCENE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("scene_id", "VARCHAR"),
-    ("n_points", "BIGINT"),
-    ("x_min", "DOUBLE"),
-    ("y_min", "DOUBLE"),
-    ("z_min", "DOUBLE"),
-    ("x_max", "DOUBLE"),
-    ("y_max", "DOUBLE"),
-    ("z_max", "DOUBLE"),
-    ("bev_width", "BIGINT"),
-    ("bev_height", "BIGINT"),
-    ("resolution", "DOUBLE"),
-    ("crs", "VARCHAR"),
-    ("content_hash", "VARCHAR"),
-    ("build_seconds", "DOUBLE"),
+#: Table 9's columns (:mod:`urbex.report.table9`; the ``diagnostics_table9`` view's schema).
+#: Its accuracy columns (fractions), from the run's metrics row.
+TABLE9_ACCURACY: tuple[str, ...] = ("n", "hit1", "hit3", "iou_bev")
+#: Its tool-use columns, from :func:`urbex.report.diagnostics.tool_use` (calls per episode, rates).
+TABLE9_TOOL_USE: tuple[str, ...] = (
+    "landmark_query",
+    "zoom_in",
+    "oblique_render",
+    "invalid_rate",
+    "turns",
+    "lzoa_share",
 )
 
 #: The ``runs`` row: ``run_id`` (the run directory's name), then top-level keys of its
@@ -426,47 +420,3 @@ def refresh_warehouse(
 def connect(assets: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open ``<assets>/warehouse.duckdb`` (read-only by default, safe while a run writes)."""
     return duckdb.connect(str(AssetLayout(assets).warehouse), read_only=read_only)
-
-
-def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
-    """The ``scenes`` row for a scene cache's ``meta.json`` content.
-
-    ``meta["bounds"]`` is ``[x_min, y_min, z_min, x_max, y_max, z_max]`` in world metres
-    (``xyz + offset``), as :class:`urbex.scene.meta.CacheMeta` writes it.
-    """
-    b = [float(v) for v in meta["bounds"]]
-    if len(b) != 6:
-        raise ValueError(f"meta.json bounds: expected 6 values, got {len(b)}")
-    return {
-        "scene_id": scene_id,
-        "n_points": int(meta["n_points"]),
-        "x_min": b[0],
-        "y_min": b[1],
-        "z_min": b[2],
-        "x_max": b[3],
-        "y_max": b[4],
-        "z_max": b[5],
-        "bev_width": int(meta["bev_width"]),
-        "bev_height": int(meta["bev_height"]),
-        "resolution": float(meta["resolution"]),
-        "crs": meta.get("crs"),
-        "content_hash": meta.get("content_hash", ""),
-        "build_seconds": float(meta.get("build_seconds", 0.0)),
-    }
-
-
-def write_scene_row(cache_dir: Path) -> Path:
-    """Write ``<cache_dir>/scene.parquet`` from its ``meta.json`` (atomic); return the path."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    cache_dir = Path(cache_dir)
-    meta = json.loads((cache_dir / META_FILE).read_text())
-    row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
-    table = pa.Table.from_pylist([row])
-    from urbex.atomic import atomic_path
-
-    out = cache_dir / SCENE_ROW_FILE
-    with atomic_path(out) as tmp:
-        pq.write_table(table, tmp)
-    return out

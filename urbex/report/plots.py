@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from urbex.viz.style import COLOURS, pil_font
+
 if TYPE_CHECKING:
     from PIL import Image, ImageDraw, ImageFont
 
@@ -26,36 +28,7 @@ __all__ = ["PLOT_SIZE", "plot_area_ratio", "plot_success_vs_distractors"]
 
 #: (width, height) of every diagnostic plot, pixels.
 PLOT_SIZE: tuple[int, int] = (1160, 620)
-_COLOURS = [
-    (31, 119, 180),
-    (255, 127, 14),
-    (44, 160, 44),
-    (214, 39, 40),
-    (148, 103, 189),
-    (140, 86, 75),
-    (227, 119, 194),
-    (127, 127, 127),
-    (188, 189, 34),
-    (23, 190, 207),
-    # tab20's darker/lighter companions, so up to 20 runs get distinct colours
-    (174, 199, 232),
-    (255, 187, 120),
-    (152, 223, 138),
-    (255, 152, 150),
-    (197, 176, 213),
-    (196, 156, 148),
-    (247, 182, 210),
-    (199, 199, 199),
-    (219, 219, 141),
-    (158, 218, 229),
-]
 _LEFT, _TOP, _BOTTOM, _LEGEND = 90, 60, 80, 360
-
-
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=size)
 
 
 def _series_label(run_id: str, split: str) -> str:
@@ -74,8 +47,8 @@ class _Axes:
         self.x0, self.y0 = _LEFT, h - _BOTTOM  # plot origin (bottom-left), pixels
         self.x1, self.y1 = w - _LEGEND, _TOP
         self.categories = list(categories)
-        d, f = self.draw, _font(15)
-        d.text((w // 2 - _LEGEND // 2, 22), title, fill="black", font=_font(19), anchor="mm")
+        d, f = self.draw, pil_font(15)
+        d.text((w // 2 - _LEGEND // 2, 22), title, fill="black", font=font(19), anchor="mm")
         for pct in range(0, 101, 20):
             y = self.y(pct)
             d.line([(self.x0, y), (self.x1, y)], fill=(225, 225, 225))
@@ -85,14 +58,14 @@ class _Axes:
         for i, c in enumerate(self.categories):
             d.text((self.xc(i), self.y0 + 8), c, fill="black", font=f, anchor="mt")
         d.text(
-            ((self.x0 + self.x1) // 2, h - 22), xlabel, fill="black", font=_font(16), anchor="mm"
+            ((self.x0 + self.x1) // 2, h - 22), xlabel, fill="black", font=font(16), anchor="mm"
         )
         self._ylabel(ylabel)
 
     def _ylabel(self, text: str) -> None:
         from PIL import Image, ImageDraw
 
-        f = _font(16)
+        f = pil_font(16)
         box = self.draw.textbbox((0, 0), text, font=f)
         tw, th = int(box[2] - box[0]) + 4, int(box[3] - box[1]) + 6
         lab = Image.new("RGB", (tw, th), "white")
@@ -110,7 +83,7 @@ class _Axes:
         return round(self.x0 + self.slot() * (i + 0.5))
 
     def legend(self, entries: Sequence[tuple[str, tuple[int, int, int], bool]]) -> None:
-        d, f = self.draw, _font(13)
+        d, f = self.draw, pil_font(13)
         x, y = self.x1 + 20, self.y1
         for label, colour, dashed in entries:
             if dashed:
@@ -136,7 +109,7 @@ def _empty_note(ax: _Axes, rows: int) -> None:
             ((ax.x0 + ax.x1) // 2, (ax.y0 + ax.y1) // 2),
             "no evaluation runs",
             fill=(120, 120, 120),
-            font=_font(18),
+            font=font(18),
             anchor="mm",
         )
 
@@ -147,7 +120,7 @@ def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
     Parameters
     ----------
     table
-        The ``disambiguation`` table (:func:`urbex.eval.diagnostics.disambiguation`).
+        The ``disambiguation`` table (:func:`urbex.report.diagnostics.disambiguation`).
     path
         The PNG to write (atomically); :data:`PLOT_SIZE` pixels.
     """
@@ -162,7 +135,7 @@ def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
     entries = []
     groups = t.partition_by(["run_id", "split"], maintain_order=True)
     for k, g in enumerate(groups):
-        colour = _COLOURS[k % len(_COLOURS)]
+        colour = COLOURS[k % len(COLOURS)]
         has_local = int(g["n_regional"].sum()) > 0
         col = "local_success" if has_local else "hit1"
         pts = [(ax.xc(i), ax.y(100.0 * v)) for i, v in enumerate(g[col].to_list()) if v is not None]
@@ -182,7 +155,7 @@ def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
             (ax.x1 + 20, ax.y0 - 30),
             "dashed: Hit@1 of a run without zooms\n(it has no local success to show)",
             fill=(90, 90, 90),
-            font=_font(12),
+            font=font(12),
         )
     _empty_note(ax, len(groups))
     return ax.save(path)
@@ -204,7 +177,7 @@ def plot_area_ratio(table: pl.DataFrame, path: Path) -> Path:
     Parameters
     ----------
     table
-        The ``area_ratio`` table (:func:`urbex.eval.diagnostics.area_ratio_histogram`).
+        The ``area_ratio`` table (:func:`urbex.report.diagnostics.area_ratio_histogram`).
     path
         The PNG to write (atomically); :data:`PLOT_SIZE` pixels.
     """
@@ -220,7 +193,7 @@ def plot_area_ratio(table: pl.DataFrame, path: Path) -> Path:
     width = ax.slot() * 0.8 / max(len(groups), 1)
     entries = []
     for k, g in enumerate(groups):
-        colour = _COLOURS[k % len(_COLOURS)]
+        colour = COLOURS[k % len(COLOURS)]
         for i, v in enumerate(g["share"].to_list()):
             if v is None or ax.y(100.0 * v) >= ax.y0 - 1:
                 continue

@@ -1,7 +1,7 @@
 """The paper's diagnostic tables (appendix D.3, D.5, D.6) over the warehouse's evaluation rows.
 
 Pure functions over polars frames (one table each, one row per run × split × bin);
-:func:`urbex.eval.diagnose.diagnose` reads the warehouse, computes them, and writes every table to
+:func:`urbex.report.diagnose.diagnose` reads the warehouse, computes them, and writes every table to
 ``<assets>/eval/diagnostics/<name>.parquet`` (the warehouse's ``diagnostics_<name>`` views), a
 Markdown summary ``diagnostics.md`` and two PNG plots.
 

@@ -1,4 +1,4 @@
-"""The trajectory: one played episode, as :func:`urbex.eval.play.play_episode` records it.
+"""The trajectory: one played episode, as :func:`urbex.env.play.play_episode` records it.
 
 A :class:`Trajectory` holds the query, every step (:class:`urbex.env.records.Step`), the outcome
 (:class:`urbex.env.records.EpisodeOutcome`), the views the agent saw and the conversation the
@@ -55,7 +55,7 @@ class Trajectory:
     messages : tuple of dict
         The conversation as the policy saw it, ending with its last turn (system prompt, the
         query with the global view, then assistant turns and the environment's ``tool`` turns;
-        see :func:`urbex.eval.play.tool_message`).
+        see :func:`urbex.env.play.tool_message`).
     images : tuple of PIL.Image.Image
         The images of ``messages``, in placeholder order.
     reset_s : float

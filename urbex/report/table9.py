@@ -13,7 +13,7 @@ run and a complete run of its backend such that
 
 Rows, per pair (``free`` then ``fixed``): the run's accuracy from its ``metrics.parquet``
 (``n``, Hit@1, Hit@3, BEV IoU: :func:`urbex.eval.metrics.aggregate`, written once by the
-runner) and its tool use (:func:`urbex.eval.diagnostics.tool_use`: mean calls per episode per
+runner) and its tool use (:func:`urbex.report.diagnostics.tool_use`: mean calls per episode per
 tool, invalid-turn rate, mean turns, share of L→Z→O→A episodes). A split without a pair has no
 row; with no pair at all the table is empty (and the report has no Table-9 block).
 """
@@ -31,19 +31,10 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
 
-__all__ = ["TABLE9_ACCURACY", "TABLE9_TOOL_USE", "pair_workflow_runs", "table9", "table9_markdown"]
+from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE
 
-#: Accuracy columns (fractions), from the run's metrics row.
-TABLE9_ACCURACY: tuple[str, ...] = ("n", "hit1", "hit3", "iou_bev")
-#: Tool-use columns, from :func:`urbex.eval.diagnostics.tool_use` (calls per episode, rates).
-TABLE9_TOOL_USE: tuple[str, ...] = (
-    "landmark_query",
-    "zoom_in",
-    "oblique_render",
-    "invalid_rate",
-    "turns",
-    "lzoa_share",
-)
+__all__ = ["pair_workflow_runs", "table9", "table9_markdown"]
+
 _FIXED = "workflow"
 _SPLIT_ORDER = {"train": 0, "val": 1, "test_nd": 2, "test_no": 3}
 
@@ -113,9 +104,9 @@ def table9(params: Params) -> pl.DataFrame:
     ``invalid_rate`` (invalid turns / turns), ``turns`` (mean), ``lzoa_share`` (fraction).
     Empty (same columns) when no pair exists.
     """
-    from urbex.eval.diagnostics import tool_use
+    from urbex.report.diagnostics import tool_use
     from urbex.eval.episodes import read_episodes, read_steps
-    from urbex.eval.report import method_labels
+    from urbex.report.comparison import method_labels
 
     runs = params.layout.runs
     pairs = pair_workflow_runs(runs)

@@ -1,11 +1,11 @@
-"""The policy extension point.
+"""The policy extension point: what the episode loop (:mod:`urbex.env.play`) calls.
 
 Messages follow the chat format transformers/trl use: ``{"role": "system"|"user"|"assistant",
 "content": str | [{"type": "image"}, {"type": "text", "text": ...}]}``; images are passed
 separately, in the order their ``{"type": "image"}`` placeholders appear.
 
-Episodes are played by one loop, :func:`urbex.eval.play.play_episode` (and its lockstep form
-:func:`urbex.eval.play.play_batch`); it calls only what :class:`Policy` declares. The loop
+Episodes are played by one loop, :func:`urbex.env.play.play_episode` (and its lockstep form
+:func:`urbex.env.play.play_batch`); it calls only what :class:`Policy` declares. The loop
 gives each episode a deadline (``begin_episode(deadline=...)``); a policy that cannot reply
 before it raises :class:`~urbex.errors.PolicyTimeoutError` and the episode ends as timed out.
 """

@@ -1,0 +1,202 @@
+"""Evaluation's side of the episode loop: :class:`EpisodePlayer`.
+
+One policy and environment per run: untimed scene warm-up, landmark perturbation, and each
+trajectory's metrics and Parquet rows. Episodes are played by :func:`urbex.env.play.play_episode`
+(or :func:`~urbex.env.play.play_batch`); metrics come from :mod:`urbex.eval.metrics`.
+
+Latency ("warm online", as the paper): model + environment time per query, excluding offline
+scene preparation — each scene is opened and its global view built by an untimed warm reset
+before its first timed episode. In lockstep batches a step's policy time is the batch's wall
+time divided by the episodes in the batch.
+
+Frames: boxes in world metres (see :mod:`urbex.eval.metrics`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from urbex.env.policy import Policy
+from urbex.agents.registry import make_policy
+from urbex.config import Params
+from urbex.env.episode import CachedSceneProvider, GroundingEnv
+from urbex.env.play import episode_seed, play_batch, play_episode
+from urbex.env.records import Query
+from urbex.env.trajectory import Trajectory
+from urbex.errors import AnnotationError
+from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
+from urbex.eval.metrics import trajectory_metrics
+from urbex.eval.perturb import PerturbedLandmarks
+from urbex.landmarks.lookup import landmark_index
+
+__all__ = ["EpisodePlayer"]
+
+
+def _require_targets(q: Query) -> None:
+    """Evaluation scores against ground truth: fail before playing a query without it."""
+    if q.target_box_2d is None or q.target_box_3d is None:
+        raise AnnotationError(
+            f"query {q.query_id!r} has no ground truth (a free-text query); evaluation scores "
+            "against target boxes — use `urbex ground` for free text",
+            field="target_box_3d",
+        )
+
+
+@dataclass(slots=True)
+class _Candidates:
+    """Per-scene evaluation context: GT candidate boxes (world m) and object → row."""
+
+    boxes: np.ndarray
+    row: dict[str, int]
+
+    def for_target(self, q: Query) -> tuple[np.ndarray, int]:
+        """The candidates and the target's row (a target outside the ranked classes is added)."""
+        t = self.row.get(q.object_id)
+        if t is None:
+            assert q.target_box_2d is not None
+            return np.vstack([self.boxes, q.target_box_2d[None]]), len(self.boxes)
+        return self.boxes, t
+
+
+def _candidates(env: GroundingEnv, scene_id: str, classes: Sequence[str] | None) -> _Candidates:
+    inst = env.scene_provider(scene_id).instances
+    if classes is not None:
+        inst = inst.filter(pl.col("class_name").is_in(list(classes)))
+    boxes = inst.select("x_min", "y_min", "x_max", "y_max").to_numpy().astype(np.float64)
+    return _Candidates(
+        boxes=boxes.reshape(-1, 4), row={o: i for i, o in enumerate(inst["object_id"].to_list())}
+    )
+
+
+class EpisodePlayer:
+    """Plays and scores episodes of one policy in one process (its env, policy, scene contexts).
+
+    Parameters
+    ----------
+    params, policy_name, split, run_id, checkpoint
+        What is evaluated (recorded in every row).
+    policy, env
+        Ready instances to use instead of building them from ``params``.
+    class_sizes
+        ``{class: (dx_m, dy_m)}`` for a policy that takes them (``make_policy(...)``).
+    """
+
+    def __init__(
+        self,
+        params: Params,
+        policy_name: str,
+        split: str,
+        run_id: str,
+        checkpoint: Path | None,
+        *,
+        policy: Policy | None = None,
+        env: GroundingEnv | None = None,
+        class_sizes: Mapping[str, tuple[float, float]] | None = None,
+    ) -> None:
+
+        self.params = params
+        self.policy_name = policy_name
+        self.split = split
+        self.run_id = run_id
+        self.env = env or GroundingEnv(
+            params, CachedSceneProvider(params.layout.scenes), landmark_index(params)
+        )
+        # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
+        self._landmarks = PerturbedLandmarks.from_params(self.env.landmarks, params)
+        if self._landmarks.mode != "none":
+            self.env.landmarks = self._landmarks.index
+        self.policy = policy or make_policy(
+            policy_name, params, env=self.env, checkpoint=checkpoint, class_sizes=class_sizes
+        )
+        if not isinstance(self.policy, Policy):
+            raise TypeError(
+                f"policy: expected a urbex.env.policy.Policy (subclass PolicyBase for the "
+                f"defaults of begin_episode, template_lists_tools, max_batch, act_batch), got "
+                f"{type(self.policy).__name__}"
+            )
+        self._scenes: dict[str, _Candidates] = {}
+        self._lock = threading.Lock()  # scene contexts and landmark state, for play_in threads
+
+    def _warmup(self, envs: Sequence[GroundingEnv], query: Query) -> None:
+        """Untimed: open the scene and build its global view (offline preparation), in
+        :attr:`env` and its siblings (shared views) and in any other env of ``envs``."""
+        if query.scene_id not in self._scenes:
+            self._scenes[query.scene_id] = _candidates(
+                self.env, query.scene_id, self.params.eval.candidate_classes
+            )
+            self.env.reset(query=query, seed=0)
+        for e in envs:
+            if e.global_views is not self.env.global_views:
+                e.reset(query=query, seed=0)
+
+    def _prepare(self, env: GroundingEnv, query: Query) -> int:
+        """Checks and per-query landmark state before a timed episode; returns its seed."""
+        _require_targets(query)
+        if self._landmarks.mode == "missing":
+            env.landmarks = self._landmarks.for_query(query.description, query.scene_id)
+        return episode_seed(self.params.eval.seed, query.query_id)
+
+    def _rows(self, traj: Trajectory) -> tuple[EpisodeRecord, list[StepRow]]:
+        boxes, t = self._scenes[traj.query.scene_id].for_target(traj.query)
+        metrics = trajectory_metrics(traj, boxes, t)
+        rec = episode_record(
+            traj, metrics, run_id=self.run_id, policy=self.policy_name, split=self.split
+        )
+        return rec, step_rows(traj, run_id=self.run_id)
+
+    def play(self, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
+        """One episode, played to its end and scored."""
+        return self.play_in(self.env, query)
+
+    def play_in(self, env: GroundingEnv, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
+        """One episode in ``env`` (this player's, or a worker thread's own), played and scored.
+
+        Thread-safe for distinct ``env`` other than :attr:`env` when the policy is
+        (``policy.max_concurrency > 1``; :mod:`urbex.eval.inflight`): the shared scene
+        contexts and landmark state are prepared under a lock. A
+        :meth:`~urbex.env.episode.GroundingEnv.sibling` of :attr:`env` shares its global views
+        (each scene's built once); any other ``env`` gets an untimed reset first.
+        """
+        with self._lock:
+            self._warmup([self.env], query)
+            seed = self._prepare(env, query)
+        if env.global_views is not self.env.global_views:  # untimed, outside the lock
+            env.reset(query=query, seed=0)
+        traj = play_episode(
+            env,
+            self.policy,
+            query,
+            seed=seed,
+            timeout_s=self.params.eval.episode_timeout_s,
+            point_metrics=self.params.eval.point_metrics,
+        )
+        return self._rows(traj)
+
+    def play_batch(
+        self, queries: Sequence[Query], size: int
+    ) -> Iterator[tuple[EpisodeRecord, list[StepRow]]]:
+        """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each)."""
+        envs = [self.env] + [self.env.sibling() for _ in range(size - 1)]
+        for i in range(0, len(queries), size):
+            group = queries[i : i + size]
+            for q in group:
+                self._warmup(envs, q)
+            seeds = [self._prepare(e, q) for q, e in zip(group, envs)]
+            trajs = play_batch(
+                envs[: len(group)],
+                self.policy,
+                group,
+                seeds=seeds,
+                timeout_s=self.params.eval.episode_timeout_s,
+                point_metrics=self.params.eval.point_metrics,
+            )
+            for traj in trajs:
+                yield self._rows(traj)
+
+
