@@ -23,6 +23,7 @@ demo: setup  ## generate the synthetic city and materialize every asset (Dagster
 test: setup  ## lint + type check + the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 lint: setup

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from bench_eval import build_project
 
+from urbex.annotations.splits import load_queries
 from urbex.config import Params
 from urbex.eval.runner import evaluate
-from urbex.annotations.splits import load_queries
 
 LATENCY_S = 0.2
 TURNS = 2
@@ -89,7 +89,6 @@ def _openai_run(assets: Path, url: str, c: int, n: int, image_format: str) -> tu
         split=SPLIT,
         run_id=f"serve-openai-c{c}-{image_format}-{time.time_ns()}",
         progress=False,
-       
     )
     return r.n_played, r.n_played / (time.perf_counter() - t)
 
@@ -148,7 +147,6 @@ def bench_vlm(assets: Path, root: Path, n: int) -> None:
             split=SPLIT,
             run_id=f"serve-vlm-b{b}-{time.time_ns()}",
             progress=False,
-           
         )
         wall = time.perf_counter() - t
         if b == 0:

@@ -13,9 +13,9 @@ import pytest
 
 from tests.small_project import REPO_ROOT, write_small_project
 from urbex.benchmarks import BENCHMARKS, ZERO_SHOT, benchmark_params
-from urbex.stages import build_benchmark
 from urbex.config import Params, load_params
 from urbex.errors import ConfigError
+from urbex.stages import build_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +81,10 @@ def test_build_benchmark_writes_its_own_caches_landmarks_and_queries(project: Pa
 
 
 def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
-    from urbex.report.publish import report
-    from urbex.report.comparison import report_table
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
+    from urbex.report.comparison import report_table
+    from urbex.report.publish import report
     from urbex.report.table2 import table2
 
     build_benchmark(project, "stpls3d_refer")

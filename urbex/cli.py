@@ -19,9 +19,35 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from urbex.agents.proposals import proposal_recall_table
+from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+from urbex.agents.registry import POLICY_NAMES
+from urbex.annotations.stpls3d_refer import refer_counts
+from urbex.benchmarks import BENCHMARKS, ZERO_SHOT
 from urbex.config import SPLIT_NAMES, Params, load_params
 from urbex.errors import ConfigError, UrbexError
+from urbex.eval.ground import ground
+from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
+from urbex.eval.runner import evaluate
 from urbex.layout import safe_name
+from urbex.raw import raw_dataset
+from urbex.report.diagnose import diagnose
+from urbex.report.publish import report
+from urbex.stages import (
+    build_benchmark,
+    build_scene,
+    refresh,
+    stage_clean_annotations,
+    stage_landmarks,
+    stage_raw,
+    stage_splits,
+    stage_stpls3d_refer,
+)
+from urbex.synth import generate_dataset
+from urbex.train.corpus import protocol_corpus
+from urbex.train.grpo import train
+from urbex.train.sft import sft, teacher_trajectories
+from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
 __all__ = ["main"]
 
@@ -73,7 +99,6 @@ def _run_id(value: str | None) -> str | None:
 
 def _require_raw(params: Params) -> None:
     """A ConfigError saying to run ``urbex synth`` when the synthetic set is not generated yet."""
-    from urbex.raw import raw_dataset
 
     ds = raw_dataset(params)
     if ds.generated and not ds.root.is_dir():
@@ -86,7 +111,6 @@ def _require_raw(params: Params) -> None:
 
 
 def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
-    from urbex.stages import stage_raw
 
     p = _with_flags(
         params,
@@ -108,7 +132,6 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
         ds = stage_raw(p, force=args.force, progress=not args.quiet)
         print(f"raw data set: {ds.root} ({len(ds.scene_ids)} scenes: {', '.join(ds.scene_ids)})")
         return 0
-    from urbex.synth import generate_dataset
 
     s = p.synth
     fmt = args.format or "cityrefer"
@@ -129,8 +152,6 @@ def _cmd_synth(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
-    from urbex.raw import raw_dataset
-    from urbex.stages import build_scene, refresh
 
     ds = raw_dataset(params)
     ids = [args.scene] if args.scene else list(ds.scene_ids)
@@ -150,8 +171,6 @@ def _cmd_cache(args: argparse.Namespace, params: Params) -> int:
 def _cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
 
-    from urbex.stages import refresh, stage_landmarks
-
     for path in stage_landmarks(params):
         print(f"{path.stem}: {pl.read_parquet(path).height} landmarks → {path}")
     refresh(params)
@@ -160,8 +179,6 @@ def _cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
 
 def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
-
-    from urbex.stages import refresh, stage_clean_annotations, stage_splits
 
     _require_raw(params)
     clean = stage_clean_annotations(params)
@@ -178,8 +195,6 @@ def _cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
-    from urbex.annotations.stpls3d_refer import refer_counts
-    from urbex.stages import stage_stpls3d_refer
 
     path = stage_stpls3d_refer(params)
     c = refer_counts(path)
@@ -192,8 +207,6 @@ def _cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
-    from urbex.stages import build_benchmark
-    from urbex.stages import refresh
 
     b = build_benchmark(params, args.name, force=args.force)
     print(
@@ -205,7 +218,6 @@ def _cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
-    from urbex.eval.runner import evaluate
 
     run_id = _run_id(args.run_id)
     if args.benchmark not in (None, "cityrefer") and args.split is None:
@@ -244,9 +256,6 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
     from dataclasses import replace
 
-    from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
-    from urbex.eval.runner import evaluate
-
     if run_id is not None:
         raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
     policy = params.eval.policy
@@ -275,7 +284,6 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
 
 
 def _cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
-    from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 
     model, path = fit_ranker_from_params(params)
     s = ranker_summary(model)
@@ -290,7 +298,6 @@ def _cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_proposals(args: argparse.Namespace, params: Params) -> int:
-    from urbex.agents.proposals import proposal_recall_table
 
     df = proposal_recall_table(params)
     print("Without-GT proposal recall (BEV IoU ≥ 0.25 / 0.5) per split and class:")
@@ -299,7 +306,6 @@ def _cmd_proposals(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
-    from urbex.eval.ground import ground
 
     r = ground(
         params,
@@ -333,7 +339,6 @@ def _cmd_ground(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
-    from urbex.report.diagnose import diagnose
 
     paths = diagnose(params, echo=True)
     print(f"diagnostics → {paths[0].parent} ({len(paths)} files)")
@@ -341,7 +346,6 @@ def _cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, params: Params) -> int:
-    from urbex.report.publish import report
 
     path = report(params, echo=True)
     print(f"report → {path} (+ .csv); results page → {params.layout.results_page}")
@@ -352,7 +356,6 @@ def _cmd_train(args: argparse.Namespace, params: Params) -> int:
     params = _with_flags(
         params, args, {"--run-name": "train.run_name", "--max-steps": "train.max_steps"}
     )
-    from urbex.train.grpo import train  # trl: seconds to import, after the flags are checked
 
     r = train(
         params,
@@ -392,7 +395,6 @@ def _cmd_train(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
-    from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
     spec = TinyModelSpec(
         hidden_size=args.hidden,
@@ -406,12 +408,8 @@ def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     corpus = None
     what = "byte tokens, no merges"
     if args.tokenizer == "protocol":
-        from urbex.train.corpus import protocol_corpus
-
         trajs = []
         if params.layout.queries.is_file():  # a built project: the teacher's conversations too
-            from urbex.train.sft import teacher_trajectories
-
             trajs = teacher_trajectories(params, progress=not args.quiet)
         corpus = list(protocol_corpus(params, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
@@ -424,7 +422,6 @@ def _cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
 
 def _cmd_sft(args: argparse.Namespace, params: Params) -> int:
     params = _with_flags(params, args, {"--run-name": "sft.run_name", "--steps": "sft.steps"})
-    from urbex.train.sft import sft  # torch: seconds to import, after the flags are checked
 
     r = sft(
         params,
@@ -449,7 +446,6 @@ def _cmd_sft(args: argparse.Namespace, params: Params) -> int:
 
 
 def _cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
-    from urbex.stages import refresh
 
     counts = refresh(params)
     print(json.dumps(counts, indent=2))
@@ -516,7 +512,6 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_splits)
     sr = command("stpls3d-refer", help="build STPLS3D-Refer from STPLS3D-style scenes")
     sr.set_defaults(func=_cmd_stpls3d_refer)
-    from urbex.benchmarks import BENCHMARKS, ZERO_SHOT
 
     bm = command(
         "benchmark",
@@ -526,8 +521,6 @@ def _build_parser() -> argparse.ArgumentParser:
     bm.add_argument("name", choices=ZERO_SHOT, nargs="?", default=ZERO_SHOT[0])
     bm.add_argument("--force", action="store_true", help="rebuild the scene caches")
     bm.set_defaults(func=_cmd_benchmark)
-
-    from urbex.agents.registry import POLICY_NAMES
 
     ev = command("evaluate", help="run a policy over a split; write episodes/steps/metrics")
     ev.add_argument("--policy", choices=POLICY_NAMES, help="default: eval.policy in params")

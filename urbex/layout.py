@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
 __all__ = [
     "DEFAULT_BENCHMARK",
     "GLOBAL_VIEW_FILE",

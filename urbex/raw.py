@@ -18,6 +18,9 @@ from pathlib import Path
 from urbex.atomic import atomic_write, publish_dir, remove_stale, staging_path
 from urbex.config import Params
 from urbex.errors import ConfigError
+from urbex.io.datasets import list_scenes
+from urbex.synth import generate_dataset
+from urbex.synth.dataset import GENERATOR_VERSION
 
 __all__ = ["RawDataset", "materialize_raw", "raw_dataset", "synthetic_scene_ids"]
 
@@ -52,7 +55,6 @@ def synthetic_scene_ids(params: Params) -> list[str]:
 
 def _synth_fingerprint(params: Params) -> str:
     """The ``synth`` params and the generator's version: either changed → regenerate."""
-    from urbex.synth.dataset import GENERATOR_VERSION
 
     blob = json.dumps(
         {**params.section_dict("synth"), "generator_version": GENERATOR_VERSION}, sort_keys=True
@@ -75,7 +77,6 @@ def _select(found: list[str], params: Params, root: Path) -> tuple[str, ...]:
 
 def raw_dataset(params: Params) -> RawDataset:
     """Describe the raw data set without generating anything (cheap; used to list partitions)."""
-    from urbex.io.datasets import list_scenes
 
     if params.data.source == "synthetic":
         synth_root = params.layout.raw_synthetic
@@ -119,8 +120,6 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
                 indent=2,
             )
         return ds
-
-    from urbex.synth import generate_dataset
 
     stamp = ds.root / ".urbex_synth"
     fp = _synth_fingerprint(params)

@@ -16,9 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
+from urbex.annotations.stages import (
+    build_clean_annotations,
+    build_landmark_tables,
+    build_splits,
+    build_stpls3d_refer,
+)
+from urbex.atomic import atomic_path
+from urbex.benchmarks import ZERO_SHOT, ZERO_SHOT_SPLIT, benchmark_params, benchmark_source
 from urbex.config import Params
-from urbex.errors import ConfigError
+from urbex.errors import AnnotationError, ConfigError
+from urbex.io.datasets import read_scene
+from urbex.landmarks.lookup import landmark_index
 from urbex.raw import RawDataset, materialize_raw, raw_dataset
+from urbex.report.warehouse import refresh_warehouse
+from urbex.scene.build import build_scene_cache
+from urbex.scene.meta import write_scene_row
 
 __all__ = [
     "BenchmarkBuild",
@@ -81,10 +96,6 @@ def build_scene(
     """
     import json
 
-    from urbex.scene.meta import write_scene_row
-    from urbex.io.datasets import read_scene
-    from urbex.scene.build import build_scene_cache
-
     ds = raw_dataset(params)
     if scene_id not in ds.scene_ids:
         raise ConfigError(
@@ -126,35 +137,30 @@ def refresh(params: Params) -> dict[str, int]:
 
     The one refresh of a front-door command or asset run (the stages themselves never refresh).
     """
-    from urbex.report.warehouse import refresh_warehouse
 
     return refresh_warehouse(params.assets)
 
 
 def stage_landmarks(params: Params) -> list[Path]:
     """Landmark tables of every scene (checked, then published); see :func:`refresh`."""
-    from urbex.annotations.stages import build_landmark_tables
 
     return build_landmark_tables(params)
 
 
 def stage_clean_annotations(params: Params) -> Path:
     """Cleaned annotations + drops (checked, then published); see :func:`refresh`."""
-    from urbex.annotations.stages import build_clean_annotations
 
     return build_clean_annotations(params)
 
 
 def stage_splits(params: Params) -> Path:
     """train/val/test_nd/test_no (checked, then published); see :func:`refresh`."""
-    from urbex.annotations.stages import build_splits
 
     return build_splits(params)
 
 
 def stage_stpls3d_refer(params: Params) -> Path:
     """STPLS3D-Refer in the CityRefer layout under ``<assets>/stpls3d_refer``."""
-    from urbex.annotations.stages import build_stpls3d_refer
 
     return build_stpls3d_refer(params)
 

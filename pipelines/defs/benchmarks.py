@@ -15,15 +15,15 @@ from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
 from urbex.agents.registry import POLICY_NAMES
 from urbex.benchmarks import ZERO_SHOT, ZERO_SHOT_SPLIT, benchmark_params
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.stages import (
     benchmark_scene_ids,
     build_benchmark_landmarks,
     build_benchmark_queries,
     build_benchmark_scene,
+    refresh,
 )
-from urbex.eval.runner import evaluate
-from urbex.eval.runspec import RunSpec
-from urbex.stages import refresh
 
 #: The one zero-shot benchmark whose scenes partition ``benchmark_scene_caches``.
 BENCHMARK = ZERO_SHOT[0]

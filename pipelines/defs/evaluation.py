@@ -15,11 +15,11 @@ from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.agents.registry import POLICY_NAMES, policy_info
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.report.diagnose import diagnose
 from urbex.report.page import thumbnails
 from urbex.report.publish import report
-from urbex.eval.runner import evaluate
-from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
 from urbex.viz.thumbnails import thumbnail_markdown
 

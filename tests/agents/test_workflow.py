@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from urbex.env.policy import PolicyBase
 from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy, action_name, due_step
+from urbex.env.policy import PolicyBase
 from urbex.env.protocol import Invalid, parse_action
 
 

@@ -333,8 +333,8 @@ def build_toy_project(root: Path) -> Path:
 
 def play_scored(env: GroundingEnv, policy, query: Query, *, seed: int = 0, **kw):
     """Play one episode with the one loop; return ``(trajectory, metrics against the target)``."""
-    from urbex.eval.metrics import trajectory_metrics
     from urbex.env.play import play_episode
+    from urbex.eval.metrics import trajectory_metrics
 
     traj = play_episode(env, policy, query, seed=seed, **kw)
     return traj, trajectory_metrics(traj, query.target_box_2d[None], 0)

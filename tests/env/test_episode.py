@@ -12,9 +12,9 @@ import pytest
 from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query
+from urbex.env.play import play_episode
 from urbex.env.records import EpisodeOutcome
 from urbex.eval.metrics import trajectory_metrics
-from urbex.env.play import play_episode
 
 
 def call(tool, **args):

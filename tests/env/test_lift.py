@@ -118,7 +118,6 @@ def _oracle_per_class(assets, lift: str) -> pl.DataFrame:
             split=split,
             run_id=f"oracle-{split}-{lift}",
             progress=False,
-           
         )
         eps = pl.concat([pl.read_parquet(p) for p in sorted((r.run_dir / "episodes").glob("*"))])
         frames.append(eps.with_columns(pl.lit(split).alias("split_")))

@@ -215,10 +215,10 @@ def _collapse_image_pads(text: str) -> str:
 
 def _loop_rendering(processor, cache, index, query, box) -> str:
     """The chat-template text of the episode the scripted model plays, through our own loop."""
-    from urbex.env.policy import PolicyBase
     from urbex.env.episode import GroundingEnv
-    from urbex.env.trl_adapter import template_tool_schemas
     from urbex.env.play import play_episode
+    from urbex.env.policy import PolicyBase
+    from urbex.env.trl_adapter import template_tool_schemas
 
     class Scripted(PolicyBase):
         template_lists_tools = True

@@ -12,8 +12,9 @@ from PIL import Image
 
 from tests.env.envfixtures import build_eval_project
 from urbex.config import Params
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
 from urbex.report.diagnose import diagnose
-from urbex.report.plots import PLOT_SIZE
 from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     box_extent,
@@ -23,8 +24,7 @@ from urbex.report.diagnostics import (
     query_context,
     tool_use,
 )
-from urbex.eval.runner import evaluate
-from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
+from urbex.report.plots import PLOT_SIZE
 
 # ------------------------------------------------------------------ constructed frames
 
@@ -265,7 +265,6 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
         policy="landmark_prior",
         split="test_no",
         progress=False,
-       
     )
     assert r.run_id == "landmark_prior-test_no-lm_noise10"
     meta = json.loads((r.run_dir / "run.json").read_text())

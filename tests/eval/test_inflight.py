@@ -18,13 +18,13 @@ import pytest
 from tests.env.envfixtures import build_eval_project
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.openai_stub import StubServer
+from urbex.annotations.splits import load_queries
 from urbex.config import Params
 from urbex.errors import PolicyError
 from urbex.eval.episodes import finished_query_ids, read_episodes, read_steps
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runner import evaluate
-from urbex.annotations.splits import load_queries
 
 _VOLATILE = ["latency_s", "env_s", "policy_s"]
 LATENCY_S = 0.05
@@ -60,7 +60,6 @@ def _run(assets: Path, url: str, concurrency: int, run_id: str, **openai):
         split="test_no",
         run_id=run_id,
         progress=False,
-       
     )
 
 

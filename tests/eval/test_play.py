@@ -13,15 +13,15 @@ import pytest
 from tests.agents.stall_server import silent_server
 from tests.env.envfixtures import build_eval_project, play_scored
 from urbex.agents import OraclePolicy
-from urbex.env.policy import Policy, PolicyBase
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.episode import GroundingEnv
+from urbex.env.play import play_batch, play_episode
+from urbex.env.policy import Policy, PolicyBase
 from urbex.errors import PolicyError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectory_metrics
-from urbex.env.play import play_batch, play_episode
 
 ZOOM = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}</tool_call>'
 

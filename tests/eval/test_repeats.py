@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tests.env.envfixtures import build_eval_project
-from urbex.env.policy import PolicyBase
 from urbex.agents.registry import register_policy
 from urbex.config import Params
+from urbex.env.policy import PolicyBase
 from urbex.eval.repeats import repeat_specs, t_interval
 from urbex.eval.runner import evaluate
 
@@ -67,9 +67,9 @@ def test_repeats_are_runs_with_their_own_seeds_and_reproducible(assets):
 
 
 def test_repeated_decoding_table_and_report_intervals(assets):
+    from urbex.report.comparison import report_table
     from urbex.report.diagnose import diagnose
     from urbex.report.publish import report
-    from urbex.report.comparison import report_table
 
     params = _params(assets)
     runs = [

@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from urbex.config import Params
-from urbex.report.publish import report
-from urbex.report.comparison import report_table, to_markdown
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+from urbex.report.comparison import report_table, to_markdown
+from urbex.report.publish import report
 
 
 def _metrics(assets, run_id, policy, split, hit1, n=10, *, spec=None):

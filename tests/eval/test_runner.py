@@ -11,13 +11,13 @@ import polars as pl
 import pytest
 
 from tests.env.envfixtures import build_eval_project
-from urbex.env.policy import PolicyBase
 from urbex.agents.registry import register_policy
+from urbex.annotations.splits import load_queries
 from urbex.config import Params
+from urbex.env.policy import PolicyBase
 from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate
-from urbex.annotations.splits import load_queries
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample, read_spec
 
 # columns that legitimately differ between two runs of the same episodes
@@ -440,7 +440,6 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
             policy="oracle", split="test_no", repeat_seed=1, sample=Sample(limit=2, seed=0)
         ),
         progress=False,
-       
     )
     assert rep.run_id == "oracle-test_no-rep1"
     assert json.loads((rep.run_dir / "run.json").read_text())["fingerprint"]["seed"] == 1

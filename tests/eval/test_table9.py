@@ -10,11 +10,11 @@ import pytest
 
 from tests.env.envfixtures import build_toy_project
 from urbex.config import Params
-from urbex.report.diagnostics import tool_use
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.report.publish import report
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
+from urbex.report.diagnostics import tool_use
+from urbex.report.publish import report
 from urbex.report.table9 import pair_workflow_runs, table9
 
 

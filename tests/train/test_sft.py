@@ -109,9 +109,9 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     from safetensors.torch import load_file
 
     from urbex.agents.vlm import VLMPolicy
+    from urbex.annotations.splits import load_queries
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.env.play import play_episode
-    from urbex.annotations.splits import load_queries
     from urbex.train.sft import sft, teacher_trajectories
 
     p = _params(assets, learning_rate=5e-3)
@@ -253,8 +253,8 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
     """With sft.rename_rate 1 every renameable episode is played over a landmark index whose
     names are new: the description, the teacher's call and the environment's answer all carry
     the new name (found, with the same geometry as the original landmark)."""
-    from urbex.landmarks.lookup import landmark_index
     from urbex.annotations.splits import load_queries
+    from urbex.landmarks.lookup import landmark_index
     from urbex.train.sft import teacher_trajectories
 
     p = _params(assets, rename_rate=1.0, anchor_rate=1.0)

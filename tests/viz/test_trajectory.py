@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 
 from urbex.agents import OraclePolicy
-from urbex.env.views import EpisodeView
 from urbex.env.play import play_episode
+from urbex.env.views import EpisodeView
 from urbex.geometry import Affine
 from urbex.viz.trajectory import COLORS, HEADER_H, PAD, picture_size, trajectory_picture
 

@@ -5,13 +5,13 @@ Every policy implements :class:`~urbex.env.policy.Policy` (most by subclassing
 raw text, plus the episode hooks the loop (:func:`urbex.env.play.play_episode`) calls.
 """
 
-from urbex.env.policy import Policy, PolicyBase
 from urbex.agents.heuristics import LandmarkPriorPolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.oracle import OraclePolicy
 from urbex.agents.registry import POLICY_NAMES, make_policy, policy_info, register_policy
 from urbex.agents.vlm import VLMPolicy
 from urbex.agents.workflow import WorkflowPolicy
+from urbex.env.policy import Policy, PolicyBase
 
 __all__ = [
     "POLICY_NAMES",

@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.env.policy import PolicyBase
+from urbex.agents.workflow import WorkflowPolicy
 from urbex.annotations.class_sizes import CITYREFER_CLASS_SIZES
+from urbex.env.policy import PolicyBase
 from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.env.policy import Policy
     from urbex.env.episode import GroundingEnv
+    from urbex.env.policy import Policy
 
 __all__ = [
     "CITYREFER_CLASS_SIZES",
@@ -258,6 +259,5 @@ class LandmarkPriorPolicy(PolicyBase):
 
 def no_tools_policy(inner: Policy, *, max_turns: int = 8, redirects: int = 1) -> Policy:
     """``no_tools``: the wrapped model must answer from the global view (a one-step workflow)."""
-    from urbex.agents.workflow import WorkflowPolicy
 
     return WorkflowPolicy(inner, steps=("answer",), max_turns=max_turns, redirects=redirects)

@@ -44,7 +44,9 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from urbex.config import Params
 from urbex.env.policy import PolicyBase
+from urbex.env.tools import openai_tool_schemas
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 
 if TYPE_CHECKING:
@@ -385,7 +387,6 @@ class OpenAIPolicy(PolicyBase):
     @classmethod
     def from_params(cls, params: Params | OpenAIParams, **overrides: Any) -> OpenAIPolicy:
         """From ``params.openai`` (or an :class:`~urbex.config.OpenAIParams`)."""
-        from urbex.config import Params
 
         p: OpenAIParams = params.openai if isinstance(params, Params) else params
         kw: dict[str, Any] = {
@@ -461,7 +462,6 @@ class OpenAIPolicy(PolicyBase):
         return text.replace(key, "[REDACTED]") if len(key) >= 4 else text
 
     def _tools(self) -> list[dict[str, Any]]:
-        from urbex.env.tools import openai_tool_schemas
 
         tools = openai_tool_schemas(include_answer=True)
         if self.tool_names is not None:

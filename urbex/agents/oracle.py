@@ -27,7 +27,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.env.policy import PolicyBase
+from urbex.env.protocol import Invalid, parse_action
 from urbex.errors import PolicyError
+from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -297,7 +299,6 @@ class TeacherPolicy(OraclePolicy):
 
     def _area_landmark(self) -> str | None:
         """The first landmark the description mentions whose footprint has an area."""
-        from urbex.landmarks.table import footprint_bounds
 
         env = self.env
         idx = env.landmarks
@@ -357,7 +358,6 @@ class RecoveryTeacher(PolicyBase):
         self.errors = 0
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
-        from urbex.env.protocol import Invalid, parse_action
 
         env = self.env
         if self.errors < self.max_errors:

@@ -27,8 +27,13 @@ from numpy.typing import NDArray
 
 from urbex.agents.ranker import RankerModel, RankerPolicy
 from urbex.agents.ranking import Candidates
+from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
+from urbex.env.episode import CachedSceneProvider
+from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
+from urbex.landmarks.lookup import landmark_index
+from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
     import polars as pl
@@ -176,7 +181,6 @@ def propose_instances(
 
 def _landmark_boxes(index: Any, scene_id: str) -> list[tuple[str, NDArray[np.float64]]]:
     """``(name, footprint box)`` of the scene's map landmarks with a footprint."""
-    from urbex.landmarks.table import footprint_bounds
 
     if index is None:
         return []
@@ -248,10 +252,6 @@ def proposal_recall_table(
     ``diagnostics_proposal_recall``)."""
     import polars as pl
 
-    from urbex.atomic import atomic_path
-    from urbex.env.episode import CachedSceneProvider
-    from urbex.landmarks.lookup import landmark_index
-
     queries = pl.read_parquet(params.layout.queries)
     provider = CachedSceneProvider(params.layout.scenes)
     index = landmark_index(params)
@@ -320,8 +320,6 @@ class ProposalRankerPolicy(RankerPolicy):
         """The scene's proposals (cached per scene; computed outside the timed episode by the
         runner's warm-up only if it asks — otherwise on the first query of the scene)."""
         if scene_id not in self._cands:
-            from urbex.errors import PolicyError
-
             c = scene_proposals(self.scenes(scene_id), self.env.landmarks, self.candidate_classes)
             if len(c) == 0:
                 raise PolicyError(

@@ -53,11 +53,14 @@ from urbex.agents.colour import (
     srgb_to_lab,
 )
 from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
+from urbex.atomic import atomic_write
 from urbex.classes import TARGET_CLASSES
+from urbex.env.episode import CachedSceneProvider
+from urbex.errors import ConfigError
+from urbex.landmarks.lookup import landmark_index
+from urbex.landmarks.names import mask_names, normalize_name
 from urbex.language.target import class_of_text
 from urbex.layout import RANKER_VERSION
-from urbex.errors import ConfigError
-from urbex.landmarks.names import mask_names, normalize_name
 
 if TYPE_CHECKING:
     import polars as pl
@@ -380,7 +383,6 @@ class RankerModel:
 
     def save(self, path: str | Path) -> Path:
         """Write the model to ``path`` (JSON, atomically)."""
-        from urbex.atomic import atomic_write
 
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -538,9 +540,6 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
     fit time, the query counts and the train/val Hit@1.
     """
     import polars as pl
-
-    from urbex.env.episode import CachedSceneProvider
-    from urbex.landmarks.lookup import landmark_index
 
     path = params.layout.queries
     if not path.is_file():

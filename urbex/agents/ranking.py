@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.env.policy import PolicyBase
 from urbex.agents.colour import (
     _COLOUR_ALIASES,
     PALETTE,
@@ -52,10 +51,12 @@ from urbex.agents.colour import (
     exposure_gain,
     srgb_to_lab,
 )
-from urbex.language.target import CLASS_WORDS, class_of_text
+from urbex.agents.heuristics import _to_units
+from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.names import normalize_name
 from urbex.landmarks.table import footprint_bounds
+from urbex.language.target import CLASS_WORDS, class_of_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -581,7 +582,6 @@ class RankingPolicy(PolicyBase):
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
         """Answer the top candidate in the global view (``messages``/``images`` unused)."""
-        from urbex.agents.heuristics import _to_units
 
         q = self.env.query
         box = self.predict(q.description, q.scene_id)

@@ -23,10 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from urbex.agents.heuristics import LandmarkPriorPolicy, no_tools_policy
+from urbex.agents.openai_api import OpenAIPolicy
+from urbex.agents.oracle import OraclePolicy
+from urbex.agents.proposals import ProposalRankerPolicy
+from urbex.agents.ranker import RankerModel, RankerPolicy
+from urbex.agents.ranking import RankingPolicy
+from urbex.agents.vlm import VLMPolicy
+from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
+from urbex.annotations.class_sizes import read_class_sizes
+
 if TYPE_CHECKING:
-    from urbex.env.policy import Policy
     from urbex.config import Params
     from urbex.env.episode import GroundingEnv
+    from urbex.env.policy import Policy
 
 __all__ = [
     "POLICY_NAMES",
@@ -77,7 +87,6 @@ class PolicyInfo:
 
 
 def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.oracle import OraclePolicy
 
     assert env is not None
     return OraclePolicy(env)
@@ -90,7 +99,6 @@ def _landmark_prior(
     checkpoint: Path | None,
     class_sizes: Mapping[str, tuple[float, float]] | None = None,
 ) -> Policy:
-    from urbex.agents.heuristics import LandmarkPriorPolicy
 
     assert env is not None
     sizes = params.policy.class_sizes or class_sizes  # None: CityRefer's means
@@ -98,7 +106,6 @@ def _landmark_prior(
 
 
 def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.ranker import RankerModel, RankerPolicy
 
     assert env is not None
     provider = env.scene_provider
@@ -113,8 +120,6 @@ def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | Non
 def _ranking_proposals(
     params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
 ) -> Policy:
-    from urbex.agents.proposals import ProposalRankerPolicy
-    from urbex.agents.ranker import RankerModel
 
     assert env is not None
     return ProposalRankerPolicy(
@@ -126,7 +131,6 @@ def _ranking_proposals(
 
 
 def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.ranking import RankingPolicy
 
     assert env is not None
     provider = env.scene_provider
@@ -141,10 +145,7 @@ def _model(
     params: Params, checkpoint: Path | None, backend: str, tool_names: tuple[str, ...] | None
 ) -> Policy:
     if backend == "openai":
-        from urbex.agents.openai_api import OpenAIPolicy
-
         return OpenAIPolicy.from_params(params, tool_names=tool_names)
-    from urbex.agents.vlm import VLMPolicy
 
     return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
 
@@ -163,7 +164,6 @@ def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
 
 
 def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
     inner = _model(params, checkpoint, params.policy.backend, _offered(params))
     steps = tuple(s for s in PAPER_WORKFLOW if s == "answer" or s in params.env.tools)
@@ -176,7 +176,6 @@ def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
 
 
 def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    from urbex.agents.heuristics import no_tools_policy
 
     inner = _model(params, checkpoint, params.policy.backend, ())
     return no_tools_policy(
@@ -263,7 +262,6 @@ def policy_class_sizes(params: Params, name: str) -> dict[str, tuple[float, floa
     overrides them (the override is in the params)."""
     if not policy_info(name).uses_class_sizes or params.policy.class_sizes:
         return None
-    from urbex.annotations.class_sizes import read_class_sizes
 
     return read_class_sizes(params.assets)
 

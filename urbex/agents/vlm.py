@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.config import Params
 from urbex.env.policy import PolicyBase, check_batch
+from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -179,7 +181,6 @@ class VLMPolicy(PolicyBase):
         PolicyError
             No checkpoint given in either place.
         """
-        from urbex.config import Params
 
         p: VLMParams = params.vlm if isinstance(params, Params) else params
         ckpt = checkpoint if checkpoint is not None else p.checkpoint
@@ -216,7 +217,6 @@ class VLMPolicy(PolicyBase):
     def _tools(self) -> list[dict[str, Any]] | None:
         if not self.template_tools:
             return None
-        from urbex.env.trl_adapter import template_tool_schemas
 
         return template_tool_schemas(self.tool_names) or None
 

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import polars as pl
 
+from urbex.atomic import atomic_write
 from urbex.errors import AnnotationError
+from urbex.layout import AssetLayout
 
 __all__ = [
     "CITYREFER_CLASS_SIZES",
@@ -46,7 +48,6 @@ CLASS_SIZES_FILE = "class_sizes.json"
 
 def class_sizes_path(assets: str | Path) -> Path:
     """``<assets>/splits/class_sizes.json`` (:attr:`urbex.layout.AssetLayout.class_sizes`)."""
-    from urbex.layout import AssetLayout
 
     return AssetLayout(Path(assets)).class_sizes
 
@@ -108,7 +109,6 @@ def write_class_sizes(
     sizes: Mapping[str, tuple[float, float, int]], path: str | Path, *, split: str = "train"
 ) -> Path:
     """Write :func:`class_sizes_from_splits`' result as JSON, atomically."""
-    from urbex.atomic import atomic_write
 
     doc = {
         "split": split,

@@ -21,7 +21,11 @@ from typing import Any
 
 import polars as pl
 
+from urbex.annotations.clean import normalize_description
+from urbex.annotations.splits import SPLITS
+from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import DataQualityError
+from urbex.landmarks import LANDMARK_KINDS
 
 __all__ = [
     "Expectation",
@@ -247,8 +251,6 @@ def validate_splits(
     (column ``no_leak``: a test_nd description found in train, or a train row in a val/test_no
     scene, is a leak).
     """
-    from urbex.annotations.clean import normalize_description
-    from urbex.annotations.splits import SPLITS
 
     if "split" not in df.columns:  # reported as a failed not-null expectation on ``split``
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias("split"))
@@ -283,7 +285,6 @@ def validate_landmarks(
     metres), every ``(x, y)`` within the scene bounds ± ``margin`` (column ``inside_bounds``).
     An empty table passes (a scene may have no named landmark).
     """
-    from urbex.landmarks import LANDMARK_KINDS
 
     cols = [
         "scene_id",
@@ -326,7 +327,6 @@ def validate_landmarks(
 
 def write_report(report: QualityReport, path: str | Path) -> Path:
     """Write a report as JSON (atomically); Dagster asset checks read it for their metadata."""
-    from urbex.atomic import atomic_write
 
     path = Path(path)
     with atomic_write(path, "w", encoding="utf-8") as fh:
@@ -343,7 +343,6 @@ def publish_checked(df: pl.DataFrame, path: str | Path, report: QualityReport) -
     QualityCheckError
         The report failed; ``path`` is left untouched.
     """
-    from urbex.atomic import atomic_path
 
     path = Path(path)
     if not report.success:

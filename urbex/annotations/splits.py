@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from urbex.annotations.clean import normalize_description
 from urbex.config import Params
 from urbex.env.records import Query
 from urbex.errors import AnnotationError, CacheError, ConfigError
@@ -116,8 +117,6 @@ def make_splits(
             field="annotations",
         )
     if "description_norm" not in queries.columns:
-        from urbex.annotations.clean import normalize_description
-
         queries = queries.with_columns(
             pl.col("description")
             .map_elements(normalize_description, return_dtype=pl.String)
@@ -170,7 +169,6 @@ def check_leakage(frame: pl.DataFrame) -> dict[str, list[str]]:
     >>> check_leakage(f)["nd_descriptions_in_train"]
     ['x']
     """
-    from urbex.annotations.clean import normalize_description
 
     norm = frame.with_columns(
         pl.col("description")

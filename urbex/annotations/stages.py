@@ -27,9 +27,34 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from urbex.annotations.class_sizes import class_sizes_from_splits, write_class_sizes
+from urbex.annotations.clean import annotations_frame, clean_annotations
+from urbex.annotations.quality import (
+    QualityCheckError,
+    publish_checked,
+    validate_landmarks,
+    validate_queries,
+    validate_splits,
+    write_report,
+)
+from urbex.annotations.splits import make_splits, split_counts
+from urbex.annotations.stpls3d_refer import make_refer_scene, write_refer_scene
 from urbex.atomic import publish_dir, remove_stale, staging_path
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
+from urbex.io.cityrefer import read_annotations, read_false_segments
+from urbex.io.datasets import annotation_files, list_scenes, read_scene
+from urbex.landmarks import (
+    LandmarkIndex,
+    empty_landmark_table,
+    landmarks_from_geojson,
+    landmarks_from_instances,
+    merge_landmark_tables,
+    read_landmark_table,
+    registration_offset,
+)
+from urbex.raw import raw_dataset
+from urbex.scene.cache import SceneCache
 
 __all__ = [
     "build_clean_annotations",
@@ -67,7 +92,6 @@ def _landmark_file(source: str, root: Path, scene_id: str) -> Path | None:
 
 def load_instances(params: Params, scene_ids: list[str]) -> pl.DataFrame:
     """Concatenated instance tables of the scene caches (``CacheError`` if one is missing)."""
-    from urbex.scene.cache import SceneCache
 
     frames = [SceneCache.open(params.layout.scene(s)).instances for s in scene_ids]
     if not frames:
@@ -90,15 +114,6 @@ def build_landmark_tables(params: Params) -> list[Path]:
     list of Path
         ``<assets>/landmarks/<scene_id>.parquet`` per scene.
     """
-    from urbex.annotations.quality import publish_checked, validate_landmarks, write_report
-    from urbex.landmarks import (
-        landmarks_from_geojson,
-        landmarks_from_instances,
-        merge_landmark_tables,
-        registration_offset,
-    )
-    from urbex.raw import raw_dataset
-    from urbex.scene.cache import SceneCache
 
     ds = raw_dataset(params)
     out: list[Path] = []
@@ -156,12 +171,6 @@ def build_clean_annotations(params: Params) -> Path:
     QualityCheckError
         The ``queries`` suite failed (nothing published).
     """
-    from urbex.annotations.clean import annotations_frame, clean_annotations
-    from urbex.annotations.quality import publish_checked, validate_queries, write_report
-    from urbex.io.cityrefer import read_annotations, read_false_segments
-    from urbex.io.datasets import annotation_files
-    from urbex.landmarks import LandmarkIndex, read_landmark_table
-    from urbex.raw import raw_dataset
 
     ds = raw_dataset(params)
     files = annotation_files(ds.root)
@@ -210,12 +219,6 @@ def build_splits(params: Params) -> Path:
         metres, the ``landmark_prior`` input) to ``class_sizes.json``
         (:mod:`urbex.annotations.class_sizes`).
     """
-    from urbex.annotations.class_sizes import (
-        class_sizes_from_splits,
-        write_class_sizes,
-    )
-    from urbex.annotations.quality import publish_checked, validate_splits, write_report
-    from urbex.annotations.splits import make_splits, split_counts
 
     src = params.layout.clean_queries
     if not src.is_file():
@@ -260,10 +263,6 @@ def build_stpls3d_refer(params: Params) -> Path:
     Path
         ``<assets>/stpls3d_refer``.
     """
-    from urbex.annotations.quality import QualityCheckError, validate_queries, write_report
-    from urbex.annotations.stpls3d_refer import make_refer_scene, write_refer_scene
-    from urbex.io.datasets import list_scenes, read_scene
-    from urbex.landmarks import empty_landmark_table, landmarks_from_geojson, registration_offset
 
     p = params.stpls3d_refer
     root = _stpls3d_root(params)

@@ -35,6 +35,9 @@ from urbex.annotations.refer_relations import (
     colour_size_candidates,
     row_candidates,
 )
+from urbex.atomic import atomic_path
+from urbex.io.cityrefer import Annotation, BoxRecord, write_annotations, write_box3d, write_segs
+from urbex.io.ply import write_ply
 from urbex.pointcloud import PointCloud
 
 __all__ = [
@@ -500,9 +503,6 @@ def write_refer_scene(
     ``meta_data/CityRefer_test.json`` is *rewritten* from ``<out>/expressions/*.parquet`` so it
     holds every written scene's expressions.
     """
-    from urbex.atomic import atomic_path
-    from urbex.io.cityrefer import Annotation, BoxRecord, write_annotations, write_box3d, write_segs
-    from urbex.io.ply import write_ply
 
     out = Path(out_root)
     sid = scene.scene_id

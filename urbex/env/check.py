@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from urbex.env.records import EpisodeOutcome
+
 __all__ = ["EnvCheckError", "check_env"]
 
 
@@ -164,7 +166,6 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
             f"invalid step {t}: truncated must be {t == p.max_turns}, got {last[3]}",
         )
     assert last is not None
-    from urbex.env.records import EpisodeOutcome
 
     ended = last[4].get("outcome")
     _require(

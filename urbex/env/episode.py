@@ -50,6 +50,7 @@ from urbex.env.tools import TOOLS, ToolResult
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
+from urbex.scene import SceneCache
 
 __all__ = [
     "CachedSceneProvider",
@@ -92,7 +93,6 @@ class CachedSceneProvider:
             if scene_id in self._open:
                 self._open.move_to_end(scene_id)
                 return self._open[scene_id]
-            from urbex.scene import SceneCache
 
             cache = SceneCache.open(self.root / scene_id)
             self._open[scene_id] = cache

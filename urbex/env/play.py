@@ -22,15 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from urbex.env.protocol import system_prompt
 from urbex.env.trajectory import Trajectory
 from urbex.errors import PolicyTimeoutError
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.env.policy import Policy
-    from urbex.config import Params
     from urbex.env.episode import GroundingEnv
+    from urbex.env.policy import Policy
     from urbex.env.records import Query, Step
 
 __all__ = [
@@ -102,7 +102,6 @@ class _Live:
         timeout_s: float,
         point_metrics: bool,
     ) -> _Live:
-        from urbex.env.protocol import system_prompt
 
         deadline = time.monotonic() + timeout_s  # the instant the policy must not wait past
         policy.begin_episode(seed=seed, deadline=deadline if math.isfinite(deadline) else None)

@@ -28,7 +28,7 @@ from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
-    from PIL import Image
+    pass
 
 __all__ = [
     "ANSWER_SCHEMA",

@@ -32,9 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
 from urbex.atomic import PUBLIC, atomic_path, atomic_write
+from urbex.env.episode import CachedSceneProvider, GroundingEnv, Query
+from urbex.env.play import episode_seed, play_episode
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
+from urbex.eval.metrics import trajectory_metrics
+from urbex.landmarks import LandmarkIndex, read_landmark_table
 from urbex.layout import INSTANCES_FILE, META_FILE
+from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -179,8 +185,6 @@ def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
 def _make_query(scene: Any, scene_id: str, text: str, object_id: str | None) -> Query:
     import polars as pl
 
-    from urbex.env.episode import Query
-
     if not text.strip():
         raise ConfigError("--query: expected a non-empty description", field="query")
     qid = "ground:" + hashlib.blake2b(f"{scene_id}\n{text}".encode(), digest_size=6).hexdigest()
@@ -287,12 +291,6 @@ def ground(
     PolicyError
         ``oracle`` without ``object_id`` (it needs ground truth), or a model backend failure.
     """
-    from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.eval.metrics import trajectory_metrics
-    from urbex.env.play import episode_seed, play_episode
-    from urbex.landmarks import LandmarkIndex, read_landmark_table
-    from urbex.viz.trajectory import trajectory_picture
 
     try:
         policy_info(policy)

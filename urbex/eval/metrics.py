@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.eval.episodes import episode_schema
 from urbex.geometry import area_2d, center_distance_2d, ciou_2d, iou_2d, iou_3d
 
 if TYPE_CHECKING:
@@ -413,8 +414,6 @@ def metrics_schema() -> dict[str, Any]:
     (['run_id', 'policy', 'split', 'n'], 'Float64')
     """
     import polars as pl
-
-    from urbex.eval.episodes import episode_schema
 
     empty = pl.from_arrow(episode_schema().empty_table())
     assert isinstance(empty, pl.DataFrame)

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from urbex.landmarks import FOOTPRINT_BOUNDS, LandmarkIndex, with_footprint_bounds
+
 if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.landmarks import LandmarkIndex
@@ -75,7 +77,6 @@ def _with_offsets(table: pl.DataFrame, dx: np.ndarray, dy: np.ndarray) -> pl.Dat
     With a footprint the bounds are re-derived from the shifted WKT (so they are exactly what
     the footprint says, to the last bit); without one the stored bounds are shifted.
     """
-    from urbex.landmarks import FOOTPRINT_BOUNDS, with_footprint_bounds
 
     sx, sy = pl.Series(dx, dtype=pl.Float64), pl.Series(dy, dtype=pl.Float64)
     out = table.with_columns((pl.col("x") + sx).alias("x"), (pl.col("y") + sy).alias("y"))
@@ -183,7 +184,6 @@ class PerturbedLandmarks:
 
     @staticmethod
     def _rebuild(index: LandmarkIndex, table: pl.DataFrame) -> LandmarkIndex:
-        from urbex.landmarks import LandmarkIndex
 
         return LandmarkIndex(
             table,

@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbex.env.policy import Policy
 from urbex.agents.registry import make_policy
 from urbex.config import Params
 from urbex.env.episode import CachedSceneProvider, GroundingEnv
 from urbex.env.play import episode_seed, play_batch, play_episode
+from urbex.env.policy import Policy
 from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
 from urbex.errors import AnnotationError
@@ -198,5 +198,3 @@ class EpisodePlayer:
             )
             for traj in trajs:
                 yield self._rows(traj)
-
-

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from urbex.errors import RunLockedError
+from urbex.eval.episodes import write_json_atomic
 
 __all__ = ["LOCK_FILE", "LOCK_HOLDER_FILE", "lock_holder", "run_lock"]
 
@@ -57,7 +58,6 @@ def run_lock(directory: Path, *, run_id: str) -> Iterator[dict[str, Any]]:
     RunLockedError
         Another live process holds the lock (the message names its pid, host and start time).
     """
-    from urbex.eval.episodes import write_json_atomic
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -51,9 +51,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from urbex.errors import AnnotationError, CacheError, ConfigError
+from urbex.agents.registry import policy_class_sizes, policy_info
+from urbex.annotations.splits import load_queries
+from urbex.env.play import episode_seed
+from urbex.errors import ConfigError
 from urbex.eval.episodes import (
     EpisodeRecord,
     StepRow,
@@ -64,9 +65,9 @@ from urbex.eval.episodes import (
     write_table_atomic,
 )
 from urbex.eval.inflight import in_flight_workers, play_in_flight
+from urbex.eval.metrics import aggregate
 from urbex.eval.player import EpisodePlayer
-from urbex.env.play import episode_seed
-from urbex.eval.runlock import run_lock
+from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
     ALL_TOOLS,
     SPEC_COLUMNS,
@@ -78,9 +79,9 @@ from urbex.eval.runspec import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from urbex.env.policy import Policy
     from urbex.config import Params
     from urbex.env.episode import Query
+    from urbex.env.policy import Policy
 
 __all__ = [
     "RunResult",
@@ -264,8 +265,6 @@ def _clear_run(directory: Path) -> None:
     """Delete what a run directory holds except its lock (held by the caller): a stale run."""
     import shutil
 
-    from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE
-
     for p in directory.iterdir():
         if p.name in (LOCK_FILE, LOCK_HOLDER_FILE):
             continue
@@ -322,8 +321,6 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     (``landmark_perturbation`` ``none``).
     """
     import polars as pl
-
-    from urbex.eval.metrics import aggregate
 
     d = params.layout.run(run_id)
     eps = read_episodes(d)
@@ -432,8 +429,6 @@ def _play(
 ) -> int:
     """Play the pending queries ``todo`` of run ``rid`` in chunks; return the episodes played."""
     from tqdm.auto import tqdm
-
-    from urbex.agents.registry import policy_info
 
     policy, split = spec.policy, spec.split
     d = params.layout.run(rid)
@@ -556,7 +551,6 @@ def evaluate(
     urbex.errors.PolicyError
         The model backend failed (finished chunks stay written; rerun to resume).
     """
-    from urbex.agents.registry import policy_class_sizes
 
     t_start = time.perf_counter()
     params, spec = _resolve_spec(

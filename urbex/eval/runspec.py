@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.errors import ConfigError
+from urbex.eval.perturb import PERTURBATIONS, perturbation_tag
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -99,7 +100,6 @@ class LandmarkPerturbation:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        from urbex.eval.perturb import PERTURBATIONS
 
         if self.mode not in PERTURBATIONS:
             raise ValueError(
@@ -146,7 +146,6 @@ class LandmarkPerturbation:
     @property
     def tag(self) -> str:
         """The label in run ids and tables: ``none``, ``noise10``, ``missing``, ``wrong``."""
-        from urbex.eval.perturb import perturbation_tag
 
         if self.mode == "noise":
             assert self.noise_m is not None

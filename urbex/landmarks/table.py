@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from urbex.atomic import PUBLIC
+from urbex.atomic import PUBLIC, atomic_path
 from urbex.errors import LandmarkError
 from urbex.landmarks.names import landmark_kind, normalize_name
 
@@ -522,7 +522,6 @@ def write_landmark_table(table: pl.DataFrame, path: str | Path) -> Path:
     LandmarkError
         A footprint or its stored bounds are malformed (see :func:`with_footprint_bounds`).
     """
-    from urbex.atomic import atomic_path
 
     path = Path(path)
     out = _complete(table)

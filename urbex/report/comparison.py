@@ -25,8 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from urbex.eval.repeats import group_repeats, t_interval
+from urbex.eval.runspec import resolve_specs
+from urbex.report.warehouse import refresh_warehouse
 
 if TYPE_CHECKING:
     import polars as pl
@@ -101,8 +104,6 @@ def report_table(
     import duckdb
     import polars as pl
 
-    from urbex.report.warehouse import refresh_warehouse
-
     con = duckdb.connect(":memory:")
     try:
         refresh_warehouse(params.assets, con=con)
@@ -128,7 +129,6 @@ def report_table(
     present = df["split"].unique().to_list() if df.height else []
     wanted = list(splits or params.eval.report_splits)
     cols = [s for s in wanted if s in present] or sorted(present)
-    from urbex.eval.runspec import resolve_specs
 
     specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
     df, intervals = _fold_repeats(df, specs, mets)
@@ -165,8 +165,6 @@ def _fold_repeats(
     folded (else no ``_lo``/``_hi`` columns are added)."""
     import polars as pl
 
-    from urbex.eval.repeats import t_interval
-
     rep = [
         i
         for i, rid in enumerate(df["run_id"].to_list())
@@ -174,7 +172,6 @@ def _fold_repeats(
     ]
     if not rep:
         return df, False
-    from urbex.eval.repeats import group_repeats
 
     keep = df.with_row_index("_i").filter(~pl.col("_i").is_in(rep)).drop("_i")
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -253,7 +250,9 @@ def to_markdown(table: pl.DataFrame) -> str:
             cell = fmt_metric(row[c], m)
             lo, hi = row.get(f"{c}_lo"), row.get(f"{c}_hi")
             if lo is not None and hi is not None and lo == lo and hi == hi:
-                cell += f" [{fmt_metric(lo, m)}, {fmt_metric(hi, m)}]"  # repeats: mean [95 % interval]
+                cell += (
+                    f" [{fmt_metric(lo, m)}, {fmt_metric(hi, m)}]"  # repeats: mean [95 % interval]
+                )
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

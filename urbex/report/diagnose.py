@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from urbex.agents.proposals import proposal_recall_table
 from urbex.atomic import atomic_write
+from urbex.eval.episodes import write_table_atomic
+from urbex.eval.repeats import repeated_decoding
+from urbex.eval.runspec import SPEC_COLUMNS, resolve_specs
+from urbex.landmarks.lookup import landmark_index
 from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
@@ -24,8 +29,8 @@ from urbex.report.diagnostics import (
     query_context,
     tool_use,
 )
-from urbex.eval.repeats import repeated_decoding
-from urbex.eval.runspec import resolve_specs
+from urbex.report.plots import plot_area_ratio, plot_success_vs_distractors
+from urbex.report.warehouse import TABLES, refresh_warehouse
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -78,9 +83,6 @@ _TITLES = {
 
 def _load(params: Params) -> dict[str, pl.DataFrame]:
     import duckdb
-
-    from urbex.eval.runspec import SPEC_COLUMNS
-    from urbex.report.warehouse import TABLES, refresh_warehouse
 
     # the views over the files now on disk, in memory: reading never writes warehouse.duckdb
     con = duckdb.connect(":memory:")
@@ -139,7 +141,6 @@ def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
 
 def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(query_id, name)`` mentions with the clean landmark map, and that map."""
-    from urbex.landmarks.lookup import landmark_index
 
     index = landmark_index(params)
     if index is None or queries.height == 0:
@@ -204,9 +205,6 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     list[Path]
         The files written (tables, then ``diagnostics.md``, then the plots).
     """
-    from urbex.report.plots import plot_area_ratio, plot_success_vs_distractors
-    from urbex.eval.episodes import write_table_atomic
-    from urbex.report.warehouse import refresh_warehouse
 
     out = params.layout.diagnostics
     frames = _load(params)
@@ -217,8 +215,6 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
             write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
         )
     if "ranking_proposals" in set(frames["episodes"]["policy"].to_list()):
-        from urbex.agents.proposals import proposal_recall_table
-
         splits = sorted(
             set(frames["episodes"].filter(pl.col("policy") == "ranking_proposals")["split"])
         )

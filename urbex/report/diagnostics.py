@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from urbex.errors import DuplicateEpisodesError
+from urbex.eval.runspec import RunSpec, clean_twins
 
 if TYPE_CHECKING:
     pass
@@ -469,7 +470,6 @@ def landmark_availability(
     >>> t.select("run_id", "clean_run_id", "hit1", "delta_hit1").rows()
     [('c', None, 1.0, None), ('m', 'c', 0.0, -1.0)]
     """
-    from urbex.eval.runspec import RunSpec, clean_twins
 
     specs: dict[str, RunSpec | None] = {}
     tag_of: dict[str, str] = {}

@@ -45,6 +45,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.atomic import atomic_write
+from urbex.env.episode import CachedSceneProvider, make_global_view
+from urbex.env.records import Step
+from urbex.env.views import EpisodeView
+from urbex.eval.episodes import read_episodes, read_steps
+from urbex.eval.ground import landmark_hits
+from urbex.landmarks import LandmarkIndex, read_landmark_table
+from urbex.report.comparison import METRIC_LABELS, fmt_metric, report_table, split_metric
+from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
     import polars as pl
@@ -194,7 +202,6 @@ def _write(path: Path, text: str) -> None:
 def _cell(v: Any, metric: str | None) -> str:
     """A table cell; numbers formatted as in ``report.md`` (:func:`urbex.report.comparison.fmt_metric`) and
     sorted by their value (``data-v``)."""
-    from urbex.report.comparison import fmt_metric
 
     if metric is not None and (v is None or isinstance(v, int | float)):
         num = v is not None and v == v
@@ -205,7 +212,6 @@ def _cell(v: Any, metric: str | None) -> str:
 
 def _report_html(params: Params) -> tuple[str, int]:
     """The report table as a sortable HTML table, and its row count (0: no runs)."""
-    from urbex.report.comparison import METRIC_LABELS, report_table, split_metric
 
     if not any(params.layout.runs.glob("*/metrics.parquet")):
         return "", 0  # no finished run: no metrics view to read
@@ -321,8 +327,6 @@ def _write_run_page(
     """One run's gallery page and its pictures and step lists; returns the episode count."""
     import polars as pl
 
-    from urbex.eval.episodes import read_episodes, read_steps
-
     lay = params.layout
     run_dir = lay.run(run_id)
     eps = read_episodes(run_dir)
@@ -436,7 +440,6 @@ class _Replayer:
     """Draws gallery pictures from stored episode and step rows (see the module docstring)."""
 
     def __init__(self, params: Params) -> None:
-        from urbex.env.episode import CachedSceneProvider
 
         self.params = params
         self.provider = CachedSceneProvider(params.layout.scenes, maxsize=2)
@@ -445,8 +448,6 @@ class _Replayer:
     def _landmarks(self, scene_id: str) -> Any:
         """The scene's landmark index (None without a landmark table), as ``urbex ground``."""
         if scene_id not in self._index:
-            from urbex.landmarks import LandmarkIndex, read_landmark_table
-
             table = self.params.layout.landmark_table(scene_id)
             self._index[scene_id] = (
                 LandmarkIndex.from_params(read_landmark_table(table), self.params)
@@ -461,12 +462,6 @@ class _Replayer:
         """Draw one picture to ``out``; ``(False, reason)`` when the scene cache is missing."""
         import numpy as np
         import polars as pl
-
-        from urbex.env.episode import make_global_view
-        from urbex.env.records import Step
-        from urbex.env.views import EpisodeView
-        from urbex.eval.ground import landmark_hits
-        from urbex.viz.trajectory import trajectory_picture
 
         scene_id = str(ep["scene_id"])
         if not self.params.layout.scene_meta(scene_id).is_file():

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from urbex.atomic import atomic_path
 from urbex.viz.style import COLOURS, pil_font
 
 if TYPE_CHECKING:
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
 __all__ = ["PLOT_SIZE", "plot_area_ratio", "plot_success_vs_distractors"]
 
@@ -48,7 +49,7 @@ class _Axes:
         self.x1, self.y1 = w - _LEGEND, _TOP
         self.categories = list(categories)
         d, f = self.draw, pil_font(15)
-        d.text((w // 2 - _LEGEND // 2, 22), title, fill="black", font=font(19), anchor="mm")
+        d.text((w // 2 - _LEGEND // 2, 22), title, fill="black", font=pil_font(19), anchor="mm")
         for pct in range(0, 101, 20):
             y = self.y(pct)
             d.line([(self.x0, y), (self.x1, y)], fill=(225, 225, 225))
@@ -58,7 +59,7 @@ class _Axes:
         for i, c in enumerate(self.categories):
             d.text((self.xc(i), self.y0 + 8), c, fill="black", font=f, anchor="mt")
         d.text(
-            ((self.x0 + self.x1) // 2, h - 22), xlabel, fill="black", font=font(16), anchor="mm"
+            ((self.x0 + self.x1) // 2, h - 22), xlabel, fill="black", font=pil_font(16), anchor="mm"
         )
         self._ylabel(ylabel)
 
@@ -95,7 +96,6 @@ class _Axes:
             y += 20
 
     def save(self, path: Path) -> Path:
-        from urbex.atomic import atomic_path
 
         path = Path(path)
         with atomic_path(path) as tmp:
@@ -109,7 +109,7 @@ def _empty_note(ax: _Axes, rows: int) -> None:
             ((ax.x0 + ax.x1) // 2, (ax.y0 + ax.y1) // 2),
             "no evaluation runs",
             fill=(120, 120, 120),
-            font=font(18),
+            font=pil_font(18),
             anchor="mm",
         )
 
@@ -155,7 +155,7 @@ def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
             (ax.x1 + 20, ax.y0 - 30),
             "dashed: Hit@1 of a run without zooms\n(it has no local success to show)",
             fill=(90, 90, 90),
-            font=font(12),
+            font=pil_font(12),
         )
     _empty_note(ax, len(groups))
     return ax.save(path)

@@ -13,7 +13,7 @@ from pathlib import Path
 from urbex.atomic import atomic_path, atomic_write
 from urbex.config import Params
 from urbex.errors import UrbexError
-from urbex.report.comparison import table11, table11_markdown, report_table, to_markdown
+from urbex.report.comparison import report_table, table11, table11_markdown, to_markdown
 from urbex.report.page import write_results_page
 from urbex.report.table2 import table2, table2_markdown
 from urbex.report.table9 import table9, table9_markdown

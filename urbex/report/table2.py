@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from urbex.benchmarks import ZERO_SHOT, benchmark_params
+from urbex.eval.episodes import read_episodes
+from urbex.eval.metrics import aggregate
+from urbex.eval.runspec import read_spec
+from urbex.report.comparison import method_labels
+
 if TYPE_CHECKING:
     from urbex.config import Params
 
@@ -43,7 +49,6 @@ def subset_metrics(episodes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFram
         :func:`urbex.eval.metrics.aggregate`'s columns with ``subset``; a subset without
         episodes has no row.
     """
-    from urbex.eval.metrics import aggregate
 
     ep = episodes.join(
         queries.select("query_id", pl.col("landmark_free").fill_null(False)),
@@ -66,11 +71,6 @@ def table2(params: Params) -> pl.DataFrame:
     """Table 2 as a frame: ``benchmark, method, policy, run_id, subset, n, hit1, hit3, iou_bev``
     (fractions), one row per complete zero-shot run × subset; empty when there is none."""
     import json
-
-    from urbex.benchmarks import ZERO_SHOT, benchmark_params
-    from urbex.eval.episodes import read_episodes
-    from urbex.report.comparison import method_labels
-    from urbex.eval.runspec import read_spec
 
     schema = {"benchmark": pl.String, "method": pl.String, "policy": pl.String,
               "run_id": pl.String, "subset": pl.String, "n": pl.Int64,

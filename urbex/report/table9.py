@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
 
+from urbex.errors import ConfigError
+from urbex.eval.episodes import read_episodes, read_steps
+from urbex.eval.runspec import spec_of_meta
+from urbex.report.comparison import method_labels
+from urbex.report.diagnostics import tool_use
 from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE
 
 __all__ = ["pair_workflow_runs", "table9", "table9_markdown"]
@@ -55,8 +60,6 @@ def _complete_runs(runs: Path) -> dict[str, tuple[RunSpec, dict[str, Any]]]:
     ConfigError
         A ``run.json`` is not JSON or holds a malformed spec (the message names the file).
     """
-    from urbex.errors import ConfigError
-    from urbex.eval.runspec import spec_of_meta
 
     out: dict[str, tuple[RunSpec, dict[str, Any]]] = {}
     if not runs.is_dir():
@@ -104,9 +107,6 @@ def table9(params: Params) -> pl.DataFrame:
     ``invalid_rate`` (invalid turns / turns), ``turns`` (mean), ``lzoa_share`` (fraction).
     Empty (same columns) when no pair exists.
     """
-    from urbex.report.diagnostics import tool_use
-    from urbex.eval.episodes import read_episodes, read_steps
-    from urbex.report.comparison import method_labels
 
     runs = params.layout.runs
     pairs = pair_workflow_runs(runs)

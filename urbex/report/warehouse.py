@@ -32,7 +32,6 @@ Tables
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,17 +48,17 @@ from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.landmarks.table import LANDMARK_SCHEMA
 from urbex.layout import AssetLayout
-from urbex.scene.meta import SCENE_COLUMNS
 from urbex.scene.instances import INSTANCE_SCHEMA
+from urbex.scene.meta import SCENE_COLUMNS
 from urbex.train.logs import TRAINING_LOG_SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "RUN_COLUMNS",
     "TABLE9_ACCURACY",
     "TABLE9_TOOL_USE",
-    "RUN_COLUMNS",
     "TABLES",
     "TableSpec",
     "connect",

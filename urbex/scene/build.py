@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex import __version__
 from urbex.atomic import publish_dir, remove_stale, staging_path
 from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
@@ -41,13 +42,14 @@ from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
-from urbex.scene.instances import instance_table, write_parquet_deterministic
+from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
 from urbex.scene.meta import (
     BEV_LAYERS,
     CACHE_FORMAT_VERSION,
     CacheMeta,
     read_meta,
     write_json_atomic,
+    write_scene_row,
 )
 
 if TYPE_CHECKING:
@@ -422,8 +424,6 @@ def _build(
     write_parquet_deterministic(table, tmp / INSTANCES_FILE)
     hist: dict[str, int] = {}
     if has_sem:
-        from urbex.scene.instances import compact_ids
-
         ids, counts, _ = compact_ids(sem)
         hist = {str(i): int(c) for i, c in zip(ids.tolist(), counts.tolist())}
         n_unlabeled = int(n_valid - counts.sum())
@@ -435,7 +435,6 @@ def _build(
     x_min, y_max = origin[0] + gx0, origin[1] + float(rel_hi[1])
     bev_t = Affine.north_up(x_min=x_min, y_max=y_max, resolution=res)
     gv_t = Affine(width * res / gw, 0.0, x_min, 0.0, -height * res / gh, y_max)
-    from urbex import __version__
 
     meta = CacheMeta(
         scene_id=scene_id,
@@ -474,7 +473,6 @@ def _build(
 
     meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
     write_json_atomic(tmp / META_FILE, meta.to_dict())
-    from urbex.scene.meta import write_scene_row
 
     write_scene_row(tmp)  # published with the cache: no moment with a cache but no scenes row
     bar.update()

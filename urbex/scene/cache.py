@@ -25,7 +25,9 @@ from urbex.geometry import Affine
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
+from urbex.scene.build import _required_files
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
+from urbex.scene.oblique import render_oblique, render_parts, render_threads
 
 if TYPE_CHECKING:
     import polars as pl
@@ -150,7 +152,6 @@ class SceneCache:
                 f"{expected_hash[:12]}… (inputs or scene params changed); rebuild the cache",
                 path=p,
             )
-        from urbex.scene.build import _required_files
 
         missing = [rel for rel in _required_files(meta) if not (p / rel).is_file()]
         if missing:
@@ -375,7 +376,6 @@ class SceneCache:
             # strided views of the memory maps: only the window's pages are read, no copies
             rgb = np.asarray(self.bev_layer("rgb"))[r0:r1, c0:c1]
             z = np.asarray(self.bev_layer("z_max"))[r0:r1, c0:c1]
-            from urbex.scene.oblique import render_parts, render_threads
 
             n_parts = render_threads() if ho * wo >= 1 << 16 else 1
             cuts = [ho * k // n_parts for k in range(n_parts + 1)]
@@ -419,7 +419,6 @@ class SceneCache:
         EmptyRegionError
             No point lies under the box (message readable by the agent).
         """
-        from urbex.scene.oblique import render_oblique
 
         box = _check_box(world_box)
         if box.shape != (4,):

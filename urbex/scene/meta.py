@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from urbex.atomic import atomic_path
+from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import CacheError
 from urbex.geometry import Affine
 from urbex.layout import META_FILE, SCENE_ROW_FILE
@@ -243,7 +243,6 @@ def read_meta(cache_dir: str | Path) -> CacheMeta:
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as indented JSON, atomically (:func:`urbex.atomic.atomic_write`)."""
-    from urbex.atomic import atomic_write
 
     with atomic_write(path, "w") as fh:
         fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -39,8 +39,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.atomic import remove_stale, staging_path, umask_mode
+from urbex.atomic import atomic_write, remove_stale, staging_path, umask_mode
 from urbex.errors import AnnotationError
+from urbex.io.cityrefer import (
+    Annotation,
+    BoxRecord,
+    FalseSegment,
+    write_annotations,
+    write_box3d,
+    write_false_segments,
+    write_segs,
+)
+from urbex.io.geojson import write_landmarks_geojson
+from urbex.io.las import write_las
+from urbex.io.ply import write_ply
+from urbex.io.stpls3d import write_stpls3d_txt
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
 from urbex.synth.expressions import SceneFacts, candidate_expressions, satisfying
@@ -325,10 +338,6 @@ def _publish(tmp: Path, out: Path) -> None:
 
 
 def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
-    from urbex.io.cityrefer import BoxRecord, write_box3d, write_segs
-    from urbex.io.geojson import write_landmarks_geojson
-    from urbex.io.las import write_las
-    from urbex.io.ply import write_ply
 
     sid, c, o = block.scene_id, block.cloud, block.objects
     scan = tmp / "scans" / sid
@@ -375,9 +384,6 @@ def _write_cityrefer_scene(tmp: Path, block: Block, las: bool) -> None:
 
 
 def _write_stpls3d_scene(tmp: Path, block: Block) -> None:
-    from urbex.atomic import atomic_write
-    from urbex.io.geojson import write_landmarks_geojson
-    from urbex.io.stpls3d import write_stpls3d_txt
 
     sid, c, o = block.scene_id, block.cloud, block.objects
     root = tmp / "stpls3d"
@@ -464,8 +470,6 @@ def generate_dataset(
         Also written to ``<out_dir>/synth_manifest.json``.
     """
     from tqdm.auto import tqdm
-
-    from urbex.io.cityrefer import Annotation, FalseSegment, write_annotations, write_false_segments
 
     bad = [f for f in formats if f not in FORMATS]
     if bad:

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.env.protocol import system_prompt
+from urbex.env.trl_adapter import template_tool_schemas
+
 if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.env.trajectory import Trajectory
@@ -38,9 +41,6 @@ def protocol_corpus(
     """
     from transformers.utils.chat_template_utils import render_jinja_template
     from trl.chat_template_utils import qwen3_vl_chat_template
-
-    from urbex.env.protocol import system_prompt
-    from urbex.env.trl_adapter import template_tool_schemas
 
     p = params.env
     tools = template_tool_schemas(params.env.tools) if params.vlm.template_tools else None

@@ -33,10 +33,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from urbex.annotations.splits import load_queries
 from urbex.atomic import PUBLIC, publish_dir
 from urbex.config import Params
+from urbex.env.episode import CachedSceneProvider
+from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
 from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
-from urbex.train.logs import TrainingRecorder
+from urbex.landmarks import LandmarkIndex, read_landmark_table
+from urbex.train.config import make_grpo_config
+from urbex.train.curves import plot_training_curves
+from urbex.train.logs import (
+    TrainingLogCallback,
+    TrainingRecorder,
+    episode_summary,
+    training_log_frame,
+)
 
 __all__ = ["TrainResult", "checkpoint_dir", "train"]
 
@@ -150,7 +161,6 @@ def _counting(
     """A subclass of ``env_cls`` that counts rollouts and tool calls into ``counts``, times the
     environment, and hands each finished episode's :class:`~urbex.train.logs.EpisodeSummary` to
     ``recorder``."""
-    from urbex.train.logs import episode_summary
 
     class Counted(env_cls):  # type: ignore[valid-type,misc]
         def reset(self, **row: Any) -> str | None:
@@ -263,9 +273,6 @@ def train(
         `urbex cache`, `urbex landmarks`).
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from urbex.env.episode import CachedSceneProvider
-    from urbex.annotations.splits import load_queries
-    from urbex.landmarks import LandmarkIndex, read_landmark_table
 
     updates: dict[str, Any] = {}
     if run_name is not None:
@@ -283,11 +290,6 @@ def train(
 
     from datasets import Dataset
     from trl import GRPOTrainer
-
-    from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
-    from urbex.train.config import make_grpo_config
-    from urbex.train.curves import plot_training_curves
-    from urbex.train.logs import TrainingLogCallback, training_log_frame
 
     final = checkpoint_dir(params)
     staging = final.with_name(f".staging-{final.name}")

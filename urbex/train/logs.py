@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from urbex.env.rewards import weights
+from urbex.geometry import center_distance_2d, iou_2d
+
 if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
 
@@ -122,8 +125,6 @@ def episode_summary(env: GroundingEnv, *, env_s: float) -> EpisodeSummary:
     ValueError
         The episode has not ended.
     """
-    from urbex.env.rewards import weights
-    from urbex.geometry import center_distance_2d, iou_2d
 
     outcome = env.outcome
     if outcome is None:

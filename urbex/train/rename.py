@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from urbex.landmarks import LandmarkIndex
+from urbex.landmarks.names import normalize_name
+from urbex.synth.names import NamePool
+
 if TYPE_CHECKING:
     from urbex.env.records import Query
     from urbex.landmarks import LandmarkIndex
@@ -50,10 +54,6 @@ def renamed_world(
     (False, True)
     """
     import polars as pl
-
-    from urbex.landmarks import LandmarkIndex
-    from urbex.landmarks.names import normalize_name
-    from urbex.synth.names import NamePool
 
     table = index.table
     mentioned = index.mentions(query.description, query.scene_id)

@@ -39,8 +39,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
+from urbex.agents.vlm import VLMPolicy
+from urbex.annotations.splits import load_queries
 from urbex.atomic import publish_dir
+from urbex.env.episode import CachedSceneProvider, GroundingEnv
+from urbex.env.play import episode_seed, play_episode
+from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import AnnotationError, ConfigError, PolicyError
+from urbex.landmarks.lookup import landmark_index
+from urbex.train.rename import renamed_world
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -64,9 +72,6 @@ __all__ = [
 def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
     """The landmark index, a real environment over the scene caches, and the teacher in it
     (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
-    from urbex.agents.oracle import TeacherPolicy
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.landmarks.lookup import landmark_index
 
     index = landmark_index(params)
     env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
@@ -99,10 +104,6 @@ def teacher_trajectories(
     """
     import numpy as np
     from tqdm.auto import tqdm
-
-    from urbex.env.play import episode_seed, play_episode
-    from urbex.annotations.splits import load_queries
-    from urbex.train.rename import renamed_world
 
     s = params.sft
     split = split or s.split
@@ -183,10 +184,6 @@ def recovery_trajectories(
     """
     from tqdm.auto import tqdm
 
-    from urbex.agents.oracle import RecoveryTeacher
-    from urbex.env.play import episode_seed, play_episode
-    from urbex.annotations.splits import load_queries
-
     s = params.sft
     split = split or s.split
     per_query = per_query or s.recovery_per_query
@@ -235,7 +232,6 @@ class SFTExample:
 
 
 def _tools(params: Params) -> list[dict[str, Any]] | None:
-    from urbex.env.trl_adapter import template_tool_schemas
 
     return template_tool_schemas(params.env.tools) if params.vlm.template_tools else None
 
@@ -495,8 +491,6 @@ def _recovery_round(
     (a snapshot saved to a temporary directory and loaded as the ``vlm`` policy, the same
     generation code evaluation uses; the model being trained is not touched)."""
     import tempfile
-
-    from urbex.agents.vlm import VLMPolicy
 
     s = params.sft
     with tempfile.TemporaryDirectory(prefix="urbex-sft-student-") as tmp:

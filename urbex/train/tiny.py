@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urbex.train.corpus import protocol_corpus
+from urbex.train.sft import teacher_trajectories
+
 __all__ = ["ADDED_TOKENS", "SPECIAL_TOKENS", "TinyModelSpec", "make_tiny_model"]
 
 #: Special tokens (in id order after the 256 byte tokens).
@@ -170,12 +173,9 @@ def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
     --tokenizer protocol --hidden 256 --layers 4 --heads 8 --kv-heads 4 --head-dim 32
     --vision-hidden 64 --vocab 4096`` builds): the tokenizer is trained on the protocol's text and,
     when the project's splits exist, the train split's teacher conversations."""
-    from urbex.train.corpus import protocol_corpus
 
     trajs: list[Any] = []
     if params.layout.queries.is_file():
-        from urbex.train.sft import teacher_trajectories
-
         trajs = teacher_trajectories(params)
     corpus = list(protocol_corpus(params, trajs, seed=seed))
     return make_tiny_model(path, seed=seed, spec=RECIPE_SPEC, corpus=corpus)

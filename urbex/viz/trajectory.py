@@ -40,7 +40,7 @@ from urbex.geometry import Affine, iou_2d
 from urbex.viz.style import pil_font
 
 if TYPE_CHECKING:
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     from urbex.env.records import Step
     from urbex.env.views import EpisodeView
