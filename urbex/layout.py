@@ -51,10 +51,16 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_BENCHMARK",
     "GLOBAL_VIEW_FILE",
+    "GRPO_SUMMARY_FILE",
+    "GRPO_TRAINER_LOG_FILE",
     "INSTANCES_FILE",
     "META_FILE",
     "RANKER_VERSION",
     "SCENE_ROW_FILE",
+    "SFT_LOG_FILE",
+    "SFT_SUMMARY_FILE",
+    "TRAINING_LOG_FILE",
+    "TRAIN_CURVES_FILE",
     "UNVERSIONED",
     "AssetLayout",
     "plain_name",
@@ -84,6 +90,13 @@ META_FILE = "meta.json"
 INSTANCES_FILE = "instances.parquet"
 SCENE_ROW_FILE = "scene.parquet"
 GLOBAL_VIEW_FILE = "global_view.png"
+#: Files of a trained checkpoint directory, beside the model and its processor.
+SFT_SUMMARY_FILE = "sft.json"
+SFT_LOG_FILE = "sft_log.parquet"
+GRPO_SUMMARY_FILE = "train.json"
+GRPO_TRAINER_LOG_FILE = "train_log.parquet"
+TRAINING_LOG_FILE = "training_log.parquet"
+TRAIN_CURVES_FILE = "train_curves.png"
 #: Format version of the trained ranker's JSON (:class:`urbex.agents.ranker.RankerModel`); its
 #: file name carries it.
 RANKER_VERSION = 1
@@ -354,14 +367,20 @@ class AssetLayout:
         """``checkpoints/<name>``: one trained checkpoint (model, processor, train log)."""
         return self.checkpoints / self._safe(name, what="checkpoint name")
 
+    def checkpoint_staging(self, name: str) -> Path:
+        """``checkpoints/.staging-<name>``: where checkpoint ``name`` is trained and assembled
+        before it is renamed into place (:func:`urbex.train.publish.publish_checkpoint`); a
+        crashed GRPO run resumes from the trainer checkpoints left in it."""
+        return self.checkpoints / f".staging-{self._safe(name, what='checkpoint name')}"
+
     def training_log(self, name: str) -> Path:
         """``checkpoints/<name>/training_log.parquet``: one row per GRPO step (warehouse
         ``training_log``; :mod:`urbex.train.logs`)."""
-        return self.checkpoint(name) / "training_log.parquet"
+        return self.checkpoint(name) / TRAINING_LOG_FILE
 
     def train_curves(self, name: str) -> Path:
         """``checkpoints/<name>/train_curves.png``: reward, IoU and tool calls per step."""
-        return self.checkpoint(name) / "train_curves.png"
+        return self.checkpoint(name) / TRAIN_CURVES_FILE
 
     # ---------------------------------------------------------------- evaluation
     @property

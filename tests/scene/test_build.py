@@ -13,7 +13,7 @@ from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError, StaleCacheError
 from urbex.pointcloud import PointCloud
 from urbex.scene import SceneCache, build_scene_cache, cache_is_fresh, content_hash
-from urbex.scene import build as build_mod
+from urbex.scene import raster as raster_mod
 
 P = SceneParams(resolution=0.5, cell_size=4.0, global_view_size=64, hole_fill_iterations=2)
 
@@ -105,7 +105,7 @@ def test_bev_bands_match_single_band(
         resolution=0.25, cell_size=3.0, global_view_size=70, hole_fill_iterations=3
     )
     build_scene_cache(cloud, tmp_path / "one", params, scene_id="x")
-    monkeypatch.setattr(build_mod, "_BAND_PIXELS", 1)  # → 8-row bands
+    monkeypatch.setattr(raster_mod, "BAND_PIXELS", 1)  # → 8-row bands
     build_scene_cache(cloud, tmp_path / "many", params, scene_id="x")
     for rel in [
         "bev/rgb.npy",

@@ -7,13 +7,8 @@ import pytest
 from urbex.io.cityrefer import read_annotations, read_box3d, read_false_segments, read_segs
 from urbex.io.datasets import list_scenes, read_scene
 from urbex.io.geojson import read_landmarks_geojson
-from urbex.synth.dataset import (
-    DEFECT_REASONS,
-    asprs_from_sensaturban,
-    generate_dataset,
-    read_manifest,
-    scene_split,
-)
+from urbex.synth.dataset import asprs_from_sensaturban, generate_dataset, scene_split
+from urbex.synth.manifest import DEFECT_REASONS, read_manifest
 
 KW = dict(
     scenes=3, seed=11, density=5.0, size=90.0, las_copy=True, stpls3d_scenes=1, progress=False

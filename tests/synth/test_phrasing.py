@@ -123,7 +123,8 @@ def test_held_out_family_only_in_test_no(tmp_path):
     from urbex.config import Params
     from urbex.io.cityrefer import read_annotations, read_box3d, read_false_segments
     from urbex.io.datasets import annotation_files
-    from urbex.synth.dataset import generate_dataset, read_manifest
+    from urbex.synth.dataset import generate_dataset
+    from urbex.synth.manifest import read_manifest
 
     root = tmp_path / "ds"
     generate_dataset(root, scenes=3, seed=2, size=100, density=2, las_copy=False, progress=False)

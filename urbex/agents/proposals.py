@@ -29,10 +29,9 @@ from urbex.agents.ranker import RankerModel, RankerPolicy
 from urbex.agents.ranking import Candidates
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
-from urbex.env.episode import CachedSceneProvider
+from urbex.env.world import World
 from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
-from urbex.landmarks.lookup import landmark_index
 from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
@@ -253,8 +252,8 @@ def proposal_recall_table(
     import polars as pl
 
     queries = pl.read_parquet(params.layout.queries)
-    provider = CachedSceneProvider(params.layout.scenes)
-    index = landmark_index(params)
+    world = World.from_params(params)
+    provider, index = world.scenes, world.landmarks
     rows = []
     for split in splits:
         q = queries.filter(pl.col("split") == split).select("scene_id", "object_id").unique()

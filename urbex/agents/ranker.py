@@ -55,9 +55,8 @@ from urbex.agents.colour import (
 from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
 from urbex.atomic import atomic_write
 from urbex.classes import TARGET_CLASSES
-from urbex.env.episode import CachedSceneProvider
+from urbex.env.world import World
 from urbex.errors import ConfigError
-from urbex.landmarks.lookup import landmark_index
 from urbex.landmarks.names import mask_names, normalize_name
 from urbex.language.target import class_of_text
 from urbex.layout import RANKER_VERSION
@@ -545,7 +544,8 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
     if not path.is_file():
         raise ConfigError("no splits; run `urbex splits` first", path=path)
     queries = pl.read_parquet(path)
-    provider = CachedSceneProvider(params.layout.scenes)
+    world = World.from_params(params)
+    provider = world.scenes
     classes = params.eval.candidate_classes
     cache: dict[str, Candidates] = {}
 
@@ -557,7 +557,7 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
             cache[scene_id] = Candidates.from_table(t, scene_id=scene_id)
         return cache[scene_id]
 
-    index = landmark_index(params)
+    index = world.landmarks
     t0 = time.perf_counter()
     train = training_queries(queries.filter(pl.col("split") == "train"), cands, index)
     val = training_queries(queries.filter(pl.col("split") == "val"), cands, index)

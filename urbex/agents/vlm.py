@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
 from urbex.config import Params
 from urbex.env.policy import PolicyBase, check_batch
 from urbex.env.trl_adapter import template_tool_schemas
@@ -127,28 +128,13 @@ class VLMPolicy(PolicyBase):
         tool_names: tuple[str, ...] | None = None,
         max_batch: int = 1,
     ) -> None:
-        path = Path(checkpoint)
-        if not path.is_dir() or not (path / "config.json").is_file():
-            raise PolicyError(
-                "not a local checkpoint directory (config.json missing); urbex never downloads "
-                "weights — pass a directory, e.g. one written by `urbex make-tiny-model PATH`",
-                path=path,
-            )
+        path = resolve_checkpoint(None, checkpoint, field="vlm.checkpoint")
         if dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise ValueError(f"dtype: expected auto/float32/bfloat16/float16, got {dtype!r}")
-        import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        import torch  # heavy: imported when a model is loaded
 
         _check_device(torch, device)
-        try:
-            self.processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-            self.model = AutoModelForImageTextToText.from_pretrained(
-                path,
-                local_files_only=True,
-                dtype="auto" if dtype == "auto" else getattr(torch, dtype),
-            )
-        except (OSError, ValueError) as exc:
-            raise PolicyError(f"cannot load the checkpoint: {exc}", path=path) from exc
+        self.model, self.processor = load_local_vlm(path, dtype=dtype, field="vlm.checkpoint")
         # transformers decorates PreTrainedModel.to with functools.wraps; typeshed's _Wrapped
         # is not a descriptor, so mypy does not bind ``self`` (stub gap, not a real mismatch).
         self.model.to(device)  # type: ignore[arg-type]
@@ -183,16 +169,11 @@ class VLMPolicy(PolicyBase):
         """
 
         p: VLMParams = params.vlm if isinstance(params, Params) else params
-        ckpt = checkpoint if checkpoint is not None else p.checkpoint
-        if ckpt is None:
-            raise PolicyError(
-                "the vlm policy needs a local checkpoint: pass --checkpoint PATH or set vlm.checkpoint",
-                field="vlm.checkpoint",
-            )
-        base = getattr(params, "base_dir", None)
-        ckpt = Path(ckpt)
-        if not ckpt.is_absolute() and base is not None:
-            ckpt = Path(base) / ckpt
+        ckpt = resolve_checkpoint(
+            params if isinstance(params, Params) else None,
+            checkpoint if checkpoint is not None else p.checkpoint,
+            field="vlm.checkpoint",
+        )
         kw: dict[str, Any] = {
             "device": p.device,
             "dtype": p.dtype,

@@ -179,7 +179,7 @@ class GroundingEnv:
                 "configuration (GroundingEnv.sibling)"
             )
         self.scene_provider = scene_provider
-        self.landmarks = landmark_index
+        self._landmarks = landmark_index
         self.np_random = np.random.default_rng()
         self.global_views = global_views or GlobalViews(self.params)
         self._query: Query | None = None
@@ -193,6 +193,16 @@ class GroundingEnv:
         self._point_metrics = False
 
     # ---------------------------------------------------------------- state (read-only)
+    @property
+    def landmarks(self) -> Any:
+        """The landmark index ``landmark_query`` looks names up in (None: none)."""
+        return self._landmarks
+
+    def use_landmarks(self, landmark_index: Any) -> None:
+        """Look landmarks up in ``landmark_index`` from the next :meth:`reset` on (a perturbed or
+        renamed world of the same scenes); None: every lookup is "not found"."""
+        self._landmarks = landmark_index
+
     @property
     def query(self) -> Query:
         if self._query is None:

@@ -24,8 +24,9 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv, Query, SceneProvider, _env_params, make_global_view
@@ -39,7 +40,13 @@ from urbex.env.protocol import (
 )
 from urbex.env.tools import TOOLS
 
-__all__ = ["answer_reward", "grpo_rows", "make_environment_class", "template_tool_schemas"]
+__all__ = [
+    "EpisodeObserver",
+    "answer_reward",
+    "grpo_rows",
+    "make_environment_class",
+    "template_tool_schemas",
+]
 
 _OVER = "Error: the episode is over (turn budget used up); no more tool calls are accepted."
 
@@ -62,16 +69,44 @@ def _final_text(completion: Any) -> str:
     return ""
 
 
+class EpisodeObserver(Protocol):
+    """Hooks on every rollout environment of a class (:func:`make_environment_class`): what a
+    trainer counts, times and logs, without subclassing the environment."""
+
+    def on_reset(self) -> None:
+        """A rollout started (``reset``)."""
+        ...
+
+    def on_tool(self, name: str) -> None:
+        """The model called tool ``name`` (valid or not; also after the budget is spent)."""
+        ...
+
+    def on_end(self, env: GroundingEnv, env_s: float) -> None:
+        """The final message was scored; ``env_s``: the rollout's seconds in the environment
+        (reset, tool calls, the answer)."""
+        ...
+
+
 class _Base:
     """Shared machinery; the public tool methods are added by :func:`make_environment_class`."""
 
     _params: EnvParams
     _scene_provider: SceneProvider
     _landmarks: Any
+    _observer: EpisodeObserver | None = None
 
     def __init__(self) -> None:
         self._env = GroundingEnv(self._params, self._scene_provider, self._landmarks)
         self._tool_reward = 0.0
+        self._env_s = 0.0
+
+    def _reset(self, row: dict[str, Any]) -> None:
+        if self._observer is not None:
+            self._observer.on_reset()
+        t0 = time.perf_counter()
+        self._env.reset(query=Query.from_row(row))
+        self._tool_reward = 0.0
+        self._env_s = time.perf_counter() - t0
 
     @property
     def env(self) -> GroundingEnv:
@@ -79,6 +114,15 @@ class _Base:
         return self._env
 
     def _run(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
+        if self._observer is not None:
+            self._observer.on_tool(name)
+        t0 = time.perf_counter()
+        try:
+            return self._step_tool(name, arguments)
+        finally:
+            self._env_s += time.perf_counter() - t0
+
+    def _step_tool(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
         env = self._env
         if env.done:
             return _OVER
@@ -101,6 +145,14 @@ class _Base:
 
     def _finish(self, text: str) -> float:
         """Score the final assistant message; returns the reward of that last turn."""
+        t0 = time.perf_counter()
+        reward = self._score_final(text)
+        self._env_s += time.perf_counter() - t0
+        if self._observer is not None:
+            self._observer.on_end(self._env, self._env_s)
+        return reward
+
+    def _score_final(self, text: str) -> float:
         env = self._env
         if env.done:
             return 0.0
@@ -124,6 +176,8 @@ def make_environment_class(
     params: EnvParams | Params | None,
     scene_provider: SceneProvider,
     landmark_index: Any = None,
+    *,
+    observer: EpisodeObserver | None = None,
 ) -> type:
     """A class for ``GRPOTrainer(environment_factory=Cls)`` bound to these scenes and params.
 
@@ -135,6 +189,8 @@ def make_environment_class(
         ``scene_id → SceneCache``; shared by every instance (keep it an LRU of opened caches).
     landmark_index
         ``urbex.landmarks.LandmarkIndex`` (or None).
+    observer
+        Told of every rollout's reset, tool calls and end (:class:`EpisodeObserver`).
 
     Returns
     -------
@@ -150,11 +206,11 @@ def make_environment_class(
         _params = p
         _scene_provider = staticmethod(scene_provider)  # type: ignore[assignment]
         _landmarks = landmark_index
+        _observer = observer
 
         def reset(self, **row: Any) -> str | None:
             """Start an episode from a dataset row (query fields; see :class:`Query`)."""
-            self._env.reset(query=Query.from_row(row))
-            self._tool_reward = 0.0
+            self._reset(row)
             return None
 
         def landmark_query(self, name: str, view_id: str) -> str:

@@ -34,11 +34,11 @@ import numpy as np
 
 from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
 from urbex.atomic import PUBLIC, atomic_path, atomic_write
-from urbex.env.episode import CachedSceneProvider, GroundingEnv, Query
+from urbex.env.episode import Query
 from urbex.env.play import episode_seed, play_episode
+from urbex.env.world import World
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 from urbex.eval.metrics import trajectory_metrics
-from urbex.landmarks import LandmarkIndex, read_landmark_table
 from urbex.layout import INSTANCES_FILE, META_FILE
 from urbex.viz.trajectory import trajectory_picture
 
@@ -302,12 +302,11 @@ def ground(
             "(--object-id ID, an object of the scene's instance table) or pick another policy, "
             "e.g. landmark_prior"
         )
-    cache_dir, table = _require_project(params, scene_id)
-    provider = CachedSceneProvider(cache_dir.parent, maxsize=1)
-    scene = provider(scene_id)
+    _require_project(params, scene_id)
+    world = World.from_params(params, max_open_scenes=1)
+    scene = world.scenes(scene_id)
     q = _make_query(scene, scene_id, query, None if object_id is None else str(object_id))
-    index = LandmarkIndex.from_params(read_landmark_table(table), params)
-    env = GroundingEnv(params, provider, index)
+    env = world.env()
     # the train split's class sizes when the splits stage ran; ground needs no splits otherwise
     sizes = policy_class_sizes(params, policy) if params.layout.class_sizes.is_file() else None
     pol = make_policy(policy, params, env=env, checkpoint=checkpoint, class_sizes=sizes)
@@ -352,7 +351,7 @@ def ground(
         query_text=query,
         pred_box_2d=result.pred_box_2d,
         target_box_2d=result.target_box_2d,
-        landmarks=landmark_hits(index, scene_id, traj.steps),
+        landmarks=landmark_hits(world.landmarks, scene_id, traj.steps),
         subtitle=f"policy {policy}"
         + (f"  |  object {q.object_id} ({q.class_name})" if q.has_target else ""),
     )

@@ -24,16 +24,16 @@ import polars as pl
 
 from urbex.agents.registry import make_policy
 from urbex.config import Params
-from urbex.env.episode import CachedSceneProvider, GroundingEnv
+from urbex.env.episode import GroundingEnv
 from urbex.env.play import episode_seed, play_batch, play_episode
 from urbex.env.policy import Policy
 from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
+from urbex.env.world import World
 from urbex.errors import AnnotationError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectory_metrics
 from urbex.eval.perturb import PerturbedLandmarks
-from urbex.landmarks.lookup import landmark_index
 
 __all__ = ["EpisodePlayer"]
 
@@ -104,13 +104,11 @@ class EpisodePlayer:
         self.policy_name = policy_name
         self.split = split
         self.run_id = run_id
-        self.env = env or GroundingEnv(
-            params, CachedSceneProvider(params.layout.scenes), landmark_index(params)
-        )
+        self.env = env or World.from_params(params).env()
         # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
         self._landmarks = PerturbedLandmarks.from_params(self.env.landmarks, params)
         if self._landmarks.mode != "none":
-            self.env.landmarks = self._landmarks.index
+            self.env.use_landmarks(self._landmarks.index)
         self.policy = policy or make_policy(
             policy_name, params, env=self.env, checkpoint=checkpoint, class_sizes=class_sizes
         )
@@ -139,7 +137,7 @@ class EpisodePlayer:
         """Checks and per-query landmark state before a timed episode; returns its seed."""
         _require_targets(query)
         if self._landmarks.mode == "missing":
-            env.landmarks = self._landmarks.for_query(query.description, query.scene_id)
+            env.use_landmarks(self._landmarks.for_query(query.description, query.scene_id))
         return episode_seed(self.params.eval.seed, query.query_id)
 
     def _rows(self, traj: Trajectory) -> tuple[EpisodeRecord, list[StepRow]]:

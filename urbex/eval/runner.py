@@ -44,29 +44,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.registry import policy_class_sizes, policy_info
+from urbex.agents.registry import policy_class_sizes
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
 from urbex.eval.episodes import (
-    EpisodeRecord,
-    StepRow,
     finished_query_ids,
     read_episodes,
-    write_chunk,
     write_json_atomic,
     write_table_atomic,
 )
-from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.metrics import aggregate
-from urbex.eval.player import EpisodePlayer
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
     ALL_TOOLS,
@@ -75,12 +68,12 @@ from urbex.eval.runspec import (
     RunSpec,
     read_spec,
 )
+from urbex.eval.schedule import play_pending
 
 if TYPE_CHECKING:
     import polars as pl
 
     from urbex.config import Params
-    from urbex.env.episode import Query
     from urbex.env.policy import Policy
 
 __all__ = [
@@ -125,82 +118,6 @@ class RunResult:
     n_played: int
     seconds: float
     metrics: pl.DataFrame = field(repr=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# chunks (in-process or in a pool worker)
-# ---------------------------------------------------------------------------------------------
-
-_WORKER: dict[str, EpisodePlayer] = {}  # per-process player cache (pool workers)
-
-
-def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], directory: Path) -> int:
-    """Play and write one chunk; on an error, write the finished episodes, then re-raise.
-
-    Policies that generate in batches (``policy.max_batch > 1``) play in lockstep batches.
-    """
-    eps: list[EpisodeRecord] = []
-    steps: list[StepRow] = []
-    batch = player.policy.max_batch
-    try:
-        if batch > 1:
-            for rec, st in player.play_batch(queries, batch):
-                eps.append(rec)
-                steps.extend(st)
-        else:
-            for q in queries:
-                rec, st = player.play(q)
-                eps.append(rec)
-                steps.extend(st)
-    finally:
-        write_chunk(directory, eps, steps)
-    return len(eps)
-
-
-def _play_in_flight(
-    player: EpisodePlayer, queries: Sequence[Query], directory: Path, chunk_size: int, n: int
-) -> Iterator[int]:
-    """Play ``queries`` with ``n`` episodes in flight; write a shard per ``chunk_size`` finished
-    episodes and yield its size; on an error, write the finished episodes, then re-raise."""
-    eps: list[EpisodeRecord] = []
-    steps: list[StepRow] = []
-    try:
-        for rec, st in play_in_flight(player, queries, n):
-            eps.append(rec)
-            steps.extend(st)
-            if len(eps) >= chunk_size:
-                write_chunk(directory, eps, steps)
-                k = len(eps)
-                eps, steps = [], []
-                yield k
-    finally:
-        write_chunk(directory, eps, steps)
-    if eps:
-        yield len(eps)
-
-
-def _pool_chunk(args: tuple[Any, ...]) -> int:
-    params, policy_name, split, run_id, checkpoint, sizes, queries, directory = args
-    key = f"{run_id}:{policy_name}"
-    player = _WORKER.get(key)
-    if player is None:
-        _WORKER.clear()
-        player = _WORKER[key] = EpisodePlayer(
-            params, policy_name, split, run_id, checkpoint, class_sizes=sizes
-        )
-    return _play_chunk(player, queries, directory)
-
-
-def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
-    """Chunks of at most ``size`` queries, never spanning two scenes (scene-local workers)."""
-    by_scene: dict[str, list[Query]] = defaultdict(list)
-    for q in queries:
-        by_scene[q.scene_id].append(q)
-    out: list[list[Query]] = []
-    for sid in sorted(by_scene):
-        qs = by_scene[sid]
-        out += [qs[i : i + size] for i in range(0, len(qs), size)]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,70 +332,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__
 
 
-def _play(
-    params: Params,
-    spec: RunSpec,
-    rid: str,
-    ckpt: Path | None,
-    sizes: dict[str, tuple[float, float]] | None,
-    todo: Sequence[Query],
-    *,
-    workers: int | None,
-    progress: bool,
-    policy_obj: Policy | None,
-) -> int:
-    """Play the pending queries ``todo`` of run ``rid`` in chunks; return the episodes played."""
-    from tqdm.auto import tqdm
-
-    policy, split = spec.policy, spec.split
-    d = params.layout.run(rid)
-    n_workers = workers if workers is not None else params.eval.workers
-    chunks = _chunks(todo, params.eval.chunk_size)
-    played = 0
-    bar = tqdm(total=len(todo), desc=f"{policy}/{split}", unit="ep", disable=not progress)
-    try:
-        pool_ok = len(todo) >= params.eval.parallel_min_episodes and len(chunks) > 1
-        if policy_info(policy).parallel and policy_obj is None and n_workers > 1 and pool_ok:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(
-                max_workers=min(n_workers, len(chunks)), mp_context=ctx
-            ) as pool:
-                futs = [
-                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
-                    for c in chunks
-                ]
-                try:
-                    for fut in as_completed(futs):
-                        n = fut.result()
-                        played += n
-                        bar.update(n)
-                except BaseException:
-                    for f in futs:
-                        f.cancel()
-                    raise
-        elif chunks:
-            player = EpisodePlayer(
-                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
-            )
-            n_flight = in_flight_workers(player, len(todo))
-            if n_flight > 1:  # in chunk order: one scene after another
-                flat = [q for c in chunks for q in c]
-                for n in _play_in_flight(player, flat, d, params.eval.chunk_size, n_flight):
-                    played += n
-                    bar.update(n)
-            else:
-                for c in chunks:
-                    n = _play_chunk(player, c, d)
-                    played += n
-                    bar.update(n)
-    finally:
-        bar.close()
-    return played
-
-
 def evaluate(
     params: Params,
     *,
@@ -601,7 +454,7 @@ def evaluate(
         }
         write_json_atomic(meta, params.layout.run_json(rid))
         try:
-            played = _play(
+            played = play_pending(
                 params,
                 spec,
                 rid,

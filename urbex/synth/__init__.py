@@ -8,9 +8,10 @@ Submodules import lazily where heavy (geopandas, laspy, tqdm are imported inside
 """
 
 from urbex.synth.block import Block, Landmark, ObjectTable, generate_block
-from urbex.synth.dataset import Defect, SceneEntry, SynthManifest, generate_dataset, read_manifest
+from urbex.synth.dataset import generate_dataset
 from urbex.synth.expressions import Expression, satisfying
 from urbex.synth.layout import Road
+from urbex.synth.manifest import Defect, SceneEntry, SynthManifest, read_manifest
 from urbex.synth.phrasing import FAMILIES, HELD_OUT_FAMILY, Phrasing, describe
 from urbex.synth.queries import Query, scene_queries
 

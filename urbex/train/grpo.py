@@ -33,13 +33,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
 from urbex.annotations.splits import load_queries
-from urbex.atomic import PUBLIC, publish_dir
+from urbex.atomic import PUBLIC
 from urbex.config import Params
-from urbex.env.episode import CachedSceneProvider
+from urbex.env.episode import GroundingEnv
 from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
-from urbex.errors import CacheError, ConfigError, LandmarkError, PolicyError
-from urbex.landmarks import LandmarkIndex, read_landmark_table
+from urbex.env.world import World
+from urbex.errors import CacheError, ConfigError, LandmarkError
+from urbex.layout import (
+    GRPO_SUMMARY_FILE,
+    GRPO_TRAINER_LOG_FILE,
+    TRAIN_CURVES_FILE,
+    TRAINING_LOG_FILE,
+)
 from urbex.train.config import make_grpo_config
 from urbex.train.curves import plot_training_curves
 from urbex.train.logs import (
@@ -48,6 +55,7 @@ from urbex.train.logs import (
     episode_summary,
     training_log_frame,
 )
+from urbex.train.publish import publish_checkpoint
 
 __all__ = ["TrainResult", "checkpoint_dir", "train"]
 
@@ -95,35 +103,17 @@ class TrainResult:
     @property
     def log_path(self) -> Path:
         """``train_log.parquet`` of the run."""
-        return self.checkpoint_dir / "train_log.parquet"
+        return self.checkpoint_dir / GRPO_TRAINER_LOG_FILE
 
     @property
     def summary_path(self) -> Path:
         """``train.json`` of the run."""
-        return self.checkpoint_dir / "train.json"
+        return self.checkpoint_dir / GRPO_SUMMARY_FILE
 
 
 def checkpoint_dir(params: Params, run_name: str | None = None) -> Path:
     """``<assets>/checkpoints/<run_name>`` (default ``params.train.run_name``)."""
     return params.layout.checkpoint(run_name or params.train.run_name)
-
-
-def _base_checkpoint(params: Params) -> Path:
-    ckpt = params.train.checkpoint
-    if ckpt is None:
-        raise ConfigError(
-            "training needs a LOCAL base model directory (e.g. a Qwen3-VL-4B-Instruct snapshot); "
-            "pass `urbex train --checkpoint PATH` or set train.checkpoint",
-            field="train.checkpoint",
-        )
-    path = ckpt if ckpt.is_absolute() else params.base_dir / ckpt
-    if not path.is_dir() or not (path / "config.json").is_file():
-        raise PolicyError(
-            "not a local checkpoint directory (config.json missing); urbex never downloads "
-            "weights — pass a directory, e.g. one written by `urbex make-tiny-model PATH`",
-            path=path,
-        )
-    return path
 
 
 def _check_inputs(params: Params, scene_ids: list[str]) -> None:
@@ -140,55 +130,24 @@ def _check_inputs(params: Params, scene_ids: list[str]) -> None:
         raise LandmarkError("landmark tables not found; build them with `urbex landmarks`", path=lm)
 
 
-def _load_model(path: Path) -> tuple[Any, Any]:
-    import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+@dataclass(slots=True)
+class _Counter:
+    """The rollout environments' observer (:class:`urbex.env.trl_adapter.EpisodeObserver`):
+    counts rollouts and tool calls into ``counts`` and hands each finished episode's
+    :class:`~urbex.train.logs.EpisodeSummary` (with its environment seconds) to ``recorder``."""
 
-    try:
-        processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-        # fp32 master weights; bf16 (when set) is autocast mixed precision in the trainer
-        model = AutoModelForImageTextToText.from_pretrained(
-            path, local_files_only=True, dtype=torch.float32
-        )
-    except (OSError, ValueError) as exc:
-        raise PolicyError(f"cannot load the checkpoint: {exc}", path=path) from exc
-    return model, processor
+    counts: Counter[str]
+    recorder: TrainingRecorder | None = None
 
+    def on_reset(self) -> None:
+        self.counts["episodes"] += 1
 
-def _counting(
-    env_cls: type, counts: Counter[str], recorder: TrainingRecorder | None = None
-) -> type:
-    """A subclass of ``env_cls`` that counts rollouts and tool calls into ``counts``, times the
-    environment, and hands each finished episode's :class:`~urbex.train.logs.EpisodeSummary` to
-    ``recorder``."""
+    def on_tool(self, name: str) -> None:
+        self.counts[name] += 1
 
-    class Counted(env_cls):  # type: ignore[valid-type,misc]
-        def reset(self, **row: Any) -> str | None:
-            counts["episodes"] += 1
-            t0 = time.perf_counter()
-            out = super().reset(**row)
-            self._env_s = time.perf_counter() - t0
-            return out  # type: ignore[no-any-return]
-
-        def _run(self, name: str, arguments: dict[str, Any]) -> Any:
-            counts[name] += 1
-            t0 = time.perf_counter()
-            try:
-                return super()._run(name, arguments)
-            finally:
-                self._env_s += time.perf_counter() - t0
-
-        def _finish(self, text: str) -> float:
-            t0 = time.perf_counter()
-            reward = super()._finish(text)
-            self._env_s += time.perf_counter() - t0
-            if recorder is not None and self.env.outcome is not None:
-                recorder.add(episode_summary(self.env, env_s=self._env_s))
-            return reward  # type: ignore[no-any-return]
-
-    Counted.__name__ = Counted.__qualname__ = env_cls.__name__
-    Counted.__doc__ = env_cls.__doc__
-    return Counted
+    def on_end(self, env: GroundingEnv, env_s: float) -> None:
+        if self.recorder is not None and env.outcome is not None:
+            self.recorder.add(episode_summary(env, env_s=env_s))
 
 
 def _log_frame(history: list[dict[str, Any]]) -> Any:
@@ -284,7 +243,7 @@ def train(
     if updates:
         params = params.with_updates(train=updates)  # ConfigError naming train.<field>
     t = params.train
-    base = _base_checkpoint(params)
+    base = resolve_checkpoint(params, t.checkpoint, field="train.checkpoint")
     queries = load_queries(params, t.split, limit=t.limit, sample_seed=t.seed)
     _check_inputs(params, sorted({q.scene_id for q in queries}))
 
@@ -292,7 +251,7 @@ def train(
     from trl import GRPOTrainer
 
     final = checkpoint_dir(params)
-    staging = final.with_name(f".staging-{final.name}")
+    staging = params.layout.checkpoint_staging(final.name)
     fingerprint = {
         "base_checkpoint": str(base),
         "train": params.section_dict("train"),
@@ -306,13 +265,14 @@ def train(
     except ValueError as exc:
         raise ConfigError(str(exc), field="train") from exc
     resume = _prepare_staging(staging, fingerprint)
-    provider = CachedSceneProvider(params.layout.scenes)
-    index = LandmarkIndex.from_params(read_landmark_table(params.layout.landmarks), params)
+    world = World.from_params(params, require_landmarks=True)
+    provider, index = world.scenes, world.landmarks
     dataset = Dataset.from_list(grpo_rows(queries, provider, params))
     counts: Counter[str] = Counter()
     recorder = TrainingRecorder()
-    env_cls = _counting(make_environment_class(params, provider, index), counts, recorder)
-    model, processor = _load_model(base)
+    env_cls = make_environment_class(params, provider, index, observer=_Counter(counts, recorder))
+    # fp32 master weights; bf16 (when set) is autocast mixed precision in the trainer
+    model, processor = load_local_vlm(base, dtype="float32", field="train.checkpoint")
     trainer = GRPOTrainer(
         model=model,
         processing_class=processor,
@@ -342,11 +302,8 @@ def train(
     trainer.accelerator.wait_for_everyone()
     if trainer.is_world_process_zero():
         out = staging / "model"
-        processor.save_pretrained(out)
-        _log_frame(history).write_parquet(out / "train_log.parquet")
         log = training_log_frame(log_callback.rows)
-        log.write_parquet(out / "training_log.parquet")
-        plot_training_curves(log, out / "train_curves.png", title=f"GRPO {t.run_name}")
+        plot_training_curves(log, out / TRAIN_CURVES_FILE, title=f"GRPO {t.run_name}")
         summary = {
             "run_name": t.run_name,
             "base_checkpoint": str(base),
@@ -361,8 +318,14 @@ def train(
             "params": fingerprint,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        (out / "train.json").write_text(json.dumps(summary, indent=2, default=str))
-        publish_dir(out, final)
+        publish_checkpoint(
+            out,
+            final,
+            processor=processor,
+            summary_file=GRPO_SUMMARY_FILE,
+            summary=summary,
+            tables={GRPO_TRAINER_LOG_FILE: _log_frame(history), TRAINING_LOG_FILE: log},
+        )
         shutil.rmtree(staging)  # the intermediate trainer checkpoints
     trainer.accelerator.wait_for_everyone()
     return TrainResult(

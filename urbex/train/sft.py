@@ -29,7 +29,6 @@ tiny CPU recipe (``params-cpu.yaml``).
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -39,15 +38,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
 from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
 from urbex.agents.vlm import VLMPolicy
 from urbex.annotations.splits import load_queries
-from urbex.atomic import publish_dir
-from urbex.env.episode import CachedSceneProvider, GroundingEnv
 from urbex.env.play import episode_seed, play_episode
 from urbex.env.trl_adapter import template_tool_schemas
-from urbex.errors import AnnotationError, ConfigError, PolicyError
-from urbex.landmarks.lookup import landmark_index
+from urbex.env.world import World
+from urbex.errors import AnnotationError, ConfigError
+from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
+from urbex.train.publish import publish_checkpoint
 from urbex.train.rename import renamed_world
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]
     """The landmark index, a real environment over the scene caches, and the teacher in it
     (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
 
-    index = landmark_index(params)
-    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), index)
+    world = World.from_params(params)
+    index, env = world.landmarks, world.env()
     teacher = TeacherPolicy(env, p_mistake=p_mistake, p_anchor=params.sft.anchor_rate)
     teacher.template_lists_tools = params.vlm.template_tools
     return index, env, teacher
@@ -115,12 +115,13 @@ def teacher_trajectories(
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
         for k in range(per_query):
             ep_seed = episode_seed(seed * 1000 + k, q.query_id)
-            query, env.landmarks = q, index
+            query, landmarks = q, index
             rng = np.random.default_rng([ep_seed, 1])
             if index is not None and rng.random() < s.rename_rate:
                 world = renamed_world(q, index, rng)  # None: a mention it cannot rewrite
                 if world is not None:
-                    query, env.landmarks = world
+                    query, landmarks = world
+            env.use_landmarks(landmarks)
             traj = play_episode(env, teacher, query, seed=ep_seed)
             if traj.outcome.answered:
                 out.append(traj)
@@ -342,47 +343,6 @@ class SFTResult:
     recovery: RecoveryStats | None = None
 
 
-def _load(path: Path) -> tuple[Any, Any]:
-    import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    if not (path / "config.json").is_file():
-        raise PolicyError(
-            "not a model directory (no config.json); set sft.checkpoint / --checkpoint to a local "
-            "Qwen3-VL checkpoint (e.g. `urbex make-tiny-model assets/checkpoints/tiny`)",
-            path=path,
-            field="sft.checkpoint",
-        )
-    try:
-        processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, TypeError) as exc:
-        raise PolicyError(
-            f"the checkpoint has no loadable processor/tokenizer ({exc}); save the processor "
-            "beside the weights (processor.save_pretrained)",
-            path=path,
-            field="sft.checkpoint",
-        ) from exc
-    if (
-        getattr(processor, "tokenizer", None) is None
-        or getattr(processor, "image_processor", None) is None
-    ):
-        raise PolicyError(
-            "the checkpoint's processor has no tokenizer or image processor; a Qwen3-VL "
-            "processor (tokenizer + image processor) is needed",
-            path=path,
-            field="sft.checkpoint",
-        )
-    try:
-        model = AutoModelForImageTextToText.from_pretrained(
-            path, local_files_only=True, dtype=torch.float32
-        )
-    except (OSError, ValueError) as exc:
-        raise PolicyError(
-            f"cannot load the model: {exc}", path=path, field="sft.checkpoint"
-        ) from exc
-    return model, processor
-
-
 def _lr(step: int, total: int, warmup: int, base: float) -> float:
     """Linear warmup to ``base``, then cosine decay to 10 % of it.
 
@@ -547,20 +507,13 @@ def sft(
     from tqdm.auto import tqdm
 
     s = params.sft
-    base = checkpoint if checkpoint is not None else s.checkpoint
-    if base is None:
-        raise ConfigError(
-            "SFT needs a LOCAL base checkpoint: pass --checkpoint PATH or set sft.checkpoint "
-            "(`urbex make-tiny-model PATH` builds one offline)",
-            field="sft.checkpoint",
-        )
-    base = Path(base)
-    if not base.is_absolute():
-        base = params.base_dir / base
+    base = resolve_checkpoint(
+        params, checkpoint if checkpoint is not None else s.checkpoint, field="sft.checkpoint"
+    )
     name = run_name or s.run_name
     n_steps = steps or s.steps
     out = params.layout.checkpoint(name)
-    model, processor = _load(base)
+    model, processor = load_local_vlm(base, field="sft.checkpoint")
     trajs = (
         list(trajectories)
         if trajectories is not None
@@ -630,14 +583,12 @@ def sft(
         s_per_step=(wall - (recovery.seconds if recovery is not None else 0.0)) / n_steps,
         recovery=recovery,
     )
-    staging = out.with_name(f".staging-{out.name}")
+    staging = params.layout.checkpoint_staging(name)
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
         model.save_pretrained(staging)
-        processor.save_pretrained(staging)
-        pl.DataFrame(log).write_parquet(staging / "sft_log.parquet")
         meta = {
             "kind": "sft",
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -663,8 +614,14 @@ def sft(
                 "seconds": recovery.seconds,
             },
         }
-        (staging / "sft.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        publish_dir(staging, out)
+        publish_checkpoint(
+            staging,
+            out,
+            processor=processor,
+            summary_file=SFT_SUMMARY_FILE,
+            summary=meta,
+            tables={SFT_LOG_FILE: pl.DataFrame(log)},
+        )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

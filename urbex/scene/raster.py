@@ -1,0 +1,172 @@
+"""Writing a scene cache's rasters: the banded BEV rasterization, PNG and COG exports, ``.npy``.
+
+The BEV frame is GDAL's (ARCHITECTURE.md): ``X = x_min + (col + 0.5)·r``,
+``Y = y_max − (row + 0.5)·r``, ``r`` metres per pixel; every layer is written as a ``.npy``
+stream band by band (``BEV_LAYERS``: dtype per layer), so a 10,000-pixel mosaic is never held
+in memory twice. Called by :func:`urbex.scene.build.build_scene_cache` only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from urbex.errors import CacheError
+from urbex.scene import _kernels as K
+from urbex.scene.meta import BEV_LAYERS, CacheMeta
+
+__all__ = ["BAND_PIXELS", "export_cog", "npy_stream", "rasterize", "save_npy", "write_png"]
+
+#: Pixels per raster band (~60 MB of band layers + fill scratch).
+BAND_PIXELS = 3_000_000
+_RASTER_THREADS = 2  # bands rasterised concurrently (+ one being written)
+
+
+def npy_stream(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> BinaryIO:
+    f = open(path, "wb")  # closed by the caller
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    )
+    return f
+
+
+def save_npy(path: Path, arr: NDArray) -> None:
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
+
+
+def rasterize(
+    bev_dir: Path,
+    xyz: NDArray[np.float32],
+    rgb: NDArray[np.uint8],
+    has_rgb: bool,
+    sem: NDArray[np.int32],
+    has_sem: bool,
+    inst: NDArray[np.int32],
+    has_inst: bool,
+    offsets: NDArray[np.int64],
+    *,
+    grid: tuple[float, float, float, int, int],
+    bev: tuple[float, float, float, int, int],
+    zrange: tuple[float, float],
+    iterations: int,
+    global_shape: tuple[int, int],
+    z_origin: float,
+) -> NDArray[np.uint8]:
+    """Stream the full-resolution BEV layers to ``bev_dir`` band by band; return the global view.
+
+    Bands are rasterised by :func:`_kernels.rasterize_band` on a small thread pool (the kernels
+    release the GIL) while this thread, in band order, adds each finished band to the global
+    view and writes it out, so the output does not depend on the thread count.
+    """
+    _gx0, gy0, cs, ncx, ncy = grid
+    bx0, by1, res, width, height = bev
+    gh, gw = global_shape
+    acc = np.zeros((gh, gw, 3), np.float64)
+    wsum = np.zeros((gh, gw), np.float64)
+    sy, sx = height / gh, width / gw
+    band = max(8, BAND_PIXELS // width)
+    halo = max(0, iterations)
+
+    def run_band(a: int, b: int) -> tuple[int, tuple[NDArray[Any], ...]]:
+        ha, hb = max(0, a - halo), min(height, b + halo)
+        # cache-frame y range of rows [ha, hb), widened by a hair for rounding safety
+        eps = 1e-3 * res
+        y_top = by1 - ha * res + eps
+        y_bot = by1 - hb * res - eps
+        cy_lo = max(0, math.floor((y_bot - gy0) / cs))
+        cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
+        lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
+        winner = np.empty((hb - ha, width), np.int32 if len(xyz) < 2**31 else np.int64)
+        layers = K.rasterize_band(
+            xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst, bx0, by1, res, width,
+            height, ha, hb - ha, zrange[0], zrange[1], iterations, z_origin, winner,
+        )  # fmt: skip
+        return a - ha, layers
+
+    files = {
+        name: npy_stream(
+            bev_dir / f"{name}.npy", dtype, (height, width, 3) if name == "rgb" else (height, width)
+        )
+        for name, dtype in BEV_LAYERS.items()
+    }
+    starts = list(range(0, height, band))
+    workers = max(1, min(_RASTER_THREADS, os.cpu_count() or 1))
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pending: deque[tuple[int, int, Future[Any]]] = deque()
+            nxt = 0
+            while nxt < len(starts) or pending:
+                while nxt < len(starts) and len(pending) < workers + 1:
+                    a = starts[nxt]
+                    b = min(height, a + band)
+                    pending.append((a, b, pool.submit(run_band, a, b)))
+                    nxt += 1
+                a, b, fut = pending.popleft()
+                off, (zmax, zmin, out_rgb, out_sem, out_inst, filled) = fut.result()
+                core = slice(off, off + (b - a))
+                for name, arr in (
+                    ("rgb", out_rgb),
+                    ("z_max", zmax),
+                    ("z_min", zmin),
+                    ("semantic", out_sem),
+                    ("instance", out_inst),
+                    ("filled", filled),
+                ):
+                    files[name].write(np.ascontiguousarray(arr[core]).data)
+                K.area_accumulate(out_rgb[core], zmax[core], a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+                del zmax, zmin, out_rgb, out_sem, out_inst, filled, fut
+    finally:
+        for f in files.values():
+            f.close()
+    return K.area_finish(acc, wsum)
+
+
+def write_png(path: Path, image: NDArray[np.uint8]) -> None:
+    Image.fromarray(image, mode="RGB").save(path, format="PNG", optimize=False, compress_level=6)
+
+
+def export_cog(cache_dir: Path, meta: CacheMeta) -> None:
+    """Write ``bev_cog.tif``: the BEV RGB as a Cloud-Optimized GeoTIFF (needs rasterio)."""
+    try:
+        import rasterio
+        from rasterio.shutil import copy as rio_copy
+        from rasterio.transform import Affine as RioAffine
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise CacheError(
+            "scene.cog_export is true but rasterio is not installed; `pip install rasterio` "
+            "or set scene.cog_export: false",
+            field="scene.cog_export",
+        ) from exc
+    rgb = np.load(cache_dir / "bev" / "rgb.npy", mmap_mode="r")
+    t = meta.bev_affine
+    profile: dict[str, Any] = {
+        "driver": "GTiff",
+        "width": meta.bev_width,
+        "height": meta.bev_height,
+        "count": 3,
+        "dtype": "uint8",
+        "transform": RioAffine(t.a, t.b, t.c, t.d, t.e, t.f),
+        "tiled": True,
+        "blockxsize": 512,
+        "blockysize": 512,
+    }
+    if meta.crs:
+        profile["crs"] = rasterio.crs.CRS.from_user_input(meta.crs)
+    plain = cache_dir / "bev_plain.tif"
+    with rasterio.open(plain, "w", **profile) as dst:
+        step = 1024
+        for r0 in range(0, meta.bev_height, step):
+            r1 = min(meta.bev_height, r0 + step)
+            block = np.moveaxis(np.asarray(rgb[r0:r1]), -1, 0)
+            dst.write(block, window=((r0, r1), (0, meta.bev_width)))
+    rio_copy(plain, cache_dir / "bev_cog.tif", driver="COG", compress="DEFLATE")
+    plain.unlink()
