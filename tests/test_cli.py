@@ -186,13 +186,13 @@ def test_cli_cache_scene_outside_data_scenes_is_a_config_error(tmp_path, capsys)
 
 
 def test_cli_failed_synthesis_leaves_no_temporary_directory(tmp_path, monkeypatch, capsys):
-    import urbex.synth
+    import urbex.raw
 
     def boom(root, **kw):
         (root / "scans").mkdir(parents=True)
         raise OSError(28, "No space left on device", str(root))
 
-    monkeypatch.setattr(urbex.synth, "generate_dataset", boom)
+    monkeypatch.setattr(urbex.raw, "generate_dataset", boom)  # the raw stage's generator
     params = write_small_project(tmp_path)
     assert main(["--params", str(params), "-q", "synth"]) == 2
     raw = tmp_path / "assets" / "raw"
@@ -209,16 +209,16 @@ def test_cli_invalid_yaml_is_one_line_with_position(tmp_path, capsys):
 
 
 def test_cli_commands_refresh_the_warehouse_once(tmp_path, monkeypatch, capsys):
-    import urbex.report.warehouse as wh
+    import urbex.stages
 
     calls: list[object] = []
-    real = wh.refresh_warehouse
+    real = urbex.stages.refresh_warehouse
 
     def counting(assets, **kw):
         calls.append(assets)
         return real(assets, **kw)
 
-    monkeypatch.setattr(wh, "refresh_warehouse", counting)
+    monkeypatch.setattr(urbex.stages, "refresh_warehouse", counting)  # the front doors' refresh
     params = write_small_project(tmp_path)
     assert main(["--params", str(params), "-q", "synth"]) == 0
     assert calls == []

@@ -73,12 +73,14 @@ def test_vlm_act_batch_matches_single_greedy(tiny):
     assert len(batch) == 2 and batch[0] == pol.act(m1, i1)
 
 
-def test_vlm_missing_checkpoint_raises_policy_error(tmp_path):
+def test_vlm_missing_checkpoint_raises_a_clear_error(tmp_path):
     from urbex.agents.vlm import VLMPolicy
+    from urbex.errors import ConfigError
 
     with pytest.raises(PolicyError, match="never downloads"):
         VLMPolicy(tmp_path / "Qwen/Qwen3-VL-4B-Instruct")
-    with pytest.raises(PolicyError, match="needs a local checkpoint"):
+    # none configured: a params error naming the key (the one resolver of urbex.agents.checkpoints)
+    with pytest.raises(ConfigError, match=r"needs a LOCAL checkpoint.*vlm\.checkpoint"):
         VLMPolicy.from_params(Params())
 
 

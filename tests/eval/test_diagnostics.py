@@ -283,7 +283,7 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
         10.0,
     )
 
-    paths = diagnose(_params(project), refresh=False)
+    paths = diagnose(_params(project))
     out = project / "eval" / "diagnostics"
     assert {p.name for p in paths} == {
         *(f"{n}.parquet" for n in DIAGNOSTIC_TABLES),

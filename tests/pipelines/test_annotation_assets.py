@@ -37,12 +37,14 @@ def built(tmp_path_factory):
 def test_annotation_assets_pass_their_quality_checks(built, monkeypatch):
     import duckdb
 
-    import urbex.report.warehouse as wh
+    import urbex.stages as stages
 
     root, params, instance = built
     calls: list[object] = []
-    real = wh.refresh_warehouse
-    monkeypatch.setattr(wh, "refresh_warehouse", lambda a, **kw: calls.append(a) or real(a, **kw))
+    real = stages.refresh_warehouse
+    monkeypatch.setattr(
+        stages, "refresh_warehouse", lambda a, **kw: calls.append(a) or real(a, **kw)
+    )
     res = _materialize(instance, params, STAGES)
     assert res.success
     evals = {e.asset_key.to_user_string(): e for e in res.get_asset_check_evaluations()}

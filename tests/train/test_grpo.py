@@ -52,16 +52,16 @@ def _scripting_loader(monkeypatch, loaded):
     from tests.env.test_trl_adapter import _scripted_generate
     from urbex.train import grpo
 
-    real = grpo._load_model
+    real = grpo.load_local_vlm
 
-    def load(path):
-        model, processor = real(path)
+    def load(path, **kw):
+        model, processor = real(path, **kw)
         loaded["before"] = {n: p.detach().clone() for n, p in model.named_parameters()}
         loaded["model"] = model
         _scripted_generate(model, processor.tokenizer)
         return model, processor
 
-    monkeypatch.setattr(grpo, "_load_model", load)
+    monkeypatch.setattr(grpo, "load_local_vlm", load)
 
 
 def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny, monkeypatch):
