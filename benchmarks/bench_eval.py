@@ -24,6 +24,7 @@ from urbex.annotations.splits import load_queries
 from urbex.config import Params
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.layout import AssetLayout
 
 
@@ -152,7 +153,12 @@ def main() -> None:
                     )
                     rid = f"bench-{policy}-{split}-w{workers}-{time.time_ns()}"
                     t = time.perf_counter()
-                    r = evaluate(p, policy=policy, split=split, run_id=rid, progress=False)
+                    r = evaluate(
+                        p,
+                        RunSpec.from_params(p, policy=policy, split=split),
+                        run_id=rid,
+                        progress=False,
+                    )
                     wall = time.perf_counter() - t
                     ep = read_episodes(r.run_dir)
                     n_bare, t_bare = bare_rollouts(p, policy, split)

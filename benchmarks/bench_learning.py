@@ -75,11 +75,9 @@ def val_figures(params: Any, checkpoint: Path, *, n: int, name: str) -> dict[str
     """The ``vlm`` policy (greedy) from ``checkpoint`` on a seeded sample of ``n`` val queries."""
     from urbex.eval.episodes import read_episodes
     from urbex.eval.runner import evaluate
+    from urbex.eval.runspec import RunSpec
 
-    r = evaluate(
-        params, policy="vlm", split="val", limit=n, checkpoint=checkpoint,
-        run_id=f"bench-{name}", progress=False
-    )  # fmt: skip
+    r = evaluate(params, RunSpec.from_params(params, policy="vlm", split="val", limit=n, checkpoint=checkpoint), run_id=f"bench-{name}", progress=False)  # fmt: skip
     ep = read_episodes(r.run_dir)
     valid = (~ep["truncated"] & ~ep["timed_out"]).mean()
     row = r.metrics.row(0, named=True)

@@ -30,6 +30,7 @@ from bench_eval import build_project
 from urbex.annotations.splits import load_queries
 from urbex.config import Params
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 LATENCY_S = 0.2
 TURNS = 2
@@ -85,8 +86,7 @@ def _openai_run(assets: Path, url: str, c: int, n: int, image_format: str) -> tu
     t = time.perf_counter()
     r = evaluate(
         p,
-        policy="openai",
-        split=SPLIT,
+        RunSpec.from_params(p, policy="openai", split=SPLIT),
         run_id=f"serve-openai-c{c}-{image_format}-{time.time_ns()}",
         progress=False,
     )
@@ -143,8 +143,7 @@ def bench_vlm(assets: Path, root: Path, n: int) -> None:
         t = time.perf_counter()
         r = evaluate(
             p,
-            policy="vlm",
-            split=SPLIT,
+            RunSpec.from_params(p, policy="vlm", split=SPLIT),
             run_id=f"serve-vlm-b{b}-{time.time_ns()}",
             progress=False,
         )

@@ -88,7 +88,9 @@ def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
     from urbex.report.table2 import table2
 
     build_benchmark(project, "stpls3d_refer")
-    cr = evaluate(project, policy="oracle", split="test_no", progress=False)
+    cr = evaluate(
+        project, RunSpec.from_params(project, policy="oracle", split="test_no"), progress=False
+    )
     assert cr.run_id == "oracle-test_no"  # cityrefer run ids are unchanged
     spec = RunSpec(policy="oracle", split="test", benchmark="stpls3d_refer")
     r = evaluate(project, spec=spec, progress=False)
@@ -96,8 +98,9 @@ def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
     assert r.metrics["hit1"][0] >= 0.95
     lp = evaluate(
         benchmark_params(project, "stpls3d_refer"),
-        policy="landmark_prior",
-        split="test",
+        RunSpec.from_params(
+            benchmark_params(project, "stpls3d_refer"), policy="landmark_prior", split="test"
+        ),
         progress=False,
     )
     assert lp.spec.benchmark == "stpls3d_refer"

@@ -29,6 +29,7 @@ from urbex.errors import ConfigError, UrbexError
 from urbex.eval.ground import ground
 from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 from urbex.layout import safe_name
 from urbex.raw import raw_dataset
 from urbex.report.diagnose import diagnose
@@ -238,11 +239,14 @@ def _cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
         return _evaluate_repeats(args, params, run_id)
     r = evaluate(
         params,
-        policy=params.eval.policy,
-        split=params.eval.split,
+        RunSpec.from_params(
+            params,
+            policy=params.eval.policy,
+            split=params.eval.split,
+            limit=params.eval.limit,
+            checkpoint=args.checkpoint,
+        ),
         run_id=run_id,
-        limit=params.eval.limit,
-        checkpoint=args.checkpoint,
         progress=not args.quiet,
         restart_stale=args.restart_stale,
     )

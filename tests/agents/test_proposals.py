@@ -12,6 +12,7 @@ from tests.env.envfixtures import build_untidy_project, make_untidy_city
 from urbex.agents.proposals import proposal_recall, propose_instances
 from urbex.agents.ranker import fit_ranker_from_params
 from urbex.config import Params
+from urbex.eval.runspec import RunSpec
 
 
 def test_proposals_of_the_untidy_city_recall_every_class():
@@ -67,8 +68,16 @@ def test_ranking_proposals_has_rows_on_both_test_splits(untidy):
     from urbex.eval.runner import evaluate
 
     for split in ("test_nd", "test_no"):
-        r = evaluate(untidy, policy="ranking_proposals", split=split, progress=False)
-        prior = evaluate(untidy, policy="landmark_prior", split=split, progress=False)
+        r = evaluate(
+            untidy,
+            RunSpec.from_params(untidy, policy="ranking_proposals", split=split),
+            progress=False,
+        )
+        prior = evaluate(
+            untidy,
+            RunSpec.from_params(untidy, policy="landmark_prior", split=split),
+            progress=False,
+        )
         m = r.metrics.row(0, named=True)
         assert m["n"] > 0 and m["valid_rate"] == 1.0
         assert m["hit1"] > prior.metrics["hit1"][0], split

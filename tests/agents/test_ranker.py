@@ -21,6 +21,7 @@ from urbex.agents.ranker import (
 from urbex.agents.ranking import Anchor, Candidates
 from urbex.config import Params
 from urbex.errors import ConfigError
+from urbex.eval.runspec import RunSpec
 
 F = {n: i for i, n in enumerate(FEATURE_NAMES)}
 HALL = Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]), kind="building")
@@ -131,7 +132,9 @@ def test_trained_ranking_beats_landmark_prior_on_both_test_splits(project):
     for split in ("test_nd", "test_no"):
         hit = {}
         for policy in ("landmark_prior", "ranking"):
-            r = evaluate(params, policy=policy, split=split, progress=False)
+            r = evaluate(
+                params, RunSpec.from_params(params, policy=policy, split=split), progress=False
+            )
             hit[policy] = r.metrics["hit1"][0]
         assert hit["ranking"] > hit["landmark_prior"], (name, split, hit)
 
@@ -143,7 +146,17 @@ def test_refitted_ranker_is_a_changed_run(project):
     _, assets = project
     params = Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 16, "limit": 2})
     model, path = fit_ranker_from_params(params)
-    evaluate(params, policy="ranking", split="test_no", run_id="rk-fp", progress=False)
+    evaluate(
+        params,
+        RunSpec.from_params(params, policy="ranking", split="test_no"),
+        run_id="rk-fp",
+        progress=False,
+    )
     RankerModel(weights=model.weights * 2, mean=model.mean, std=model.std, l2=model.l2).save(path)
     with pytest.raises(ConfigError, match="params changed"):
-        evaluate(params, policy="ranking", split="test_no", run_id="rk-fp", progress=False)
+        evaluate(
+            params,
+            RunSpec.from_params(params, policy="ranking", split="test_no"),
+            run_id="rk-fp",
+            progress=False,
+        )

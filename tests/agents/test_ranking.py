@@ -23,6 +23,7 @@ from urbex.agents.ranking import (
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv, Query
 from urbex.errors import CacheError, PolicyError
+from urbex.eval.runspec import RunSpec
 
 
 def _best(desc: str, c: Candidates, anchors=()) -> int:
@@ -196,11 +197,24 @@ def test_evaluate_ranking_beats_landmark_prior_deterministically(project):
 
     p = Params(paths={"assets": project}, eval={"workers": 1, "chunk_size": 8})
     for split in ("test_no", "test_nd"):
-        rk = evaluate(p, policy="ranking_rules", split=split, run_id=f"rk-{split}", progress=False)
-        again = evaluate(
-            p, policy="ranking_rules", split=split, run_id=f"rk2-{split}", progress=False
+        rk = evaluate(
+            p,
+            RunSpec.from_params(p, policy="ranking_rules", split=split),
+            run_id=f"rk-{split}",
+            progress=False,
         )
-        lp = evaluate(p, policy="landmark_prior", split=split, run_id=f"lp-{split}", progress=False)
+        again = evaluate(
+            p,
+            RunSpec.from_params(p, policy="ranking_rules", split=split),
+            run_id=f"rk2-{split}",
+            progress=False,
+        )
+        lp = evaluate(
+            p,
+            RunSpec.from_params(p, policy="landmark_prior", split=split),
+            run_id=f"lp-{split}",
+            progress=False,
+        )
         h_rk = rk.metrics.row(0, named=True)["hit1"]
         h_lp = lp.metrics.row(0, named=True)["hit1"]
         print(f"{split}: n={rk.n_queries} hit1 ranking={h_rk:.3f} landmark_prior={h_lp:.3f}")

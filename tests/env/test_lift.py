@@ -10,6 +10,7 @@ import pytest
 from tests.env.envfixtures import build_eval_project, build_untidy_project
 from urbex.config import EnvParams, Params
 from urbex.env.lift import dominant_class, lift_answer
+from urbex.eval.runspec import RunSpec
 
 KW = {"class_scheme": "sensaturban"}
 
@@ -114,8 +115,7 @@ def _oracle_per_class(assets, lift: str) -> pl.DataFrame:
     for split in ("test_nd", "test_no"):
         r = evaluate(
             params,
-            policy="oracle",
-            split=split,
+            RunSpec.from_params(params, policy="oracle", split=split),
             run_id=f"oracle-{split}-{lift}",
             progress=False,
         )

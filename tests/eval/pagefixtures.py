@@ -11,6 +11,7 @@ from PIL import Image
 from tests.env.envfixtures import build_eval_project
 from urbex.config import Params
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 
 def page_params(assets: Path) -> Params:
@@ -23,8 +24,10 @@ def build_page_project(root: Path) -> Path:
     diagnostics plot and a checkpoint's training curves. Returns the assets path."""
     assets = build_eval_project(root)
     p = page_params(assets)
-    evaluate(p, policy="oracle", split="test_no", progress=False)
-    r = evaluate(p, policy="landmark_prior", split="test_nd", progress=False)
+    evaluate(p, RunSpec.from_params(p, policy="oracle", split="test_no"), progress=False)
+    r = evaluate(
+        p, RunSpec.from_params(p, policy="landmark_prior", split="test_nd"), progress=False
+    )
     (assets / "eval" / "runs" / "empty" / "episodes").mkdir(parents=True)
     ghost = assets / "eval" / "runs" / "ghost"
     shutil.copytree(r.run_dir, ghost)

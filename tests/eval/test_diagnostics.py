@@ -259,11 +259,18 @@ def _params(assets: Path, **eval_kw) -> Params:
 
 def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
     for policy in ("oracle", "landmark_prior"):
-        evaluate(_params(project), policy=policy, split="test_no", progress=False)
+        evaluate(
+            _params(project),
+            RunSpec.from_params(_params(project), policy=policy, split="test_no"),
+            progress=False,
+        )
     r = evaluate(
         _params(project, landmark_perturbation="noise"),
-        policy="landmark_prior",
-        split="test_no",
+        RunSpec.from_params(
+            _params(project, landmark_perturbation="noise"),
+            policy="landmark_prior",
+            split="test_no",
+        ),
         progress=False,
     )
     assert r.run_id == "landmark_prior-test_no-lm_noise10"
@@ -331,8 +338,7 @@ def test_diagnose_refuses_a_run_with_duplicate_queries(project):
 
     from urbex.errors import UrbexError
 
-    r = evaluate(_params(project), policy="oracle", split="test_no", run_id="dup", limit=3,
-                 progress=False)  # fmt: skip
+    r = evaluate(_params(project), RunSpec.from_params(_params(project), policy="oracle", split="test_no", limit=3), run_id="dup", progress=False)  # fmt: skip
     copies = []
     for sub in ("episodes", "steps"):  # what a second writer of the same run left
         (shard,) = sorted((r.run_dir / sub).glob("part-*.parquet"))

@@ -25,6 +25,7 @@ from urbex.eval.episodes import finished_query_ids, read_episodes, read_steps
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 _VOLATILE = ["latency_s", "env_s", "policy_s"]
 LATENCY_S = 0.05
@@ -56,8 +57,9 @@ def _stable(df: pl.DataFrame) -> list[tuple]:
 def _run(assets: Path, url: str, concurrency: int, run_id: str, **openai):
     return evaluate(
         _params(assets, url, concurrency, **openai),
-        policy="openai",
-        split="test_no",
+        RunSpec.from_params(
+            _params(assets, url, concurrency, **openai), policy="openai", split="test_no"
+        ),
         run_id=run_id,
         progress=False,
     )

@@ -25,6 +25,7 @@ import pytest
 from tests.env.envfixtures import build_eval_project
 from urbex.config import Params
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 PIN = Path(__file__).parent / "data" / "pinned_episodes.json"
 POLICIES = ("oracle", "landmark_prior", "ranking_rules")  # ranking_rules: "ranking" until issue 12
@@ -69,7 +70,9 @@ def measure(assets: Path) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for policy in POLICIES:
         for split in SPLITS:
-            r = evaluate(params, policy=policy, split=split, progress=False)
+            r = evaluate(
+                params, RunSpec.from_params(params, policy=policy, split=split), progress=False
+            )
             import polars as pl
 
             eps = pl.concat(

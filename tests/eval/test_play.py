@@ -22,6 +22,7 @@ from urbex.env.policy import Policy, PolicyBase
 from urbex.errors import PolicyError, PolicyTimeoutError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectory_metrics
+from urbex.eval.runspec import RunSpec
 
 ZOOM = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}</tool_call>'
 
@@ -270,10 +271,7 @@ def test_evaluate_silent_server_records_every_episode_as_timed_out(assets):
     with silent_server() as url:
         pol = _silent_policy(url)
         t = time.monotonic()
-        r = evaluate(
-            p, policy="openai", split="test_no", run_id="silent", limit=2, progress=False,
-            policy_obj=pol
-        )  # fmt: skip
+        r = evaluate(p, RunSpec.from_params(p, policy="openai", split="test_no", limit=2), run_id="silent", progress=False, policy_obj=pol)  # fmt: skip
         elapsed = time.monotonic() - t
         pol.close()
     ep = read_episodes(r.run_dir)

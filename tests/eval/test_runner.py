@@ -56,7 +56,11 @@ def test_load_queries_unknown_split_names_the_known_ones(assets):
 def test_evaluate_oracle_hits_every_target_and_fills_the_warehouse(assets):
     from urbex.report.warehouse import refresh_warehouse
 
-    r = evaluate(_params(assets), policy="oracle", split="test_no", progress=False)
+    r = evaluate(
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="oracle", split="test_no"),
+        progress=False,
+    )
     refresh_warehouse(assets)  # what the front doors (urbex evaluate, the asset) do after it
     m = r.metrics.row(0, named=True)
     assert r.n_played == r.n_queries == m["n"]
@@ -79,7 +83,7 @@ def test_evaluate_oracle_hits_every_target_and_fills_the_warehouse(assets):
 def test_evaluate_tool_ablation_is_its_own_run(assets):
     """env.tools names the run (-tools_...) and is in its metrics; a tool not offered is invalid."""
     p = _params(assets, limit=3).with_updates(env={"tools": ["landmark_query"]})
-    r = evaluate(p, policy="oracle", split="test_no", progress=False)
+    r = evaluate(p, RunSpec.from_params(p, policy="oracle", split="test_no"), progress=False)
     assert r.run_id == "oracle-test_no-tools_lm"
     assert r.metrics["tools"].to_list() == ["landmark_query"]
     steps = read_steps(r.run_dir)
@@ -90,10 +94,16 @@ def test_evaluate_tool_ablation_is_its_own_run(assets):
 
 def test_evaluate_landmark_prior_is_reproducible_and_nontrivial(assets):
     a = evaluate(
-        _params(assets), policy="landmark_prior", split="test_no", run_id="lp-a", progress=False
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="landmark_prior", split="test_no"),
+        run_id="lp-a",
+        progress=False,
     )
     b = evaluate(
-        _params(assets), policy="landmark_prior", split="test_no", run_id="lp-b", progress=False
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="landmark_prior", split="test_no"),
+        run_id="lp-b",
+        progress=False,
     )
     ma = a.metrics.row(0, named=True)
     assert 0 < ma["hit1"] < 1 and ma["iou_bev"] > 0.02
@@ -107,12 +117,16 @@ def test_evaluate_landmark_prior_fingerprints_the_train_class_sizes(assets):
     from urbex.annotations.class_sizes import class_sizes_path, read_class_sizes
 
     p = _params(assets)
-    kw = {"split": "test_no", "limit": 1, "progress": False}
-    r = evaluate(p, policy="landmark_prior", run_id="cs", **kw)
+    kw = {"split": "test_no", "limit": 1}
+    r = evaluate(
+        p, RunSpec.from_params(p, policy="landmark_prior", **kw), run_id="cs", progress=False
+    )
     fp = json.loads((r.run_dir / "run.json").read_text())["fingerprint"]
     sizes = read_class_sizes(assets)
     assert fp["class_sizes"] == {c: list(v) for c, v in sorted(sizes.items())}
-    o = evaluate(p, policy="oracle", run_id="cs-oracle", **kw)  # takes none: not fingerprinted
+    o = evaluate(
+        p, RunSpec.from_params(p, policy="oracle", **kw), run_id="cs-oracle", progress=False
+    )  # takes none: not fingerprinted
     assert "class_sizes" not in json.loads((o.run_dir / "run.json").read_text())["fingerprint"]
     path = class_sizes_path(assets)
     original = path.read_text()
@@ -121,12 +135,27 @@ def test_evaluate_landmark_prior_fingerprints_the_train_class_sizes(assets):
         doc["classes"]["Car"]["dx_m"] += 1.0
         path.write_text(json.dumps(doc))  # the splits stage reran on other data
         with pytest.raises(ConfigError, match="class_sizes"):
-            evaluate(p, policy="landmark_prior", run_id="cs", **kw)
+            evaluate(
+                p,
+                RunSpec.from_params(p, policy="landmark_prior", **kw),
+                run_id="cs",
+                progress=False,
+            )
         path.unlink()
         with pytest.raises(AnnotationError, match="urbex splits"):
-            evaluate(p, policy="landmark_prior", run_id="cs-missing", **kw)
+            evaluate(
+                p,
+                RunSpec.from_params(p, policy="landmark_prior", **kw),
+                run_id="cs-missing",
+                progress=False,
+            )
         over = p.with_updates(policy={"class_sizes": {"Car": [4.0, 2.0]}})
-        evaluate(over, policy="landmark_prior", run_id="cs-override", **kw)  # no file needed
+        evaluate(
+            over,
+            RunSpec.from_params(over, policy="landmark_prior", **kw),
+            run_id="cs-override",
+            progress=False,
+        )  # no file needed
     finally:
         path.write_text(original)
 
@@ -160,14 +189,29 @@ register_policy("flaky_prior", _flaky_factory, needs_env=True, replace=True)
 def test_evaluate_killed_and_resumed_equals_uninterrupted(assets):
     p = _params(assets)  # chunks of 3: the failure hits mid-chunk (episodes 4 done, 5 fails)
     _Flaky.armed = False
-    full = evaluate(p, policy="flaky_prior", split="test_no", run_id="full", progress=False)
+    full = evaluate(
+        p,
+        RunSpec.from_params(p, policy="flaky_prior", split="test_no"),
+        run_id="full",
+        progress=False,
+    )
     _Flaky.armed = True
     with pytest.raises(RuntimeError, match="injected"):
-        evaluate(p, policy="flaky_prior", split="test_no", run_id="resumed", progress=False)
+        evaluate(
+            p,
+            RunSpec.from_params(p, policy="flaky_prior", split="test_no"),
+            run_id="resumed",
+            progress=False,
+        )
     d = full.run_dir.parent / "resumed"
     assert read_episodes(d).height == 4  # the finished chunk + the partial chunk's first episode
     _Flaky.armed = False
-    res = evaluate(p, policy="flaky_prior", split="test_no", run_id="resumed", progress=False)
+    res = evaluate(
+        p,
+        RunSpec.from_params(p, policy="flaky_prior", split="test_no"),
+        run_id="resumed",
+        progress=False,
+    )
     assert res.n_skipped == 4 and res.n_played == res.n_queries - 4
     assert _stable(read_episodes(res.run_dir)).equals(_stable(read_episodes(full.run_dir)))
     assert _stable(read_steps(res.run_dir)).equals(_stable(read_steps(full.run_dir)))
@@ -178,37 +222,59 @@ def test_evaluate_killed_and_resumed_equals_uninterrupted(assets):
 def test_evaluate_limit_then_full_run_skips_finished(assets):
     p = _params(assets)
     first = evaluate(
-        p, policy="landmark_prior", split="test_nd", run_id="lim", limit=2, progress=False
+        p,
+        RunSpec.from_params(p, policy="landmark_prior", split="test_nd", limit=2),
+        run_id="lim",
+        progress=False,
     )
     assert first.n_played == 2 and first.metrics["n"][0] == 2
-    rest = evaluate(p, policy="landmark_prior", split="test_nd", run_id="lim", progress=False)
+    rest = evaluate(
+        p,
+        RunSpec.from_params(p, policy="landmark_prior", split="test_nd"),
+        run_id="lim",
+        progress=False,
+    )
     assert rest.n_skipped == 2 and rest.metrics["n"][0] == rest.n_queries
 
 
 def test_evaluate_resume_with_changed_params_raises(assets):
     evaluate(
         _params(assets),
-        policy="landmark_prior",
-        split="test_no",
+        RunSpec.from_params(_params(assets), policy="landmark_prior", split="test_no", limit=1),
         run_id="chg",
-        limit=1,
         progress=False,
     )
     changed = _params(assets).with_updates(env={"max_turns": 3})
     with pytest.raises(ConfigError, match="params changed"):
-        evaluate(changed, policy="landmark_prior", split="test_no", run_id="chg", progress=False)
+        evaluate(
+            changed,
+            RunSpec.from_params(changed, policy="landmark_prior", split="test_no"),
+            run_id="chg",
+            progress=False,
+        )
     with pytest.raises(ConfigError, match="policy='landmark_prior'"):
-        evaluate(_params(assets), policy="oracle", split="test_no", run_id="chg", progress=False)
+        evaluate(
+            _params(assets),
+            RunSpec.from_params(_params(assets), policy="oracle", split="test_no"),
+            run_id="chg",
+            progress=False,
+        )
 
 
 def test_evaluate_process_pool_equals_in_process(assets):
     seq = evaluate(
-        _params(assets), policy="landmark_prior", split="train", run_id="seq", progress=False
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="landmark_prior", split="train"),
+        run_id="seq",
+        progress=False,
     )
     par = evaluate(
         _params(assets, workers=2, chunk_size=2, parallel_min_episodes=1),
-        policy="landmark_prior",
-        split="train",
+        RunSpec.from_params(
+            _params(assets, workers=2, chunk_size=2, parallel_min_episodes=1),
+            policy="landmark_prior",
+            split="train",
+        ),
         run_id="par",
         progress=False,
     )
@@ -227,7 +293,12 @@ register_policy("slow_zoomer", lambda params, *, env, checkpoint: _Slow(), repla
 
 def test_evaluate_episode_timeout_ends_unanswered(assets):
     p = _params(assets, episode_timeout_s=0.01)
-    r = evaluate(p, policy="slow_zoomer", split="test_no", run_id="slow", limit=2, progress=False)
+    r = evaluate(
+        p,
+        RunSpec.from_params(p, policy="slow_zoomer", split="test_no", limit=2),
+        run_id="slow",
+        progress=False,
+    )
     ep = read_episodes(r.run_dir)
     assert ep["timed_out"].all() and (ep["stop_reason"] == "timeout").all()
     assert (ep["turns"] == 1).all() and not ep["valid_answer"].any() and r.metrics["hit1"][0] == 0.0
@@ -252,7 +323,11 @@ def test_evaluate_vlm_tiny_model_end_to_end(assets, tiny_model):
         },
         vlm={"max_new_tokens": 12},
     )
-    r = evaluate(p, policy="vlm", split="test_no", checkpoint=tiny_model, limit=2, progress=False)
+    r = evaluate(
+        p,
+        RunSpec.from_params(p, policy="vlm", split="test_no", checkpoint=tiny_model, limit=2),
+        progress=False,
+    )
     ep = read_episodes(r.run_dir)
     assert ep.height == 2 and (ep["turns"] >= 1).all()
     assert (ep["policy_s"] > 0).all() and r.run_id.endswith(tiny_model.name)
@@ -277,7 +352,11 @@ README_QUERIES = (
 def test_readme_warehouse_queries_run_read_only(assets):
     from urbex.report.warehouse import refresh_warehouse
 
-    evaluate(_params(assets), policy="oracle", split="test_no", progress=False)
+    evaluate(
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="oracle", split="test_no"),
+        progress=False,
+    )
     refresh_warehouse(assets)
     con = duckdb.connect(str(assets / "warehouse.duckdb"), read_only=True)
     try:
@@ -300,19 +379,19 @@ def test_evaluate_vlm_lockstep_batch_matches_sequential_greedy(assets, tiny_mode
     )
     seq = evaluate(
         p,
-        policy="vlm",
-        split="test_no",
-        checkpoint=tiny_model,
-        limit=2,
+        RunSpec.from_params(p, policy="vlm", split="test_no", checkpoint=tiny_model, limit=2),
         run_id="v1",
         progress=False,
     )
     bat = evaluate(
         p.with_updates(vlm={"batch_size": 2}),
-        policy="vlm",
-        split="test_no",
-        checkpoint=tiny_model,
-        limit=2,
+        RunSpec.from_params(
+            p.with_updates(vlm={"batch_size": 2}),
+            policy="vlm",
+            split="test_no",
+            checkpoint=tiny_model,
+            limit=2,
+        ),
         run_id="v2",
         progress=False,
     )
@@ -323,9 +402,17 @@ def test_evaluate_vlm_lockstep_batch_matches_sequential_greedy(assets, tiny_mode
 
 def test_evaluate_resume_with_another_sample_never_mixes_samples(assets):
     p = _params(assets)
-    evaluate(p, policy="landmark_prior", split="test_no", run_id="grow", limit=2, progress=False)
+    evaluate(
+        p,
+        RunSpec.from_params(p, policy="landmark_prior", split="test_no", limit=2),
+        run_id="grow",
+        progress=False,
+    )
     r = evaluate(
-        p, policy="landmark_prior", split="test_no", run_id="grow", limit=3, progress=False
+        p,
+        RunSpec.from_params(p, policy="landmark_prior", split="test_no", limit=3),
+        run_id="grow",
+        progress=False,
     )
     want = {q.query_id for q in load_queries(p, "test_no", limit=3, sample_seed=0)}
     assert set(read_episodes(r.run_dir)["query_id"].to_list()) == want
@@ -333,7 +420,10 @@ def test_evaluate_resume_with_another_sample_never_mixes_samples(assets):
     # a smaller sample than the run holds would silently keep the extra episodes in the metrics
     with pytest.raises(ConfigError, match="outside the selected queries"):
         evaluate(
-            p, policy="landmark_prior", split="test_no", run_id="grow", limit=2, progress=False
+            p,
+            RunSpec.from_params(p, policy="landmark_prior", split="test_no", limit=2),
+            run_id="grow",
+            progress=False,
         )
 
 
@@ -341,19 +431,23 @@ def test_evaluate_restart_stale_replaces_a_run_of_other_settings(assets):
     """What the DVC stages pass: a changed param or a smaller sample replaces the run (played
     afresh, nothing of the old one left) instead of raising; the same settings still resume."""
     p = _params(assets)
-    kw = {"policy": "landmark_prior", "split": "test_no", "run_id": "stale", "progress": False}
-    evaluate(p, limit=3, **kw)
+    kw = {"run_id": "stale", "progress": False}
+
+    def spec(params, limit):
+        return RunSpec.from_params(params, policy="landmark_prior", split="test_no", limit=limit)
+
+    evaluate(p, spec(p, 3), **kw)
     (p.layout.run("stale") / "index.html").write_text("the old page")
-    smaller = evaluate(p, limit=2, restart_stale=True, **kw)
+    smaller = evaluate(p, spec(p, 2), restart_stale=True, **kw)
     assert smaller.n_skipped == 0 and smaller.n_played == 2
     assert not (smaller.run_dir / "index.html").exists()
     want = {q.query_id for q in load_queries(p, "test_no", limit=2, sample_seed=0)}
     assert set(read_episodes(smaller.run_dir)["query_id"].to_list()) == want
     changed = p.with_updates(env={"max_turns": 3})
-    r = evaluate(changed, limit=2, restart_stale=True, **kw)
+    r = evaluate(changed, spec(changed, 2), restart_stale=True, **kw)
     assert r.n_skipped == 0 and r.n_played == 2
     assert read_spec(r.run_dir) is not None
-    again = evaluate(changed, limit=2, restart_stale=True, **kw)  # same settings: resumed
+    again = evaluate(changed, spec(changed, 2), restart_stale=True, **kw)  # same settings: resumed
     assert again.n_skipped == 2 and again.n_played == 0
     summary = json.loads(p.layout.run_summary("stale").read_text())
     assert summary["n"] == 2 and 0.0 <= summary["hit1"] <= 1.0
@@ -361,20 +455,19 @@ def test_evaluate_restart_stale_replaces_a_run_of_other_settings(assets):
 
 
 def test_evaluate_resume_with_point_metrics_toggled_raises(assets):
-    evaluate(
-        _params(assets), policy="landmark_prior", split="test_no", run_id="pm", limit=1,
-        progress=False,
-    )  # fmt: skip
+    evaluate(_params(assets), RunSpec.from_params(_params(assets), policy="landmark_prior", split="test_no", limit=1), run_id="pm", progress=False)  # fmt: skip
     with pytest.raises(ConfigError, match="params changed"):
-        evaluate(
-            _params(assets, point_metrics=False), policy="landmark_prior", split="test_no",
-            run_id="pm", progress=False,
-        )  # fmt: skip
+        evaluate(_params(assets, point_metrics=False), RunSpec.from_params(_params(assets, point_metrics=False), policy="landmark_prior", split="test_no"), run_id="pm", progress=False)  # fmt: skip
 
 
 def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
     p = _params(assets, landmark_perturbation="wrong", landmark_perturbation_seed=3)
-    r = evaluate(p, policy="oracle", split="test_no", run_id="spec1", limit=2, progress=False)
+    r = evaluate(
+        p,
+        RunSpec.from_params(p, policy="oracle", split="test_no", limit=2),
+        run_id="spec1",
+        progress=False,
+    )
     want = RunSpec(
         policy="oracle",
         split="test_no",
@@ -408,7 +501,12 @@ def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
 
 def test_evaluate_legacy_run_json_resumes_and_gains_a_spec(assets):
     p = _params(assets)
-    r = evaluate(p, policy="oracle", split="test_nd", run_id="legacy", limit=1, progress=False)
+    r = evaluate(
+        p,
+        RunSpec.from_params(p, policy="oracle", split="test_nd", limit=1),
+        run_id="legacy",
+        progress=False,
+    )
     path = r.run_dir / "run.json"
     meta = json.loads(path.read_text())
     del meta["spec"]  # as written before RunSpec
@@ -416,7 +514,12 @@ def test_evaluate_legacy_run_json_resumes_and_gains_a_spec(assets):
     assert read_spec(r.run_dir) == RunSpec(
         policy="oracle", split="test_nd", sample=Sample(limit=1, seed=None)
     )
-    again = evaluate(p, policy="oracle", split="test_nd", run_id="legacy", limit=1, progress=False)
+    again = evaluate(
+        p,
+        RunSpec.from_params(p, policy="oracle", split="test_nd", limit=1),
+        run_id="legacy",
+        progress=False,
+    )
     assert again.n_skipped == 1 and again.n_played == 0
     assert json.loads(path.read_text())["spec"] == again.spec.to_dict()
 
@@ -432,10 +535,8 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
     assert r.run_id == "oracle-test_no-lm_missing" and r.spec == spec and r.n_queries == 2
     fp = json.loads((r.run_dir / "run.json").read_text())["fingerprint"]
     assert fp["landmark_perturbation"] == {"mode": "missing"}
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(TypeError, match="policy"):  # the spec names the run; no second way
         evaluate(_params(assets), spec=spec, policy="oracle", progress=False)
-    with pytest.raises(ValueError, match="policy= and split="):
-        evaluate(_params(assets), policy="oracle", progress=False)
     # a repeat (repeated decoding) plays with eval.seed = repeat_seed, under its own id
     rep = evaluate(
         _params(assets),
@@ -451,8 +552,7 @@ def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
 def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
     from urbex.report.warehouse import TABLES, refresh_warehouse
 
-    r = evaluate(_params(assets), policy="oracle", split="test_no", run_id="cols", limit=2,
-                 progress=False)  # fmt: skip
+    r = evaluate(_params(assets), RunSpec.from_params(_params(assets), policy="oracle", split="test_no", limit=2), run_id="cols", progress=False)  # fmt: skip
     written = pl.read_parquet(r.run_dir / "metrics.parquet").columns
     assert sorted(written) == sorted(c for c, _ in TABLES["metrics"].columns)
     con = duckdb.connect(":memory:")
@@ -473,14 +573,16 @@ from pathlib import Path
 from urbex.env.policy import PolicyBase
 from urbex.config import Params
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 class Sleepy(PolicyBase):
     def act(self, messages, images):
         time.sleep(600)
         raise AssertionError("not reached")
 
-evaluate(Params(paths={"assets": Path(sys.argv[1])}, eval={"workers": 1}), policy="oracle",
-         split="test_no", run_id=sys.argv[2], policy_obj=Sleepy(), progress=False)
+p = Params(paths={"assets": Path(sys.argv[1])}, eval={"workers": 1})
+evaluate(p, RunSpec.from_params(p, policy="oracle", split="test_no"), run_id=sys.argv[2],
+         policy_obj=Sleepy(), progress=False)
 """
 
 
@@ -536,7 +638,12 @@ def test_evaluate_second_writer_exits_2_naming_the_holder_and_a_killed_holder_ne
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=60)
     # the OS released the dead holder's lock: the next run plays everything, exactly once
-    r = evaluate(_params(assets), policy="oracle", split="test_no", run_id=run_id, progress=False)
+    r = evaluate(
+        _params(assets),
+        RunSpec.from_params(_params(assets), policy="oracle", split="test_no"),
+        run_id=run_id,
+        progress=False,
+    )
     assert r.n_played == r.n_queries and read_episodes(r.run_dir).height == r.n_queries
     meta = json.loads((r.run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and meta["n_episodes"] == r.n_queries
@@ -552,10 +659,8 @@ def test_evaluate_same_run_locked_in_process_raises_run_locked(assets):
     d = assets / "eval" / "runs" / "locked-here"
     with run_lock(d, run_id="locked-here") as me:
         with pytest.raises(RunLockedError, match=rf"pid {me['pid']} on host"):
-            evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here",
-                     limit=1, progress=False)  # fmt: skip
-    evaluate(_params(assets), policy="oracle", split="test_no", run_id="locked-here", limit=1,
-             progress=False)  # fmt: skip
+            evaluate(_params(assets), RunSpec.from_params(_params(assets), policy="oracle", split="test_no", limit=1), run_id="locked-here", progress=False)  # fmt: skip
+    evaluate(_params(assets), RunSpec.from_params(_params(assets), policy="oracle", split="test_no", limit=1), run_id="locked-here", progress=False)  # fmt: skip
 
 
 def test_evaluate_vlm_failed_start_marks_the_run_failed_and_cli_exits_2(assets, tmp_path, capsys):
@@ -592,7 +697,12 @@ def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(a
     _Flaky.armed = True
     try:
         with pytest.raises(RuntimeError, match="injected"):
-            evaluate(p, policy="flaky_prior", split="test_no", run_id="flaky-wh", progress=False)
+            evaluate(
+                p,
+                RunSpec.from_params(p, policy="flaky_prior", split="test_no"),
+                run_id="flaky-wh",
+                progress=False,
+            )
     finally:
         _Flaky.armed = False
     d = assets / "eval" / "runs" / "flaky-wh"
@@ -611,8 +721,7 @@ def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(a
     for table in ("episodes", "steps", "metrics"):
         assert view(f"SELECT count(*) FROM {table} WHERE run_id = ?") == [(0,)], table
     assert view("SELECT status FROM runs WHERE run_id = ?") == [("failed",)]
-    r = evaluate(p, policy="flaky_prior", split="test_no", run_id="flaky-wh", progress=False,
-                )  # fmt: skip
+    r = evaluate(p, RunSpec.from_params(p, policy="flaky_prior", split="test_no"), run_id="flaky-wh", progress=False)  # fmt: skip
     assert view("SELECT count(*) FROM episodes WHERE run_id = ?") == [(r.n_queries,)]
     assert view("SELECT status, error, n_episodes FROM runs WHERE run_id = ?") == [
         ("complete", None, r.n_queries)
@@ -622,8 +731,7 @@ def test_evaluate_policy_error_mid_run_marks_failed_and_the_warehouse_hides_it(a
 def test_run_json_holds_every_runs_view_column(assets):
     from urbex.report.warehouse import RUN_COLUMNS, TABLES
 
-    r = evaluate(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no",
-                 run_id="runs-cols", limit=2, progress=False)  # fmt: skip
+    r = evaluate(_params(assets, landmark_perturbation="noise"), RunSpec.from_params(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no", limit=2), run_id="runs-cols", progress=False)  # fmt: skip
     meta = json.loads((r.run_dir / "run.json").read_text())
     assert {c for c, _ in RUN_COLUMNS} <= set(meta)
     assert {k: meta[k] for k in r.spec.columns()} == r.spec.columns()

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +62,6 @@ from urbex.eval.episodes import (
 from urbex.eval.metrics import aggregate
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
-    ALL_TOOLS,
     SPEC_COLUMNS,
     LandmarkPerturbation,
     RunSpec,
@@ -279,53 +278,6 @@ def run_summary(metrics: pl.DataFrame) -> dict[str, int | float | None]:
     return out
 
 
-def _resolve_spec(
-    params: Params,
-    spec: RunSpec | None,
-    *,
-    policy: str | None,
-    split: str | None,
-    limit: int | None,
-    checkpoint: Path | None,
-) -> tuple[Params, RunSpec]:
-    """``evaluate``'s params and spec: from the flags, or ``params`` updated to the spec."""
-    if spec is None:
-        if policy is None or split is None:
-            raise ValueError("evaluate: pass policy= and split=, or spec=")
-        return params, RunSpec.from_params(
-            params, policy=policy, split=split, checkpoint=checkpoint, limit=limit
-        )
-    flags = {"policy": policy, "split": split, "limit": limit, "checkpoint": checkpoint}
-    given = sorted(k for k, v in flags.items() if v is not None)
-    if given:
-        raise ValueError(f"evaluate: pass spec= or {given}, not both (the spec names the run)")
-    if spec.sample is not None and spec.sample.seed is None:
-        raise ValueError("evaluate: spec.sample.seed is None; give the sample's seed")
-    p = spec.perturbation
-    upd: dict[str, Any] = {"landmark_perturbation": p.mode, "limit": None}
-    if spec.benchmark != params.eval.benchmark:  # its queries, caches, landmarks (the layout)
-        upd["benchmark"] = spec.benchmark
-    if p.noise_m is not None:
-        upd["landmark_noise_m"] = p.noise_m
-    if p.seed is not None:
-        upd["landmark_perturbation_seed"] = p.seed
-    if spec.sample is not None:
-        upd.update(limit=spec.sample.limit, sample_seed=spec.sample.seed)
-    if spec.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
-        upd["seed"] = spec.repeat_seed
-    params = params.with_updates(eval=upd)
-    if spec.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
-        params = params.with_updates(env={"tools": list(spec.tools or ALL_TOOLS)})
-    rebuilt = RunSpec.from_params(
-        params, policy=spec.policy, split=spec.split, checkpoint=spec.checkpoint
-    )
-    if spec.repeat_seed is not None:
-        rebuilt = replace(rebuilt, repeat_seed=spec.repeat_seed)
-    if rebuilt != spec:  # a guard: the spec must be exactly what these params play
-        raise ValueError(f"evaluate: spec {spec} does not round-trip through params ({rebuilt})")
-    return params, spec
-
-
 def _one_line(exc: BaseException) -> str:
     """``Type: message`` of ``exc`` on one line (``run.json``'s ``error``)."""
     text = " ".join(str(exc).split())
@@ -334,38 +286,28 @@ def _one_line(exc: BaseException) -> str:
 
 def evaluate(
     params: Params,
+    spec: RunSpec,
     *,
-    policy: str | None = None,
-    split: str | None = None,
     run_id: str | None = None,
-    limit: int | None = None,
-    checkpoint: Path | None = None,
-    spec: RunSpec | None = None,
     progress: bool = True,
     workers: int | None = None,
     policy_obj: Policy | None = None,
     restart_stale: bool = False,
 ) -> RunResult:
-    """Run ``policy`` over ``split`` (or a seeded sample), resumably; write episodes, steps, metrics.
+    """Play the run ``spec`` names (a policy over a split or its seeded sample), resumably; write
+    episodes, steps, metrics.
 
     Parameters
     ----------
     params
-        All parameters (``eval``, ``env``, ``policy``, ``vlm``/``openai`` sections).
-    policy
-        A name of :data:`urbex.agents.registry.POLICY_NAMES` (required unless ``spec``).
-    split
-        ``train``, ``val``, ``test_nd`` or ``test_no`` (required unless ``spec``).
+        All parameters (``eval``, ``env``, ``policy``, ``vlm``/``openai`` sections); the spec's
+        perturbation, sample, repeat seed, tools and benchmark replace theirs
+        (:meth:`RunSpec.play_params`).
+    spec
+        The run by its fields: :meth:`RunSpec.from_params` builds one from command-line flags
+        (``policy``, ``split``, ``checkpoint``, ``limit``) under ``params``.
     run_id
         The run directory name (default ``spec.run_id``): reusing it resumes the run.
-    limit
-        Evaluate a seeded sample of this many queries (default ``params.eval.limit``).
-    checkpoint
-        Local checkpoint for model policies (overrides ``params.vlm.checkpoint``).
-    spec
-        The run by its fields, instead of ``policy``/``split``/``limit``/``checkpoint``: its
-        landmark perturbation and sample replace those of ``params.eval``. Default
-        :meth:`RunSpec.from_params` of the flags.
     progress
         Show a tqdm bar.
     workers
@@ -389,9 +331,7 @@ def evaluate(
     Raises
     ------
     ValueError
-        ``spec`` together with ``policy``/``split``/``limit``/``checkpoint``, or neither. A
-        ``spec`` with a ``repeat_seed`` is a repeat: it plays with ``eval.seed = repeat_seed``
-        (:mod:`urbex.eval.repeats`).
+        A spec whose sample has no seed (read from a run that predates recorded seeds).
     RunLockedError
         Another process is writing this run (the message names its pid, host and start).
     ConfigError
@@ -406,9 +346,7 @@ def evaluate(
     """
 
     t_start = time.perf_counter()
-    params, spec = _resolve_spec(
-        params, spec, policy=policy, split=split, limit=limit, checkpoint=checkpoint
-    )
+    params = spec.play_params(params)
     policy, split = spec.policy, spec.split
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id

@@ -339,6 +339,35 @@ class RunSpec:
             s += f"-rep{self.repeat_seed}"
         return s
 
+    def play_params(self, params: Params) -> Params:
+        """``params`` as this run plays them: its landmark perturbation, sample, repeat seed,
+        tools and benchmark written into ``params.eval`` / ``params.env`` (the one direction:
+        the spec names the run, params carry it to the player and the policy).
+
+        Raises
+        ------
+        ValueError
+            ``sample.seed`` is None (a spec read from a run that predates recorded seeds).
+        """
+        if self.sample is not None and self.sample.seed is None:
+            raise ValueError("run spec: sample.seed is None; give the sample's seed")
+        p = self.perturbation
+        upd: dict[str, Any] = {"landmark_perturbation": p.mode, "limit": None}
+        if self.benchmark != params.eval.benchmark:  # its queries, caches, landmarks (the layout)
+            upd["benchmark"] = self.benchmark
+        if p.noise_m is not None:
+            upd["landmark_noise_m"] = p.noise_m
+        if p.seed is not None:
+            upd["landmark_perturbation_seed"] = p.seed
+        if self.sample is not None:
+            upd.update(limit=self.sample.limit, sample_seed=self.sample.seed)
+        if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
+            upd["seed"] = self.repeat_seed
+        params = params.with_updates(eval=upd)
+        if self.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
+            params = params.with_updates(env={"tools": list(self.tools or ALL_TOOLS)})
+        return params
+
     @property
     def run_id(self) -> str:
         """The default run directory name: ``<policy>-<split>`` (+ ``-<checkpoint dir name>``,
