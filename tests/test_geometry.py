@@ -7,8 +7,11 @@ from urbex.geometry import (
     center_distance_2d,
     ciou_2d,
     clip_box_2d,
+    gap_2d,
+    intersection_2d,
     iou_2d,
     iou_3d,
+    overlap_bounds_2d,
 )
 
 
@@ -115,3 +118,79 @@ def test_affine_composition_and_inverse():
 def test_affine_north_up_rejects_bad_resolution():
     with pytest.raises(ValueError, match="resolution"):
         Affine.north_up(x_min=0, y_max=0, resolution=0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ([0, 0, 1, 1], [4, 5, 6, 6], 5.0),  # diagonal: dx 3, dy 4
+        ([0, 0, 1, 1], [3, 0, 4, 1], 2.0),  # beside in x only
+        ([0, 0, 1, 1], [0, -3, 1, -1], 1.0),  # below in y only
+        ([0, 0, 1, 1], [1, 0, 2, 1], 0.0),  # touching edges
+        ([0, 0, 1, 1], [1, 1, 2, 2], 0.0),  # touching corners
+        ([0, 0, 2, 2], [1, 1, 3, 3], 0.0),  # overlapping
+        ([0, 0, 10, 10], [2, 2, 3, 3], 0.0),  # contained
+        ([2, 2, 3, 3], [0, 0, 10, 10], 0.0),  # containing
+        ([5, 5, 5, 5], [0, 0, 1, 1], float(np.hypot(4, 4))),  # a point to a box
+    ],
+)
+def test_gap_2d_known_cases(a, b, expected):
+    assert gap_2d(a, b) == pytest.approx(expected)
+    assert gap_2d(b, a) == gap_2d(a, b)  # symmetric, bit for bit
+
+
+def test_gap_2d_matches_shapely_distance():
+    shapely = pytest.importorskip("shapely")
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-50, 50, (500, 2))
+    a = np.concatenate([lo, lo + rng.uniform(0, 20, (500, 2))], axis=1)
+    lo = rng.uniform(-50, 50, (500, 2))
+    b = np.concatenate([lo, lo + rng.uniform(0, 20, (500, 2))], axis=1)
+    ref = shapely.distance(shapely.box(*a.T), shapely.box(*b.T))
+    np.testing.assert_allclose(gap_2d(a, b), ref, rtol=0, atol=1e-9)
+    assert (np.asarray(gap_2d(a, b)) == 0).sum() == (ref == 0).sum()
+
+
+def test_gap_2d_broadcasts_and_handles_empty_arrays():
+    boxes = np.array([[0, 0, 1, 1], [10, 0, 11, 1]], dtype=float)
+    others = np.array([[3, 0, 4, 1], [0, 0, 1, 1], [5, 0, 6, 1]], dtype=float)
+    table = np.asarray(gap_2d(boxes[:, None], others))  # (2, 3)
+    assert table.shape == (2, 3)
+    np.testing.assert_array_equal(table, [[2.0, 0.0, 4.0], [6.0, 9.0, 4.0]])
+    assert np.asarray(gap_2d(np.zeros((0, 4)), [0, 0, 1, 1])).shape == (0,)
+    assert np.asarray(gap_2d(np.zeros((0, 4)), np.zeros((0, 4)))).shape == (0,)
+    with pytest.raises(ValueError, match=r"a: expected shape \(\.\.\., 4\)"):
+        gap_2d([0, 0, 1], [0, 0, 1, 1])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ([0, 0, 2, 2], [1, 1, 3, 3], [1, 1, 2, 2]),  # overlapping: the intersection
+        ([0, 0, 4, 4], [1, 1, 2, 2], [1, 1, 2, 2]),  # contained: the inner box
+        ([0, 0, 1, 1], [1, 0, 2, 1], [1, 0, 1, 1]),  # touching: a zero-width strip
+        ([0, 0, 1, 1], [3, 5, 4, 6], [3, 5, 1, 1]),  # disjoint: inverted, spans the gap
+    ],
+)
+def test_overlap_bounds_2d_known_cases(a, b, expected):
+    assert overlap_bounds_2d(a, b).tolist() == expected
+    assert overlap_bounds_2d(b, a).tolist() == expected
+
+
+def test_overlap_bounds_2d_area_is_the_intersection_and_empty_arrays():
+    rng = np.random.default_rng(4)
+    lo = rng.uniform(-5, 5, (300, 2))
+    a = np.concatenate([lo, lo + rng.uniform(0, 6, (300, 2))], axis=1)
+    b = np.array([0.0, 0.0, 3.0, 2.0])
+    o = overlap_bounds_2d(a, b)
+    assert o.shape == (300, 4)
+    w = np.clip(o[:, 2] - o[:, 0], 0, None)
+    h = np.clip(o[:, 3] - o[:, 1], 0, None)
+    np.testing.assert_array_equal(w * h, intersection_2d(a, b))
+    # the intersection area against a brute-force raster of 0.01 m cells, for a few pairs
+    xs = np.arange(-5, 11, 0.01) + 0.005
+    for box in a[:5]:
+        inside = lambda q: (xs[:, None] > q[0]) & (xs[:, None] < q[2]) & (xs > q[1]) & (xs < q[3])  # noqa: E731
+        raster = (inside(box) & inside(b)).sum() * 1e-4
+        assert intersection_2d(box, b) == pytest.approx(raster, abs=0.05)
+    assert overlap_bounds_2d(np.zeros((0, 4)), np.zeros((0, 4))).shape == (0, 4)

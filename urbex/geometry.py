@@ -1,4 +1,4 @@
-"""Boxes, overlaps and the pixel↔world affine transform.
+"""Boxes, overlaps, gaps and the pixel↔world affine transform.
 
 Conventions
 -----------
@@ -31,9 +31,11 @@ __all__ = [
     "center_distance_2d",
     "ciou_2d",
     "clip_box_2d",
+    "gap_2d",
     "intersection_2d",
     "iou_2d",
     "iou_3d",
+    "overlap_bounds_2d",
     "volume_3d",
 ]
 
@@ -77,19 +79,102 @@ def volume_3d(boxes: ArrayLike) -> NDArray[np.float64] | float:
     return float(out) if out.ndim == 0 else out
 
 
+def overlap_bounds_2d(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+    """The overlap rectangle of BEV boxes, broadcast over leading dimensions.
+
+    ``[max(x_min), max(y_min), min(x_max), min(y_max)]`` of the two boxes: their intersection
+    when they overlap. Along an axis where they are disjoint the result is *inverted*
+    (its min exceeds its max) and spans the gap between them, so its centre is still the
+    midpoint between the two boxes on that axis.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (..., 4)
+        ``[x_min, y_min, x_max, y_max]`` in one planar frame (world metres for scene boxes),
+        each with min ≤ max (not checked).
+
+    Returns
+    -------
+    ndarray, shape (..., 4), float64
+        Same frame and units as the boxes.
+
+    Examples
+    --------
+    >>> overlap_bounds_2d([0, 0, 2, 2], [1, 1, 3, 3]).tolist()
+    [1.0, 1.0, 2.0, 2.0]
+    >>> overlap_bounds_2d([0, 0, 1, 1], [3, 0, 4, 1]).tolist()  # disjoint in x: x-span inverted
+    [3.0, 0.0, 1.0, 1.0]
+    >>> overlap_bounds_2d([0, 0, 4, 4], [1, 1, 2, 2]).tolist()  # contained: the inner box
+    [1.0, 1.0, 2.0, 2.0]
+    >>> overlap_bounds_2d(np.zeros((0, 4)), [0, 0, 1, 1]).shape  # no boxes
+    (0, 4)
+    """
+    a_ = _boxes(a, 4, "a")
+    b_ = _boxes(b, 4, "b")
+    return np.concatenate(
+        np.broadcast_arrays(
+            np.maximum(a_[..., :2], b_[..., :2]), np.minimum(a_[..., 2:], b_[..., 2:])
+        ),
+        axis=-1,
+    )
+
+
 def intersection_2d(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64] | float:
     """Intersection area of BEV boxes, broadcast over leading dimensions.
+
+    The area of :func:`overlap_bounds_2d` (0 for disjoint, touching or degenerate boxes).
 
     >>> intersection_2d([0, 0, 2, 2], [1, 1, 3, 3])
     1.0
     >>> intersection_2d([0, 0, 1, 1], [2, 2, 3, 3])
     0.0
+    >>> intersection_2d([0, 0, 1, 1], [1, 0, 2, 1])  # touching
+    0.0
+    """
+    o = overlap_bounds_2d(a, b)
+    w = o[..., 2] - o[..., 0]
+    h = o[..., 3] - o[..., 1]
+    out = np.clip(w, 0, None) * np.clip(h, 0, None)
+    return float(out) if out.ndim == 0 else out
+
+
+def gap_2d(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64] | float:
+    """Gap between axis-aligned BEV boxes: the shortest distance from one to the other.
+
+    ``hypot(dx, dy)`` with ``dx``, ``dy`` the separations along x and y (0 on an axis where
+    the boxes' spans meet), so **0 when the boxes touch, overlap or one contains the other**.
+    A point is a box of zero extent (``[x, y, x, y]``): its gap to a box is the point's
+    distance to the box.
+
+    Parameters
+    ----------
+    a, b : array_like, shape (..., 4)
+        ``[x_min, y_min, x_max, y_max]``, world metres (any one planar frame works), each with
+        min ≤ max (not checked); broadcast over leading dimensions.
+
+    Returns
+    -------
+    float or ndarray, shape (...)
+        Metres (the boxes' units), ≥ 0; symmetric in ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> gap_2d([0, 0, 1, 1], [4, 5, 6, 6])  # dx 3, dy 4
+    5.0
+    >>> gap_2d([0, 0, 1, 1], [1, 0, 2, 1])  # touching
+    0.0
+    >>> gap_2d([0, 0, 10, 10], [2, 2, 3, 3])  # contained
+    0.0
+    >>> gap_2d([[0, 0, 1, 1], [0, 0, 3, 1]], [5, 0, 6, 1]).tolist()  # one box against many
+    [4.0, 2.0]
+    >>> gap_2d(np.zeros((0, 4)), [0, 0, 1, 1]).shape  # no boxes
+    (0,)
     """
     a_ = _boxes(a, 4, "a")
     b_ = _boxes(b, 4, "b")
-    w = np.minimum(a_[..., 2], b_[..., 2]) - np.maximum(a_[..., 0], b_[..., 0])
-    h = np.minimum(a_[..., 3], b_[..., 3]) - np.maximum(a_[..., 1], b_[..., 1])
-    out = np.clip(w, 0, None) * np.clip(h, 0, None)
+    dx = np.maximum(0.0, np.maximum(b_[..., 0] - a_[..., 2], a_[..., 0] - b_[..., 2]))
+    dy = np.maximum(0.0, np.maximum(b_[..., 1] - a_[..., 3], a_[..., 1] - b_[..., 3]))
+    out = np.hypot(dx, dy)
     return float(out) if out.ndim == 0 else out
 
 

@@ -57,6 +57,7 @@ from urbex.atomic import atomic_write
 from urbex.classes import TARGET_CLASSES
 from urbex.env.world import World
 from urbex.errors import ConfigError
+from urbex.geometry import gap_2d
 from urbex.landmarks.names import mask_names, normalize_name
 from urbex.language.target import class_of_text
 from urbex.layout import RANKER_VERSION
@@ -193,12 +194,6 @@ def _compass_before(words: list[str], i: int) -> NDArray[np.float64]:
     return _compass(" ".join(words[max(0, at - 6) : at]))
 
 
-def _gap(boxes: NDArray[np.float64], other: NDArray[np.float64]) -> NDArray[np.float64]:
-    dx = np.maximum(0.0, np.maximum(other[0] - boxes[:, 2], boxes[:, 0] - other[2]))
-    dy = np.maximum(0.0, np.maximum(other[1] - boxes[:, 3], boxes[:, 1] - other[3]))
-    return np.hypot(dx, dy)
-
-
 def pair_features(
     description: str, candidates: Candidates, anchors: Sequence[Anchor] = ()
 ) -> NDArray[np.float64]:
@@ -266,7 +261,7 @@ def pair_features(
     d_cc = np.hypot(*(centre[:, None, :] - centre[None, :, :]).transpose(2, 0, 1))
     out[:, col["log_neighbours"]] = np.log1p(((d_cc < 15.0) & same).sum(axis=1) - 1)
     if anchors:
-        gaps = np.stack([_gap(box, a.box) for a in anchors], axis=1)  # (K, A)
+        gaps = np.asarray(gap_2d(box[:, None], np.stack([a.box for a in anchors])))  # (K, A) m
         g0 = gaps.min(axis=1)
         first = anchors[0]
         ac = (first.box[:2] + first.box[2:]) / 2

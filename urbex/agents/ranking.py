@@ -54,6 +54,7 @@ from urbex.agents.colour import (
 from urbex.agents.heuristics import _to_units
 from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
+from urbex.geometry import gap_2d, overlap_bounds_2d
 from urbex.landmarks.names import normalize_name
 from urbex.landmarks.table import footprint_bounds
 from urbex.language.target import CLASS_WORDS, class_of_text
@@ -272,11 +273,10 @@ class Anchor:
 # ---------------------------------------------------------------------------------------------
 
 
-def _gap(boxes: NDArray[np.float64], other: NDArray[np.float64]) -> NDArray[np.float64]:
-    """BEV gap (m, 0 when touching/overlapping) from each box (K, 4) to one box (4,)."""
-    dx = np.maximum(0.0, np.maximum(other[0] - boxes[:, 2], boxes[:, 0] - other[2]))
-    dy = np.maximum(0.0, np.maximum(other[1] - boxes[:, 3], boxes[:, 1] - other[3]))
-    return np.hypot(dx, dy)
+def _gap(boxes: NDArray[np.float64], other: ArrayLike) -> NDArray[np.float64]:
+    """BEV gap (m, 0 when touching/overlapping) from each box (K, 4) to one box (4,):
+    :func:`urbex.geometry.gap_2d` as an array."""
+    return np.asarray(gap_2d(boxes, other), dtype=np.float64)
 
 
 def _over(x: NDArray[np.float64], tol: float | NDArray[np.float64]) -> NDArray[np.float64]:
@@ -292,9 +292,8 @@ def _per_class(
 
 def _crossing(a: Anchor, b: Anchor) -> NDArray[np.float64]:
     """The point where two anchors meet: centre of their bounds' overlap (or of the gap)."""
-    lo = np.maximum(a.box[:2], b.box[:2])
-    hi = np.minimum(a.box[2:], b.box[2:])
-    p = (lo + hi) / 2
+    o = overlap_bounds_2d(a.box, b.box)
+    p = (o[:2] + o[2:]) / 2
     return np.concatenate([p, p])
 
 
@@ -441,7 +440,7 @@ def score_candidates(
             score -= W_REL * (_over(gap, NEXT_M) + 0.1 * gap / NEXT_M) + W_SELF * is_self
         elif rel == "in":
             inside = np.all((centre > a.box[:2]) & (centre < a.box[2:]), axis=1)
-            out_d = np.hypot(*(centre - np.clip(centre, a.box[:2], a.box[2:])).T)
+            out_d = _gap(np.concatenate([centre, centre], axis=1), a.box)  # centre to box
             score -= W_REL * (~inside) * (1.0 + out_d / 5.0) + W_SELF * is_self
         else:  # near / opposite / on a non-road / unknown phrase
             score -= W_REL * (_over(gap, NEAR_M) + 0.1 * gap / NEAR_M) + W_SELF * is_self

@@ -28,6 +28,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from urbex.geometry import gap_2d
+
 __all__ = [
     "NEAREST_MARGIN_M",
     "ROW_MAX_GAP_M",
@@ -186,11 +188,20 @@ def row_candidates(
     return out
 
 
-def _box_gaps(inst: pl.DataFrame, geom: object) -> NDArray[np.float64]:
-    """Distance (m) from every instance box to one shapely geometry."""
+def _boxes_m(inst: pl.DataFrame) -> NDArray[np.float64]:
+    """Every instance's BEV box ``(M, 4)`` ``[x_min, y_min, x_max, y_max]``, world metres."""
+    return np.stack(
+        [inst[c].to_numpy().astype(np.float64) for c in ("x_min", "y_min", "x_max", "y_max")],
+        axis=-1,
+    ).reshape(-1, 4)
+
+
+def _geometry_gaps(inst: pl.DataFrame, geom: object) -> NDArray[np.float64]:
+    """Distance (m) from every instance box to one landmark footprint (shapely polygon, line
+    or point: not a box, so not :func:`urbex.geometry.gap_2d`)."""
     import shapely
 
-    boxes = shapely.box(*(inst[c].to_numpy() for c in ("x_min", "y_min", "x_max", "y_max")))
+    boxes = shapely.box(*_boxes_m(inst).T)
     return np.asarray(shapely.distance(boxes, geom), dtype=np.float64)
 
 
@@ -224,20 +235,21 @@ def anchor_candidates(
     m = inst.height
     out: list[Candidate] = []
     targets: list[tuple[str, str, NDArray[np.float64], NDArray[np.bool_], str]] = []
+    box_m = _boxes_m(inst)
     for a, phrase in anchors:
-        r = inst.row(a, named=True)
-        g = shapely.box(r["x_min"], r["y_min"], r["x_max"], r["y_max"])
         not_self = np.ones(m, dtype=bool)
         not_self[a] = False
-        targets.append(("nearest_object", phrase, _box_gaps(inst, g), not_self, ""))
+        gaps = np.asarray(gap_2d(box_m, box_m[a]), dtype=np.float64)
+        targets.append(("nearest_object", phrase, gaps, not_self, ""))
     if landmarks.height:
-        boxes = shapely.box(*(inst[c].to_numpy() for c in ("x_min", "y_min", "x_max", "y_max")))
+        boxes = shapely.box(*box_m.T)
         for name, wkt in zip(landmarks["name"].to_list(), landmarks["footprint_wkt"].to_list()):
             g = shapely.from_wkt(wkt)
             # an instance that *is* the landmark (covers most of its footprint) is no candidate
             inter = np.asarray(shapely.area(shapely.intersection(boxes, g)), dtype=np.float64)
             not_self = ~(inter > 0.5 * max(float(shapely.area(g)), 1e-9))
-            targets.append(("nearest_landmark", str(name), _box_gaps(inst, g), not_self, str(name)))
+            gaps = _geometry_gaps(inst, g)
+            targets.append(("nearest_landmark", str(name), gaps, not_self, str(name)))
     for tmpl, phrase, gaps, ok, lm in targets:
         for c in ("Car", "Building"):
             noun = "car" if c == "Car" else "building"

@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.geometry import gap_2d
 from urbex.synth.block import CITYREFER_LABELS, Block
 
 __all__ = [
@@ -98,10 +99,9 @@ class SceneFacts:
         )
 
     def gap_to_box(self, other: NDArray) -> NDArray[np.float64]:
-        """BEV gap (m, 0 when overlapping) from every instance box to one box (4,)."""
-        dx = np.maximum(0.0, np.maximum(other[0] - self.box[:, 2], self.box[:, 0] - other[2]))
-        dy = np.maximum(0.0, np.maximum(other[1] - self.box[:, 3], self.box[:, 1] - other[3]))
-        return np.hypot(dx, dy)
+        """BEV gap (m, 0 when touching/overlapping) from every instance box to one box (4,)
+        (:func:`urbex.geometry.gap_2d`)."""
+        return np.asarray(gap_2d(self.box, other), dtype=np.float64)
 
     def landmark_row(self, name: str) -> int:
         """Row of the instance landmark called ``name`` (``KeyError`` if none)."""
