@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from tests.agents.stall_server import silent_server, trickle_server
-from urbex.agents.openai_api import OpenAIPolicy, from_openai_message, to_openai_messages
+from urbex.agents.openai_api import OpenAIPolicy
+from urbex.agents.openai_messages import from_openai_message, to_openai_messages
 from urbex.env.protocol import Answer, ToolCall, parse_action
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 

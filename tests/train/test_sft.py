@@ -30,7 +30,7 @@ def _params(assets: Path, **sft) -> Params:
 def tiny(assets, tmp_path_factory) -> Path:
     """A tiny model whose BPE was trained on the protocol and the teacher's conversations."""
     from urbex.train.corpus import protocol_corpus
-    from urbex.train.sft import teacher_trajectories
+    from urbex.train.teacher import teacher_trajectories
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
     p = _params(assets)
@@ -40,7 +40,7 @@ def tiny(assets, tmp_path_factory) -> Path:
 
 
 def test_teacher_paths_vary_with_the_seed_and_all_answer(assets):
-    from urbex.train.sft import teacher_trajectories
+    from urbex.train.teacher import teacher_trajectories
 
     trajs = teacher_trajectories(_params(assets), per_query=3, limit=4)
     assert len(trajs) == 12 and all(t.outcome.answered for t in trajs)
@@ -56,7 +56,7 @@ def test_teacher_paths_vary_with_the_seed_and_all_answer(assets):
 
 
 def test_no_valid_teacher_trajectory_is_a_one_line_error(assets):
-    from urbex.train.sft import teacher_trajectories
+    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets).with_updates(env={"max_turns": 1})  # the teacher zooms first: no answer
     with pytest.raises(AnnotationError, match=r"no teacher trajectory.*sft\.split"):
@@ -112,7 +112,8 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     from urbex.annotations.splits import load_queries
     from urbex.env.episode import CachedSceneProvider, GroundingEnv
     from urbex.env.play import play_episode
-    from urbex.train.sft import sft, teacher_trajectories
+    from urbex.train.sft import sft
+    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, learning_rate=5e-3)
     trajs = teacher_trajectories(p, limit=4)
@@ -150,7 +151,8 @@ def test_sft_bad_checkpoints_are_one_line_errors(assets, tmp_path):
 
 
 def test_sft_example_over_max_length_names_the_field(assets, tiny):
-    from urbex.train.sft import sft, teacher_trajectories
+    from urbex.train.sft import sft
+    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, max_length=50)
     with pytest.raises(ConfigError, match=r"sft\.max_length"):
@@ -166,7 +168,8 @@ def test_sft_example_over_max_length_names_the_field(assets, tiny):
 def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny):
     from transformers import AutoProcessor
 
-    from urbex.train.sft import _batch, render_examples, teacher_trajectories
+    from urbex.train.sft import _batch, render_examples
+    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, mistake_rate=1.0)
     trajs = teacher_trajectories(p, limit=4, per_query=2)
@@ -255,7 +258,7 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
     the new name (found, with the same geometry as the original landmark)."""
     from urbex.annotations.splits import load_queries
     from urbex.landmarks.lookup import landmark_index
-    from urbex.train.sft import teacher_trajectories
+    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, rename_rate=1.0, anchor_rate=1.0)
     original = {q.query_id: q for q in load_queries(p, "train")}
@@ -286,7 +289,8 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
     from transformers import AutoProcessor
 
     from urbex.agents.vlm import VLMPolicy
-    from urbex.train.sft import _batch, recovery_trajectories, render_examples, sft
+    from urbex.train.sft import _batch, render_examples, sft
+    from urbex.train.teacher import recovery_trajectories
 
     p = _params(assets, limit=3, recovery_per_query=1, recovery_at=0.5)
     student = VLMPolicy.from_params(

@@ -39,16 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
-from urbex.agents.oracle import RecoveryTeacher, TeacherPolicy
-from urbex.agents.vlm import VLMPolicy
-from urbex.annotations.splits import load_queries
-from urbex.env.play import episode_seed, play_episode
 from urbex.env.trl_adapter import template_tool_schemas
-from urbex.env.world import World
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
 from urbex.train.publish import publish_checkpoint
-from urbex.train.rename import renamed_world
+from urbex.train.teacher import RecoveryStats, recovery_round, teacher_trajectories
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -58,162 +53,8 @@ __all__ = [
     "SFTExample",
     "SFTResult",
     "assistant_labels",
-    "recovery_trajectories",
     "sft",
-    "teacher_trajectories",
 ]
-
-
-# ---------------------------------------------------------------------------------------------
-# teacher data
-# ---------------------------------------------------------------------------------------------
-
-
-def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
-    """The landmark index, a real environment over the scene caches, and the teacher in it
-    (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
-
-    world = World.from_params(params)
-    index, env = world.landmarks, world.env()
-    teacher = TeacherPolicy(env, p_mistake=p_mistake, p_anchor=params.sft.anchor_rate)
-    teacher.template_lists_tools = params.vlm.template_tools
-    return index, env, teacher
-
-
-def teacher_trajectories(
-    params: Params,
-    *,
-    split: str | None = None,
-    per_query: int | None = None,
-    seed: int | None = None,
-    limit: int | None = None,
-    progress: bool = False,
-) -> list[Trajectory]:
-    """Teacher trajectories over a split (``sft.split``), ``per_query`` seeded paths per query.
-
-    Only trajectories that end in a valid answer are returned. The teacher's system prompt lists
-    the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
-    conversation is the one the student will see. A share ``sft.rename_rate`` of the episodes
-    is played with the scene's landmarks renamed (:func:`urbex.train.rename.renamed_world`: the
-    description and the landmark index both carry the new names; the environment is the real one).
-
-    Raises
-    ------
-    AnnotationError
-        The split has no queries, or no trajectory ended in a valid answer.
-    """
-    import numpy as np
-    from tqdm.auto import tqdm
-
-    s = params.sft
-    split = split or s.split
-    per_query = per_query or s.per_query
-    seed = s.seed if seed is None else seed
-    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
-    index, env, teacher = _teacher_in_env(params, p_mistake=s.mistake_rate)
-    out: list[Trajectory] = []
-    for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
-        for k in range(per_query):
-            ep_seed = episode_seed(seed * 1000 + k, q.query_id)
-            query, landmarks = q, index
-            rng = np.random.default_rng([ep_seed, 1])
-            if index is not None and rng.random() < s.rename_rate:
-                world = renamed_world(q, index, rng)  # None: a mention it cannot rewrite
-                if world is not None:
-                    query, landmarks = world
-            env.use_landmarks(landmarks)
-            traj = play_episode(env, teacher, query, seed=ep_seed)
-            if traj.outcome.answered:
-                out.append(traj)
-    if not out:
-        raise AnnotationError(
-            f"no teacher trajectory of split {split!r} ended in a valid answer "
-            f"({len(queries)} queries × {per_query}); check the split (sft.split) and the scene "
-            "caches",
-            field="sft.split",
-        )
-    return out
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RecoveryStats:
-    """What a round of recovery episodes (:func:`recovery_trajectories`) found.
-
-    Attributes
-    ----------
-    episodes : int
-        Student episodes played.
-    with_errors : int
-        Episodes in which the student made at least one invalid proposal (those are kept).
-    kept : int
-        Kept episodes that ended in a valid answer (training examples).
-    proposals, errors : int
-        Student proposals made and rejected by the protocol.
-    seconds : float
-    """
-
-    episodes: int
-    with_errors: int
-    kept: int
-    proposals: int
-    errors: int
-    seconds: float
-
-    @property
-    def error_rate(self) -> float:
-        """Share of the student's proposals the protocol rejected."""
-        return self.errors / self.proposals if self.proposals else 0.0
-
-
-def recovery_trajectories(
-    params: Params,
-    student: Any,
-    *,
-    split: str | None = None,
-    per_query: int | None = None,
-    seed: int | None = None,
-    limit: int | None = None,
-    progress: bool = False,
-) -> tuple[list[Trajectory], RecoveryStats]:
-    """The student's own mistakes with the teacher's recoveries, over a split (``sft.split``).
-
-    ``student`` (any policy, e.g. a :class:`~urbex.agents.vlm.VLMPolicy` of the model being
-    trained) proposes every turn through :class:`~urbex.agents.oracle.RecoveryTeacher`; its
-    invalid proposals are played (unsupervised in SFT), the teacher plays the rest. Returned:
-    the episodes with at least one student mistake that still ended in a valid answer, and the
-    counts. The teacher makes no deliberate mistakes here (the student supplies them).
-    """
-    from tqdm.auto import tqdm
-
-    s = params.sft
-    split = split or s.split
-    per_query = per_query or s.recovery_per_query
-    seed = s.seed if seed is None else seed
-    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
-    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
-    policy = RecoveryTeacher(env, student, teacher, max_errors=s.recovery_max_errors)
-    out: list[Trajectory] = []
-    n_err = errors = 0
-    t0 = time.perf_counter()
-    for q in tqdm(queries, desc=f"recovery/{split}", unit="query", disable=not progress):
-        for k in range(per_query):
-            # seeds disjoint from teacher_trajectories' (seed * 1000 + k, k < per_query)
-            ep_seed = episode_seed(seed * 1000 + 500 + k, q.query_id)
-            traj = play_episode(env, policy, q, seed=ep_seed)
-            errors += policy.errors
-            if policy.errors:
-                n_err += 1
-                if traj.outcome.answered:
-                    out.append(traj)
-    stats = RecoveryStats(
-        episodes=len(queries) * per_query,
-        with_errors=n_err,
-        kept=len(out),
-        proposals=policy.proposals,
-        errors=errors,
-        seconds=time.perf_counter() - t0,
-    )
-    return out, stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,32 +285,6 @@ def _batch(
     return dict(inputs)
 
 
-def _recovery_round(
-    params: Params, model: Any, processor: Any, *, progress: bool
-) -> tuple[list[Trajectory], RecoveryStats]:
-    """The model as it is now plays the split as the student of :func:`recovery_trajectories`
-    (a snapshot saved to a temporary directory and loaded as the ``vlm`` policy, the same
-    generation code evaluation uses; the model being trained is not touched)."""
-    import tempfile
-
-    s = params.sft
-    with tempfile.TemporaryDirectory(prefix="urbex-sft-student-") as tmp:
-        model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        student = VLMPolicy.from_params(
-            params,
-            checkpoint=tmp,
-            device="cpu",
-            dtype="float32",
-            do_sample=s.recovery_temperature > 0,
-            temperature=max(s.recovery_temperature, 1e-5),
-            top_p=1.0,
-            max_batch=1,
-            tool_names=tuple(params.env.tools),
-        )
-        return recovery_trajectories(params, student, progress=progress)
-
-
 def sft(
     params: Params,
     *,
@@ -538,7 +353,7 @@ def sft(
     bar = tqdm(range(n_steps), desc="sft", unit="step", disable=not progress)
     for step in bar:
         if step == at:
-            more, recovery = _recovery_round(params, model, processor, progress=progress)
+            more, recovery = recovery_round(params, model, processor, progress=progress)
             examples += render_examples(more, processor, params)
             order = []  # the new episodes enter the next permutation at once
         if len(order) < s.batch_size:

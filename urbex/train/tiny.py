@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from urbex.train.corpus import protocol_corpus
-from urbex.train.sft import teacher_trajectories
+from urbex.train.teacher import teacher_trajectories
 
 __all__ = ["ADDED_TOKENS", "SPECIAL_TOKENS", "TinyModelSpec", "make_tiny_model"]
 
