@@ -120,7 +120,7 @@ def bench_scatter(
 
     from urbex.scene import SceneCache
     from urbex.scene import _kernels as K
-    from urbex.scene.build import _BAND_PIXELS, _RASTER_THREADS
+    from urbex.scene.raster import _RASTER_THREADS, BAND_PIXELS
 
     sc = SceneCache.open(cache_dir)
     m = sc.meta
@@ -133,7 +133,7 @@ def bench_scatter(
     ncx, ncy = m.grid_shape
     w, h, res = m.bev_width, m.bev_height, m.resolution
     by1 = m.bev_transform[5] - m.origin[1]
-    band = max(8, _BAND_PIXELS // w)
+    band = max(8, BAND_PIXELS // w)
     halo = m.params["hole_fill_iterations"]
     jobs = []
     for a in range(0, h, band):
