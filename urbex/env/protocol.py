@@ -22,6 +22,7 @@ from typing import Any
 
 from urbex.config import EnvParams
 from urbex.env.tools import TOOLS, ToolSpec, offered_tools, openai_tool_schemas
+from urbex.language.chat import chat_safe
 
 __all__ = [
     "Action",
@@ -193,7 +194,7 @@ def user_prompt(description: str, *, global_view_id: str = "global", max_turns: 
     'Query: the red car next to the church'
     """
     return (
-        f"Query: {description.strip()}\n"
+        f"Query: {chat_safe(description.strip())}\n"
         f'The attached image is view "{global_view_id}" (the whole block, north up). '
         f"You have {max_turns} turns."
     )

@@ -26,6 +26,7 @@ from urbex.config import EnvParams
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect, view_image
 from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
+from urbex.language.chat import chat_safe
 
 if TYPE_CHECKING:
     pass
@@ -183,6 +184,12 @@ def _bev_view(ctx: ToolContext, args: Mapping[str, Any]) -> EpisodeView:
 
 
 def _landmark_query(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+    """The landmark tool; its text carries user data (the GeoJSON's names), hence chat_safe."""
+    res = _landmark_lookup(ctx, args)
+    return ToolResult(text=chat_safe(res.text))
+
+
+def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     view = _bev_view(ctx, args)
     name = args["name"]
     if ctx.landmarks is None:
