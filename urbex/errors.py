@@ -18,6 +18,7 @@ __all__ = [
     "DuplicateEpisodesError",
     "EmptyRegionError",
     "LandmarkError",
+    "OutputExistsError",
     "PointCloudFormatError",
     "PolicyError",
     "PolicyTimeoutError",
@@ -126,3 +127,8 @@ class PolicyTimeoutError(PolicyError):
     (:func:`urbex.env.play.play_episode`) catches exactly this error and ends the episode
     unanswered with ``stop_reason == "timeout"``; it never fails a run.
     """
+
+
+class OutputExistsError(UrbexError):
+    """A command would overwrite files that are already there (a user's data set or checkpoint);
+    the message names what exists and the ``--force`` that allows it."""

@@ -45,6 +45,7 @@ name but a hidden staging one) for a name. No published name starts with ``.``::
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,7 @@ __all__ = [
     "INSTANCES_FILE",
     "META_FILE",
     "RANKER_VERSION",
+    "SAFE_NAME_MAX",
     "SCENE_ROW_FILE",
     "SFT_LOG_FILE",
     "SFT_SUMMARY_FILE",
@@ -65,6 +67,7 @@ __all__ = [
     "AssetLayout",
     "plain_name",
     "safe_name",
+    "safe_part",
 ]
 
 #: Files under the assets root that are *not* versioned data, as gitignore-style patterns relative
@@ -132,14 +135,38 @@ def plain_name(name: str, *, what: str) -> str:
     return name
 
 
+#: The longest safe name: run ids get suffixes (``-tools_lm+zoom``, ``-rep3``) and the file
+#: system allows 255 bytes per component.
+SAFE_NAME_MAX = 128
+
+
+def _safe_char(c: str) -> bool:
+    return c.isalnum() or c in "-_."
+
+
+def safe_part(text: str) -> str:
+    """``text`` (NFC) with every character :func:`safe_name` refuses replaced by ``_``.
+
+    >>> safe_part("Qwen3-VL 8B/ü")
+    'Qwen3-VL_8B_ü'
+    """
+    nfc = unicodedata.normalize("NFC", text)
+    return "".join(
+        c if _safe_char(c) and unicodedata.normalize("NFKC", c) == c else "_" for c in nfc
+    )
+
+
 def safe_name(name: str, *, what: str) -> str:
-    """``name`` if it is a safe name, else a ``ValueError`` naming ``what``.
+    """``name`` (composed, NFC) if it is a safe name, else a ``ValueError`` naming ``what``.
 
     The one rule for names urbex derives or lets the user choose (run ids, checkpoint names,
     ``train.run_name``): letters, digits (``str.isalnum``), ``-``, ``_`` and ``.``, starting
-    with a letter or a digit, so never empty, ``.``, ``..``, a hidden name or one that reads as
-    a flag. Derived run ids (:attr:`urbex.eval.runspec.RunSpec.run_id`) keep to it: other
-    characters of a checkpoint name become ``_``. Scene ids, found in a data set, only need
+    with a letter or a digit, at most :data:`SAFE_NAME_MAX` characters, so never empty, ``.``,
+    ``..``, a hidden name or one that reads as a flag. The name is composed first (``ü`` typed
+    decomposed is the same name as ``ü``), and compatibility forms are refused (full-width
+    digits, ligatures, superscripts: names that look like another name but are other bytes).
+    Derived run ids (:attr:`urbex.eval.runspec.RunSpec.run_id`) keep to it: other characters of
+    a checkpoint name become ``_`` (:func:`safe_part`). Scene ids, found in a data set, only need
     :func:`plain_name`.
 
     >>> safe_name("oracle-test_no.v2", what="run_id")
@@ -149,16 +176,25 @@ def safe_name(name: str, *, what: str) -> str:
     ...
     ValueError: --run-id: expected a safe name (letters, digits, '-', '_', '.', ...), got '..'
     """
-    if not (
-        isinstance(name, str)
-        and name[:1].isalnum()
-        and all(c.isalnum() or c in "-_." for c in name)
-    ):
+    if not isinstance(name, str):
+        raise ValueError(f"{what}: expected a safe name (a string), got {name!r}")
+    if len(name) > SAFE_NAME_MAX:
+        raise ValueError(
+            f"{what}: a name of at most {SAFE_NAME_MAX} characters, got {len(name)} "
+            f"({name[:40]!r}...)"
+        )
+    nfc = unicodedata.normalize("NFC", name)
+    if unicodedata.normalize("NFKC", nfc) != nfc:
+        raise ValueError(
+            f"{what}: {name!r} holds compatibility characters (full-width or styled letters and "
+            f"digits); write it as {unicodedata.normalize('NFKC', nfc)!r}"
+        )
+    if not (nfc[:1].isalnum() and all(_safe_char(c) for c in nfc)):
         raise ValueError(
             f"{what}: expected a safe name (letters, digits, '-', '_', '.', starting with a "
             f"letter or digit; not empty, '.' or '..'), got {name!r}"
         )
-    return name
+    return nfc
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from urbex.cli.commands import (
     cmd_synth,
     cmd_train,
     cmd_warehouse,
+    repeat_count,
     tool_list,
 )
 from urbex.config import SPLIT_NAMES, load_params
@@ -91,7 +92,11 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["cityrefer", "stpls3d", "las"],
         help="with OUT: also write this layout (default cityrefer only)",
     )
-    s.add_argument("--force", action="store_true", help="regenerate even if up to date")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="regenerate even if up to date; with OUT: write into a folder that is not empty",
+    )
     s.set_defaults(func=cmd_synth)
 
     c = command("cache", help="build scene caches (and the warehouse scenes/instances)")
@@ -138,7 +143,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--repeats",
-        type=int,
+        type=repeat_count,
         help="repeated decoding: N runs with seeds eval.seed..+N-1 (sampled: vlm.do_sample on), "
         "ids <policy>-<split>-rep<seed>; prints mean [95%% t-interval]",
     )
@@ -195,6 +200,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     tm = command("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
     tm.add_argument("path", type=Path)
+    tm.add_argument("--force", action="store_true", help="write over a folder that is not empty")
     tm.add_argument("--seed", type=int, default=0)
     tm.add_argument("--hidden", type=int, default=32, help="text hidden size")
     tm.add_argument("--layers", type=int, default=2, help="text decoder layers")

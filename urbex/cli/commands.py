@@ -15,7 +15,7 @@ from urbex.agents.proposals import proposal_recall_table
 from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 from urbex.annotations.stpls3d_refer import refer_counts
 from urbex.config import Params
-from urbex.errors import ConfigError, UrbexError
+from urbex.errors import ConfigError, OutputExistsError, UrbexError
 from urbex.eval.ground import ground
 from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
 from urbex.eval.runner import evaluate
@@ -58,6 +58,8 @@ __all__ = [
     "cmd_synth",
     "cmd_train",
     "cmd_warehouse",
+    "refuse_overwrite",
+    "repeat_count",
     "tool_list",
 ]
 
@@ -94,7 +96,31 @@ def tool_list(value: str) -> list[str]:
     """
     if value.strip().lower() == "none":
         return []
-    return [t.strip() for t in value.split(",") if t.strip()]
+    names = [t.strip() for t in value.split(",") if t.strip()]
+    if not names:  # an unset shell variable must not run the no-tool ablation silently
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no tool: give tool names (landmark_query,zoom_in,oblique_render) "
+            "or 'none' for the no-tool ablation"
+        )
+    return names
+
+
+def repeat_count(value: str) -> int:
+    """``--repeats``: an int >= 2 (an interval needs two repeats).
+
+    >>> repeat_count("3")
+    3
+    """
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 2:
+        raise argparse.ArgumentTypeError(
+            f"got {n}: repeated decoding needs at least 2 repeats for its interval (one run "
+            "is a plain `urbex evaluate`)"
+        )
+    return n
 
 
 def _run_id(value: str | None) -> str | None:
@@ -120,6 +146,32 @@ def _require_raw(params: Params) -> None:
         )
 
 
+def refuse_overwrite(path: Path, *, force: bool, what: str) -> None:
+    """Raise :class:`OutputExistsError` when ``path`` holds anything and ``force`` is off.
+
+    ``urbex synth OUT`` and ``urbex make-tiny-model PATH`` write into a folder the user names;
+    what is there may be the user's own data set or checkpoint.
+    """
+    if force or not path.exists():
+        return
+    if path.is_dir():
+        entries = sorted(e.name for e in path.iterdir())
+        if not entries:
+            return
+        shown = ", ".join(entries[:5]) + (
+            f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+        )
+        raise OutputExistsError(
+            f"the folder is not empty ({shown}); writing {what} here would replace files of the "
+            "same name. Pass --force to write over it, or choose an empty folder",
+            path=path,
+        )
+    raise OutputExistsError(
+        f"a file is in the way of {what}; pass --force to replace it, or choose another path",
+        path=path,
+    )
+
+
 def cmd_synth(args: argparse.Namespace, params: Params) -> int:
 
     p = _with_flags(
@@ -143,6 +195,7 @@ def cmd_synth(args: argparse.Namespace, params: Params) -> int:
         print(f"raw data set: {ds.root} ({len(ds.scene_ids)} scenes: {', '.join(ds.scene_ids)})")
         return 0
 
+    refuse_overwrite(Path(args.out), force=args.force, what="a data set")
     s = p.synth
     fmt = args.format or "cityrefer"
     formats = ("cityrefer",) if fmt == "cityrefer" else ("cityrefer", fmt)
@@ -418,6 +471,7 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
         vision_hidden_size=args.vision_hidden,
         vocab_size=args.vocab,
     )
+    refuse_overwrite(args.path, force=args.force, what="a checkpoint")
     corpus = None
     what = "byte tokens, no merges"
     if args.tokenizer == "protocol":

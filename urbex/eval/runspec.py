@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from urbex.errors import ConfigError
 from urbex.eval.perturb import PERTURBATIONS, perturbation_tag
+from urbex.layout import safe_part
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -75,7 +76,7 @@ def _is_int(v: object) -> bool:
 
 def _name_part(s: str) -> str:
     """A path's last component, safe in a directory name (other characters become ``_``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(s).name)
+    return safe_part(Path(s).name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
