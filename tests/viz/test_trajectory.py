@@ -89,3 +89,29 @@ def test_trajectory_picture_of_an_oracle_episode_has_the_documented_size(env, ci
 def test_picture_size_rejects_negative_counts():
     with pytest.raises(ValueError):
         picture_size(-1, 0)
+
+
+def test_wrapping_a_huge_description_measures_a_bounded_amount_of_text():
+    """``urbex ground --query`` with 100,000 characters: the wrap reads only what fits (it was
+    quadratic: minutes). Counted in characters measured, not in seconds."""
+    from PIL import Image, ImageDraw
+
+    from urbex.viz.style import pil_font
+    from urbex.viz.trajectory import _wrap
+
+    class Counting:
+        def __init__(self) -> None:
+            self.draw, self.chars = ImageDraw.Draw(Image.new("RGB", (8, 8))), 0
+
+        def textlength(self, text, font):
+            self.chars += len(text)
+            return self.draw.textlength(text, font=font)
+
+    font = pil_font(14)
+    for text, n_lines in (("word " * 20_000, 3), ("x" * 100_000, 1), ("a " * 50_000, 3)):
+        d = Counting()
+        lines = _wrap(d, text, font, 600, 3)
+        assert len(lines) == n_lines and lines[-1].endswith("...")
+        assert d.chars < 20_000, d.chars
+    d = Counting()
+    assert _wrap(d, "the red car", font, 600, 3) == ["the red car"]

@@ -147,29 +147,44 @@ def _fmt_args(tool: str, args: dict[str, Any]) -> str:
 
 
 def _clip_text(draw: ImageDraw.ImageDraw, text: str, font: Any, width: float) -> str:
+    """``text`` cut to ``width`` pixels with ``...``: a binary search over the prefix length
+    (a description may be 100,000 characters of user text)."""
+    text = text[: 4 * int(width) + 4]  # no glyph of these fonts is narrower than 1/4 px
     if draw.textlength(text, font=font) <= width:
         return text
-    while text and draw.textlength(text + "...", font=font) > width:
-        text = text[:-1]
-    return text + "..."
+    lo, hi = 0, len(text)  # the longest prefix that fits with its "..."
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if draw.textlength(text[:mid] + "...", font=font) <= width:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + "..."
 
 
 def _wrap(draw: ImageDraw.ImageDraw, text: str, font: Any, width: float, lines: int) -> list[str]:
-    """Greedy word wrap to ``width`` pixels, at most ``lines`` lines (the last one clipped)."""
-    words = " ".join(text.split()).split(" ")
+    """Greedy word wrap to ``width`` pixels, at most ``lines`` lines (the last one clipped).
+
+    Stops reading words once the lines are full, so its cost is bounded by the box, not by the
+    text's length."""
+    words = text.split()
     out: list[str] = []
     cur = ""
     for w in words:
-        cand = f"{cur} {w}".strip()
-        if draw.textlength(cand, font=font) <= width or not cur:
+        cand = f"{cur} {w}" if cur else w
+        if not cur or draw.textlength(cand, font=font) <= width:
             cur = cand
         else:
             out.append(cur)
             cur = w
-    if cur:
-        out.append(cur)
-    if len(out) > lines:
-        rest = _clip_text(draw, " ".join(out[lines - 1 :]), font, width - 4)
+            if len(out) == lines:  # the text overflows: the last line gets "..."
+                break
+    else:
+        if cur:
+            out.append(cur)
+        cur = ""
+    if len(out) > lines or cur:
+        rest = _clip_text(draw, f"{out[lines - 1]} {cur}".strip(), font, width - 4)
         out = [*out[: lines - 1], rest]
         if not out[-1].endswith("..."):
             out[-1] += "..."
