@@ -7,13 +7,21 @@ Grouped with the fault-injection (:mod:`tests.test_fault_injection`) and debris
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import shutil
+import subprocess
+import sys
 import unicodedata
 
+import duckdb
 import pytest
 
+from tests.small_project import write_small_project
 from urbex.cli import main
 from urbex.layout import safe_name
+from urbex.report import warehouse
 
 # ---------------------------------------------------------------- overwriting a user's files
 
@@ -87,3 +95,132 @@ def test_composed_and_decomposed_names_are_one_name_and_fullwidth_is_refused():
     assert nfd != "über-run" and safe_name(nfd, what="--run-id") == "über-run"
     with pytest.raises(ValueError, match="compatibility"):
         safe_name("run\uff11", what="--run-id")  # full-width digit one
+
+
+# ---------------------------------------------------------------- the warehouse and its readers
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A built 2-scene project with one oracle run, in a folder whose name holds glob characters
+    (``proj[1]``); returns its params.yaml."""
+    root = tmp_path_factory.mktemp("faults") / "proj[1]"
+    params = write_small_project(
+        root, env={"global_view_size": [64, 64], "zoom_size": [64, 64], "oblique_size": [64, 64]}
+    )
+    for cmd in ("synth", "cache", "landmarks", "splits"):
+        assert main(["--params", str(params), "-q", cmd]) == 0, cmd
+    argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--limit", "6"]
+    assert main([*argv, "--run-id", "good"]) == 0
+    return params
+
+
+@pytest.fixture
+def project(built, tmp_path):
+    """A private copy of :func:`built` (same folder name), for a test that damages it."""
+    dst = tmp_path / "proj[1]"
+    shutil.copytree(built.parent, dst)
+    params = dst / "params.yaml"
+    return params, dst / "assets"
+
+
+def _runs(assets) -> dict[str, tuple[str, str | None]]:
+    con = duckdb.connect(str(assets / "warehouse.duckdb"), read_only=True)
+    try:
+        return {
+            r: (s, e)
+            for r, s, e in con.execute("SELECT run_id, status, error FROM runs").fetchall()
+        }
+    finally:
+        con.close()
+
+
+def test_a_folder_named_like_a_glob_reads_only_itself(project, capsys):
+    params, assets = project
+    sibling = assets.parent.parent / "proj1"  # what an unescaped proj[1] matches
+    shutil.copytree(assets.parent, sibling)
+    shutil.copytree(sibling / "assets/eval/runs/good", sibling / "assets/eval/runs/someone_else")
+    assert main(["--params", str(params), "-q", "warehouse"]) == 0
+    assert set(_runs(assets)) == {"good"}
+    assert json.loads(capsys.readouterr().out)["runs"] == 1
+    assert main(["--params", str(params), "-q", "report"]) == 0
+
+
+@pytest.mark.parametrize("damage", ["run_json", "episode_shard"])
+def test_a_corrupt_run_is_skipped_with_a_warning_and_fails_nothing_else(project, damage, capsys):
+    params, assets = project
+    runs = assets / "eval" / "runs"
+    shutil.copytree(runs / "good", runs / "broken")
+    if damage == "run_json":
+        bad = runs / "broken" / "run.json"
+        bad.write_text('{"status": "complete", "policy": ')  # cut mid-write by another tool
+    else:
+        bad = sorted((runs / "broken" / "episodes").glob("part-*.parquet"))[0]
+        bad.write_bytes(bad.read_bytes()[:100])
+    for cmd in ("warehouse", "report", "diagnose"):
+        assert main(["--params", str(params), "-q", cmd]) == 0, cmd
+        err = capsys.readouterr().err
+        assert f"warning: warehouse: {bad}" in err and "Traceback" not in err, cmd
+    status, error = _runs(assets)["broken"]
+    assert status == "failed" and bad.name in error
+    assert _runs(assets)["good"][0] == "complete"
+    con = duckdb.connect(str(assets / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT DISTINCT run_id FROM episodes").fetchall() == [("good",)]
+    con.close()
+    argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--limit", "2"]
+    assert main([*argv, "--run-id", "unrelated"]) == 0
+    assert _runs(assets)["unrelated"][0] == "complete"
+
+
+def test_evaluate_refreshes_while_another_process_reads_the_warehouse(project):
+    """The README's promise: a read-only reader may hold the file at any time."""
+    params, assets = project
+    db = assets / "warehouse.duckdb"
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys\n"
+            f"con = duckdb.connect({str(db)!r}, read_only=True)\n"
+            "print(con.execute('SELECT count(*) FROM runs').fetchone()[0], flush=True)\n"
+            "sys.stdin.readline()\n"
+            "print(con.execute('SELECT count(*) FROM episodes').fetchone()[0], flush=True)\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout.readline().strip() == "1"  # the reader holds the file now
+        argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--limit", "2"]
+        assert main([*argv, "--run-id", "while_read"]) == 0
+        assert "while_read" in _runs(assets)
+        out, _ = reader.communicate("go\n", timeout=60)
+        assert int(out.strip()) == 6  # its snapshot: the warehouse as it opened it
+    finally:
+        reader.kill()
+
+
+def test_a_misspelt_assets_folder_is_an_error_and_creates_nothing(tmp_path, capsys):
+    params = write_small_project(tmp_path, paths={"assets": "asets"})
+    for cmd in ("warehouse", "diagnose", "report"):
+        assert main(["--params", str(params), "-q", cmd]) == 2, cmd
+        assert "paths.assets" in capsys.readouterr().err
+    assert not (tmp_path / "asets").exists()
+
+
+def test_an_unwritable_warehouse_is_a_one_line_error(project, monkeypatch, capsys):
+    """A read-only assets folder (root, as CI runs, ignores permissions: the write is refused
+    the way the kernel refuses it)."""
+    params, assets = project
+
+    @contextlib.contextmanager
+    def refused(path):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        yield
+
+    monkeypatch.setattr(warehouse, "atomic_path", refused)
+    assert main(["--params", str(params), "-q", "warehouse"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the warehouse" in err and str(assets) in err and "Traceback" not in err
+    assert main(["--params", str(params), "-q", "report"]) == 0  # the report reads in memory

@@ -26,6 +26,7 @@ __all__ = [
     "StaleCacheError",
     "ToolCallError",
     "UrbexError",
+    "WarehouseError",
 ]
 
 
@@ -132,3 +133,7 @@ class PolicyTimeoutError(PolicyError):
 class OutputExistsError(UrbexError):
     """A command would overwrite files that are already there (a user's data set or checkpoint);
     the message names what exists and the ``--force`` that allows it."""
+
+
+class WarehouseError(UrbexError):
+    """The DuckDB warehouse file cannot be written (a read-only folder, a full disk)."""

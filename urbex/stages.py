@@ -207,7 +207,7 @@ def build_benchmark_queries(params: Params, name: str) -> Path:
     if name not in ZERO_SHOT:
         raise ValueError(f"benchmark: expected a zero-shot one of {list(ZERO_SHOT)}, got {name!r}")
     bp = benchmark_params(params, name)
-    clean = pl.read_parquet(build_clean_annotations(bp))
+    clean = pl.read_parquet(build_clean_annotations(bp), glob=False)
     if clean.height == 0:
         raise AnnotationError(
             f"benchmark {name!r}: cleaning left no query", path=bp.layout.clean_queries
@@ -274,7 +274,7 @@ def build_benchmark(params: Params, name: str, *, force: bool = False) -> Benchm
         build_benchmark_scene(params, name, sid, force=force)
     build_benchmark_landmarks(params, name)
     path = build_benchmark_queries(params, name)
-    q = pl.read_parquet(path)
+    q = pl.read_parquet(path, glob=False)
     return BenchmarkBuild(
         name=name,
         scene_ids=scenes,

@@ -251,7 +251,7 @@ def proposal_recall_table(
     ``diagnostics_proposal_recall``)."""
     import polars as pl
 
-    queries = pl.read_parquet(params.layout.queries)
+    queries = pl.read_parquet(params.layout.queries, glob=False)
     world = World.from_params(params)
     provider, index = world.scenes, world.landmarks
     rows = []

@@ -538,7 +538,7 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
     path = params.layout.queries
     if not path.is_file():
         raise ConfigError("no splits; run `urbex splits` first", path=path)
-    queries = pl.read_parquet(path)
+    queries = pl.read_parquet(path, glob=False)
     world = World.from_params(params)
     provider = world.scenes
     classes = params.eval.candidate_classes

@@ -225,7 +225,7 @@ def _instances(params: Params, scene_id: str) -> pl.DataFrame:
         raise CacheError(
             f"scene cache of {scene_id!r} not found; build it with `urbex cache`", path=p
         )
-    return pl.read_parquet(p)
+    return pl.read_parquet(p, glob=False)
 
 
 def load_queries(
@@ -251,7 +251,7 @@ def load_queries(
     qpath = params.layout.queries
     if not qpath.is_file():
         raise AnnotationError("split table not found; build it with `urbex splits`", path=qpath)
-    q = pl.read_parquet(qpath)
+    q = pl.read_parquet(qpath, glob=False)
     known = sorted(q["split"].unique().to_list())
     q = q.filter(pl.col("split") == split).sort("query_id")
     if q.height == 0:

@@ -225,7 +225,7 @@ def build_splits(params: Params) -> Path:
         raise AnnotationError(
             "cleaned queries not found; run the clean_annotations stage first", path=src
         )
-    queries = pl.read_parquet(src)
+    queries = pl.read_parquet(src, glob=False)
     frame = make_splits(queries, params=params)
     instances = load_instances(params, sorted(set(frame["scene_id"].to_list())))
     report = validate_splits(frame, params=params, instances=instances)
@@ -322,7 +322,10 @@ def build_stpls3d_refer(params: Params) -> Path:
             )
             write_refer_scene(scene, stage, landmark_file=raw.landmark_file)
             summaries.append(scene.summary)
-        exprs = [pl.read_parquet(f) for f in sorted((stage / "expressions").glob("*.parquet"))]
+        exprs = [
+            pl.read_parquet(f, glob=False)
+            for f in sorted((stage / "expressions").glob("*.parquet"))
+        ]
         q = (
             pl.concat(exprs, how="vertical")
             if exprs
@@ -347,7 +350,7 @@ def build_stpls3d_refer(params: Params) -> Path:
             pl.col("object_name").alias("class_name"),
         )
         inst = [
-            pl.read_parquet(f).with_columns(pl.lit(f.stem).alias("scene_id"))
+            pl.read_parquet(f, glob=False).with_columns(pl.lit(f.stem).alias("scene_id"))
             for f in sorted((stage / "pseudo_instances").glob("*.parquet"))
         ]
         report = validate_queries(q, params=params, instances=pl.concat(inst) if inst else None, target_classes=["Building", "Car"])  # fmt: skip

@@ -529,7 +529,9 @@ def write_refer_scene(
     if landmark_file is not None:
         with atomic_path(out / "landmarks" / f"{sid}.geojson") as tmp:
             shutil.copyfile(landmark_file, tmp)
-    frames = [pl.read_parquet(f) for f in sorted((out / "expressions").glob("*.parquet"))]
+    frames = [
+        pl.read_parquet(f, glob=False) for f in sorted((out / "expressions").glob("*.parquet"))
+    ]
     anns = [
         Annotation(scene_id=r["scene_id"], object_id=r["object_id"], object_name=r["object_name"],
                    ann_id=int(r["ann_id"]), description=r["description"])

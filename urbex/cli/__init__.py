@@ -14,9 +14,12 @@ same rule, so a value the file would reject is rejected on the command line too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from urbex.agents.registry import POLICY_NAMES
 from urbex.benchmarks import BENCHMARKS, ZERO_SHOT
@@ -234,13 +237,44 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
+    """urbex's own warnings (a file left out, a unit guessed) as ``urbex <cmd>: warning: ...``."""
+    previous = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, UserWarning) and "urbex" in filename:
+            print(f"urbex {command}: warning: {message}", file=sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``urbex`` console script."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        params = load_params(args.params)
-        return int(args.func(args, params))
+        with _one_line_warnings(args.command):
+            params = load_params(args.params)
+            return int(args.func(args, params))
+    except KeyboardInterrupt:
+        # Ctrl-C: what was published is complete (every writer stages, then renames); the
+        # command resumes where it stopped when run again
+        print(f"urbex {args.command}: interrupted", file=sys.stderr)
+        return 130
     except UrbexError as exc:
         print(f"urbex {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -235,7 +235,7 @@ def cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
 
     for path in stage_landmarks(params):
-        print(f"{path.stem}: {pl.read_parquet(path).height} landmarks → {path}")
+        print(f"{path.stem}: {pl.read_parquet(path, glob=False).height} landmarks → {path}")
     refresh(params)
     return 0
 
@@ -245,12 +245,16 @@ def cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
     _require_raw(params)
     clean = stage_clean_annotations(params)
-    drops = pl.read_parquet(params.layout.annotation_drops)
-    print(f"cleaned: {pl.read_parquet(clean).height} queries kept, {drops.height} dropped")
+    drops = pl.read_parquet(params.layout.annotation_drops, glob=False)
+    print(
+        f"cleaned: {pl.read_parquet(clean, glob=False).height} queries kept, {drops.height} dropped"
+    )
     for reason, n in drops.group_by("reason").len().sort("reason").iter_rows():
         print(f"  dropped {n:4d} × {reason}")
     path = stage_splits(params)
-    for split, n in pl.read_parquet(path).group_by("split").len().sort("split").iter_rows():
+    for split, n in (
+        pl.read_parquet(path, glob=False).group_by("split").len().sort("split").iter_rows()
+    ):
         print(f"  {split:8s} {n:5d} queries")
     print(f"splits → {path}")
     refresh(params)
@@ -442,7 +446,7 @@ def cmd_train(args: argparse.Namespace, params: Params) -> int:
     if log.is_file():
         import polars as pl
 
-        tl = pl.read_parquet(log).sort("step")
+        tl = pl.read_parquet(log, glob=False).sort("step")
         if tl.height:
             k = max(1, min(10, tl.height // 2))
 

@@ -546,7 +546,7 @@ def read_landmark_table(path: str | Path) -> pl.DataFrame:
     files = sorted(path.glob(f"{PUBLIC}.parquet")) if path.is_dir() else [path]
     frames = []
     for f in files:
-        df = pl.read_parquet(f)
+        df = pl.read_parquet(f, glob=False)
         missing = set(LANDMARK_SCHEMA) - set(FOOTPRINT_BOUNDS) - set(df.columns)
         if missing:
             raise LandmarkError(f"missing landmark columns {sorted(missing)}", path=f)

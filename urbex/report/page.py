@@ -317,7 +317,7 @@ def _descriptions(params: Params) -> dict[str, str]:
     path = params.layout.queries
     if not path.is_file():
         return {}
-    df = pl.read_parquet(path, columns=["query_id", "description"])
+    df = pl.read_parquet(path, columns=["query_id", "description"], glob=False)
     return dict(zip(df["query_id"].to_list(), df["description"].to_list()))
 
 

@@ -94,7 +94,7 @@ def table2(params: Params) -> pl.DataFrame:
         if spec.benchmark not in queries:
             qp = benchmark_params(params, spec.benchmark).layout.queries
             queries[spec.benchmark] = (
-                pl.read_parquet(qp, columns=["query_id", "landmark_free"])
+                pl.read_parquet(qp, columns=["query_id", "landmark_free"], glob=False)
                 if qp.is_file()
                 else pl.DataFrame(schema={"query_id": pl.String, "landmark_free": pl.Boolean})
             )

@@ -120,7 +120,7 @@ def table9(params: Params) -> pl.DataFrame:
     for i, (free, fixed, backend) in enumerate(pairs):
         for mode, rid in (("free", free), ("fixed", fixed)):
             d = params.layout.run(rid)
-            acc = pl.read_parquet(params.layout.run_metrics(rid)).row(0, named=True)
+            acc = pl.read_parquet(params.layout.run_metrics(rid), glob=False).row(0, named=True)
             use = tool_use(read_episodes(d), read_steps(d)).row(0, named=True)
             rows.append(
                 {

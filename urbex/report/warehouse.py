@@ -32,17 +32,21 @@ Tables
 
 from __future__ import annotations
 
-import time
+import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import duckdb
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from urbex.annotations.clean import QUERY_SCHEMA
-from urbex.atomic import PUBLIC
+from urbex.atomic import PUBLIC, atomic_path
+from urbex.errors import ConfigError, WarehouseError
 from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
 from urbex.eval.metrics import metrics_schema
 from urbex.eval.runspec import SPEC_COLUMNS
@@ -52,17 +56,17 @@ from urbex.scene.instances import INSTANCE_SCHEMA
 from urbex.scene.meta import SCENE_COLUMNS
 from urbex.train.logs import TRAINING_LOG_SCHEMA
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 __all__ = [
     "RUN_COLUMNS",
     "TABLE9_ACCURACY",
     "TABLE9_TOOL_USE",
     "TABLES",
+    "SkippedFile",
     "TableSpec",
     "connect",
+    "glob_escape",
     "refresh_warehouse",
+    "scan_assets",
 ]
 
 
@@ -345,25 +349,131 @@ _COMPLETE_ONLY = (
 )
 
 
-def _view_sql(spec: TableSpec, assets: Path) -> str:
-    pattern = _sql_str(str(assets.resolve() / spec.glob))
-    if any(assets.glob(spec.glob)):
-        if spec.format == "json":
-            keys = [(c, t) for c, t in spec.columns if c != "run_id"]
-            cols = ", ".join(f"{_sql_str(c)}: {_sql_str(t)}" for c, t in keys)
-            sel = ", ".join(f'"{c}"' for c, _ in keys)
-            return (
-                f"CREATE OR REPLACE VIEW {spec.name} AS SELECT "
-                f"parse_filename(parse_dirpath(filename)) AS run_id, {sel} FROM read_json("
-                f"{pattern}, columns={{{cols}}}, filename=true, format='auto')"
-            )
-        where = _COMPLETE_ONLY if spec.complete_runs else ""
-        return (
-            f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet("
-            f"{pattern}, union_by_name=true){where}"
-        )
+def glob_escape(path: str) -> str:
+    """``path`` as a DuckDB glob that matches only itself: ``[``, ``*`` and ``?`` in brackets.
+
+    An assets folder may be called ``proj[1]``; unescaped, DuckDB would read ``proj1/``.
+
+    >>> glob_escape("/data/proj[1]/a*b?.parquet")
+    '/data/proj[[]1]/a[*]b[?].parquet'
+    """
+    return "".join(f"[{c}]" if c in "[*?" else c for c in path)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file the warehouse left out: unreadable Parquet or JSON (``run_id`` when in a run)."""
+
+    path: Path
+    reason: str
+    table: str
+    run_id: str | None = None
+
+
+def _run_of(path: Path, assets: Path) -> str | None:
+    try:
+        return path.relative_to(AssetLayout(assets).runs).parts[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def _unreadable(path: Path, fmt: str) -> str | None:
+    """Why ``path`` cannot be read (a one-line reason), or None; reads only the footer/JSON."""
+    try:
+        if fmt == "json":
+            obj = json.loads(path.read_bytes())
+            if not isinstance(obj, dict):
+                return f"run.json holds a {type(obj).__name__}, not an object"
+        else:
+            pq.read_metadata(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+    return None
+
+
+def scan_assets(assets: Path) -> tuple[dict[str, list[Path]], list[SkippedFile]]:
+    """Every table's files under ``assets`` (listed by Python: the root is never a pattern) and
+    the files left out because they cannot be read."""
+    files: dict[str, list[Path]] = {}
+    skipped: list[SkippedFile] = []
+    for spec in TABLES.values():
+        good = []
+        for f in sorted(assets.glob(spec.glob)):
+            why = _unreadable(f, spec.format)
+            if why is None:
+                good.append(f)
+            else:
+                skipped.append(SkippedFile(f, why, spec.name, _run_of(f, assets)))
+        files[spec.name] = good
+    return files, skipped
+
+
+def _empty(spec: TableSpec) -> str:
     cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in spec.columns)
-    return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT {cols} WHERE false"
+    return f"SELECT {cols} WHERE false"
+
+
+def _source(spec: TableSpec, assets: Path, files: list[Path], *, listed: bool) -> str:
+    """The view's file argument: the glob (new files appear without a refresh), or, when some
+    file of the table was left out, the list of the readable ones (until the next refresh)."""
+    if listed:
+        return "[" + ", ".join(_sql_str(glob_escape(str(f.resolve()))) for f in files) + "]"
+    return _sql_str(glob_escape(str(assets.resolve())) + "/" + spec.glob)
+
+
+def _view_sql(spec: TableSpec, assets: Path, files: list[Path], skipped: list[SkippedFile]) -> str:
+    listed = any(s.table == spec.name for s in skipped)
+    if not files:
+        body = _empty(spec)
+    elif spec.format == "json":
+        keys = [(c, t) for c, t in spec.columns if c != "run_id"]
+        cols = ", ".join(f"{_sql_str(c)}: {_sql_str(t)}" for c, t in keys)
+        sel = ", ".join(f'"{c}"' for c, _ in keys)
+        body = (
+            f"SELECT parse_filename(parse_dirpath(filename)) AS run_id, {sel} FROM read_json("
+            f"{_source(spec, assets, files, listed=listed)}, columns={{{cols}}}, filename=true, "
+            "format='auto')"
+        )
+    else:
+        where = _COMPLETE_ONLY if spec.complete_runs else ""
+        body = (
+            f"SELECT * FROM read_parquet({_source(spec, assets, files, listed=listed)}, "
+            f"union_by_name=true){where}"
+        )
+    if spec.name == "runs":
+        body = _runs_with_skipped(body, spec, skipped)
+    return f"CREATE OR REPLACE VIEW {spec.name} AS {body}"
+
+
+def _runs_with_skipped(body: str, spec: TableSpec, skipped: list[SkippedFile]) -> str:
+    """``runs`` with every run that holds an unreadable file marked ``failed`` (its reason in
+    ``error``), including a run whose ``run.json`` itself is unreadable."""
+    reasons: dict[str, str] = {}
+    for s in skipped:
+        if s.run_id is not None and s.run_id not in reasons:
+            reasons[s.run_id] = f"unreadable file {s.path.name} ({s.reason}); the run is left out"
+    if not reasons:
+        return body
+    values = ", ".join(f"({_sql_str(r)}, {_sql_str(why)})" for r, why in reasons.items())
+    types = dict(spec.columns)
+    return (
+        "SELECT r.* REPLACE (CASE WHEN b.why IS NULL THEN r.status ELSE 'failed' END AS status, "
+        "COALESCE(b.why, r.error) AS error) "
+        f"FROM ({body}) AS r LEFT JOIN (VALUES {values}) AS b(bad_id, why) ON r.run_id = b.bad_id "
+        "UNION ALL BY NAME "
+        f"SELECT CAST(b.bad_id AS {types['run_id']}) AS run_id, 'failed' AS status, b.why AS error "
+        f"FROM (VALUES {values}) AS b(bad_id, why) WHERE b.bad_id NOT IN (SELECT run_id FROM "
+        f"({body}))"
+    )
+
+
+def _writable_assets(assets: Path) -> None:
+    if not assets.is_dir():
+        raise ConfigError(
+            f"paths.assets {assets} is not a folder (a typo? the commands that build assets "
+            "create it: urbex synth, urbex cache)",
+            field="paths.assets",
+        )
 
 
 def refresh_warehouse(
@@ -374,46 +484,65 @@ def refresh_warehouse(
     Parameters
     ----------
     assets
-        The assets root (``params.assets``).
+        The assets root (``params.assets``); it must exist.
     db_path
         The DuckDB file; default ``<assets>/warehouse.duckdb``. Ignored when ``con`` is given.
     con
-        An open connection to use instead (e.g. an in-memory one in tests).
+        An open connection to use instead (e.g. an in-memory one in tests and the report).
 
     Returns
     -------
     dict
         Row count per table.
 
-    DuckDB allows one writer per file; if another process holds it, this retries for ~30 s
-    before raising.
+    The file is built under a staging name and renamed over the old one, so a refresh never
+    waits for DuckDB's file lock: a reader that holds the old file open keeps reading it, the
+    next connection opens the new one. (The file is rebuilt whole each time: it holds views
+    only; keep your own tables in another database.) A file that cannot be read (a truncated
+    Parquet shard, a corrupt ``run.json``) is left out with a warning naming it; its run shows
+    in ``runs`` as ``failed`` with the reason, and the other runs are unaffected.
     """
     assets = Path(assets)
-    own = con is None
-    if own:
-        db = Path(db_path) if db_path is not None else AssetLayout(assets).warehouse
-        db.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                con = duckdb.connect(str(db))
-                break
-            except duckdb.IOException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-    assert con is not None
+    _writable_assets(assets)
+    files, skipped = scan_assets(assets)
+    for s in skipped:
+        warnings.warn(
+            f"warehouse: {s.path}: left out, cannot be read ({s.reason})", UserWarning, stacklevel=2
+        )
+    if con is not None:
+        return _create_views(con, assets, files, skipped)
+    db = Path(db_path) if db_path is not None else AssetLayout(assets).warehouse
     try:
-        counts: dict[str, int] = {}
-        for spec in TABLES.values():
-            con.execute(_view_sql(spec, assets))
-            # fetchall: a fully consumed result leaves the connection free for the caller
-            rows = con.execute(f"SELECT count(*) FROM {spec.name}").fetchall()
-            counts[spec.name] = int(rows[0][0]) if rows else 0
-        return counts
-    finally:
-        if own:
-            con.close()
+        with atomic_path(db) as tmp:
+            tmp.unlink()  # DuckDB creates its own file (an empty one is not a database)
+            own = duckdb.connect(str(tmp))
+            try:
+                counts = _create_views(own, assets, files, skipped)
+            finally:
+                own.close()
+            Path(f"{tmp}.wal").unlink(missing_ok=True)
+    except PermissionError as exc:
+        raise WarehouseError(
+            f"cannot write the warehouse here ({exc.strerror}); the Parquet files can still be "
+            "queried in memory: refresh_warehouse(assets, con=duckdb.connect())",
+            path=db,
+        ) from exc
+    return counts
+
+
+def _create_views(
+    con: duckdb.DuckDBPyConnection,
+    assets: Path,
+    files: dict[str, list[Path]],
+    skipped: list[SkippedFile],
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for spec in TABLES.values():
+        con.execute(_view_sql(spec, assets, files[spec.name], skipped))
+        # fetchall: a fully consumed result leaves the connection free for the caller
+        rows = con.execute(f"SELECT count(*) FROM {spec.name}").fetchall()
+        counts[spec.name] = int(rows[0][0]) if rows else 0
+    return counts
 
 
 def connect(assets: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:

@@ -201,7 +201,7 @@ class SceneCache:
         if self._instances is None:
             import polars as pl
 
-            self._instances = pl.read_parquet(self._path / INSTANCES_FILE)
+            self._instances = pl.read_parquet(self._path / INSTANCES_FILE, glob=False)
         return self._instances
 
     # -- arrays ----------------------------------------------------------------------------
