@@ -135,6 +135,8 @@ def _text(v: Any) -> str:
 def templates() -> Environment:
     """The jinja2 environment of ``urbex/report/templates``: autoescaped, and a variable a
     template uses but is not given raises :class:`jinja2.UndefinedError` (``StrictUndefined``)."""
+    # Every tag is in a template; nothing passed in is marked ``markupsafe.Markup``, so every
+    # value (descriptions, ids, errors, file names) is escaped.
     env = Environment(
         loader=PackageLoader("urbex.report", "templates"),
         autoescape=select_autoescape(["html.j2"], default_for_string=True, default=True),
@@ -179,6 +181,22 @@ class _Cell:
 class _Report:
     heads: list[str]
     rows: list[list[_Cell]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Card:
+    """A pictured episode in a run's gallery (``stem``: its files' name in ``gallery/``)."""
+
+    query_id: str
+    why: str
+    split: str
+    outcome: str
+    iou: float
+    turns: int
+    text: str
+    stem: str
+    drawn: bool
+    why_not: str
 
 
 def _cell(v: Any, metric: str | None) -> _Cell:
@@ -278,7 +296,7 @@ def _write_run_page(
     """One run's gallery page and its pictures and step lists; returns the episode count."""
     run_dir = params.layout.run(run_id)
     eps = read_episodes(run_dir)
-    cards: list[dict[str, Any]] = []
+    cards: list[_Card] = []
     if eps.height:
         steps = read_steps(run_dir)
         picks = pick_episodes(
@@ -305,12 +323,12 @@ def _write_run_page(
             _write(run_dir / GALLERY / f"{stem}.html", steps_page)
             iou = ep["iou_bev"]
             cards.append(
-                {
-                    "query_id": pick.query_id, "why": pick.why, "split": str(ep["split"]),
-                    "outcome": episode_outcome(bool(ep["valid_answer"]), bool(ep["hit1"])),
-                    "iou": 0.0 if iou is None else iou, "turns": ep["turns"], "text": text,
-                    "stem": stem, "drawn": drawn, "why_not": why_not,
-                }
+                _Card(
+                    query_id=pick.query_id, why=pick.why, split=str(ep["split"]),
+                    outcome=episode_outcome(bool(ep["valid_answer"]), bool(ep["hit1"])),
+                    iou=0.0 if iou is None else iou, turns=ep["turns"], text=text, stem=stem,
+                    drawn=drawn, why_not=why_not,
+                )
             )  # fmt: skip
     outcomes = (
         [episode_outcome(bool(v), bool(h)) for v, h in zip(eps["valid_answer"], eps["hit1"])]
