@@ -24,7 +24,7 @@ quiet() {  # run "$@"; print its output only if it fails
 
 # System libraries: open3d needs libusb/libGL/libgomp; its headless renderer needs Mesa's
 # software Vulkan + EGL (used only by the benchmark peer); chromium drives the results-page test
-# (tests/eval/test_results_page.py, headless over CDP).
+# (tests/report/test_page.py, headless over CDP).
 APT_PKGS="libusb-1.0-0 libgl1 libgomp1 libvulkan1 mesa-vulkan-drivers libegl1 libegl-mesa0 libgl1-mesa-dri chromium"
 missing=""
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
-"""The static results page: written from a small evaluated project, checked as HTML and in a
-real headless Chromium (tests/browser.py, CDP over a websocket)."""
+"""The static results page (urbex/report/page.py): written from a small evaluated project,
+checked as HTML and in a real headless Chromium (tests/browser.py, CDP over a websocket)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,81 @@ import re
 import shutil
 from pathlib import Path
 
+import jinja2
+import polars as pl
 import pytest
+from markupsafe import escape
 
 from tests.browser import Browser, find_chromium
 from tests.eval.pagefixtures import build_page_project, page_params
 from urbex.config import Params
-from urbex.report.page import episode_outcome, pick_episodes, write_results_page
+from urbex.report.page import (
+    OUTCOMES,
+    episode_outcome,
+    pick_episodes,
+    render,
+    write_results_page,
+)
+
+#: A description that runs script if the page pastes it in as markup (the browser test reads
+#: ``window.pwned``; the broken image would also fail the relative-links test).
+HOSTILE = '<script>window.pwned = 1</script>"><img src=x onerror="window.pwned = 2">'
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
-    """The results page of the small project (written once; tests read it)."""
+    """The results page of the small project (written once; tests read it). Every query's
+    description starts with :data:`HOSTILE` (queries are read by the page, after evaluation)."""
     assets = build_page_project(tmp_path_factory.mktemp("page"))
-    return write_results_page(page_params(assets))
+    p = page_params(assets)
+    queries = pl.read_parquet(p.layout.queries)
+    hostile = pl.lit(HOSTILE + " ") + pl.col("description")
+    queries.with_columns(hostile.alias("description")).write_parquet(p.layout.queries)
+    return write_results_page(p)
+
+
+def _run_kwargs(**over):
+    """A complete context of run.html.j2 (one pictured episode), with ``over`` replaced."""
+    card = {
+        "query_id": "s:1", "why": "best", "split": "test", "outcome": "hit", "iou": 0.5,
+        "turns": 2, "text": "the red roof", "stem": "s_1-00", "drawn": True, "why_not": "",
+    }  # fmt: skip
+    kw = {
+        "title": "run r", "gallery": "gallery", "n_episodes": 1,
+        "counts": {"hit": 1, "miss": 0, "invalid": 0}, "outcomes": list(OUTCOMES),
+        "splits": ["test"], "cards": [card],
+    }  # fmt: skip
+    return {**kw, **over}
+
+
+def test_render_escapes_a_hostile_description():
+    card = {**_run_kwargs()["cards"][0], "text": HOSTILE, "why_not": HOSTILE}
+    out = render("run.html.j2", **_run_kwargs(cards=[card], title=HOSTILE))
+    assert HOSTILE not in out and "<img src=x" not in out
+    assert out.count(str(escape(HOSTILE))) == 3  # the title, the heading and the card
+    assert out.count("<script>") == 1  # the page's own filter script
+
+
+def test_render_missing_variable_fails_loudly():
+    kw = _run_kwargs()
+    del kw["cards"]
+    with pytest.raises(jinja2.UndefinedError, match="cards"):
+        render("run.html.j2", **kw)
+    card = dict(_run_kwargs()["cards"][0])
+    del card["iou"]
+    with pytest.raises(jinja2.UndefinedError, match="iou"):
+        render("run.html.j2", **_run_kwargs(cards=[card]))
+
+
+def test_results_page_escapes_hostile_descriptions(page):
+    gallery = page.parent / "runs" / "landmark_prior-test_nd"
+    pages = [gallery / "index.html", *(gallery / "gallery").glob("*.html")]
+    assert len(pages) > 1
+    for f in pages:
+        text = f.read_text()
+        assert HOSTILE not in text and "<img src=x" not in text, f
+        assert str(escape(HOSTILE)) in text, f
+        assert "<script>window" not in text, f
 
 
 def test_results_page_no_runs_says_so(tmp_path):
@@ -130,6 +192,12 @@ def test_results_page_in_headless_chromium(page, tmp_path):
         assert b.eval(visible) == n_all
         shot = b.screenshot(tmp_path / "run.png")
         assert shot.stat().st_size > 1000
+
+        assert b.eval("window.pwned === undefined")  # the hostile descriptions stayed text
+        steps = sorted((page.parent / "runs" / "landmark_prior-test_nd" / "gallery").glob("*.html"))
+        b.goto(steps[0])
+        assert b.eval("window.pwned === undefined")
+        assert "window.pwned = 1" in b.eval("document.body.innerText")
 
         b.goto(page.parent / "runs" / "ghost" / "index.html")  # placeholders, no broken image
         assert b.eval("document.images.length") == 0
