@@ -47,6 +47,7 @@ from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.report.comparison import METRIC_LABELS, fmt_metric, report_table, split_metric
 from urbex.report.replay import Replayer
+from urbex.report.warehouse import readable_runs
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -233,10 +234,8 @@ def _report(params: Params) -> _Report | None:
 
 
 def _run_ids(params: Params) -> list[str]:
-    runs = params.layout.runs
-    if not runs.is_dir():
-        return []
-    return sorted(p.name for p in runs.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The runs to show: those whose files can all be read (:func:`readable_runs`)."""
+    return [d.name for d in readable_runs(params.assets)]
 
 
 def write_results_page(

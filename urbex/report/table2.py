@@ -19,6 +19,7 @@ from urbex.eval.episodes import read_episodes
 from urbex.eval.metrics import aggregate
 from urbex.eval.runspec import read_spec
 from urbex.report.comparison import method_labels
+from urbex.report.warehouse import readable_runs
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -75,16 +76,14 @@ def table2(params: Params) -> pl.DataFrame:
     schema = {"benchmark": pl.String, "method": pl.String, "policy": pl.String,
               "run_id": pl.String, "subset": pl.String, "n": pl.Int64,
               **{m: pl.Float64 for m in TABLE2_METRICS if m != "n"}}  # fmt: skip
-    runs = params.layout.runs
     specs = {}
-    if runs.is_dir():
-        for d in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            spec = read_spec(d)
-            if spec is None or spec.benchmark not in ZERO_SHOT:
-                continue
-            if json.loads((d / "run.json").read_text()).get("status") != "complete":
-                continue
-            specs[d.name] = spec
+    for d in readable_runs(params.assets):
+        spec = read_spec(d)
+        if spec is None or spec.benchmark not in ZERO_SHOT:
+            continue
+        if json.loads((d / "run.json").read_text()).get("status") != "complete":
+            continue
+        specs[d.name] = spec
     if not specs:
         return pl.DataFrame(schema=schema)
     labels = method_labels([(rid, s.split) for rid, s in specs.items()], dict(specs))

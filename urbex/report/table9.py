@@ -36,7 +36,7 @@ from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runspec import spec_of_meta
 from urbex.report.comparison import method_labels
 from urbex.report.diagnostics import tool_use
-from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE
+from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE, readable_runs
 
 __all__ = ["pair_workflow_runs", "table9", "table9_markdown"]
 
@@ -55,24 +55,21 @@ def _schema() -> dict[str, Any]:
 def _complete_runs(runs: Path) -> dict[str, tuple[RunSpec, dict[str, Any]]]:
     """``run_id → (spec, fingerprint)`` of every complete run with a spec.
 
-    Raises
-    ------
-    ConfigError
-        A ``run.json`` is not JSON or holds a malformed spec (the message names the file).
+    A ``run.json`` that is not JSON or holds a malformed spec is left out (the warehouse's
+    refresh warns about it, naming the file, and lists the run as failed).
     """
 
     out: dict[str, tuple[RunSpec, dict[str, Any]]] = {}
-    if not runs.is_dir():
-        return out
-    for d in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for d in readable_runs(runs.parent.parent):
         meta_path = d / "run.json"
         if not meta_path.is_file():
             continue
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"run.json is not JSON ({exc})", path=meta_path) from exc
-        spec = spec_of_meta(meta, path=meta_path) if meta.get("status") == "complete" else None
+            complete = isinstance(meta, dict) and meta.get("status") == "complete"
+            spec = spec_of_meta(meta, path=meta_path) if complete else None
+        except (json.JSONDecodeError, UnicodeDecodeError, ConfigError):
+            continue
         if spec is not None:
             out[d.name] = (spec, meta.get("fingerprint") or {})
     return out

@@ -65,6 +65,7 @@ __all__ = [
     "TableSpec",
     "connect",
     "glob_escape",
+    "readable_runs",
     "refresh_warehouse",
     "scan_assets",
 ]
@@ -406,6 +407,19 @@ def scan_assets(assets: Path) -> tuple[dict[str, list[Path]], list[SkippedFile]]
                 skipped.append(SkippedFile(f, why, spec.name, _run_of(f, assets)))
         files[spec.name] = good
     return files, skipped
+
+
+def readable_runs(assets: Path) -> list[Path]:
+    """The run directories under ``<assets>/eval/runs`` (public names, sorted) whose files can
+    all be read: what the report, the page and the tables read run by run. The others are the
+    ``failed`` rows :func:`refresh_warehouse` warns about."""
+    runs = AssetLayout(assets).runs
+    if not runs.is_dir():
+        return []
+    bad = {s.run_id for s in scan_assets(assets)[1]}
+    return sorted(
+        d for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name not in bad
+    )
 
 
 def _empty(spec: TableSpec) -> str:
