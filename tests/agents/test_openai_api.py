@@ -217,7 +217,9 @@ def test_openai_act_bad_request_is_not_retried_and_names_the_base_url(server):
 
 def test_openai_act_server_down_names_the_base_url_after_its_retries():
     pol = _keyless("http://127.0.0.1:1/v1", max_retries=2, backoff_s=0.01)  # nothing listens
-    with pytest.raises(PolicyError, match=r"after 3 attempts; last error: APIConnectionError") as ei:
+    with pytest.raises(
+        PolicyError, match=r"after 3 attempts; last error: APIConnectionError"
+    ) as ei:
         pol.act(*_conversation())
     assert "http://127.0.0.1:1/v1/chat/completions" in str(ei.value)
     assert pol.n_requests == 3 and pol.n_retries == 2

@@ -299,7 +299,8 @@ class OpenAIPolicy(PolicyBase):
     def request_body(
         self, messages: list[dict[str, Any]], images: list[Image.Image]
     ) -> dict[str, Any]:
-        """The JSON body of the chat-completions request for this turn."""
+        """The JSON body of the chat-completions request for this turn (the keyword arguments
+        of ``client.chat.completions.create``)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
