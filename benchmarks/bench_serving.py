@@ -1,6 +1,6 @@
 """Serving throughput: episodes/s of model policies with many episodes in flight.
 
-1. ``openai`` against a local OpenAI-compatible stub (:mod:`urbex.agents.openai_stub`, started
+1. ``openai`` against a local OpenAI-compatible stub (``tests/fixtures/openai_server.py``, started
    here in its own process on 127.0.0.1, bounded, stops by itself) that answers a fixed valid
    episode — a ``zoom_in`` tool call, then the answer — after an injected latency (200 ms per
    request), at ``openai.concurrency`` 1, 4, 16, 64. Peer: the ideal of a client that costs
@@ -40,14 +40,15 @@ SPLIT = "test_no"
 
 
 class StubProcess:
-    """``python -m urbex.agents.openai_stub`` in a child process; its URL and final counts."""
+    """``python -m tests.fixtures.openai_server`` in a child process (run from the repository
+    root, where ``tests`` is importable); its URL and final counts."""
 
     def __init__(self, latency_s: float, turns: int, lifetime_s: float) -> None:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "urbex.agents.openai_stub",
+                "tests.fixtures.openai_server",
                 f"--latency-s={latency_s}",
                 f"--turns={turns}",
                 f"--max-lifetime-s={lifetime_s}",
@@ -55,6 +56,7 @@ class StubProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            cwd=Path(__file__).resolve().parents[1],
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().split()

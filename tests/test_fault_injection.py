@@ -308,7 +308,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
     gives the episodes and steps of an uninterrupted one-at-a-time run, episode for episode."""
     import yaml
 
-    from urbex.agents.openai_stub import StubServer
+    from tests.fixtures.openai_server import StubServer
     from urbex.eval.episodes import read_episodes, read_steps
 
     assets = project.parent / "assets"

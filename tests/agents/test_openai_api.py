@@ -20,7 +20,8 @@ SECRET = "sk-test-DO-NOT-LEAK-123"
 
 
 class _Canned:
-    """Replies served in order: (status, json body, delay seconds)."""
+    """Replies served in order: (status, json body, delay seconds[, headers]); a body that is
+    a ``str`` is sent as it is (not JSON)."""
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, object, float]] = []
@@ -42,17 +43,19 @@ def server():
         def do_POST(self):
             n = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(n))
-            canned.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            status, payload, delay = (
+            canned.requests.append({"path": self.path, "headers": self.headers, "body": body})
+            status, payload, delay, *extra = (
                 canned.replies.pop(0) if canned.replies else (500, {"error": "none"}, 0)
             )
             if delay:
                 time.sleep(delay)
-            data = json.dumps(payload).encode()
+            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
@@ -179,6 +182,68 @@ def test_openai_act_timeout_is_one_total_deadline_not_one_per_attempt(server, mo
         pol.act(*_conversation())
     assert time.monotonic() - t < 0.9  # a bound (0.3 s + slack), not a benchmark
     assert pol.n_requests == 1
+
+
+def test_openai_act_honours_retry_after_over_the_backoff(server):
+    server.replies += [
+        (429, {"error": "slow down"}, 0, {"Retry-After": "3"}),
+        (503, {"error": "busy"}, 0, {"retry-after-ms": "250", "Retry-After": "9"}),
+        (200, _reply({"content": "hi"}), 0),
+    ]
+    slept: list[float] = []
+    pol = _keyless(server.url, backoff_s=0.5, sleep=slept.append)
+    assert pol.act(*_conversation()) == "hi"
+    assert slept == [3.0, 0.25] and pol.n_retries == 2  # retry-after-ms comes first
+
+
+def test_openai_act_honours_the_servers_x_should_retry(server):
+    server.replies += [
+        (400, {"error": "try again"}, 0, {"x-should-retry": "true"}),
+        (503, {"error": "do not"}, 0, {"x-should-retry": "false"}),
+    ]
+    with pytest.raises(PolicyError, match="HTTP 503"):
+        _keyless(server.url).act(*_conversation())
+    assert len(server.requests) == 2
+
+
+def test_openai_act_bad_request_is_not_retried_and_names_the_base_url(server):
+    server.replies += [(400, {"error": "messages: invalid"}, 0)] * 3
+    pol = _keyless(server.url, max_retries=2)
+    with pytest.raises(PolicyError, match=r"HTTP 400: .*messages: invalid") as ei:
+        pol.act(*_conversation())
+    assert str(ei.value).startswith(server.url + "/chat/completions: ")
+    assert len(server.requests) == 1 and pol.n_retries == 0
+
+
+def test_openai_act_server_down_names_the_base_url_after_its_retries():
+    pol = _keyless("http://127.0.0.1:1/v1", max_retries=2, backoff_s=0.01)  # nothing listens
+    with pytest.raises(
+        PolicyError, match=r"after 3 attempts; last error: APIConnectionError"
+    ) as ei:
+        pol.act(*_conversation())
+    assert "http://127.0.0.1:1/v1/chat/completions" in str(ei.value)
+    assert pol.n_requests == 3 and pol.n_retries == 2
+
+
+def test_openai_act_reply_that_is_not_json_is_a_policy_error(server):
+    server.replies.append((200, "<html>proxy error</html>", 0))
+    with pytest.raises(PolicyError, match=r"/v1/chat/completions: reply is not JSON.*proxy error"):
+        _keyless(server.url).act(*_conversation())
+    assert len(server.requests) == 1
+
+
+def test_openai_act_total_deadline_holds_over_retries_of_a_sleeping_server(server):
+    # each attempt: 0.3 s of server time, then 503; real backoff sleeps. Per attempt the client's
+    # timeout would allow 1 s and max_retries 20 more: the total still ends at timeout_s.
+    server.replies += [(503, {"error": "busy"}, 0.3)] * 20
+    pol = _keyless(server.url, timeout_s=1.0, max_retries=20, backoff_s=0.05, sleep=time.sleep)
+    t = time.monotonic()
+    with pytest.raises(PolicyError, match=r"within openai.timeout_s = 1 s in total") as ei:
+        pol.act(*_conversation())
+    elapsed = time.monotonic() - t
+    assert server.url in str(ei.value)
+    assert 0.9 < elapsed < 2.5  # a bound (1 s + slack), not a benchmark
+    assert 2 <= pol.n_requests <= 4  # retried, but only while time was left
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 
 from tests.env.envfixtures import build_eval_project
+from tests.fixtures.openai_server import StubServer
 from urbex.agents.openai_api import OpenAIPolicy
-from urbex.agents.openai_stub import StubServer
 from urbex.annotations.splits import load_queries
 from urbex.config import Params
 from urbex.errors import PolicyError

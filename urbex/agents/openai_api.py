@@ -1,7 +1,8 @@
 """The ``openai`` policy: any OpenAI-compatible ``/v1/chat/completions`` endpoint with tools and images.
 
 Works with hosted APIs and with a local vLLM server (``vllm serve ... --enable-auto-tool-choice``).
-The episode's conversation (chat format of :mod:`urbex.env.policy`) is sent as OpenAI messages
+Requests go through the official ``openai`` client (``client.chat.completions.create``). The
+episode's conversation (chat format of :mod:`urbex.env.policy`) is sent as OpenAI messages
 (:mod:`urbex.agents.openai_messages`):
 
 * images become ``image_url`` parts holding base64 data URLs (PNG by default);
@@ -15,30 +16,47 @@ The episode's conversation (chat format of :mod:`urbex.env.policy`) is sent as O
 
 The reply is turned back into the text protocol the environment parses: a function call becomes
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (``answer`` becomes
-``<answer>{...}</answer>``), otherwise the message text is returned as is.
+``<answer>{...}</answer>``), otherwise the message text is returned as is. The reply's JSON is
+read as the server sent it (``with_raw_response``), so the shapes vLLM and others send beside
+OpenAI's (parsed arguments, ``reasoning_content``) reach the conversion unchanged.
 
 The API key is read from the environment variable *named* in ``params.openai.api_key_env`` at
-each request (surrounding whitespace stripped); it is never stored on the object, logged, or put
-in an error message (a server that echoes it gets it masked in the error text).
+each request (surrounding whitespace stripped) and sent as that request's ``Authorization``
+header; it is never stored on the object, logged, or put in an error message (a server that
+echoes it gets it masked in the error text).
+
+**Retries and the deadline.** ``openai.timeout_s`` is ONE total deadline per request, retries
+and backoff sleeps included. The client cannot express that: its ``timeout`` is per attempt
+and, like httpx's, per network operation (a server trickling bytes keeps every read alive), and
+its ``max_retries`` multiply it (``timeout=30, max_retries=2`` waits 90 s on a silent server,
+openai/openai-python#3828); its backoff sleeps cannot be bounded or injected either. So the
+client is built with ``max_retries=0`` and this module keeps a small loop around it: each
+attempt gets ``timeout=`` the time left and runs in a daemon thread the caller waits for no
+longer than that; a retryable failure (the client's rule: ``x-should-retry`` when the server
+sends it, else 408, 409, 429 and 5xx; timeouts and dropped connections) sleeps
+``backoff_s · 2**attempt`` or the server's ``Retry-After`` / ``retry-after-ms`` (at most 60 s),
+unless that sleep would end past the deadline.
 
 **Episodes in flight** (``params.openai.concurrency``, :attr:`OpenAIPolicy.max_concurrency`):
 one instance is shared by the runner's worker threads, one episode per thread at a time. What
-belongs to an episode — its seed, its deadline — and the HTTP client are thread-local, so each
-thread's requests, retries and backoff sleeps (a 429 included) are its own and never stall
-another thread's; an attempt abandoned on a timeout closes only its own thread's client. The
-request counters are updated under a lock. (One shared instance rather than one per thread:
-a policy handed in ready-made, ``evaluate(policy_obj=...)``, and the ``workflow``/``no_tools``
-wrappers around it then work unchanged.)
+belongs to an episode — its seed, its deadline — is thread-local, so each thread's requests,
+retries and backoff sleeps (a 429 included) are its own and never stall another thread's; the
+one ``openai.OpenAI`` client (a thread-safe connection pool) is shared. The request counters
+are updated under a lock. (One shared instance rather than one per thread: a policy handed in
+ready-made, ``evaluate(policy_obj=...)``, and the ``workflow``/``no_tools`` wrappers around it
+then work unchanged.)
 """
 
 from __future__ import annotations
 
+import email.utils
+import math
 import os
 import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from urbex.agents.openai_messages import from_openai_message, image_data_url, to_openai_messages
@@ -48,14 +66,14 @@ from urbex.env.tools import openai_tool_schemas
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
+    import openai
     from PIL import Image
 
     from urbex.config import OpenAIParams, Params
 
 __all__ = ["OpenAIPolicy"]
 
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 #: Longest sleep between two attempts, seconds (exponential backoff and Retry-After alike).
 _MAX_DELAY_S = 60.0
 #: Data URLs kept per episode in flight (:meth:`OpenAIPolicy._data_url`): its images, and more.
@@ -78,11 +96,10 @@ class OpenAIPolicy(PolicyBase):
         One total deadline per :meth:`act`, seconds: connect, write, read, every retry and
         every backoff sleep together never take longer than ``timeout_s``, whatever the
         server does (a server that accepts and never answers, or trickles bytes, included).
-        Retries on 408/409/425/429/5xx, timeouts and dropped connections, sleeping
-        ``backoff_s · 2**attempt`` (or the server's ``Retry-After``), at most 60 s; a retry
-        whose sleep would end past the deadline is not made. The episode's deadline
-        (:meth:`begin_episode`) bounds a request too: one that cannot finish before it raises
-        :class:`~urbex.errors.PolicyTimeoutError`.
+        At most ``max_retries`` retries (see the module docstring, "Retries and the
+        deadline"); a retry whose sleep would end past the deadline is not made. The
+        episode's deadline (:meth:`begin_episode`) bounds a request too: one that cannot
+        finish before it raises :class:`~urbex.errors.PolicyTimeoutError`.
     max_tokens, temperature, image_format
         Generation settings and the data-URL image format.
     tool_names
@@ -122,7 +139,8 @@ class OpenAIPolicy(PolicyBase):
             raise ValueError(
                 f"max_retries >= 0 and timeout_s > 0 expected, got {max_retries}, {timeout_s}"
             )
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
@@ -134,9 +152,9 @@ class OpenAIPolicy(PolicyBase):
         self.tool_names = tool_names
         self.max_concurrency = int(concurrency)
         self._sleep = sleep
-        self._local = threading.local()  # per thread: seed, deadline, client
-        self._lock = threading.Lock()  # counters, the set of open clients, the data URLs
-        self._clients: set[httpx.Client] = set()
+        self._local = threading.local()  # per thread: seed, deadline
+        self._lock = threading.Lock()  # counters, the client, the data URLs
+        self._client: openai.OpenAI | None = None
         self._urls: OrderedDict[int, tuple[weakref.ref[Image.Image], str]] = OrderedDict()
         self._dead_urls: deque[int] = deque()  # ids of images gone since the last purge
         self.n_requests = 0
@@ -151,14 +169,6 @@ class OpenAIPolicy(PolicyBase):
     def deadline(self) -> float | None:
         """This thread's episode deadline (:func:`time.monotonic` instant, s), or None."""
         return getattr(self._local, "deadline", None)
-
-    @property
-    def _client(self) -> httpx.Client | None:
-        return getattr(self._local, "client", None)
-
-    @_client.setter
-    def _client(self, client: httpx.Client | None) -> None:
-        self._local.client = client
 
     def _data_url(self, image: Image.Image) -> str:
         """:func:`image_data_url`, cached for the images still alive, shared by the threads.
@@ -233,46 +243,45 @@ class OpenAIPolicy(PolicyBase):
         self._local.deadline = None if deadline is None else float(deadline)
 
     def close(self) -> None:
-        """Close the HTTP connection pools of every thread."""
+        """Close the client's connection pool (the next request opens a new one)."""
         with self._lock:
-            clients, self._clients = self._clients, set()
-        for c in clients:
-            c.close()
-        self._client = None
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
-    def _new_client(self) -> httpx.Client:
-        import httpx
-
-        # plain http (a local server) never uses TLS: skip loading the CA bundle per thread
-        client = httpx.Client(verify=False) if self.url.startswith("http://") else httpx.Client()
+    def _openai_client(self) -> openai.OpenAI:
+        """The shared client, made at the first request: ``max_retries=0``, the retries are
+        this class's (module docstring). The key travels per request (:meth:`_auth`), so the
+        client's own ``api_key`` is a placeholder it never sends."""
         with self._lock:
-            self._clients.add(client)
-        self._client = client
-        return client
-
-    def _drop_client(self, client: httpx.Client) -> None:
-        with self._lock:
-            self._clients.discard(client)
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = (os.environ.get(self.api_key_env) or "").strip()
-            if not key:
-                raise ConfigError(
-                    f"environment variable {self.api_key_env} is not set; export the API key there, "
-                    "or set openai.api_key_env: null for a keyless endpoint",
-                    field="openai.api_key_env",
+            if self._client is None:
+                self._client = _openai().OpenAI(
+                    base_url=self.base_url,
+                    api_key="unused",
+                    max_retries=0,
+                    timeout=self.timeout_s,
                 )
-            if not all("!" <= c <= "~" for c in key):  # the value itself is never shown
-                raise ConfigError(
-                    f"environment variable {self.api_key_env} holds characters an HTTP header "
-                    "cannot carry (non-ASCII, whitespace or control characters inside the key); "
-                    "check how it was exported",
-                    field="openai.api_key_env",
-                )
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+            return self._client
+
+    def _auth(self) -> dict[str, Any]:
+        """The request's ``Authorization`` header (omitted for a keyless endpoint)."""
+        if not self.api_key_env:
+            return {"Authorization": _openai().Omit()}
+        key = (os.environ.get(self.api_key_env) or "").strip()
+        if not key:
+            raise ConfigError(
+                f"environment variable {self.api_key_env} is not set; export the API key there, "
+                "or set openai.api_key_env: null for a keyless endpoint",
+                field="openai.api_key_env",
+            )
+        if not all("!" <= c <= "~" for c in key):  # the value itself is never shown
+            raise ConfigError(
+                f"environment variable {self.api_key_env} holds characters an HTTP header "
+                "cannot carry (non-ASCII, whitespace or control characters inside the key); "
+                "check how it was exported",
+                field="openai.api_key_env",
+            )
+        return {"Authorization": f"Bearer {key}"}
 
     def _redact(self, text: str) -> str:
         """``text`` (a server's reply) with the API key, should the server echo it, masked."""
@@ -290,7 +299,8 @@ class OpenAIPolicy(PolicyBase):
     def request_body(
         self, messages: list[dict[str, Any]], images: list[Image.Image]
     ) -> dict[str, Any]:
-        """The JSON body of the chat-completions request for this turn."""
+        """The JSON body of the chat-completions request for this turn (the keyword arguments
+        of ``client.chat.completions.create``)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
@@ -308,7 +318,7 @@ class OpenAIPolicy(PolicyBase):
         return body
 
     def act(self, messages: list[dict[str, Any]], images: list[Image.Image]) -> str:
-        """One assistant turn: POST the conversation, return the reply in the text protocol.
+        """One assistant turn: send the conversation, return the reply in the text protocol.
 
         Raises
         ------
@@ -316,7 +326,7 @@ class OpenAIPolicy(PolicyBase):
             No reply before the episode's deadline (:meth:`begin_episode`).
         PolicyError
             A non-retryable HTTP status, a malformed reply, every retry failed, or no reply
-            within ``timeout_s`` in total.
+            within ``timeout_s`` in total; the message names the URL called.
         ConfigError
             The key's environment variable is not set.
         """
@@ -333,14 +343,14 @@ class OpenAIPolicy(PolicyBase):
         return from_openai_message(message)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST ``body`` with retries, all within one deadline (see the class docstring)."""
+        """Send ``body`` with retries, all within one deadline (the module docstring)."""
         t_start = time.monotonic()
         end = t_start + self.timeout_s
         by_episode = self.deadline is not None and self.deadline <= end
         if by_episode:
             assert self.deadline is not None
             end = self.deadline
-        headers = self._headers()
+        headers = self._auth()
         last = "none (no time was left for an attempt)"
         attempts = 0
         while (remaining := end - time.monotonic()) > 0:
@@ -348,27 +358,11 @@ class OpenAIPolicy(PolicyBase):
             self._count(requests=1)
             delay = min(self.backoff_s * 2 ** (attempts - 1), _MAX_DELAY_S)
             try:
-                r = self._attempt(body, headers, remaining)
-            except _AttemptFailed as exc:
+                return self._json(self._attempt(body, headers, remaining))
+            except _Retryable as exc:
                 last = str(exc)
-            else:
-                if r.status_code == 200:
-                    return self._json(r)
-                detail = self._redact(r.text[:300])
-                if r.status_code not in _RETRY_STATUS:
-                    hint = (
-                        " (check the key in $" + str(self.api_key_env) + ")"
-                        if r.status_code in (401, 403)
-                        else ""
-                    )
-                    raise PolicyError(f"{self.url}: HTTP {r.status_code}{hint}: {detail}")
-                last = f"HTTP {r.status_code}: {detail}"
-                ra = r.headers.get("retry-after")
-                if ra is not None:
-                    try:
-                        delay = min(max(float(ra), 0.0), _MAX_DELAY_S)
-                    except ValueError:
-                        pass
+                if exc.retry_after is not None:
+                    delay = min(exc.retry_after, _MAX_DELAY_S)
             if attempts > self.max_retries:
                 raise PolicyError(
                     f"{self.url}: failed after {attempts} attempts; last error: {last}"
@@ -390,8 +384,8 @@ class OpenAIPolicy(PolicyBase):
             "openai.timeout_s for a slow server, or check that it answers"
         )
 
-    def _json(self, r: httpx.Response) -> dict[str, Any]:
-        """The JSON object of a 200 reply."""
+    def _json(self, r: httpx2.Response) -> dict[str, Any]:
+        """The JSON object of a successful reply."""
         try:
             data = r.json()
         except ValueError:
@@ -405,69 +399,101 @@ class OpenAIPolicy(PolicyBase):
         return data
 
     def _attempt(
-        self, body: dict[str, Any], headers: dict[str, str], timeout_s: float
-    ) -> httpx.Response:
-        """One POST that returns or fails within ``timeout_s`` seconds of wall time.
+        self, body: dict[str, Any], headers: dict[str, Any], timeout_s: float
+    ) -> httpx2.Response:
+        """One ``create`` call that returns or fails within ``timeout_s`` seconds of wall time.
 
-        httpx's timeouts bound each network operation, not their sum (a server trickling bytes
-        keeps every read alive), so the request runs in a daemon thread this one waits for at
-        most ``timeout_s``. A thread left behind still ends by itself (its own httpx timeouts,
-        ``timeout_s`` per operation) and then closes the client it used; the next attempt
-        opens a new one.
+        The client's timeouts bound each network operation, not their sum, so the call runs in
+        a daemon thread this one waits for at most ``timeout_s``. A thread left behind ends by
+        itself (its own timeouts: ``timeout_s`` per operation) and its connection goes back to
+        the pool; its reply, if any, is dropped.
 
         Raises
         ------
-        _AttemptFailed
-            A retryable failure: a timeout (of httpx or of the wait) or a dropped connection.
+        _Retryable
+            A failure worth a retry: a timeout (of the client or of the wait), a dropped
+            connection, or a retryable HTTP status (with the server's Retry-After).
+        PolicyError
+            Any other HTTP status.
         """
-        import httpx
-
-        client = self._client if self._client is not None else self._new_client()
-        done = threading.Event()
-        lock = threading.Lock()  # whoever sees both "done" and "abandoned" closes the client
-        flags = {"done": False, "abandoned": False}
+        oa = _openai()
+        client = self._openai_client()
         out: dict[str, Any] = {}
 
-        def post() -> None:
+        def call() -> None:
             try:
-                out["reply"] = client.post(
-                    self.url, headers=headers, json=body, timeout=httpx.Timeout(timeout_s)
-                )
+                out["reply"] = client.chat.completions.with_raw_response.create(
+                    **body, extra_headers=headers, timeout=timeout_s
+                ).http_response
             except BaseException as exc:  # handed to the waiting thread below
                 out["error"] = exc
-            finally:
-                with lock:
-                    flags["done"] = True
-                    orphan = flags["abandoned"]
-                done.set()
-                if orphan:
-                    self._drop_client(client)
-                    client.close()
 
-        worker = threading.Thread(target=post, name="urbex-openai-request", daemon=True)
+        worker = threading.Thread(target=call, name="urbex-openai-request", daemon=True)
         worker.start()
-        if not done.wait(timeout_s):
-            with lock:
-                flags["abandoned"] = True
-                finished = flags["done"]
-            if self._client is client:
-                self._client = None
-            if finished:  # it ended between the wait and the flag: close its client here
-                self._drop_client(client)
-                client.close()
-            raise _AttemptFailed(f"no reply within {timeout_s:.1f} s (ReadTimeout)")
+        worker.join(timeout_s)
+        if worker.is_alive():
+            raise _Retryable(f"no reply within {timeout_s:.1f} s (Timeout of the whole attempt)")
         error = out.get("error")
-        if isinstance(error, httpx.TimeoutException | httpx.TransportError):
-            raise _AttemptFailed(type(error).__name__)
+        if isinstance(error, oa.APIStatusError):
+            r = error.response
+            detail = self._redact(r.text[:300])
+            if _should_retry(r.status_code, r.headers):
+                raise _Retryable(f"HTTP {r.status_code}: {detail}", _retry_after(r.headers))
+            hint = f" (check the key in ${self.api_key_env})" if r.status_code in (401, 403) else ""
+            raise PolicyError(f"{self.url}: HTTP {r.status_code}{hint}: {detail}")
+        if isinstance(error, oa.APIConnectionError):  # APITimeoutError included
+            cause = error.__cause__
+            raise _Retryable(type(error).__name__ + (f" ({type(cause).__name__})" if cause else ""))
         if error is not None:
             raise error
-        reply: httpx.Response = out["reply"]
+        reply: httpx2.Response = out["reply"]
         return reply
+
+
+def _openai() -> Any:
+    """The ``openai`` module, imported at the first request: a deferred heavy import (~0.7 s),
+    so that importing :mod:`urbex.agents` (every CLI start) does not pay for it."""
+    import openai
+
+    return openai
+
+
+def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """The openai client's retry rule for a status (its ``BaseClient._should_retry``, private
+    there): the server's ``x-should-retry: true|false`` if sent, else 408, 409, 429 and 5xx."""
+    flag = headers.get("x-should-retry")
+    if flag in ("true", "false"):
+        return flag == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait, >= 0, or None: ``retry-after-ms``, else ``Retry-After``
+    as seconds or as an HTTP date (the headers the openai client reads).
+
+    >>> _retry_after({"retry-after-ms": "250", "retry-after": "9"}), _retry_after({"retry-after": "2"})
+    (0.25, 2.0)
+    >>> _retry_after({"retry-after": "soon"}) is None, _retry_after({})
+    (True, None)
+    """
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    date = email.utils.parsedate_tz(headers.get("retry-after", ""))
+    return None if date is None else max(email.utils.mktime_tz(date) - time.time(), 0.0)
 
 
 def _n_attempts(n: int) -> str:
     return f"{n} attempt" if n == 1 else f"{n} attempts"
 
 
-class _AttemptFailed(Exception):
+class _Retryable(Exception):
     """One attempt of :meth:`OpenAIPolicy._post` failed in a way worth a retry (module only)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
