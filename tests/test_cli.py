@@ -403,7 +403,6 @@ def test_cli_evaluate_repeats_and_tools_flags_are_checked(tmp_path, capsys):
     assert not (tmp_path / "assets" / "eval").exists()
 
 
-
 def test_cli_params_repeated_stacks_files_in_order_before_and_after_the_command():
     from urbex.cli import _build_parser, params_files
 

@@ -260,7 +260,10 @@ def test_load_params_stacked_file_overlays_the_ones_before(tmp_path):
     [
         ("base: nope.yaml\n", r"over\.yaml: field 'base': base: 'nope\.yaml' not found"),
         ("base: [a]\n", r"over\.yaml: field 'base': base: expected the path"),
-        ("base: over.yaml\n", r"over\.yaml: base: cycle of params files: .*over\.yaml → .*over\.yaml"),
+        (
+            "base: over.yaml\n",
+            r"over\.yaml: base: cycle of params files: .*over\.yaml → .*over\.yaml",
+        ),
     ],
 )
 def test_load_params_bad_base_names_the_file(tmp_path, text, match):
@@ -272,7 +275,9 @@ def test_load_params_bad_base_names_the_file(tmp_path, text, match):
 def test_load_params_base_cycle_through_two_files(tmp_path):
     _write(tmp_path / "a.yaml", "base: b.yaml\n")
     _write(tmp_path / "b.yaml", "base: a.yaml\n")
-    with pytest.raises(ConfigError, match=r"cycle of params files: .*a\.yaml → .*b\.yaml → .*a\.yaml"):
+    with pytest.raises(
+        ConfigError, match=r"cycle of params files: .*a\.yaml → .*b\.yaml → .*a\.yaml"
+    ):
         load_params(tmp_path / "a.yaml")
 
 
@@ -306,5 +311,7 @@ def test_load_params_value_error_names_the_file_that_set_it(tmp_path):
 
 def test_params_with_updates_unknown_key_names_nearest(repo_root):
     p = load_params(repo_root / "params.yaml")
-    with pytest.raises(ConfigError, match=r"unknown key 'train\.max_stepz'; did you mean 'train\.max_steps'"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'train\.max_stepz'; did you mean 'train\.max_steps'"
+    ):
         p.with_updates(train={"max_stepz": 1})

@@ -1,7 +1,8 @@
 """Typed view of ``params.yaml``.
 
 One :class:`Params` object carries every knob of every stage. The CLI, DVC stages and Dagster
-all build it with :func:`load_params`. Unknown keys are errors (a typo must not be ignored).
+all build it with :func:`load_params`, from one file, an overlay (``base:``) or a stack of files
+(:mod:`urbex.params_files`). Unknown keys are errors (a typo must not be ignored).
 
 Numbers and switches are strict: an int field takes an int (not ``true``, not ``"8"``, not
 ``8.0``), a float field an int or a float (not ``true``, not ``"0.1"``), a bool field ``true``
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, fiel
 
 from urbex.errors import ConfigError
 from urbex.layout import AssetLayout, safe_name
-from urbex.params_files import ParamsFiles, nearest, read_params_files, section_model
+from urbex.params_files import ParamsFiles, describe_errors, read_params_files
 
 __all__ = [
     "SPLIT_NAMES",
@@ -373,7 +374,8 @@ class TrainParams(_Strict):
     max_steps: Int = Field(300, ge=1, description="optimizer steps")
     learning_rate: Float = Field(1e-6, gt=0)
     lr_scheduler: str = Field(
-        "linear", description="GRPOConfig.lr_scheduler_type (transformers' names: linear, cosine...)"
+        "linear",
+        description="GRPOConfig.lr_scheduler_type (transformers' names: linear, cosine...)",
     )
     num_generations: Int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
     per_device_train_batch_size: Int = Field(8, ge=1, description="rollouts per device per step")
@@ -539,26 +541,7 @@ class Params(_Strict):
         try:
             return Params(**data, base_dir=self.base_dir)
         except ValidationError as exc:
-            raise ConfigError(f"invalid override: {_describe(exc)}") from exc
-
-
-def _describe(exc: ValidationError) -> str:
-    """One line per pydantic error: ``section.field: message (got value)``; an unknown key
-    (pydantic's ``extra_forbidden``) names the nearest valid spelling."""
-    out = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        if e["type"] != "extra_forbidden":
-            out.append(f"{loc}: {e['msg']} (got {e.get('input')!r})")
-            continue
-        model: type[BaseModel] | None = Params
-        for part in e["loc"][:-1]:
-            model = section_model(model, str(part)) if model is not None else None
-        names = [n for n, f in model.model_fields.items() if not f.exclude] if model else []
-        best = nearest(str(e["loc"][-1]), names)
-        hint = f"; did you mean {'.'.join([*map(str, e['loc'][:-1]), best])!r}?" if best else ""
-        out.append(f"unknown key {loc!r}{hint}")
-    return "; ".join(out)
+            raise ConfigError(f"invalid override: {describe_errors(exc, Params)}") from exc
 
 
 def load_params(
@@ -592,4 +575,4 @@ def load_params(
     except ValidationError as exc:
         first = exc.errors()[0]["loc"]
         where = files.origin([str(x) for x in first]) or (paths[-1] if paths else None)
-        raise ConfigError(_describe(exc), path=where) from exc
+        raise ConfigError(describe_errors(exc, Params), path=where) from exc

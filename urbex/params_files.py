@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from urbex.errors import ConfigError
 
@@ -42,6 +42,7 @@ __all__ = [
     "BASE_KEY",
     "ParamsFiles",
     "deep_merge",
+    "describe_errors",
     "nearest",
     "read_params_files",
     "read_yaml_mapping",
@@ -96,6 +97,23 @@ def _suggest(key: Key, choices: Sequence[str]) -> str:
     return f"; did you mean {_dotted((*key[:-1], best))!r}?" if best else ""
 
 
+def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
+    """One line per pydantic error of ``model``: ``section.field: message (got value)``; an
+    unknown key (pydantic's ``extra_forbidden``) names the nearest valid spelling."""
+    out = []
+    for e in exc.errors():
+        loc = tuple(str(x) for x in e["loc"])
+        if e["type"] != "extra_forbidden":
+            out.append(f"{_dotted(loc)}: {e['msg']} (got {e.get('input')!r})")
+            continue
+        sub: type[BaseModel] | None = model
+        for part in loc[:-1]:
+            sub = section_model(sub, part) if sub is not None else None
+        names = [n for n, f in sub.model_fields.items() if not f.exclude] if sub else []
+        out.append(f"unknown key {_dotted(loc)!r}{_suggest(loc, names)}")
+    return "; ".join(out)
+
+
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """One YAML file as a mapping (an empty file is ``{}``).
 
@@ -121,7 +139,9 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"expected a mapping at top level, got {type(loaded).__name__}", path=path)
+        raise ConfigError(
+            f"expected a mapping at top level, got {type(loaded).__name__}", path=path
+        )
     return loaded
 
 
@@ -158,9 +178,7 @@ def _check_schema(
     for k, v in data.items():
         here = (*key, str(k))
         if k not in valid:
-            raise ConfigError(
-                f"unknown key {_dotted(here)!r}{_suggest(here, valid)}", path=path, field=None
-            )
+            raise ConfigError(f"unknown key {_dotted(here)!r}{_suggest(here, valid)}", path=path)
         sub = section_model(model, k)
         if sub is not None and isinstance(v, Mapping):
             _check_schema(v, sub, path, here)
@@ -199,7 +217,9 @@ def _origins(data: Mapping[str, Any], path: Path, key: Key = ()) -> dict[Key, Pa
     return out
 
 
-def _stack(below: ParamsFiles, path: Path, raw: dict[str, Any], model: type[BaseModel]) -> ParamsFiles:
+def _stack(
+    below: ParamsFiles, path: Path, raw: dict[str, Any], model: type[BaseModel]
+) -> ParamsFiles:
     _check_overlay(below.data, raw, model, path, str(below.files[-1]))
     return ParamsFiles(
         data=deep_merge(below.data, raw),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from urbex.config import Params, load_params
 
@@ -29,7 +30,9 @@ class UrbexParams(dg.ConfigurableResource):
     (later files win; :func:`urbex.config.load_params`). Tests point it at a temporary project."""
 
     params_path: str = str(DEFAULT_PARAMS)
-    overlays: list[str] = []
+    overlays: list[str] = Field(
+        default_factory=list, description="params files overlaid on params_path, in order"
+    )
 
     def load(self) -> Params:
         return load_params([self.params_path, *self.overlays])

@@ -29,7 +29,9 @@ def test_urbex_params_overlays_merge_in_order(tmp_path: Path):
     base.write_text("train:\n  max_steps: 3\n  beta: 0.0\n  seed: 1\n")
     (tmp_path / "a.yaml").write_text("train:\n  max_steps: 5\n  beta: 0.1\n")
     (tmp_path / "b.yaml").write_text("train:\n  beta: 0.2\n")
-    res = UrbexParams(params_path=str(base), overlays=[str(tmp_path / n) for n in ("a.yaml", "b.yaml")])
+    res = UrbexParams(
+        params_path=str(base), overlays=[str(tmp_path / n) for n in ("a.yaml", "b.yaml")]
+    )
     t = res.load().train
     assert (t.max_steps, t.beta, t.seed) == (5, 0.2, 1)
     assert UrbexParams(params_path=str(base)).load().train.max_steps == 3

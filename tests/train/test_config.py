@@ -12,6 +12,7 @@ from tests.small_project import write_small_project
 from urbex.config import load_params
 from urbex.errors import ConfigError
 
+
 @pytest.mark.parametrize(
     ("batch", "accum", "gens", "ok"),
     [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
@@ -72,7 +73,6 @@ def test_check_generation_batch_counts_processes():
         )
 
 
-
 def _params(tmp_path, **train):
     return load_params(write_small_project(tmp_path), train={"device": "cpu", **train})
 
@@ -97,9 +97,15 @@ def test_make_grpo_config_passes_train_trl_through(tmp_path):
 @pytest.mark.parametrize(
     ("trl", "match"),
     [
-        ({"max_grad_nrom": 1.0}, r"'train\.trl\.max_grad_nrom'.*nearest GRPOConfig field: 'max_grad_norm'"),
+        (
+            {"max_grad_nrom": 1.0},
+            r"'train\.trl\.max_grad_nrom'.*nearest GRPOConfig field: 'max_grad_norm'",
+        ),
         ({"learning_rate": 1.0}, r"'train\.trl\.learning_rate'.*from train\.learning_rate"),
-        ({"max_tool_calling_iterations": 2}, r"'train\.trl\.max_tool_calling_iterations'.*env\.max_turns"),
+        (
+            {"max_tool_calling_iterations": 2},
+            r"'train\.trl\.max_tool_calling_iterations'.*env\.max_turns",
+        ),
     ],
 )
 def test_make_grpo_config_bad_trl_name_is_a_config_error(tmp_path, trl, match):

@@ -39,9 +39,9 @@ __all__ = [
     "check_completion_length",
     "check_generation_batch",
     "check_trl_fields",
-    "loss_types",
     "check_vllm",
     "image_tokens",
+    "loss_types",
     "make_grpo_config",
     "resolve_device",
 ]
@@ -327,7 +327,9 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
     try:
         return GRPOConfig(**kwargs)
     except (TypeError, ValueError) as exc:  # trl's own validation (__post_init__)
-        raise ConfigError(f"trl.GRPOConfig rejected the training params: {exc}", field="train") from exc
+        raise ConfigError(
+            f"trl.GRPOConfig rejected the training params: {exc}", field="train"
+        ) from exc
 
 
 def _trl_version() -> str:
