@@ -36,6 +36,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from urbex.config import Params
+from urbex.params_files import read_params_files
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: Full size: the recipe's own steps; the whole val split evaluated after each stage (n_val None).
@@ -48,8 +51,9 @@ TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads"
 
 
 def write_project(root: Path, *, seed: int, quick: bool) -> Path:
-    """``root/params.yaml``: params-cpu.yaml with its assets under ``root`` (quick: a small city)."""
-    p = yaml.safe_load((REPO / "params-cpu.yaml").read_text())
+    """``root/params.yaml``: params-cpu.yaml (merged over its base) with its assets under ``root``
+    (quick: a small city), written as one full file."""
+    p = read_params_files([REPO / "params-cpu.yaml"], Params).data
     p["paths"]["assets"] = "assets"
     p["data"]["scenes"] = None
     p["train"]["seed"] = p["sft"]["seed"] = seed

@@ -269,14 +269,14 @@ def test_cli_commands_are_all_covered():
 @pytest.mark.parametrize("command", _commands())
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_cli_global_options_go_before_or_after_the_command(command, where):
-    from urbex.cli import _build_parser
+    from urbex.cli import _build_parser, params_files
 
     opts = ["--params", "P.yaml", "-q"]
     rest = [command, *_REQUIRED.get(command, [])]
     args = _build_parser().parse_args([*opts, *rest] if where == "before" else [*rest, *opts])
-    assert args.params == Path("P.yaml") and args.quiet is True
+    assert params_files(args) == [Path("P.yaml")] and args.quiet is True
     bare = _build_parser().parse_args(rest)
-    assert bare.params is None and bare.quiet is False
+    assert params_files(bare) is None and bare.quiet is False
 
 
 def test_cli_cache_reads_params_given_after_the_command(tmp_path, capsys):
@@ -401,3 +401,29 @@ def test_cli_evaluate_repeats_and_tools_flags_are_checked(tmp_path, capsys):
     assert main([*argv, "--run-id", "x"]) == 2
     _one_line_error(capsys.readouterr().err, "--repeats")
     assert not (tmp_path / "assets" / "eval").exists()
+
+
+def test_cli_params_repeated_stacks_files_in_order_before_and_after_the_command():
+    from urbex.cli import _build_parser, params_files
+
+    argv = ["--params", "A.yaml", "cache", "--params", "B.yaml", "--params", "C.yaml"]
+    got = params_files(_build_parser().parse_args(argv))
+    assert got == [Path("A.yaml"), Path("B.yaml"), Path("C.yaml")]
+
+
+def test_cli_params_later_file_overlays_earlier(tmp_path):
+    base = write_small_project(tmp_path)
+    over = tmp_path / "over.yaml"
+    over.write_text("paths:\n  assets: other\n")
+    assert main(["--params", str(base), "warehouse", "--params", str(over), "-q"]) == 0
+    assert (tmp_path / "other" / "warehouse.duckdb").is_file()
+    assert not (tmp_path / "assets" / "warehouse.duckdb").exists()
+
+
+def test_cli_params_overlay_typo_exit_2_naming_key_and_spelling(tmp_path, capsys):
+    base = write_small_project(tmp_path)
+    over = tmp_path / "over.yaml"
+    over.write_text("train:\n  max_stpes: 3\n")
+    assert main(["--params", str(base), "--params", str(over), "warehouse"]) == 2
+    err = capsys.readouterr().err
+    assert "over.yaml" in err and "'train.max_stpes'" in err and "'train.max_steps'" in err

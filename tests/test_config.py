@@ -174,3 +174,144 @@ def test_params_split_must_be_a_split_name(key):
 def test_params_with_updates_keeps_strictness():
     with pytest.raises(ConfigError, match=r"env\.max_turns"):
         Params().with_updates(env={"max_turns": True})
+
+
+# --- params files: overlays (base:), stacks, unknown keys (urbex.params_files) ---------------
+
+
+def _leaves(d: Any, key: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {key: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_leaves(v, f"{key}.{k}" if key else k))
+    return out
+
+
+def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
+    """params-cpu.yaml (an overlay of params.yaml) merges to the full copy it replaced, leaf for
+    leaf; the copy had lost eval.benchmark, whose default equals params.yaml's value."""
+    before = load_params(repo_root / "tests/data/params-cpu-full-before-overlay.yaml")
+    overlay = load_params(repo_root / "params-cpu.yaml")
+    assert _leaves(overlay.model_dump(mode="json")) == _leaves(before.model_dump(mode="json"))
+    assert overlay.base_dir == repo_root
+    stacked = load_params([repo_root / "params.yaml", repo_root / "params-cpu.yaml"])
+    assert stacked.model_dump() == overlay.model_dump()
+    # the overlay states only what it changes (plus the two run names training/dvc.yaml reads)
+    base = _leaves(load_params(repo_root / "params.yaml").model_dump(mode="json"))
+    changed = {k for k, v in _leaves(overlay.model_dump(mode="json")).items() if base[k] != v}
+    import yaml
+
+    raw = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
+    assert raw.pop("base") == "params.yaml"
+    assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name"}
+    assert len(changed) == 21
+    lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
+    assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_load_params_overlay_deep_merges_and_lists_replace(tmp_path):
+    _write(tmp_path / "base.yaml", "env:\n  tools: [zoom_in, oblique_render]\n  max_turns: 5\n"
+           "scene:\n  resolution: 0.2\n")  # fmt: skip
+    mid = _write(tmp_path / "mid.yaml", "base: base.yaml\nenv:\n  max_turns: 6\n")
+    top = _write(tmp_path / "sub" / "top.yaml", "base: ../mid.yaml\nenv:\n  tools: [zoom_in]\n")
+    p = load_params(top)
+    assert p.env.tools == ["zoom_in"] and p.env.max_turns == 6 and p.scene.resolution == 0.2
+    assert p.base_dir == (tmp_path / "sub").resolve()  # relative paths: the file named
+    assert load_params(mid).env.tools == ["zoom_in", "oblique_render"]
+
+
+def test_load_params_overlay_key_the_base_lacks_names_key_and_spelling(tmp_path):
+    _write(tmp_path / "base.yaml", "train:\n  max_steps: 3\n  beta: 0.0\n")
+    over = _write(tmp_path / "over.yaml", "base: base.yaml\ntrain:\n  max_step: 5\n")
+    with pytest.raises(ConfigError, match=r"over\.yaml.*'train\.max_step'.*'train\.max_steps'"):
+        load_params(over)
+    # a valid field the base does not hold is still refused in an overlay
+    _write(over, "base: base.yaml\ntrain:\n  seed: 5\n")
+    with pytest.raises(ConfigError, match=r"overlay key 'train\.seed' is not in its base"):
+        load_params(over)
+    # free-form mappings take new keys
+    _write(tmp_path / "base.yaml", "policy:\n  class_sizes: {Car: [4.0, 2.0]}\ntrain:\n  trl: {}\n")
+    _write(over, "base: base.yaml\npolicy:\n  class_sizes: {Building: [9.0, 9.0]}\n"
+           "train:\n  trl: {max_grad_norm: 0.5}\n")  # fmt: skip
+    p = load_params(over)
+    assert p.policy.class_sizes == {"Car": (4.0, 2.0), "Building": (9.0, 9.0)}
+    assert p.train.trl == {"max_grad_norm": 0.5}
+
+
+def test_load_params_stacked_file_overlays_the_ones_before(tmp_path):
+    a = _write(tmp_path / "a.yaml", "train:\n  max_steps: 3\n  beta: 0.0\n")
+    b = _write(tmp_path / "b.yaml", "base: missing-and-ignored.yaml\ntrain:\n  beta: 0.5\n")
+    p = load_params([a, b])
+    assert (p.train.max_steps, p.train.beta) == (3, 0.5)
+    with pytest.raises(ConfigError, match=r"b\.yaml.*'train\.max_steps' is not in its base"):
+        _write(b, "train:\n  max_steps: 9\n")
+        load_params([_write(a, "train:\n  beta: 0.0\n"), b])
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("base: nope.yaml\n", r"over\.yaml: field 'base': base: 'nope\.yaml' not found"),
+        ("base: [a]\n", r"over\.yaml: field 'base': base: expected the path"),
+        (
+            "base: over.yaml\n",
+            r"over\.yaml: base: cycle of params files: .*over\.yaml → .*over\.yaml",
+        ),
+    ],
+)
+def test_load_params_bad_base_names_the_file(tmp_path, text, match):
+    over = _write(tmp_path / "over.yaml", text)
+    with pytest.raises(ConfigError, match=match):
+        load_params(over)
+
+
+def test_load_params_base_cycle_through_two_files(tmp_path):
+    _write(tmp_path / "a.yaml", "base: b.yaml\n")
+    _write(tmp_path / "b.yaml", "base: a.yaml\n")
+    with pytest.raises(
+        ConfigError, match=r"cycle of params files: .*a\.yaml → .*b\.yaml → .*a\.yaml"
+    ):
+        load_params(tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "hint"),
+    [
+        ("scene:\n  resolutoin: 0.2\n", "scene.resolutoin", "scene.resolution"),
+        ("trian:\n  max_steps: 2\n", "trian", "train"),
+        ("env:\n  max_turns: 2\n  lamda_iou: 1\n", "env.lamda_iou", "env.lambda_iou"),
+        ("base_dir: /tmp\n", "base_dir", None),
+    ],
+)
+def test_load_params_unknown_key_names_file_key_and_nearest(tmp_path, text, key, hint):
+    f = _write(tmp_path / "params.yaml", text)
+    with pytest.raises(ConfigError) as exc:
+        load_params(f)
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}: unknown key {key!r}")
+    assert (f"did you mean {hint!r}" in msg) if hint else ("did you mean" not in msg)
+
+
+def test_load_params_value_error_names_the_file_that_set_it(tmp_path):
+    _write(tmp_path / "base.yaml", "scene:\n  resolution: -1\n  cell_size: 8.0\n")
+    over = _write(tmp_path / "over.yaml", "base: base.yaml\nscene:\n  cell_size: 4.0\n")
+    with pytest.raises(ConfigError, match=r"base\.yaml: scene\.resolution"):
+        load_params(over)
+    _write(over, "base: base.yaml\nscene:\n  resolution: 0.5\n  cell_size: -4.0\n")
+    with pytest.raises(ConfigError, match=r"over\.yaml: scene\.cell_size"):
+        load_params(over)
+
+
+def test_params_with_updates_unknown_key_names_nearest(repo_root):
+    p = load_params(repo_root / "params.yaml")
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'train\.max_stepz'; did you mean 'train\.max_steps'"
+    ):
+        p.with_updates(train={"max_stepz": 1})

@@ -1,7 +1,8 @@
 """Typed view of ``params.yaml``.
 
 One :class:`Params` object carries every knob of every stage. The CLI, DVC stages and Dagster
-all build it with :func:`load_params`. Unknown keys are errors (a typo must not be ignored).
+all build it with :func:`load_params`, from one file, an overlay (``base:``) or a stack of files
+(:mod:`urbex.params_files`). Unknown keys are errors (a typo must not be ignored).
 
 Numbers and switches are strict: an int field takes an int (not ``true``, not ``"8"``, not
 ``8.0``), a float field an int or a float (not ``true``, not ``"0.1"``), a bool field ``true``
@@ -12,14 +13,15 @@ silently become a 1-turn budget.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
 
 from urbex.errors import ConfigError
 from urbex.layout import AssetLayout, safe_name
+from urbex.params_files import ParamsFiles, describe_errors, read_params_files
 
 __all__ = [
     "SPLIT_NAMES",
@@ -162,6 +164,9 @@ class LandmarkParams(_Strict):
     bounds_margin_m: Float = Field(5.0, ge=0, description="tolerance of the inside-bounds check")
 
 
+_NON_INFORMATIVE = "n/a|na|none|null|unknown|same as above|see above|no description|todo|test|nothing|xxx|-"  # fmt: skip
+
+
 class AnnotationParams(_Strict):
     """Annotation cleaning and the train/val/test_nd/test_no splits (``urbex.annotations``)."""
 
@@ -173,22 +178,7 @@ class AnnotationParams(_Strict):
     min_chars: Int = Field(10, ge=1, description="quality bound on description length")
     max_chars: Int = Field(2000, ge=1, description="quality bound on description length")
     non_informative: list[str] = Field(
-        [
-            "n/a",
-            "na",
-            "none",
-            "null",
-            "unknown",
-            "same as above",
-            "see above",
-            "no description",
-            "todo",
-            "test",
-            "nothing",
-            "xxx",
-            "-",
-        ],
-        description="whole descriptions (normalised) that carry no content",
+        _NON_INFORMATIVE.split("|"), description="whole descriptions (normalised) with no content"
     )
     seed: Int = 0
     nd_fraction: Float = Field(
@@ -365,9 +355,12 @@ class OpenAIParams(_Strict):
 class TrainParams(_Strict):
     """GRPO training of a policy (``urbex train``; :mod:`urbex.train.grpo`).
 
-    The model fields mirror ``trl.GRPOConfig``; :func:`urbex.train.config.make_grpo_config`
-    maps them (plus ``env.max_turns``) onto it. The paper trains Qwen3-VL-4B-Instruct for 300
-    steps with at most 8 assistant turns (``env.max_turns``).
+    The grouped fields are the recipe's knobs; :func:`urbex.train.config.make_grpo_config` maps
+    them (plus ``env.max_turns``) onto ``trl.GRPOConfig``, and ``trl`` passes any other
+    ``GRPOConfig`` field through. trl validates its own fields there (``loss_type``,
+    ``lr_scheduler`` and the ``trl`` names are checked against the installed trl, not here, so
+    this module does not import trl). The paper trains Qwen3-VL-4B-Instruct for 300 steps with
+    at most 8 assistant turns (``env.max_turns``).
     """
 
     checkpoint: Path | None = Field(
@@ -380,8 +373,9 @@ class TrainParams(_Strict):
     )
     max_steps: Int = Field(300, ge=1, description="optimizer steps")
     learning_rate: Float = Field(1e-6, gt=0)
-    lr_scheduler: Literal["linear", "constant", "cosine"] = Field(
-        "linear", description="learning-rate schedule over max_steps (transformers' names)"
+    lr_scheduler: str = Field(
+        "linear",
+        description="GRPOConfig.lr_scheduler_type (transformers' names: linear, cosine...)",
     )
     num_generations: Int = Field(8, ge=2, description="rollouts per prompt (the GRPO group)")
     per_device_train_batch_size: Int = Field(8, ge=1, description="rollouts per device per step")
@@ -391,9 +385,7 @@ class TrainParams(_Strict):
     )
     temperature: Float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
     beta: Float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
-    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = (
-        Field("dapo", description="trl GRPOConfig.loss_type (trl 1.16 accepts exactly these)")
-    )
+    loss_type: str = Field("dapo", description="GRPOConfig.loss_type (checked against trl)")
     seed: Int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
     save_steps: Int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
     logging_steps: Int = Field(1, ge=1)
@@ -410,6 +402,9 @@ class TrainParams(_Strict):
     )
     vllm_gpu_memory_utilization: Float = Field(
         0.3, gt=0, le=1, description="share of each GPU the colocated vLLM engine may take"
+    )
+    trl: dict[str, Any] = Field(
+        {}, description="other trl.GRPOConfig fields, passed through (names checked against trl)"
     )
 
     @field_validator("run_name")
@@ -546,53 +541,38 @@ class Params(_Strict):
         try:
             return Params(**data, base_dir=self.base_dir)
         except ValidationError as exc:
-            raise ConfigError(f"invalid override: {_describe(exc)}") from exc
+            raise ConfigError(f"invalid override: {describe_errors(exc, Params)}") from exc
 
 
-def _describe(exc: ValidationError) -> str:
-    """One line per pydantic error: ``section.field: message (got value)``."""
-    return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
-        for e in exc.errors()
-    )
-
-
-def load_params(path: str | Path | None = None, **overrides: dict[str, Any]) -> Params:
+def load_params(
+    path: str | Path | Sequence[str | Path] | None = None, **overrides: dict[str, Any]
+) -> Params:
     """Read ``params.yaml`` (default: ``./params.yaml``; built-in defaults if absent).
+
+    ``path`` may be an overlay (a ``base:`` key) or a list of files, each overlaying the ones
+    before (:mod:`urbex.params_files`). Relative paths in the params resolve against the folder
+    of the first file named. ``overrides`` replace section fields last.
 
     Raises
     ------
     ConfigError
-        The file is not a YAML mapping, or a field has the wrong type/value or is unknown.
+        A file is missing or not a YAML mapping, a base is missing or cyclic, a key is unknown
+        (the message names the file, the dotted key and the nearest spelling), or a field has the
+        wrong type or value (the message names the file that set it).
     """
-    p = Path(path) if path is not None else Path("params.yaml")
-    raw: dict[str, Any] = {}
-    if p.exists():
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError(f"not valid YAML{where}: {what}", path=p) from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"cannot read the params file ({type(exc).__name__}: {exc}); expected a "
-                "UTF-8 YAML file",
-                path=p,
-            ) from exc
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(
-                f"expected a mapping at top level, got {type(loaded).__name__}", path=p
-            )
-        raw = loaded
-    elif path is not None:
-        raise ConfigError("file not found", path=p)
+    if path is None:
+        paths = [Path("params.yaml")] if Path("params.yaml").exists() else []
+    elif isinstance(path, str | Path):
+        paths = [Path(path)]
+    else:
+        paths = [Path(p) for p in path]
+    files = read_params_files(paths, Params) if paths else ParamsFiles(data={})
+    raw = files.data
     for key, upd in overrides.items():
         raw[key] = {**(raw.get(key) or {}), **upd}
     try:
-        return Params(**raw, base_dir=p.parent if p.exists() else Path("."))
+        return Params(**raw, base_dir=paths[0].parent if paths else Path("."))
     except ValidationError as exc:
-        raise ConfigError(_describe(exc), path=p) from exc
+        first = exc.errors()[0]["loc"]
+        where = files.origin([str(x) for x in first]) or (paths[-1] if paths else None)
+        raise ConfigError(describe_errors(exc, Params), path=where) from exc

@@ -1,39 +1,44 @@
-"""Resources: the test seam. ``UrbexParams`` points the assets at a params file.
+"""Resources: the test seam. ``UrbexParams`` points the assets at a params file and its overlays.
 
 ``urbex_params`` (``params.yaml``) drives the data and heuristic stages; ``training_params``
-(``params-cpu.yaml``, the tiny CPU recipe, or ``$URBEX_TRAINING_PARAMS``) drives training and
-the evaluation of checkpoints (the views a policy was trained with are the views it is
-evaluated with). Both name the same ``paths``/``data``.
+(``params.yaml`` overlaid with ``params-cpu.yaml``, the tiny CPU recipe, by default) drives
+training and the evaluation of checkpoints (the views a policy was trained with are the views it
+is evaluated with). Both name the same ``paths``/``data``. Which files they read is resource
+config (``params_path``, ``overlays``), set in Dagster's launchpad or a run config, never an
+environment variable.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from urbex.config import Params, load_params
 
-#: ``params.yaml`` at the repository root (the same file the DVC stages read).
-DEFAULT_PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
-#: The training recipe: ``$URBEX_TRAINING_PARAMS``, else the tiny CPU recipe ``params-cpu.yaml``.
-DEFAULT_TRAINING_PARAMS = Path(
-    os.environ.get("URBEX_TRAINING_PARAMS")
-    or Path(__file__).resolve().parents[2] / "params-cpu.yaml"
-)
+#: The repository root (``params.yaml``, ``params-cpu.yaml``: the files the DVC stages read).
+REPO = Path(__file__).resolve().parents[2]
+#: ``params.yaml`` at the repository root.
+DEFAULT_PARAMS = REPO / "params.yaml"
+#: The training recipe's overlay of :data:`DEFAULT_PARAMS`: the tiny CPU recipe.
+DEFAULT_TRAINING_OVERLAY = REPO / "params-cpu.yaml"
 
 
 class UrbexParams(dg.ConfigurableResource):
-    """Which ``params.yaml`` the assets read. Tests point it at a temporary project."""
+    """Which params files the assets read: ``params_path``, then each of ``overlays`` over it
+    (later files win; :func:`urbex.config.load_params`). Tests point it at a temporary project."""
 
     params_path: str = str(DEFAULT_PARAMS)
+    overlays: list[str] = Field(
+        default_factory=list, description="params files overlaid on params_path, in order"
+    )
 
     def load(self) -> Params:
-        return load_params(self.params_path)
+        return load_params([self.params_path, *self.overlays])
 
 
 RESOURCES = {
     "urbex_params": UrbexParams(),
-    "training_params": UrbexParams(params_path=str(DEFAULT_TRAINING_PARAMS)),
+    "training_params": UrbexParams(overlays=[str(DEFAULT_TRAINING_OVERLAY)]),
 }

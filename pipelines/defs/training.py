@@ -1,10 +1,11 @@
 """Training: ``sft_checkpoint`` → ``grpo_checkpoint``, and the evaluation of checkpoints.
 
 The training assets read the **training params** (resource ``training_params``; default
-``params-cpu.yaml``, the tiny CPU recipe — point it at your own file for a real Qwen3-VL run):
-the view sizes a policy is trained with are the ones it must be evaluated with, so
-``checkpoint_evaluation`` reads the same file. Both files share the ``paths``/``data`` sections,
-so every asset sees the same scene caches, landmark tables and splits.
+``params.yaml`` overlaid with ``params-cpu.yaml``, the tiny CPU recipe — set its ``overlays`` to
+your own overlay for a real Qwen3-VL run): the view sizes a policy is trained with are the ones
+it must be evaluated with, so ``checkpoint_evaluation`` reads the same files. The overlay leaves
+the ``paths``/``data`` sections to ``params.yaml``, so every asset sees the same scene caches,
+landmark tables and splits.
 
 * ``sft_checkpoint``: ``urbex sft`` (teacher trajectories → ``<assets>/checkpoints/<sft.run_name>``).
   The paper has no SFT stage: with ``sft.checkpoint`` unset (real checkpoints) it is skipped and

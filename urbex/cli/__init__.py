@@ -1,6 +1,7 @@
 """The ``urbex`` command line (a contract: tests, DVC stages and users call it).
 
-Every command reads ``params.yaml`` (or ``--params FILE``) and writes under ``paths.assets``
+Every command reads ``params.yaml`` (or ``--params FILE``; repeated, each file overlays the ones
+before it: ``urbex --params params.yaml --params params-cpu.yaml``) and writes under ``paths.assets``
 (:class:`urbex.layout.AssetLayout`). A command that changes files the warehouse reads refreshes
 the warehouse views once, at its end. Errors on bad input print one line naming the file/field
 and exit with status 2.
@@ -46,7 +47,7 @@ from urbex.cli.commands import (
 from urbex.config import SPLIT_NAMES, load_params
 from urbex.errors import UrbexError
 
-__all__ = ["main"]
+__all__ = ["main", "params_files"]
 
 
 def _global_options(parser: argparse.ArgumentParser, *, default: bool) -> None:
@@ -59,8 +60,11 @@ def _global_options(parser: argparse.ArgumentParser, *, default: bool) -> None:
     parser.add_argument(
         "--params",
         type=Path,
+        action="append",
+        dest="params" if default else "params_after",
         default=None if default else none,
-        help="params file (default ./params.yaml)",
+        metavar="FILE",
+        help="params file (default ./params.yaml); repeat to stack overlays, later files win",
     )
     parser.add_argument(
         "-q", "--quiet", action="store_true", default=False if default else none,
@@ -237,6 +241,12 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def params_files(args: argparse.Namespace) -> list[Path] | None:
+    """The ``--params`` files in the order given, before then after the command (None: none)."""
+    files = [*(args.params or []), *getattr(args, "params_after", [])]
+    return files or None
+
+
 @contextlib.contextmanager
 def _one_line_warnings(command: str) -> Iterator[None]:
     """urbex's own warnings (a file left out, a unit guessed) as ``urbex <cmd>: warning: ...``."""
@@ -268,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with _one_line_warnings(args.command):
-            params = load_params(args.params)
+            params = load_params(params_files(args))
             return int(args.func(args, params))
     except KeyboardInterrupt:
         # Ctrl-C: what was published is complete (every writer stages, then renames); the

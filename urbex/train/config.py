@@ -2,7 +2,10 @@
 
 The grouped knobs of :class:`urbex.config.TrainParams` map one-to-one onto ``trl.GRPOConfig``
 fields; the environment's turn budget sets ``max_tool_calling_iterations = env.max_turns − 1``
-(every tool call is a turn; the last turn is the answer). Device handling:
+(every tool call is a turn; the last turn is the answer). ``train.trl`` passes any other
+``GRPOConfig`` field through; trl validates the values (its ``__post_init__``), and
+:func:`check_trl_fields` the names, against the installed trl (``dataclasses.fields``), so a
+trl upgrade changes what is accepted without a copy here to update. Device handling:
 
 * ``device: cpu`` → ``use_cpu=True``, ``bf16=False``, activation checkpointing off (fp32 on CPU).
 * ``device: cuda`` → ``bf16`` and ``gradient_checkpointing`` as set.
@@ -18,13 +21,16 @@ where vLLM cannot run (not installed, or no CUDA).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.config import Params, TrainParams
 from urbex.errors import ConfigError
+from urbex.params_files import nearest
 
 if TYPE_CHECKING:
     from trl import GRPOConfig
@@ -32,8 +38,10 @@ if TYPE_CHECKING:
 __all__ = [
     "check_completion_length",
     "check_generation_batch",
+    "check_trl_fields",
     "check_vllm",
     "image_tokens",
+    "loss_types",
     "make_grpo_config",
     "resolve_device",
 ]
@@ -162,6 +170,75 @@ def check_vllm(params: Params, device: str) -> None:
         )
 
 
+#: GRPOConfig fields urbex sets itself, and the params that own them (``train.trl`` may not).
+OWNED_FIELDS: dict[str, str] = {
+    "output_dir": "the run's staging folder",
+    "run_name": "train.run_name",
+    "max_steps": "train.max_steps",
+    "learning_rate": "train.learning_rate",
+    "lr_scheduler_type": "train.lr_scheduler",
+    "num_generations": "train.num_generations",
+    "per_device_train_batch_size": "train.per_device_train_batch_size",
+    "gradient_accumulation_steps": "train.gradient_accumulation_steps",
+    "max_completion_length": "train.max_completion_length",
+    "max_tool_calling_iterations": "env.max_turns",
+    "temperature": "train.temperature",
+    "beta": "train.beta",
+    "loss_type": "train.loss_type",
+    "seed": "train.seed",
+    "save_strategy": "train.save_steps",
+    "save_steps": "train.save_steps",
+    "logging_steps": "train.logging_steps",
+    "use_cpu": "train.device",
+    "bf16": "train.bf16",
+    "activation_checkpointing": "train.gradient_checkpointing",
+    "gradient_checkpointing": "train.gradient_checkpointing",
+    "use_vllm": "train.use_vllm",
+    "vllm_mode": "train.use_vllm (colocate only)",
+    "vllm_gpu_memory_utilization": "train.vllm_gpu_memory_utilization",
+    "remove_unused_columns": "urbex (the environment reads the dataset's columns)",
+}
+
+
+def check_trl_fields(names: Any, field_names: Any) -> None:
+    """``ConfigError`` unless every ``train.trl`` name is a ``GRPOConfig`` field urbex leaves free.
+
+    ``field_names`` are the installed ``GRPOConfig``'s (``dataclasses.fields``). The message names
+    ``train.trl.<name>`` and the nearest field, or the param that owns the field.
+
+    >>> check_trl_fields(["warmup_steps"], ["warmup_steps", "max_steps"])
+    >>> check_trl_fields(["max_stepz"], ["warmup_steps", "max_steps"])
+    Traceback (most recent call last):
+    urbex.errors.ConfigError: field 'train.trl.max_stepz': ...
+    """
+    valid = [str(f) for f in field_names]
+    for name in names:
+        if name in OWNED_FIELDS:
+            raise ConfigError(
+                f"urbex sets GRPOConfig.{name} from {OWNED_FIELDS[name]}; set that instead",
+                field=f"train.trl.{name}",
+            )
+        if name not in valid:
+            best = nearest(str(name), [v for v in valid if v not in OWNED_FIELDS])
+            hint = f"; nearest GRPOConfig field: {best!r}" if best else ""
+            raise ConfigError(
+                f"not a field of trl.GRPOConfig (trl validates the names it has){hint}",
+                field=f"train.trl.{name}",
+            )
+
+
+def loss_types(grpo_config: Any) -> frozenset[str]:
+    """The loss types the installed trl names in ``GRPOConfig.loss_type``'s help (empty: unknown).
+
+    trl 1.16 accepts any string there and fails only at the first loss computation, after the
+    model load and a round of rollouts; its field documentation lists the supported values.
+    """
+    field = {f.name: f for f in dataclasses.fields(grpo_config)}.get("loss_type")
+    text = str(field.metadata.get("help", "")) if field is not None else ""
+    m = re.search(r"Supported values are (.*?)\.\s", text)
+    return frozenset(re.findall(r"'(\w+)'", m.group(1))) if m else frozenset()
+
+
 def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -> GRPOConfig:
     """A ``trl.GRPOConfig`` from ``params.train`` and ``params.env``.
 
@@ -186,11 +263,23 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         counts the processes), ``train.device`` is unknown, or ``train.max_completion_length``
         cannot hold one tool image (:func:`check_completion_length`).
     ConfigError
-        ``train.use_vllm`` where vLLM cannot run (:func:`check_vllm`).
+        ``train.use_vllm`` where vLLM cannot run (:func:`check_vllm`); a ``train.trl`` name
+        that is not a free ``GRPOConfig`` field (:func:`check_trl_fields`); a
+        ``train.loss_type`` the installed trl does not list (:func:`loss_types`); or a value
+        ``GRPOConfig`` itself rejects (its message, naming ``train``).
     """
-    from trl import GRPOConfig
+    from trl import GRPOConfig  # deferred: trl (and torch) are heavy
 
     t: TrainParams = params.train
+    check_trl_fields(t.trl, [f.name for f in dataclasses.fields(GRPOConfig)])
+    known = loss_types(GRPOConfig)
+    if known and t.loss_type not in known:
+        best = nearest(t.loss_type, sorted(known))
+        raise ConfigError(
+            f"trl {_trl_version()} has no loss type {t.loss_type!r}; expected one of "
+            f"{', '.join(sorted(known))}" + (f" (did you mean {best!r}?)" if best else ""),
+            field="train.loss_type",
+        )
     check_completion_length(params)
     device = resolve_device(t.device)
     check_vllm(params, device)
@@ -226,6 +315,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
             vllm_mode="colocate",
             vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
         )
+    kwargs.update(t.trl)
     kwargs.update(overrides)
     if kwargs.get("generation_batch_size") is None and kwargs.get("steps_per_generation") is None:
         check_generation_batch(
@@ -234,4 +324,15 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
             num_generations=int(kwargs["num_generations"]),
             world_size=int(os.environ.get("WORLD_SIZE", "1")),
         )
-    return GRPOConfig(**kwargs)
+    try:
+        return GRPOConfig(**kwargs)
+    except (TypeError, ValueError) as exc:  # trl's own validation (__post_init__)
+        raise ConfigError(
+            f"trl.GRPOConfig rejected the training params: {exc}", field="train"
+        ) from exc
+
+
+def _trl_version() -> str:
+    import trl  # deferred: heavy; already imported by the caller
+
+    return str(trl.__version__)

@@ -1,0 +1,159 @@
+"""``params.train`` + ``params.env`` → ``trl.GRPOConfig`` (:mod:`urbex.train.config`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from tests.small_project import write_small_project
+from urbex.config import load_params
+from urbex.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("batch", "accum", "gens", "ok"),
+    [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
+)
+def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, gens, ok):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path),
+        train={
+            "per_device_train_batch_size": batch,
+            "gradient_accumulation_steps": accum,
+            "num_generations": gens,
+            "device": "cpu",
+        },
+    )
+    if ok:
+        cfg = make_grpo_config(params, tmp_path / "out")
+        assert cfg.generation_batch_size == batch * accum
+        assert cfg.num_generations == gens
+    else:
+        with pytest.raises(ValueError, match=r"train\.per_device_train_batch_size"):
+            make_grpo_config(params, tmp_path / "out")
+
+
+def test_make_grpo_config_maps_params(tmp_path):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path, env={"max_turns": 8}),
+        train={"device": "cpu", "max_steps": 300, "save_steps": 25},
+    )
+    cfg = make_grpo_config(params, tmp_path / "out", save_strategy="no")
+    assert cfg.max_tool_calling_iterations == 7  # 8 assistant turns
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.activation_checkpointing
+    assert cfg.beta == 0.0 and cfg.loss_type == "dapo" and cfg.max_steps == 300
+    assert cfg.save_steps == 25 and cfg.save_strategy == "no"
+    assert cfg.output_dir == str(tmp_path / "out")
+
+
+def test_check_generation_batch_counts_processes():
+    from urbex.train.config import check_generation_batch
+
+    assert (
+        check_generation_batch(
+            per_device_train_batch_size=4,
+            gradient_accumulation_steps=1,
+            num_generations=8,
+            world_size=2,
+        )
+        == 8
+    )
+    with pytest.raises(ValueError, match="num_generations"):
+        check_generation_batch(
+            per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=1
+        )
+
+
+def _params(tmp_path, **train):
+    return load_params(write_small_project(tmp_path), train={"device": "cpu", **train})
+
+
+def test_urbex_config_does_not_import_trl():
+    code = "import sys, urbex.config, urbex.params_files; print('trl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_make_grpo_config_passes_train_trl_through(tmp_path):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = _params(tmp_path, trl={"max_grad_norm": 0.25, "report_to": "tensorboard"})
+    cfg = make_grpo_config(params, tmp_path / "out")
+    assert cfg.max_grad_norm == 0.25 and cfg.report_to == ["tensorboard"]
+    default = make_grpo_config(_params(tmp_path), tmp_path / "out")
+    assert default.max_grad_norm != 0.25 and default.report_to == []
+
+
+@pytest.mark.parametrize(
+    ("trl", "match"),
+    [
+        (
+            {"max_grad_nrom": 1.0},
+            r"'train\.trl\.max_grad_nrom'.*nearest GRPOConfig field: 'max_grad_norm'",
+        ),
+        ({"learning_rate": 1.0}, r"'train\.trl\.learning_rate'.*from train\.learning_rate"),
+        (
+            {"max_tool_calling_iterations": 2},
+            r"'train\.trl\.max_tool_calling_iterations'.*env\.max_turns",
+        ),
+    ],
+)
+def test_make_grpo_config_bad_trl_name_is_a_config_error(tmp_path, trl, match):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = _params(tmp_path, trl=trl)  # urbex.config does not know trl: loading accepts it
+    with pytest.raises(ConfigError, match=match):
+        make_grpo_config(params, tmp_path / "out")
+
+
+def test_owned_fields_are_grpo_config_fields():
+    trl = pytest.importorskip("trl")
+    from urbex.train.config import OWNED_FIELDS
+
+    names = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    assert set(OWNED_FIELDS) <= names
+
+
+def test_loss_types_are_read_from_the_installed_trl():
+    trl = pytest.importorskip("trl")
+    from urbex.train.config import loss_types
+
+    assert {"dapo", "grpo", "dr_grpo"} <= loss_types(trl.GRPOConfig)
+
+
+def test_train_unknown_loss_type_is_a_config_error_naming_the_nearest(tmp_path):
+    # trl 1.16 accepts any string in GRPOConfig and fails only at the first loss computation,
+    # after the model load and a round of rollouts: make_grpo_config checks the documented list
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = _params(tmp_path, loss_type="dapoo")
+    with pytest.raises(ConfigError, match=r"train\.loss_type.*did you mean 'dapo'"):
+        make_grpo_config(params, tmp_path / "out")
+    assert make_grpo_config(_params(tmp_path, loss_type="grpo"), tmp_path / "o").loss_type == "grpo"
+
+
+@pytest.mark.parametrize(
+    ("train", "match"),
+    [
+        ({"lr_scheduler": "linearr"}, "linearr"),
+        ({"trl": {"auto_find_batch_size": True}}, "auto_find_batch_size"),
+    ],
+)
+def test_make_grpo_config_trl_validation_is_a_config_error(tmp_path, train, match):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    with pytest.raises(ConfigError, match=rf"field 'train': trl\.GRPOConfig rejected.*{match}"):
+        make_grpo_config(_params(tmp_path, **train), tmp_path / "out")
