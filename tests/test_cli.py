@@ -284,8 +284,9 @@ def test_cli_cache_reads_params_given_after_the_command(tmp_path, capsys):
     params = write_small_project(tmp_path, synth={"scenes": 1})
     assert main(["cache", "--params", str(params), "-q"]) == 2  # P read: its assets, 1 scene
     _one_line_error(capsys.readouterr().err, str(tmp_path / "assets"), "urbex synth")
-    assert main(["warehouse", "--params", str(params), "-q"]) == 0
-    assert (tmp_path / "assets" / "warehouse.duckdb").is_file()
+    assert main(["warehouse", "--params", str(params), "-q"]) == 2  # P read: no such assets
+    _one_line_error(capsys.readouterr().err, str(tmp_path / "assets"), "paths.assets")
+    assert not (tmp_path / "assets").exists()
 
 
 @pytest.mark.parametrize("value", ["-1", "0"])
@@ -415,6 +416,7 @@ def test_cli_params_later_file_overlays_earlier(tmp_path):
     base = write_small_project(tmp_path)
     over = tmp_path / "over.yaml"
     over.write_text("paths:\n  assets: other\n")
+    (tmp_path / "other").mkdir()
     assert main(["--params", str(base), "warehouse", "--params", str(over), "-q"]) == 0
     assert (tmp_path / "other" / "warehouse.duckdb").is_file()
     assert not (tmp_path / "assets" / "warehouse.duckdb").exists()
