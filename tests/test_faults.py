@@ -10,15 +10,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import unicodedata
 
 import duckdb
 import pytest
 
-from tests.small_project import write_small_project
+from tests.small_project import REPO_ROOT, write_small_project
 from urbex.cli import main
 from urbex.layout import safe_name
 from urbex.report import warehouse
@@ -224,3 +227,38 @@ def test_an_unwritable_warehouse_is_a_one_line_error(project, monkeypatch, capsy
     err = capsys.readouterr().err
     assert "cannot write the warehouse" in err and str(assets) in err and "Traceback" not in err
     assert main(["--params", str(params), "-q", "report"]) == 0  # the report reads in memory
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_during_evaluate_is_one_line_exit_130_and_the_rerun_completes(project):
+    """Ctrl-C reaches the whole process group (the parent and its pool workers), as a terminal
+    sends it; it lands once the pool's workers have written their first episodes."""
+    params, assets = project
+    argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--run-id", "ctrlc"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"}
+    over = params.parent / "pool.yaml"
+    over.write_text("eval:\n  workers: 2\n  chunk_size: 1\n  parallel_min_episodes: 2\n")
+    argv = [*argv[:2], "--params", str(over), *argv[2:]]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "urbex.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    shards = assets / "eval" / "runs" / "ctrlc" / "episodes"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if shards.is_dir() and any(shards.glob("part-*.parquet")):  # the workers are playing
+            break
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines == ["urbex evaluate: interrupted"], err
+    assert main(argv) == 0
+    assert _runs(assets)["ctrlc"][0] == "complete"

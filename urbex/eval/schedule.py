@@ -9,6 +9,7 @@ finished episodes of the chunk are written before the error propagates, so a rer
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -100,6 +101,15 @@ def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
     return out
 
 
+def _worker_ignores_sigint() -> None:
+    """Pool workers ignore Ctrl-C (the terminal sends it to the whole process group): the parent
+    cancels the chunks not started, lets the running ones finish their shards (a rerun skips
+    them) and prints the one line. A worker killed mid-chunk would instead print its own
+    traceback, and the pool's manager thread another (CPython 3.11 sets an exception on the
+    cancelled futures: InvalidStateError)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def play_pending(
     params: Params,
     spec: RunSpec,
@@ -129,7 +139,9 @@ def play_pending(
         if policy_info(policy).parallel and policy_obj is None and n_workers > 1 and pool_ok:
             ctx = mp.get_context("spawn")
             with ProcessPoolExecutor(
-                max_workers=min(n_workers, len(chunks)), mp_context=ctx
+                max_workers=min(n_workers, len(chunks)),
+                mp_context=ctx,
+                initializer=_worker_ignores_sigint,
             ) as pool:
                 futs = [
                     pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
@@ -141,8 +153,7 @@ def play_pending(
                         played += n
                         bar.update(n)
                 except BaseException:
-                    for f in futs:
-                        f.cancel()
+                    pool.shutdown(wait=False, cancel_futures=True)
                     raise
         elif chunks:
             player = EpisodePlayer(
