@@ -262,3 +262,44 @@ def test_ctrl_c_during_evaluate_is_one_line_exit_130_and_the_rerun_completes(pro
     assert lines == ["urbex evaluate: interrupted"], err
     assert main(argv) == 0
     assert _runs(assets)["ctrlc"][0] == "complete"
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from urbex.train.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "m")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("truncate", "truncated"),
+        ("no_tokenizer", "no tokenizer files"),
+        ("no_image_processor", "no image processor"),
+        ("no_weights", "holds no weights"),
+    ],
+)
+def test_a_broken_checkpoint_is_refused_before_any_episode(
+    built, tiny, tmp_path, damage, message, capsys
+):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(tiny, ckpt)
+    weights = ckpt / "model.safetensors"
+    if damage == "truncate":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "no_tokenizer":
+        (ckpt / "tokenizer.json").unlink()
+    elif damage == "no_image_processor":
+        (ckpt / "processor_config.json").unlink()
+    else:
+        weights.unlink()
+    argv = ["--params", str(built), "-q", "evaluate", "--policy", "vlm", "--checkpoint", str(ckpt)]
+    assert main([*argv, "--limit", "2", "--run-id", f"ck_{damage}"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (built.parent / "assets" / "eval" / "runs" / f"ck_{damage}" / "episodes").exists()

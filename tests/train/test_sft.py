@@ -146,7 +146,7 @@ def test_sft_bad_checkpoints_are_one_line_errors(assets, tmp_path):
     weights_only = tmp_path / "weights"
     weights_only.mkdir()
     (weights_only / "config.json").write_text("{}")
-    with pytest.raises(PolicyError, match=r"processor|tokenizer"):
+    with pytest.raises(PolicyError, match=r"processor|tokenizer|no weights"):
         sft(_params(assets), checkpoint=weights_only, progress=False)
 
 

@@ -70,9 +70,12 @@ def test_urbex_train_with_use_vllm_fails_before_loading_anything(monkeypatch, tm
     )
     for cmd in ("synth", "cache", "landmarks", "splits"):
         assert main(["--params", str(params), "-q", cmd]) == 0
-    (tmp_path / "base").mkdir()
-    (tmp_path / "base" / "config.json").write_text("{}")  # never loaded: the guard comes first
-    rc = main(["--params", str(params), "-q", "train", "--checkpoint", str(tmp_path / "base")])
+    base = tmp_path / "base"  # never loaded: the guard comes first
+    base.mkdir()
+    for name in ("config.json", "tokenizer.json", "processor_config.json"):
+        (base / name).write_text("{}")
+    (base / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # no tensors
+    rc = main(["--params", str(params), "-q", "train", "--checkpoint", str(base)])
     assert rc == 2
     assert "train.use_vllm" in capsys.readouterr().err
     assert not (tmp_path / "assets" / "checkpoints").exists()

@@ -11,13 +11,14 @@ SFT and GRPO all go through both. Publishing trained checkpoints is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from urbex.config import Params
 from urbex.errors import ConfigError, PolicyError
 
-__all__ = ["load_local_vlm", "resolve_checkpoint"]
+__all__ = ["check_checkpoint", "load_local_vlm", "resolve_checkpoint"]
 
 _OFFLINE_HINT = (
     "urbex never downloads weights — pass a directory, e.g. one written by "
@@ -63,7 +64,73 @@ def resolve_checkpoint(
             path=path,
             field=field,
         )
+    check_checkpoint(path, field=field)
     return path
+
+
+def _safetensors_problem(f: Path) -> str | None:
+    """Why the safetensors file ``f`` is unreadable (header or truncation), or None; reads only
+    its header: 8 bytes of length, the JSON table of tensors and their byte ranges."""
+    try:
+        size = f.stat().st_size
+        with open(f, "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            if size < 8 or n <= 0 or 8 + n > size:
+                return f"{f.name}: header length {n} does not fit a {size}-byte file (truncated?)"
+            header = json.loads(fh.read(n))
+    except (OSError, ValueError) as exc:
+        return f"{f.name}: unreadable header ({exc})"
+    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+    need = 8 + n + max(ends, default=0)
+    if need > size:
+        return f"{f.name}: {size} bytes where the tensors need {need} (truncated copy?)"
+    return None
+
+
+def check_checkpoint(path: Path, *, field: str | None = None) -> None:
+    """Refuse, before any episode or training step, a checkpoint that cannot load: weights
+    missing or truncated, no tokenizer, no image processor. Reads file headers only (no torch).
+
+    Raises
+    ------
+    PolicyError
+        Naming the file and what is wrong.
+    """
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise PolicyError(f"unreadable weight index ({exc})", path=index, field=field) from exc
+        files = [path / s for s in shards]
+    else:
+        files = sorted(path.glob("*.safetensors"))
+    if not files and not any(path.glob("pytorch_model*.bin")):
+        raise PolicyError(
+            "the checkpoint holds no weights (model.safetensors or an index of shards)",
+            path=path,
+            field=field,
+        )
+    for f in files:
+        why = "missing (named by the index)" if not f.is_file() else _safetensors_problem(f)
+        if why is not None:
+            raise PolicyError(f"unloadable weights: {why}", path=f, field=field)
+    tokenizer = ("tokenizer.json", "tokenizer.model", "vocab.json")
+    if not any((path / t).is_file() for t in tokenizer):
+        raise PolicyError(
+            f"the checkpoint has no tokenizer files (one of {', '.join(tokenizer)}); save the "
+            "processor beside the weights (processor.save_pretrained)",
+            path=path,
+            field=field,
+        )
+    images = ("preprocessor_config.json", "processor_config.json")
+    if not any((path / t).is_file() for t in images):
+        raise PolicyError(
+            f"the checkpoint has no image processor ({' or '.join(images)}); save the "
+            "processor beside the weights (processor.save_pretrained)",
+            path=path,
+            field=field,
+        )
 
 
 def load_local_vlm(
