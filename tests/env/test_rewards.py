@@ -36,8 +36,10 @@ def test_terminal_terms_sum_to_the_old_closed_form_bit_for_bit():
     iou, d, t = rng.random(200), rng.exponential(30.0, 200), rng.integers(1, 9, 200)
     d[::7] = np.inf  # no answer
     w = {"lambda_iou": 1.3, "lambda_dist": 0.7, "tau_m": 15.0, "lambda_step": 0.11}
-    old = w["lambda_iou"] * iou + w["lambda_dist"] * np.exp(-d / w["tau_m"]) - (
-        w["lambda_step"] * t / 8
+    old = (
+        w["lambda_iou"] * iou
+        + w["lambda_dist"] * np.exp(-d / w["tau_m"])
+        - (w["lambda_step"] * t / 8)
     )
     terms = R.terminal_terms(iou, d, t, max_turns=8, **w)
     assert tuple(terms) == R.TERMINAL_TERMS
