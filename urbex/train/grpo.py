@@ -149,7 +149,7 @@ class _Counter:
         if env.outcome is None:
             return
         summary = episode_summary(env.outcome, env.steps, env_s=env_s)
-        self.counts.update(summary.tool_calls)
+        self.counts.update({t: n for t, n in summary.tool_calls.items() if n})
         if self.recorder is not None:
             self.recorder.add(summary)
 
