@@ -153,6 +153,41 @@ def test_free_text_budget_runs_out_without_exception(city):
     assert r == pytest.approx(-env.params.lambda_step)  # step cost 2/2; "x" is a valid call
 
 
+def test_outcome_records_the_terminal_terms_and_the_whole_return(env, city):
+    """The outcome holds what the terminal reward was computed from (its terms, the IoU), and
+    its return counts every turn's shaping — the last turn of a budget-truncated episode too."""
+    from urbex.env import rewards as R
+
+    q = city[2][0]
+    env.reset(query=q)
+    zoom = call("zoom_in", view_id="global", bbox_2d=units(env.views["global"], q.target_box_2d))
+    for _ in range(env.params.max_turns - 1):
+        env.step(zoom if env.turn == 0 else "no idea")
+    _, _, _, truncated, info = env.step("still no idea")  # the budget's last turn: a penalty
+    o = info["outcome"]
+    assert truncated and o.stop_reason == "budget" and o.iou_bev == 0.0
+    assert o.terminal_terms == R.terminal_terms(
+        0.0, float("inf"), env.params.max_turns, **R.weights(env.params)
+    )
+    assert o.reward_terminal == R.terminal_sum(o.terminal_terms)
+    assert o.reward == env.episode_return == pytest.approx(sum(s.reward for s in env.steps))
+    assert env.steps[-1].reward_shaping == -env.params.invalid_penalty
+
+    env.reset(query=q)
+    g = env.views["global"]
+    box = g.from_world_box(q.target_box_2d).tolist()
+    env.step(f'<answer>{{"view_id": "global", "bbox_2d": {box}}}</answer>')
+    o = env.outcome
+    assert o is not None and o.iou_bev == pytest.approx(1.0)
+    assert o.terminal_terms["terminal_iou"] == env.params.lambda_iou * o.iou_bev
+    with pytest.raises(ValueError, match="terminal_terms"):
+        EpisodeOutcome(
+            stop_reason="budget", turns=1, reward_shaping=0.0, reward_terminal=1.0,
+            terminal_terms={"terminal_iou": 0.0, "terminal_dist": 0.0, "step_cost": -0.1},
+            iou_bev=0.0,
+        )  # fmt: skip
+
+
 def test_oracle_refuses_a_free_text_query(env, city):
     from urbex.errors import PolicyError
 

@@ -30,6 +30,28 @@ def test_terminal_reward_vectorised_and_monotone():
     assert np.all(np.diff(d) < 0)
 
 
+def test_terminal_terms_sum_to_the_old_closed_form_bit_for_bit():
+    """The terms, summed in order, are the float the one-expression formula gave before."""
+    rng = np.random.default_rng(0)
+    iou, d, t = rng.random(200), rng.exponential(30.0, 200), rng.integers(1, 9, 200)
+    d[::7] = np.inf  # no answer
+    w = {"lambda_iou": 1.3, "lambda_dist": 0.7, "tau_m": 15.0, "lambda_step": 0.11}
+    old = (
+        w["lambda_iou"] * iou
+        + w["lambda_dist"] * np.exp(-d / w["tau_m"])
+        - (w["lambda_step"] * t / 8)
+    )
+    terms = R.terminal_terms(iou, d, t, max_turns=8, **w)
+    assert tuple(terms) == R.TERMINAL_TERMS
+    np.testing.assert_array_equal(R.terminal_sum(terms), old)
+    np.testing.assert_array_equal(R.terminal_reward(iou, d, t, max_turns=8, **w), old)
+    np.testing.assert_array_equal(terms["step_cost"], -(w["lambda_step"] * t / 8))
+    assert np.all(terms["terminal_dist"][::7] == 0.0)
+    one = R.terminal_terms(0.25, 10.0, 2, max_turns=8)
+    assert all(isinstance(v, float) for v in one.values())
+    assert R.terminal_sum(one) == R.terminal_reward(0.25, 10.0, 2, max_turns=8)
+
+
 @pytest.mark.parametrize("bad", [{"max_turns": 0}, {"max_turns": 8, "tau_m": 0.0}])
 def test_terminal_reward_rejects_bad_weights(bad):
     with pytest.raises(ValueError):

@@ -10,7 +10,9 @@ import pytest
 
 from tests.env.envfixtures import city  # noqa: F401
 from urbex.config import EnvParams
+from urbex.env import rewards as R
 from urbex.env.episode import GroundingEnv
+from urbex.geometry import center_distance_2d, iou_2d
 from urbex.train.logs import (
     COMPONENTS,
     TRAINING_LOG_SCHEMA,
@@ -36,7 +38,7 @@ def _play(env, q, texts):
         env.step(t(env) if callable(t) else t)
     if not env.done:
         env.end_without_answer()
-    return episode_summary(env, env_s=0.5)
+    return episode_summary(env.outcome, env.steps, env_s=0.5)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +68,20 @@ def test_components_sum_to_the_episode_return(city, script):  # noqa: F811
     }[script]
     s = _play(env, q, texts)
     assert sum(s.components.values()) == pytest.approx(env.episode_return, abs=1e-9)
-    assert s.reward == pytest.approx(env.episode_return)
+    assert s.reward == env.episode_return
+    # a projection of the records: the environment's own terminal terms and IoU, not a rescoring
+    o = env.outcome
+    assert {c: s.components[c] for c in o.terminal_terms} == o.terminal_terms
+    assert s.iou_bev == o.iou_bev and s.turns == o.turns
+    w = R.weights(env.params)
+    iou, dist = 0.0, math.inf  # the old second computation, kept here as the check
+    if o.pred_box_2d_m is not None:
+        iou = float(iou_2d(o.pred_box_2d_m, q.target_box_2d))
+        dist = float(center_distance_2d(o.pred_box_2d_m, q.target_box_2d))
+    assert s.iou_bev == iou
+    assert s.components["terminal_iou"] == w["lambda_iou"] * iou
+    assert s.components["terminal_dist"] == w["lambda_dist"] * math.exp(-dist / w["tau_m"])
+    assert s.components["step_cost"] == -w["lambda_step"] * o.turns / w["max_turns"]
     assert s.env_s == 0.5
     if script == "budget":
         assert not s.answered and s.iou_bev == 0.0 and s.invalid_turns == 3
@@ -83,12 +98,26 @@ def test_components_sum_to_the_episode_return(city, script):  # noqa: F811
         assert s.tool_calls == {"landmark_query": 0, "zoom_in": 1, "oblique_render": 0}
 
 
+def test_tool_calls_count_invalid_calls_of_a_tool(city):  # noqa: F811
+    """calls_<tool> counts every recorded call (urbex.env.trajectory.tool_counts, valid or not);
+    the evaluation's n_<tool> counts the valid ones, from the same function."""
+    from urbex.env.trajectory import tool_counts
+
+    cache, index, queries = city
+    env = GroundingEnv(P, lambda sid: cache, index)
+    bad = '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "nowhere", "bbox_2d": [0, 0, 9, 9]}}</tool_call>'
+    s = _play(env, queries[0], [bad, bad, "nope"])
+    assert s.tool_calls["zoom_in"] == 2 and s.invalid_turns == 3
+    assert tool_counts(env.steps)["n_zoom_in"] == 0
+    assert tool_counts(env.steps, valid_only=False)["n_zoom_in"] == 2
+
+
 def test_summary_of_an_unfinished_episode_is_an_error(city):  # noqa: F811
     cache, index, queries = city
     env = GroundingEnv(P, lambda sid: cache, index)
     env.reset(query=queries[0])
     with pytest.raises(ValueError, match="not ended"):
-        episode_summary(env, env_s=0.0)
+        episode_summary(env.outcome, env.steps, env_s=0.0)
 
 
 class _State:

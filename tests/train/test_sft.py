@@ -313,3 +313,48 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
     assert r.recovery is not None and meta["recovery"]["at_step"] == 1
     assert meta["recovery"]["episodes"] == 3
     assert r.n_examples == r.n_trajectories + r.recovery.kept
+
+
+@pytest.mark.parametrize(("steps", "warmup"), [(200, 10), (20, 1), (10, 0)])
+def test_lr_schedule_is_linear_warmup_then_cosine_to_a_tenth(steps, warmup):
+    """transformers' schedule gives the documented shape (urbex.train.sft.lr_schedule), computed
+    here from the formula; the warmup is the old hand-written one's, step for step."""
+    torch = pytest.importorskip("torch")
+    import math
+
+    from urbex.train.sft import MIN_LR_RATE, lr_schedule
+
+    base = 2e-3
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([param], lr=base, weight_decay=0.0)
+    schedule = lr_schedule(opt, steps=steps, warmup_steps=warmup)
+    got = []
+    for _ in range(steps):
+        got.append(schedule.get_last_lr()[0])
+        assert opt.param_groups[0]["lr"] == got[-1]  # the rate the optimizer step uses
+        opt.step()
+        schedule.step()
+
+    def expected(k: int) -> float:
+        if k < warmup:
+            return base * (k + 1) / warmup
+        t = (k - warmup + 1) / (steps - warmup)
+        return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+    assert got == pytest.approx([expected(k) for k in range(steps)], rel=1e-12, abs=0)
+
+    def hand_written(k: int) -> float:  # the loop's schedule before transformers' (issue 21)
+        if k < warmup:
+            return base * (k + 1) / warmup
+        t = min((k - warmup) / max(steps - warmup, 1), 1.0)
+        return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+    # the same warmup; the same cosine, one step further along (it reaches the floor at the last
+    # step, where the hand-written one stopped a step short of it)
+    old = [hand_written(k) if k < warmup else hand_written(k + 1) for k in range(steps)]
+    assert got == pytest.approx(old, rel=1e-12, abs=0)
+    assert got[-1] == pytest.approx(MIN_LR_RATE * base, rel=1e-12)  # the floor at the last step
+    if warmup:
+        assert got[0] == pytest.approx(base / warmup) and got[warmup - 1] == pytest.approx(base)
+    peak = max(warmup - 1, 0)  # η at the warmup's last step (without warmup, step 0 has decayed)
+    assert max(got) == got[peak] and all(a > b for a, b in zip(got[peak:], got[peak + 1 :]))

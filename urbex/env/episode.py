@@ -416,6 +416,7 @@ class GroundingEnv:
             out = self._answer(action)
             tool = "answer"
             args = {"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)}
+        self._shaping_total += out.shaping  # first: the budget's outcome counts this turn too
         truncated = False
         if not out.terminated and self._turn >= self.params.max_turns:
             truncated = True
@@ -424,7 +425,6 @@ class GroundingEnv:
         elif not out.terminated:
             left = self.turns_left
             out.text += f"\nTurns left: {left}." + (" Answer now." if left == 1 else "")
-        self._shaping_total += out.shaping
         if out.terminated or truncated:
             self._terminal = out.terminal
             self._done = True
@@ -540,7 +540,8 @@ class GroundingEnv:
                 dist = float(center_distance_2d(pred2d, tgt))
                 if count:
                     counts = self._point_counts(lifted.mask, pts)
-        terminal = float(R.terminal_reward(iou_b, dist, self._turn, **R.weights(self.params)))
+        terms = R.terminal_terms(iou_b, dist, self._turn, **R.weights(self.params))
+        terminal = float(R.terminal_sum(terms))
         box_view = None
         if ans is not None:
             x1, y1, x2, y2 = (float(v) for v in ans.bbox_2d)
@@ -556,6 +557,8 @@ class GroundingEnv:
             turns=self._turn,
             reward_shaping=self._shaping_total,
             reward_terminal=terminal,
+            terminal_terms={k: float(v) for k, v in terms.items()},
+            iou_bev=iou_b,
         )
         return terminal
 

@@ -12,12 +12,15 @@ are None and :attr:`Query.has_target` is False.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+from urbex.env.rewards import TERMINAL_TERMS, terminal_sum
 
 if TYPE_CHECKING:
     from urbex.env.views import EpisodeView
@@ -264,6 +267,14 @@ class EpisodeOutcome:
         Assistant turns used.
     reward_shaping, reward_terminal : float
         Summed shaping (and invalid penalties) of the episode; its terminal reward.
+    terminal_terms : dict of str to float
+        The terminal reward's terms as the environment computed them
+        (:func:`urbex.env.rewards.terminal_terms`; keys ``terminal_iou``, ``terminal_dist``,
+        ``step_cost``); they sum to ``reward_terminal``.
+    iou_bev : float
+        The BEV IoU of the answer with :attr:`Query.target_box_2d` that the terminal reward used
+        (0 without an answer or without ground truth). The evaluation's metric is
+        :func:`urbex.eval.metrics.episode_metrics`' ``iou_bev``.
     """
 
     stop_reason: StopReason
@@ -276,8 +287,17 @@ class EpisodeOutcome:
     turns: int
     reward_shaping: float
     reward_terminal: float
+    terminal_terms: dict[str, float]
+    iou_bev: float
 
     def __post_init__(self) -> None:
+        if tuple(self.terminal_terms) != TERMINAL_TERMS or not math.isclose(
+            float(terminal_sum(self.terminal_terms)), self.reward_terminal, abs_tol=1e-12
+        ):
+            raise ValueError(
+                f"EpisodeOutcome.terminal_terms: expected the terms {TERMINAL_TERMS} summing to "
+                f"reward_terminal {self.reward_terminal}, got {self.terminal_terms}"
+            )
         if self.stop_reason not in STOP_REASONS:
             raise ValueError(
                 f"EpisodeOutcome.stop_reason: expected one of {STOP_REASONS}, got {self.stop_reason!r}"

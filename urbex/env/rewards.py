@@ -19,6 +19,7 @@ All weights come from ``params.env`` (:class:`urbex.config.EnvParams`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,11 +29,14 @@ from urbex.config import EnvParams
 from urbex.geometry import area_2d, intersection_2d
 
 __all__ = [
+    "TERMINAL_TERMS",
     "RewardFn",
     "invalid_reward",
     "oblique_overlap",
     "oblique_shaping",
     "terminal_reward",
+    "terminal_sum",
+    "terminal_terms",
     "weights",
     "zoom_shaping",
 ]
@@ -48,6 +52,61 @@ def _out(x: NDArray[np.float64]) -> NDArray[np.float64] | float:
     return float(x) if x.ndim == 0 else x
 
 
+#: The terms of the terminal reward, in the order they are summed (:func:`terminal_terms`).
+TERMINAL_TERMS: tuple[str, ...] = ("terminal_iou", "terminal_dist", "step_cost")
+
+
+def terminal_terms(
+    iou: ArrayLike,
+    center_dist_m: ArrayLike,
+    turns: ArrayLike,
+    *,
+    max_turns: int,
+    lambda_iou: float = 1.0,
+    lambda_dist: float = 0.5,
+    tau_m: float = 20.0,
+    lambda_step: float = 0.1,
+) -> dict[str, NDArray[np.float64] | float]:
+    """The three terms of the terminal reward (keys :data:`TERMINAL_TERMS`), vectorised::
+
+        terminal_iou   λ_iou · IoU
+        terminal_dist  λ_dist · exp(−d / τ)
+        step_cost      −λ_step · T / T_max
+
+    Their sum, in that order, is :func:`terminal_reward`. Arguments as there.
+
+    Examples
+    --------
+    >>> {k: round(v, 4) for k, v in terminal_terms(0.5, 20.0, 4, max_turns=8).items()}
+    {'terminal_iou': 0.5, 'terminal_dist': 0.1839, 'step_cost': -0.05}
+    >>> terminal_terms(0.0, float("inf"), 8, max_turns=8)["terminal_dist"]  # no answer
+    0.0
+    """
+    if max_turns <= 0:
+        raise ValueError(f"max_turns: expected > 0, got {max_turns}")
+    if not tau_m > 0:
+        raise ValueError(f"tau_m: expected > 0 metres, got {tau_m}")
+    i = np.nan_to_num(np.asarray(iou, dtype=np.float64), nan=0.0)
+    d = np.asarray(center_dist_m, dtype=np.float64)
+    d = np.where(np.isnan(d), np.inf, d)
+    t = np.asarray(turns, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        dist = lambda_dist * np.exp(-d / tau_m)
+    terms = (lambda_iou * i, dist, -(lambda_step * t / max_turns))
+    return {k: _out(np.asarray(v, dtype=np.float64)) for k, v in zip(TERMINAL_TERMS, terms)}
+
+
+def terminal_sum(terms: Mapping[str, ArrayLike]) -> NDArray[np.float64] | float:
+    """The terminal reward from its terms: ``terminal_iou + terminal_dist + step_cost``, summed
+    in that order (so the same float as :func:`terminal_reward`).
+
+    >>> terminal_sum({"terminal_iou": 0.5, "terminal_dist": 0.25, "step_cost": -0.125})
+    0.625
+    """
+    a, b, c = (np.asarray(terms[k], dtype=np.float64) for k in TERMINAL_TERMS)
+    return _out(np.asarray(a + b + c, dtype=np.float64))
+
+
 def terminal_reward(
     iou: ArrayLike,
     center_dist_m: ArrayLike,
@@ -59,7 +118,8 @@ def terminal_reward(
     tau_m: float = 20.0,
     lambda_step: float = 0.1,
 ) -> NDArray[np.float64] | float:
-    """``λ_iou·IoU + λ_dist·exp(−d/τ) − λ_step·T/T_max``, vectorised.
+    """``λ_iou·IoU + λ_dist·exp(−d/τ) − λ_step·T/T_max``, vectorised: the sum of
+    :func:`terminal_terms`.
 
     Parameters
     ----------
@@ -81,17 +141,17 @@ def terminal_reward(
     >>> terminal_reward([0.5, 0.0], [20.0, 40.0], [4, 4], max_turns=8).round(4).tolist()
     [0.6339, 0.0177]
     """
-    if max_turns <= 0:
-        raise ValueError(f"max_turns: expected > 0, got {max_turns}")
-    if not tau_m > 0:
-        raise ValueError(f"tau_m: expected > 0 metres, got {tau_m}")
-    i = np.nan_to_num(np.asarray(iou, dtype=np.float64), nan=0.0)
-    d = np.asarray(center_dist_m, dtype=np.float64)
-    d = np.where(np.isnan(d), np.inf, d)
-    t = np.asarray(turns, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        r = lambda_iou * i + lambda_dist * np.exp(-d / tau_m) - lambda_step * t / max_turns
-    return _out(np.asarray(r, dtype=np.float64))
+    terms = terminal_terms(
+        iou,
+        center_dist_m,
+        turns,
+        max_turns=max_turns,
+        lambda_iou=lambda_iou,
+        lambda_dist=lambda_dist,
+        tau_m=tau_m,
+        lambda_step=lambda_step,
+    )
+    return terminal_sum(terms)
 
 
 def zoom_shaping(

@@ -21,20 +21,38 @@ if TYPE_CHECKING:
     from urbex.env.records import EpisodeOutcome, Query, Step
     from urbex.env.views import EpisodeView
 
-__all__ = ["TOOL_NAMES", "Trajectory", "tool_counts"]
+__all__ = ["TOOL_NAMES", "Trajectory", "invalid_turns", "tool_counts"]
 
 #: The tools counted per episode (``n_<tool>``).
 TOOL_NAMES: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
 
 
-def tool_counts(tools: Iterable[str | None]) -> dict[str, int]:
-    """``n_<tool>`` counts of the given (valid) tool calls.
+def tool_counts(steps: Iterable[Step], *, valid_only: bool = True) -> dict[str, int]:
+    """``n_<tool>``: the calls of each tool of :data:`TOOL_NAMES` among an episode's steps.
 
-    >>> tool_counts(["zoom_in", "zoom_in", None, "answer"])
-    {'n_landmark_query': 0, 'n_zoom_in': 2, 'n_oblique_render': 0}
+    The one count of tool calls: the evaluation's ``n_<tool>`` columns count the valid calls
+    (``valid_only``, the default); the training log's ``calls_<tool>`` every call the
+    environment recorded, valid or not (``valid_only=False``; an invalid turn counts for the
+    tool it tried to call, when it named one).
+
+    >>> from urbex.env.records import Step
+    >>> def step(turn, tool, valid):
+    ...     return Step(turn=turn, tool=tool, arguments={}, valid=valid, error=None,
+    ...                 reward_shaping=0.0, reward_terminal=0.0, env_s=0.0)
+    >>> steps = [step(1, "zoom_in", True), step(2, "zoom_in", False), step(3, None, False),
+    ...          step(4, "answer", True)]
+    >>> tool_counts(steps)
+    {'n_landmark_query': 0, 'n_zoom_in': 1, 'n_oblique_render': 0}
+    >>> tool_counts(steps, valid_only=False)["n_zoom_in"]
+    2
     """
-    ts = list(tools)
-    return {f"n_{t}": sum(1 for x in ts if x == t) for t in TOOL_NAMES}
+    tools = [s.tool for s in steps if s.valid or not valid_only]
+    return {f"n_{t}": tools.count(t) for t in TOOL_NAMES}
+
+
+def invalid_turns(steps: Iterable[Step]) -> int:
+    """The turns the environment rejected (an invalid final turn included)."""
+    return sum(1 for s in steps if not s.valid)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,12 +111,13 @@ class Trajectory:
 
     @property
     def n_invalid(self) -> int:
-        """Invalid turns."""
-        return sum(1 for s in self.steps if not s.valid)
+        """Invalid turns (:func:`invalid_turns`)."""
+        return invalid_turns(self.steps)
 
-    def tool_counts(self) -> dict[str, int]:
-        """``n_<tool>`` counts of the valid tool calls."""
-        return tool_counts(s.tool for s in self.steps if s.valid)
+    def tool_counts(self, *, valid_only: bool = True) -> dict[str, int]:
+        """``n_<tool>`` counts of the tool calls (:func:`tool_counts`; the valid ones by
+        default)."""
+        return tool_counts(self.steps, valid_only=valid_only)
 
     def view(self, view_id: str) -> EpisodeView:
         """The view ``view_id`` (``KeyError`` naming the known ids otherwise)."""

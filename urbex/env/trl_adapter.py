@@ -77,13 +77,11 @@ class EpisodeObserver(Protocol):
         """A rollout started (``reset``)."""
         ...
 
-    def on_tool(self, name: str) -> None:
-        """The model called tool ``name`` (valid or not; also after the budget is spent)."""
-        ...
-
     def on_end(self, env: GroundingEnv, env_s: float) -> None:
         """The final message was scored; ``env_s``: the rollout's seconds in the environment
-        (reset, tool calls, the answer)."""
+        (reset, tool calls, the answer). The episode's records (``env.steps``, ``env.outcome``)
+        hold everything it did: its tool calls are counted from them
+        (:func:`urbex.env.trajectory.tool_counts`)."""
         ...
 
 
@@ -114,8 +112,6 @@ class _Base:
         return self._env
 
     def _run(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
-        if self._observer is not None:
-            self._observer.on_tool(name)
         t0 = time.perf_counter()
         try:
             return self._step_tool(name, arguments)
@@ -190,7 +186,7 @@ def make_environment_class(
     landmark_index
         ``urbex.landmarks.LandmarkIndex`` (or None).
     observer
-        Told of every rollout's reset, tool calls and end (:class:`EpisodeObserver`).
+        Told of every rollout's reset and end (:class:`EpisodeObserver`).
 
     Returns
     -------

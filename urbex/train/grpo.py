@@ -82,7 +82,8 @@ class TrainResult:
     reward_mean
         ``(step, mean total reward)`` per logged step.
     tool_calls
-        Tool name → calls made by the policy during training (``episodes``: rollouts started).
+        Tool name → calls the environment played during training, valid or not (``episodes``:
+        rollouts started).
     """
 
     run_name: str
@@ -133,8 +134,10 @@ def _check_inputs(params: Params, scene_ids: list[str]) -> None:
 @dataclass(slots=True)
 class _Counter:
     """The rollout environments' observer (:class:`urbex.env.trl_adapter.EpisodeObserver`):
-    counts rollouts and tool calls into ``counts`` and hands each finished episode's
-    :class:`~urbex.train.logs.EpisodeSummary` (with its environment seconds) to ``recorder``."""
+    counts rollouts into ``counts`` and hands each finished episode's
+    :class:`~urbex.train.logs.EpisodeSummary` (a projection of its records, with its environment
+    seconds) to ``recorder``; the episode's tool calls (:func:`urbex.env.trajectory.tool_counts`,
+    valid or not, as the summary counts them) are added to ``counts``."""
 
     counts: Counter[str]
     recorder: TrainingRecorder | None = None
@@ -142,12 +145,13 @@ class _Counter:
     def on_reset(self) -> None:
         self.counts["episodes"] += 1
 
-    def on_tool(self, name: str) -> None:
-        self.counts[name] += 1
-
     def on_end(self, env: GroundingEnv, env_s: float) -> None:
-        if self.recorder is not None and env.outcome is not None:
-            self.recorder.add(episode_summary(env, env_s=env_s))
+        if env.outcome is None:
+            return
+        summary = episode_summary(env.outcome, env.steps, env_s=env_s)
+        self.counts.update({t: n for t, n in summary.tool_calls.items() if n})
+        if self.recorder is not None:
+            self.recorder.add(summary)
 
 
 def _log_frame(history: list[dict[str, Any]]) -> Any:

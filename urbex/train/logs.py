@@ -8,14 +8,22 @@ the *environment* saw. Every rollout's episode is summarised when it ends
 environment seconds); :class:`TrainingLogCallback` joins the summaries of the rollouts of one
 step with trl's log entry of that step into one :data:`TRAINING_LOG_SCHEMA` row.
 
-Reward components of an episode (they sum to its return, :attr:`GroundingEnv.episode_return`)::
+A summary is a projection of the episode's records (its :class:`~urbex.env.records.Step` list and
+:class:`~urbex.env.records.EpisodeOutcome`): every figure is one the environment computed and
+recorded, nothing is scored a second time. Reward components of an episode (they sum to its
+return, :attr:`EpisodeOutcome.reward`)::
 
-    terminal_iou   λ_iou · IoU_bev                 (0 without an answer)
-    terminal_dist  λ_dist · exp(−d / τ)            (d: BEV centre distance, world metres)
-    step_cost      −λ_step · T / T_max
-    zoom           Σ zoom shaping of the valid zoom_in turns
-    oblique        Σ oblique shaping of the valid oblique_render turns
-    invalid        Σ penalties of the invalid turns (including an invalid final turn)
+    terminal_iou   λ_iou · IoU_bev                 outcome.terminal_terms (0 without an answer)
+    terminal_dist  λ_dist · exp(−d / τ)            outcome.terminal_terms (d: BEV centre
+                                                   distance, world metres)
+    step_cost      −λ_step · T / T_max             outcome.terminal_terms
+    zoom           Σ zoom shaping of the valid zoom_in turns              (Step.reward_shaping)
+    oblique        Σ oblique shaping of the valid oblique_render turns    (Step.reward_shaping)
+    invalid        Σ penalties of the invalid turns (an invalid final turn included)
+
+The terms of the terminal reward are :func:`urbex.env.rewards.terminal_terms`; the IoU is the one
+the reward used (:attr:`EpisodeOutcome.iou_bev`); tool calls are
+:func:`urbex.env.trajectory.tool_counts` (every recorded call, valid or not).
 """
 
 from __future__ import annotations
@@ -29,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from urbex.env.rewards import weights
-from urbex.geometry import center_distance_2d, iou_2d
+from urbex.env.rewards import TERMINAL_TERMS
+from urbex.env.trajectory import TOOL_NAMES, invalid_turns, tool_counts
 
 if TYPE_CHECKING:
-    from urbex.env.episode import GroundingEnv
+    from urbex.env.records import EpisodeOutcome, Step
 
 __all__ = [
     "COMPONENTS",
@@ -47,17 +55,11 @@ __all__ = [
 ]
 
 #: Reward components, in the order they are logged (see the module docstring).
-COMPONENTS: tuple[str, ...] = (
-    "terminal_iou",
-    "terminal_dist",
-    "step_cost",
-    "zoom",
-    "oblique",
-    "invalid",
-)
-_TOOLS: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
+COMPONENTS: tuple[str, ...] = (*TERMINAL_TERMS, "zoom", "oblique", "invalid")
 #: ``calls_<tool>``: mean calls per episode of each tool (valid and invalid calls alike).
-TOOL_COLUMNS: tuple[str, ...] = tuple(f"calls_{t}" for t in _TOOLS)
+TOOL_COLUMNS: tuple[str, ...] = tuple(f"calls_{t}" for t in TOOL_NAMES)
+#: The shaping component of a valid call of each shaped tool.
+_SHAPED: dict[str | None, str] = {"zoom_in": "zoom", "oblique_render": "oblique"}
 
 #: One row per optimizer step of one run.
 TRAINING_LOG_SCHEMA: dict[str, Any] = {
@@ -117,49 +119,42 @@ class EpisodeSummary:
     env_s: float
 
 
-def episode_summary(env: GroundingEnv, *, env_s: float) -> EpisodeSummary:
-    """Summarise a finished episode of ``env`` (see the module docstring for the components).
+def episode_summary(
+    outcome: EpisodeOutcome | None, steps: Sequence[Step], *, env_s: float
+) -> EpisodeSummary:
+    """Summarise a finished episode from its records (see the module docstring).
+
+    Parameters
+    ----------
+    outcome
+        How it ended (``GroundingEnv.outcome``, ``Trajectory.outcome``); None while it runs.
+    steps
+        Its steps, in order.
+    env_s
+        Seconds spent in the environment.
 
     Raises
     ------
     ValueError
-        The episode has not ended.
+        The episode has not ended (``outcome`` is None).
     """
-
-    outcome = env.outcome
     if outcome is None:
         raise ValueError("episode_summary: the episode has not ended")
-    p = env.params
-    w = weights(p)
-    q = env.query
-    iou, dist = 0.0, math.inf
-    if outcome.pred_box_2d_m is not None and q is not None and q.target_box_2d is not None:
-        iou = float(iou_2d(outcome.pred_box_2d_m, q.target_box_2d))
-        dist = float(center_distance_2d(outcome.pred_box_2d_m, q.target_box_2d))
     comps = dict.fromkeys(COMPONENTS, 0.0)
-    comps["terminal_iou"] = float(w["lambda_iou"]) * iou
-    comps["terminal_dist"] = float(w["lambda_dist"]) * math.exp(-dist / float(w["tau_m"]))
-    comps["step_cost"] = -float(w["lambda_step"]) * outcome.turns / float(w["max_turns"])
-    calls: dict[str, int] = dict.fromkeys(_TOOLS, 0)
-    invalid = 0
-    for step in env.steps:
-        if step.tool in calls:
-            calls[step.tool] += 1
-        if not step.valid:
-            invalid += 1
-            comps["invalid"] += step.reward_shaping
-        elif step.tool == "zoom_in":
-            comps["zoom"] += step.reward_shaping
-        elif step.tool == "oblique_render":
-            comps["oblique"] += step.reward_shaping
+    comps.update(outcome.terminal_terms)
+    for step in steps:
+        kind = "invalid" if not step.valid else _SHAPED.get(step.tool)
+        if kind is not None:
+            comps[kind] += step.reward_shaping
+    calls = tool_counts(steps, valid_only=False)
     return EpisodeSummary(
-        reward=float(env.episode_return),
+        reward=float(outcome.reward),
         components=comps,
-        iou_bev=iou,
+        iou_bev=float(outcome.iou_bev),
         answered=bool(outcome.answered),
         turns=int(outcome.turns),
-        invalid_turns=invalid,
-        tool_calls=calls,
+        invalid_turns=invalid_turns(steps),
+        tool_calls={t: calls[f"n_{t}"] for t in TOOL_NAMES},
         env_s=float(env_s),
     )
 
@@ -214,7 +209,7 @@ def step_row(
         turns_mean=_stats([float(e.turns) for e in episodes])[0],
         **{
             f"calls_{t}": _stats([float(e.tool_calls.get(t, 0)) for e in episodes])[0]
-            for t in _TOOLS
+            for t in TOOL_NAMES
         },
         completion_length=num("completions/mean_length"),
         loss=num("loss"),

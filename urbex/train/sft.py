@@ -11,8 +11,9 @@ responses with their images — and the loss on the assistant turns only (each t
 
 trl 1.16's ``SFTTrainer`` does not fit (read in its source, STACK_NOTES): its vision collator
 renders without ``tools``, masks only padding (the loss would cover user and tool turns), and
-``assistant_only_loss=True`` raises for VLMs. So this is a plain torch loop (AdamW, linear warmup
-then cosine decay), honest and small.
+``assistant_only_loss=True`` raises for VLMs. So this is a plain torch loop (AdamW, and
+transformers' learning-rate schedule: linear warmup then cosine decay, :func:`lr_schedule`),
+honest and small.
 
 Output, published atomically (written in a staging directory, then renamed), the same layout as
 ``urbex train``'s::
@@ -29,7 +30,6 @@ tiny CPU recipe (``params-cpu.yaml``).
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from collections.abc import Sequence
@@ -50,9 +50,12 @@ if TYPE_CHECKING:
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
+    "LR_SCHEDULE",
+    "MIN_LR_RATE",
     "SFTExample",
     "SFTResult",
     "assistant_labels",
+    "lr_schedule",
     "sft",
 ]
 
@@ -184,16 +187,36 @@ class SFTResult:
     recovery: RecoveryStats | None = None
 
 
-def _lr(step: int, total: int, warmup: int, base: float) -> float:
-    """Linear warmup to ``base``, then cosine decay to 10 % of it.
+#: The learning-rate schedule (a ``transformers.get_scheduler`` name): linear warmup, then cosine
+#: decay to :data:`MIN_LR_RATE` of ``sft.learning_rate``.
+LR_SCHEDULE = "cosine_warmup_with_min_lr"
+#: The floor of the cosine decay, a share of ``sft.learning_rate``.
+MIN_LR_RATE = 0.1
 
-    >>> _lr(0, 100, 10, 1.0), _lr(10, 100, 10, 1.0), round(_lr(100, 100, 10, 1.0), 3)
-    (0.1, 1.0, 0.1)
+
+def lr_schedule(optimizer: Any, *, steps: int, warmup_steps: int) -> Any:
+    """The learning-rate schedule of ``steps`` optimizer steps: transformers'
+    ``get_scheduler(LR_SCHEDULE)`` over ``optimizer`` (transformers is imported here, when
+    training, not with the module).
+
+    With η the optimizer's ``lr`` (``sft.learning_rate``), ``W = warmup_steps`` and ``T = steps``,
+    the rate of the 0-based step ``k`` is::
+
+        η · (k + 1) / W                                              k < W   (linear warmup)
+        η · (0.1 + 0.9 · ½ · (1 + cos(π · (k − W + 1) / (T − W))))     k ≥ W   (cosine decay)
+
+    from ``η / W`` up to η at step ``W − 1``, down to ``0.1 η`` at the last step ``T − 1``. Read
+    a step's rate with ``get_last_lr()`` before the optimizer step, then call ``step()``.
     """
-    if step < warmup:
-        return base * (step + 1) / warmup
-    t = (step - warmup) / max(total - warmup, 1)
-    return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
+    from transformers import get_scheduler
+
+    return get_scheduler(
+        LR_SCHEDULE,
+        optimizer,
+        num_warmup_steps=warmup_steps,
+        num_training_steps=steps,
+        scheduler_specific_kwargs={"min_lr_rate": MIN_LR_RATE},
+    )
 
 
 def shared_prefix_length(
@@ -342,6 +365,7 @@ def sft(
     rng = np.random.default_rng(s.seed)
     torch.manual_seed(s.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=s.learning_rate, weight_decay=0.0)
+    schedule = lr_schedule(opt, steps=n_steps, warmup_steps=s.warmup_steps)
     model.train()
     log: list[dict[str, Any]] = []
     n_tok: list[int] = []
@@ -361,14 +385,13 @@ def sft(
         idx, order = order[: s.batch_size], order[s.batch_size :]
         t0 = time.perf_counter()
         inputs = _batch(processor, [examples[i] for i in idx], s.max_length)
-        lr = _lr(step, n_steps, s.warmup_steps, s.learning_rate)
-        for g in opt.param_groups:
-            g["lr"] = lr
+        lr = float(schedule.get_last_lr()[0])
         loss = causal_lm_loss(model, inputs, stop_ids)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        schedule.step()
         mask = inputs["attention_mask"].sum(dim=1)
         n_tok += mask.tolist()
         n_sup += (inputs["labels"] != -100).sum(dim=1).tolist()
