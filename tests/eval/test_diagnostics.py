@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.config import Params
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.agents.stall_server import silent_server
-from tests.env.envfixtures import build_eval_project, play_scored
+from tests.fixtures.city import build_eval_project, play_scored
 from urbex.agents import OraclePolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.config import EnvParams, Params

@@ -1,5 +1,5 @@
 """The static results page: written from a small evaluated project, checked as HTML and in a
-real headless Chromium (tests/browser.py, CDP over a websocket)."""
+real headless Chromium (tests/fixtures/browser.py, CDP over a websocket)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import Browser, find_chromium
-from tests.eval.pagefixtures import build_page_project, page_params
+from tests.fixtures.browser import Browser, find_chromium
+from tests.fixtures.pages import build_page_project, page_params
 from urbex.config import Params
 from urbex.report.page import episode_outcome, pick_episodes, write_results_page
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_toy_project
+from tests.fixtures.city import build_toy_project
 from urbex.config import Params
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import city  # noqa: F401
+from tests.fixtures.city import city  # noqa: F401
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv
 from urbex.train.logs import (
