@@ -88,7 +88,7 @@ def test_table9_leaves_out_a_workflow_run_played_under_other_settings(project):
 
 
 def test_report_without_a_workflow_run_has_no_table9_block(tmp_path):
-    from tests.eval.test_report import _spec_run
+    from tests.report.test_comparison import _spec_run
 
     _spec_run(tmp_path, 0.2, policy="vlm", split="test_no", checkpoint="/c/tiny")
     params = Params(paths={"assets": tmp_path})
