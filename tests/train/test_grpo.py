@@ -150,66 +150,6 @@ def test_train_bad_run_name_is_a_config_error(project, tiny):
         train(load_params(project), checkpoint=tiny, run_name="../escape")
 
 
-@pytest.mark.parametrize(
-    ("batch", "accum", "gens", "ok"),
-    [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
-)
-def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, gens, ok):
-    pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
-
-    params = load_params(
-        write_small_project(tmp_path),
-        train={
-            "per_device_train_batch_size": batch,
-            "gradient_accumulation_steps": accum,
-            "num_generations": gens,
-            "device": "cpu",
-        },
-    )
-    if ok:
-        cfg = make_grpo_config(params, tmp_path / "out")
-        assert cfg.generation_batch_size == batch * accum
-        assert cfg.num_generations == gens
-    else:
-        with pytest.raises(ValueError, match=r"train\.per_device_train_batch_size"):
-            make_grpo_config(params, tmp_path / "out")
-
-
-def test_make_grpo_config_maps_params(tmp_path):
-    pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
-
-    params = load_params(
-        write_small_project(tmp_path, env={"max_turns": 8}),
-        train={"device": "cpu", "max_steps": 300, "save_steps": 25},
-    )
-    cfg = make_grpo_config(params, tmp_path / "out", save_strategy="no")
-    assert cfg.max_tool_calling_iterations == 7  # 8 assistant turns
-    assert cfg.use_cpu and not cfg.bf16 and not cfg.activation_checkpointing
-    assert cfg.beta == 0.0 and cfg.loss_type == "dapo" and cfg.max_steps == 300
-    assert cfg.save_steps == 25 and cfg.save_strategy == "no"
-    assert cfg.output_dir == str(tmp_path / "out")
-
-
-def test_check_generation_batch_counts_processes():
-    from urbex.train.config import check_generation_batch
-
-    assert (
-        check_generation_batch(
-            per_device_train_batch_size=4,
-            gradient_accumulation_steps=1,
-            num_generations=8,
-            world_size=2,
-        )
-        == 8
-    )
-    with pytest.raises(ValueError, match="num_generations"):
-        check_generation_batch(
-            per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=1
-        )
-
-
 def test_train_params_unknown_loss_type_is_a_config_error(tmp_path):
     # trl 1.16 accepts any string in GRPOConfig and fails only at the first loss computation,
     # after the model load and a round of rollouts

@@ -1,0 +1,107 @@
+"""GRPO configuration: the trl config from params, and the checks that run before any model."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.small_project import write_small_project
+from urbex.config import Params, load_params
+from urbex.train.config import (
+    MIN_TURN_TOKENS,
+    check_completion_length,
+    check_generation_batch,
+    image_tokens,
+    resolve_device,
+)
+
+
+@pytest.mark.parametrize(
+    ("batch", "accum", "gens", "ok"),
+    [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
+)
+def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, gens, ok):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path),
+        train={
+            "per_device_train_batch_size": batch,
+            "gradient_accumulation_steps": accum,
+            "num_generations": gens,
+            "device": "cpu",
+        },
+    )
+    if ok:
+        cfg = make_grpo_config(params, tmp_path / "out")
+        assert cfg.generation_batch_size == batch * accum
+        assert cfg.num_generations == gens
+    else:
+        with pytest.raises(ValueError, match=r"train\.per_device_train_batch_size"):
+            make_grpo_config(params, tmp_path / "out")
+
+
+def test_make_grpo_config_maps_params(tmp_path):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = load_params(
+        write_small_project(tmp_path, env={"max_turns": 8}),
+        train={"device": "cpu", "max_steps": 300, "save_steps": 25},
+    )
+    cfg = make_grpo_config(params, tmp_path / "out", save_strategy="no")
+    assert cfg.max_tool_calling_iterations == 7  # 8 assistant turns
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.activation_checkpointing
+    assert cfg.beta == 0.0 and cfg.loss_type == "dapo" and cfg.max_steps == 300
+    assert cfg.save_steps == 25 and cfg.save_strategy == "no"
+    assert cfg.output_dir == str(tmp_path / "out")
+
+
+def test_check_generation_batch_counts_processes():
+    assert (
+        check_generation_batch(
+            per_device_train_batch_size=4,
+            gradient_accumulation_steps=1,
+            num_generations=8,
+            world_size=2,
+        )
+        == 8
+    )
+    with pytest.raises(ValueError, match="num_generations"):
+        check_generation_batch(
+            per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=1
+        )
+
+
+@pytest.mark.parametrize(
+    ("size", "tokens"),
+    [((64, 64), 4), ((512, 512), 256), ((16, 16), 1), ((1, 1), 1), ((100, 40), 5), ((96, 96), 9)],
+)
+def test_image_tokens_counts_merged_patches(size, tokens):
+    assert image_tokens(size) == tokens
+
+
+def test_image_tokens_other_patch_and_merge():
+    assert image_tokens((448, 448), patch=14, merge=2) == 256
+    assert image_tokens((448, 448), patch=14, merge=1) == 1024
+
+
+def test_check_completion_length_needs_one_tool_image_and_a_turn():
+    env = {"zoom_size": [256, 256], "oblique_size": [128, 128]}
+    need = image_tokens((256, 256)) + MIN_TURN_TOKENS
+    check_completion_length(Params(env=env, train={"max_completion_length": need}))
+    with pytest.raises(ValueError, match=rf"set it to at least {need}"):
+        check_completion_length(Params(env=env, train={"max_completion_length": need - 1}))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_resolve_device_explicit_devices_are_kept(device):
+    assert resolve_device(device) == device
+
+
+def test_resolve_device_auto_and_unknown():
+    import torch
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match=r"train\.device: expected auto, cpu or cuda, got 'tpu'"):
+        resolve_device("tpu")
