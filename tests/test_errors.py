@@ -26,7 +26,11 @@ def test_every_exported_error_is_an_urbex_error(name):
 
 @pytest.mark.parametrize(
     ("child", "parent"),
-    [(StaleCacheError, CacheError), (EmptyRegionError, CacheError), (PolicyTimeoutError, PolicyError)],
+    [
+        (StaleCacheError, CacheError),
+        (EmptyRegionError, CacheError),
+        (PolicyTimeoutError, PolicyError),
+    ],
 )
 def test_specific_errors_are_caught_by_their_family(child, parent):
     with pytest.raises(parent):

@@ -10,7 +10,7 @@ from urbex.errors import ConfigError, PolicyError
 
 
 def test_resolve_checkpoint_none_names_the_flag_and_field():
-    with pytest.raises(ConfigError, match="pass --ckpt PATH or set sft.checkpoint") as e:
+    with pytest.raises(ConfigError, match=r"pass --ckpt PATH or set sft.checkpoint") as e:
         resolve_checkpoint(None, None, field="sft.checkpoint", flag="--ckpt")
     assert e.value.field == "sft.checkpoint"
 
@@ -30,7 +30,7 @@ def test_resolve_checkpoint_not_a_checkpoint_dir_raises_policy_error(tmp_path, m
         p.write_text("x")
     elif make == "no_config":
         p.mkdir()
-    with pytest.raises(PolicyError, match="config.json missing.*never downloads") as e:
+    with pytest.raises(PolicyError, match=r"config.json missing.*never downloads") as e:
         resolve_checkpoint(Params(base_dir=tmp_path), "ckpt", field="train.checkpoint")
     assert e.value.path == p and e.value.field == "train.checkpoint"
 

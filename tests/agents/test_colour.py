@@ -51,10 +51,12 @@ def test_colour_likelihoods_over_the_palette_sum_to_one():
 
 def test_colour_alias_equals_its_name_and_nan_row_is_uniform():
     rgb = [[120, 120, 120], [np.nan, 0, 0]]
-    np.testing.assert_array_equal(colour_log_likelihood("gray", rgb), colour_log_likelihood("grey", rgb))
+    np.testing.assert_array_equal(
+        colour_log_likelihood("gray", rgb), colour_log_likelihood("grey", rgb)
+    )
     assert colour_log_likelihood("red", rgb)[1] == pytest.approx(-np.log(len(PALETTE)))
 
 
 def test_colour_unknown_word_raises():
-    with pytest.raises(ValueError, match="colour: expected one of .* got 'mauve'"):
+    with pytest.raises(ValueError, match=r"colour: expected one of .* got 'mauve'"):
         colour_log_likelihood("mauve", [[0, 0, 0]])

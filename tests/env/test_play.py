@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixtures.stall_server import silent_server
 from tests.fixtures.city import build_eval_project, play_scored
+from tests.fixtures.stall_server import silent_server
 from urbex.agents import OraclePolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.config import EnvParams, Params

@@ -36,7 +36,10 @@ def test_query_free_text_has_no_target():
         ({"target_box_2d": [0, 0, 1], "target_box_3d": B3}, "target_box_2d: expected 4 finite"),
         ({"target_box_2d": [0, 0, 1, np.nan], "target_box_3d": B3}, "expected 4 finite"),
         ({"target_box_2d": [3, 0, 1, 1], "target_box_3d": B3}, "mins <= maxes"),
-        ({"target_box_2d": B2, "target_box_3d": [0, 0, 5, 1, 1, 4]}, "target_box_3d: expected mins"),
+        (
+            {"target_box_2d": B2, "target_box_3d": [0, 0, 5, 1, 1, 4]},
+            "target_box_3d: expected mins",
+        ),
     ],
 )
 def test_query_invalid_fields_raise_value_error(kw, match):
@@ -45,7 +48,7 @@ def test_query_invalid_fields_raise_value_error(kw, match):
 
 
 def test_query_non_string_id_raises_type_error():
-    with pytest.raises(TypeError, match="Query.query_id: expected str, got int"):
+    with pytest.raises(TypeError, match=r"Query.query_id: expected str, got int"):
         _query(query_id=3)
 
 
@@ -79,7 +82,7 @@ def test_step_sums_reward_and_latency_and_fills_in_the_policy():
 
 @pytest.mark.parametrize(("kw", "exc"), [({"turn": 0}, ValueError), ({"arguments": []}, TypeError)])
 def test_step_invalid_fields_raise(kw, exc):
-    with pytest.raises(exc, match="Step."):
+    with pytest.raises(exc, match=r"Step."):
         _step(**kw)
 
 

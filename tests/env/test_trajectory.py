@@ -20,7 +20,9 @@ def _step(turn, tool, *, valid=True, env_s=0.25, policy_s=1.0):
 
 
 def _traj(steps, **kw):
-    out = EpisodeOutcome(stop_reason="budget", turns=len(steps), reward_shaping=0, reward_terminal=0)
+    out = EpisodeOutcome(
+        stop_reason="budget", turns=len(steps), reward_shaping=0, reward_terminal=0
+    )
     base = {"query": Q, "seed": 0, "steps": tuple(steps), "outcome": out, "views": (),
             "messages": (), "images": (), "reset_s": 0.5, "latency_s": 9.0}  # fmt: skip
     return Trajectory(**{**base, **kw})
@@ -47,7 +49,7 @@ def test_trajectory_sums_seconds_and_counts_only_valid_tool_calls():
 
 @pytest.mark.parametrize("turns", [[2], [1, 3], [2, 1]])
 def test_trajectory_steps_out_of_order_raise(turns):
-    with pytest.raises(ValueError, match="expected turns 1.."):
+    with pytest.raises(ValueError, match=r"expected turns 1.."):
         _traj([_step(n, "zoom_in") for n in turns])
 
 

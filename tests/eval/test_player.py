@@ -26,7 +26,12 @@ def _untimed(rec):
 def test_play_scores_the_oracle_episode_against_the_target(env, city):
     q = city[2][0]
     rec, steps = _player(env).play(q)
-    assert (rec.run_id, rec.policy, rec.split, rec.query_id) == ("run-1", "oracle", "test_no", q.query_id)
+    assert (rec.run_id, rec.policy, rec.split, rec.query_id) == (
+        "run-1",
+        "oracle",
+        "test_no",
+        q.query_id,
+    )
     assert rec.valid_answer and rec.hit1 and rec.iou_bev > 0.9 and rec.stop_reason == "answer"
     assert rec.n_candidates == city[0].instances.height  # every instance of the scene ranked
     assert [s.turn for s in steps] == list(range(1, rec.turns + 1))
@@ -80,7 +85,7 @@ def test_player_refuses_an_object_that_is_not_a_policy(env):
         def act(self, messages, images):
             return ""
 
-    with pytest.raises(TypeError, match="expected a urbex.env.policy.Policy"):
+    with pytest.raises(TypeError, match=r"expected a urbex.env.policy.Policy"):
         _player(env, policy=NotAPolicy())
 
 

@@ -28,7 +28,9 @@ def test_run_lock_records_the_holder_and_removes_it_on_release(tmp_path):
 
 def test_second_writer_raises_naming_the_holder(tmp_path):
     with run_lock(tmp_path, run_id="r1") as holder:
-        with pytest.raises(RunLockedError, match=rf"run 'r1' is being written by pid {holder['pid']}"):
+        with pytest.raises(
+            RunLockedError, match=rf"run 'r1' is being written by pid {holder['pid']}"
+        ):
             with run_lock(tmp_path, run_id="r1"):
                 pass  # pragma: no cover
         assert lock_holder(tmp_path) == holder  # the failed attempt left the sidecar alone

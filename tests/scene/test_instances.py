@@ -39,7 +39,9 @@ def _scene():
          [50, 50, 50]],  # no instance
         np.float32,
     )  # fmt: skip
-    rgb = np.array([[200, 0, 0], [100, 0, 0], [0, 0, 30], [9, 9, 9], [11, 11, 11], [0, 0, 0]], np.uint8)
+    rgb = np.array(
+        [[200, 0, 0], [100, 0, 0], [0, 0, 30], [9, 9, 9], [11, 11, 11], [0, 0, 0]], np.uint8
+    )
     semantic = np.array([9, 9, 0, 2, 2, 0], np.int32)
     instance = np.array([5, 5, 5, 2, 2, -1], np.int32)
     return xyz, rgb, semantic, instance
@@ -62,7 +64,7 @@ def test_instance_table_boxes_classes_and_colours_in_world_metres():
 
 
 def test_instance_table_boxes_name_the_class_and_landmark():
-    xyz, rgb, semantic, instance = _scene()
+    xyz, _, _, instance = _scene()
     boxes = [BoxRecord(object_id="2", object_name="Building", landmark="Merton Hall",
                        center=(0, 0, 0), size=(1, 1, 1), label_id=2, instance_id=0)]  # fmt: skip
     t = instance_table(scene_id="s", xyz=xyz, origin=np.zeros(3), rgb=None, semantic=None,

@@ -37,7 +37,7 @@ def test_read_meta_of_a_built_cache_round_trips_through_to_dict(cache_dir):
 
 
 def test_read_meta_missing_bad_json_and_missing_keys_raise_cache_error(tmp_path, cache_dir):
-    with pytest.raises(CacheError, match="no meta.json"):
+    with pytest.raises(CacheError, match=r"no meta.json"):
         read_meta(tmp_path)
     (tmp_path / "meta.json").write_text("{oops")
     with pytest.raises(CacheError, match="not readable JSON"):

@@ -78,7 +78,9 @@ def test_terrain_height_interpolates_bilinearly_and_clamps():
     np.testing.assert_allclose(h, [0.0, 1.0, 3.0, 0.0], atol=1e-5)
 
 
-@pytest.mark.parametrize(("size", "style", "match"), [(30.0, "stpls3d", "size"), (100.0, "x", "style")])
+@pytest.mark.parametrize(
+    ("size", "style", "match"), [(30.0, "stpls3d", "size"), (100.0, "x", "style")]
+)
 def test_plan_city_bad_arguments_raise(size, style, match):
     with pytest.raises(ValueError, match=match):
         plan_city(np.random.default_rng(0), size, style)

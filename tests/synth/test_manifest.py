@@ -29,8 +29,9 @@ def _manifest(tmp_path):
         seed=7,
         scenes=(_scene("a"), _scene("s3d", layout="stpls3d", split=""), _scene("b")),
         defects=(Defect(scene_id="a", ann_id=3, object_id="1", reason="duplicate"),),
-        phrasings=(PhrasingRecord(scene_id="a", ann_id=0, object_id="1", family="plain",
-                                  noise=("typo",)),),  # fmt: skip
+        phrasings=(
+            PhrasingRecord(scene_id="a", ann_id=0, object_id="1", family="plain", noise=("typo",)),
+        ),
     )
 
 
@@ -79,7 +80,7 @@ def test_read_manifest_missing_file_raises_annotation_error(tmp_path):
 
 
 def test_defect_and_phrasing_validate_on_construction():
-    with pytest.raises(ValueError, match="Defect.reason"):
+    with pytest.raises(ValueError, match=r"Defect.reason"):
         Defect(scene_id="a", ann_id=0, object_id="1", reason="bad")
     with pytest.raises(ValueError):
         PhrasingRecord(scene_id="a", ann_id=0, object_id="1", family="plain", noise=("shout",))

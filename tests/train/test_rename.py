@@ -46,4 +46,7 @@ def test_renamed_world_is_seeded():
 
 
 def test_renamed_world_without_a_mention_is_none():
-    assert renamed_world(_q("the tallest building"), LandmarkIndex(TABLE), np.random.default_rng(0)) is None
+    assert (
+        renamed_world(_q("the tallest building"), LandmarkIndex(TABLE), np.random.default_rng(0))
+        is None
+    )
