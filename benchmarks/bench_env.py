@@ -28,7 +28,7 @@ def _call(tool: str, **args: object) -> str:
 
 def _build(root: Path, size: float, density: float, seed: int):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.env.envfixtures import build_synth_cache
+    from tests.fixtures.city import build_synth_cache
 
     return build_synth_cache(root, seed=seed, size=size, density=density)
 

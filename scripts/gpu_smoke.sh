@@ -43,7 +43,7 @@ failed=0
 import sys
 from pathlib import Path
 import yaml
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 work = Path(sys.argv[1])
 env = {"global_view_size": [64, 64], "zoom_size": [64, 64], "oblique_size": [64, 64], "max_turns": 3}

@@ -12,6 +12,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
+# The toy city's fixtures, for every test folder (imported after the offline switches above).
+from tests.fixtures.city import city, env, synth_city  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.small_project import REPO_ROOT, write_small_project
+from tests.fixtures.small_project import REPO_ROOT, write_small_project
 from urbex.benchmarks import BENCHMARKS, ZERO_SHOT, benchmark_params
 from urbex.config import Params, load_params
 from urbex.errors import ConfigError

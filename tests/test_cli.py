@@ -4,7 +4,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 
 
@@ -91,7 +91,7 @@ def test_cli_make_tiny_model_writes_a_loadable_checkpoint(tmp_path, capsys):
 
 
 def test_cli_ground_oracle_prints_summary_and_writes_outputs(tmp_path, capsys):
-    from tests.env.envfixtures import build_synth_cache
+    from tests.fixtures.city import build_synth_cache
     from urbex.landmarks import write_landmark_table
 
     params = write_small_project(tmp_path)
@@ -348,7 +348,7 @@ def _eval_project(root: Path) -> Path:
     """``root/params.yaml`` over one small synthetic scene whose queries are all ``test_no``."""
     import polars as pl
 
-    from tests.env.envfixtures import build_synth_cache, write_split_class_sizes
+    from tests.fixtures.city import build_synth_cache, write_split_class_sizes
     from urbex.landmarks import write_landmark_table
 
     assets = root / "assets"

@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 
 SCENES = ("synthville_block_0", "synthville_block_1")

@@ -8,7 +8,7 @@ delay drawn from a seeded RNG (uniform over the first three quarters of the refe
 * a rerun of the same command equals the uninterrupted run (timings excluded);
 * no staging or temporary file remains after the rerun.
 
-The killed commands run in interpreters that imported urbex beforehand (:mod:`tests.warm`), so
+The killed commands run in interpreters that imported urbex beforehand (:mod:`tests.fixtures.warm`), so
 that a kill lands in the stage's work rather than in the imports; the reruns run in this
 process (:func:`urbex.cli.main`).
 ``train`` (tens of seconds per step on a CPU) is killed at fewer points, in a chain: each kill
@@ -29,8 +29,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.small_project import write_small_project
-from tests.warm import WarmProcesses
+from tests.fixtures.small_project import write_small_project
+from tests.fixtures.warm import WarmProcesses
 from urbex.cli import main
 
 SEED = 11

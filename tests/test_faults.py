@@ -21,7 +21,7 @@ import unicodedata
 import duckdb
 import pytest
 
-from tests.small_project import REPO_ROOT, write_small_project
+from tests.fixtures.small_project import REPO_ROOT, write_small_project
 from urbex.cli import main
 from urbex.layout import safe_name
 from urbex.report import warehouse

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from pipelines.demo import dvc_env, dvc_executable
-from tests.small_project import REPO_ROOT
+from tests.fixtures.small_project import REPO_ROOT
 from urbex.layout import UNVERSIONED, AssetLayout
 from urbex.versioning import content_hash, file_md5, tree_md5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.env.envfixtures import play_scored
+from tests.fixtures.city import play_scored
 from urbex.agents.heuristics import LandmarkPriorPolicy, compass_vector, infer_class, prior_box
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query

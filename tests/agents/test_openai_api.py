@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from tests.agents.stall_server import silent_server, trickle_server
+from tests.fixtures.stall_server import silent_server, trickle_server
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.agents.openai_messages import from_openai_message, to_openai_messages
 from urbex.env.protocol import Answer, ToolCall, parse_action
@@ -247,7 +247,7 @@ def test_openai_act_total_deadline_holds_over_retries_of_a_sleeping_server(serve
 
 
 # ---------------------------------------------------------------------------------------------
-# bounded waits: servers that never answer (tests/agents/stall_server.py); time assertions are
+# bounded waits: servers that never answer (tests/fixtures/stall_server.py); time assertions are
 # generous upper bounds (shared CI machines), far below what an unbounded wait takes
 # ---------------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_untidy_project, make_untidy_city
+from tests.fixtures.city import build_untidy_project, make_untidy_city
 from urbex.agents.proposals import proposal_recall, propose_instances
 from urbex.agents.ranker import fit_ranker_from_params
 from urbex.config import Params

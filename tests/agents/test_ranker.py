@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.env.envfixtures import build_eval_project, build_untidy_project
+from tests.fixtures.city import build_eval_project, build_untidy_project
 from urbex.agents.ranker import (
     FEATURE_NAMES,
     RankerModel,

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.agents.ranking import (
     Anchor,
     Candidates,

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_eval_project, build_untidy_project
+from tests.fixtures.city import build_eval_project, build_untidy_project
 from urbex.config import EnvParams, Params
 from urbex.env.lift import dominant_class, lift_answer
 from urbex.eval.runspec import RunSpec

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from tests.fixtures.scripted import scripted_generate
 from urbex.config import EnvParams
 from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
 
@@ -80,29 +81,6 @@ def test_answer_reward_scores_final_answer(city):
     assert r_bad < 0
 
 
-def _scripted_generate(model, tokenizer):
-    """Replace ``model.generate`` by a script: zoom on turn 1, answer on turn 2 (good/bad alternating)."""
-    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    pad = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    resp = tokenizer.convert_tokens_to_ids("<tool_response>")
-    import torch
-
-    def generate(input_ids=None, **kwargs):
-        rows = []
-        for i, ids in enumerate(input_ids.tolist()):
-            if resp in ids:  # after a tool response: answer
-                box = [200, 200, 800, 800] if i % 2 == 0 else [0, 0, 5, 5]
-                text = f'<answer>{{"view_id": "zoom_1", "bbox_2d": {box}}}</answer>'
-            else:
-                text = '<tool_call>\n{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [0, 0, 500, 500]}}\n</tool_call>'
-            rows.append([*tokenizer.encode(text, add_special_tokens=False), eos])
-        n = max(len(r) for r in rows)
-        comp = torch.tensor([r + [pad] * (n - len(r)) for r in rows], dtype=input_ids.dtype)
-        return torch.cat([input_ids, comp], dim=1)
-
-    model.generate = generate
-
-
 def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")
@@ -117,7 +95,7 @@ def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     path = make_tiny_model(tmp_path / "tiny", seed=0)
     processor = AutoProcessor.from_pretrained(path)
     model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
-    _scripted_generate(model, processor.tokenizer)
+    scripted_generate(model, processor.tokenizer)
     provider = lambda sid: cache  # noqa: E731
     rows = grpo_rows([queries[0], queries[-1]], provider, SMALL)
     ds = Dataset.from_list(rows)

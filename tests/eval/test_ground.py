@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.env.envfixtures import build_synth_cache
+from tests.fixtures.city import build_synth_cache
 from urbex.config import Params
 from urbex.errors import CacheError, LandmarkError, PolicyError
 from urbex.eval.ground import ground

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from tests.fixtures.openai_server import StubServer
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.annotations.splits import load_queries

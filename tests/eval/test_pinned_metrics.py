@@ -2,7 +2,7 @@
 
 The figures in ``data/pinned_episodes.json`` were written by the code *before* the episode loop,
 the trajectory record and the metrics were unified (issue 9), on the two-scene synthetic project
-of :func:`tests.env.envfixtures.build_eval_project`, and rewritten once on purpose since (issue 12:
+of :func:`tests.fixtures.city.build_eval_project`, and rewritten once on purpose since (issue 12:
 the generator's paraphrase families and noise change every description; the answer lift no longer
 reads a class noun inside a landmark name). Every per-episode figure must stay the same: a
 refactor that changes one number changed behaviour.
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.config import Params
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec

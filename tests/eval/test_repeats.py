@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.agents.registry import register_policy
 from urbex.config import Params
 from urbex.env.policy import PolicyBase

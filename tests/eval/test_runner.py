@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.agents.registry import register_policy
 from urbex.annotations.splits import load_queries
 from urbex.config import Params

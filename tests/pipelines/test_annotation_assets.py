@@ -4,7 +4,7 @@ import pytest
 from pipelines.definitions import defs
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import UrbexParams
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 
 STAGES = ["landmark_tables", "clean_annotations", "splits"]
 

@@ -4,7 +4,7 @@ import duckdb
 from pipelines.defs.assets import raw_dataset, scene_caches
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import UrbexParams
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 
 
 def test_raw_then_scene_caches_materialize_per_partition(tmp_path):

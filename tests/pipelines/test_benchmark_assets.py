@@ -6,7 +6,7 @@ from pipelines.definitions import defs
 from pipelines.defs.benchmarks import BENCHMARK_SCENES
 from pipelines.defs.partitions import SCENES
 from pipelines.defs.resources import UrbexParams
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 
 
 def _materialize(instance, params_path, selection, partition_key=None):

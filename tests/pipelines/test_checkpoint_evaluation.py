@@ -14,7 +14,7 @@ from pipelines.defs.training import (
     checkpoint_evaluation_job,
     checkpoint_workflow_evaluation,
 )
-from tests.env.envfixtures import build_toy_project
+from tests.fixtures.city import build_toy_project
 
 PARAMS = """\
 paths:

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from pipelines.demo import QUIET_LOGGERS, dvc_env, dvc_executable, record_with_dvc
-from tests.small_project import REPO_ROOT
+from tests.fixtures.small_project import REPO_ROOT
 
 DVC = dvc_executable(REPO_ROOT)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.demo import dvc_env, dvc_executable
-from tests.small_project import REPO_ROOT, write_small_project
+from tests.fixtures.small_project import REPO_ROOT, write_small_project
 
 DVC = dvc_executable(REPO_ROOT)
 #: DVC in an environment of its own (not this Python's): the one whose hydra can parse `-S`.
@@ -33,7 +33,7 @@ def _write_training_params(root, repo_root):
     """``root/params-cpu.yaml``: the repository's training recipe over the small project."""
     import yaml
 
-    from tests.small_project import SMALL_PARAMS
+    from tests.fixtures.small_project import SMALL_PARAMS
 
     p = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
     for key, upd in SMALL_PARAMS.items():

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.small_project import REPO_ROOT
+from tests.fixtures.small_project import REPO_ROOT
 from urbex.config import load_params
 from urbex.raw import materialize_raw
 from urbex.versioning import content_hash

@@ -12,7 +12,7 @@ from pipelines.defs.annotations import clean_annotations, landmark_tables, split
 from pipelines.defs.assets import raw_dataset, scene_caches
 from pipelines.defs.resources import UrbexParams
 from pipelines.demo import dvc_env, dvc_executable
-from tests.small_project import REPO_ROOT, write_small_project
+from tests.fixtures.small_project import REPO_ROOT, write_small_project
 from urbex.config import load_params
 
 DVC = dvc_executable(REPO_ROOT)

@@ -1,5 +1,5 @@
 """The static results page (urbex/report/page.py): written from a small evaluated project,
-checked as HTML and in a real headless Chromium (tests/browser.py, CDP over a websocket)."""
+checked as HTML and in a real headless Chromium (tests/fixtures/browser.py, CDP over a websocket)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 from markupsafe import escape
 
-from tests.browser import Browser, find_chromium
-from tests.eval.pagefixtures import build_page_project, page_params
+from tests.fixtures.browser import Browser, find_chromium
+from tests.fixtures.pages import build_page_project, page_params
 from urbex.config import Params
 from urbex.report.page import (
     OUTCOMES,

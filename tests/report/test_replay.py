@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from tests.env.envfixtures import build_toy_project
+from tests.fixtures.city import build_toy_project
 from urbex.config import Params
 from urbex.eval.episodes import step_schema
 from urbex.report.replay import PANEL_PX, Replayer, oblique_placeholder

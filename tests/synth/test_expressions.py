@@ -13,33 +13,11 @@ from urbex.synth.expressions import (
     satisfying,
 )
 from urbex.synth.phrasing import describe
-from urbex.synth.queries import scene_queries
 
 
 @pytest.fixture(scope="module", params=[0, 5])
 def block(request):
     return generate_block(request.param, size=100.0, density=3.0)
-
-
-def test_scene_queries_every_expression_selects_only_its_target(block):
-    qs = scene_queries(block, seed=1)
-    assert len(qs) >= 5
-    for q in qs:
-        assert satisfying(q.expression, block).tolist() == [int(q.object_id)]
-        assert q.expression.object_name == q.object_name
-        assert len(q.description.split()) >= 2
-
-
-def test_scene_queries_descriptions_unique_and_deterministic(block):
-    a, b = scene_queries(block, seed=2), scene_queries(block, seed=2)
-    assert [q.description for q in a] == [q.description for q in b]
-    assert len({q.description for q in a}) == len(a)
-
-
-def test_scene_queries_exclude_is_respected(block):
-    qs = scene_queries(block, seed=1)
-    ex = frozenset(int(q.object_id) for q in qs[:3])
-    assert not {int(q.object_id) for q in scene_queries(block, seed=1, exclude=ex)} & ex
 
 
 def test_satisfying_colour_matches_direct_count(block):

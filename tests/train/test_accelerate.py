@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,5 @@
-"""``params.train`` + ``params.env`` → ``trl.GRPOConfig`` (:mod:`urbex.train.config`)."""
+"""GRPO configuration (:mod:`urbex.train.config`): ``params.train`` + ``params.env`` →
+``trl.GRPOConfig``, and the checks that run before any model."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import sys
 
 import pytest
 
-from tests.small_project import write_small_project
-from urbex.config import load_params
+from tests.fixtures.small_project import write_small_project
+from urbex.config import Params, load_params
 from urbex.errors import ConfigError
+from urbex.train.config import (
+    MIN_TURN_TOKENS,
+    check_completion_length,
+    check_generation_batch,
+    image_tokens,
+    resolve_device,
+)
 
 
 @pytest.mark.parametrize(
@@ -56,8 +64,6 @@ def test_make_grpo_config_maps_params(tmp_path):
 
 
 def test_check_generation_batch_counts_processes():
-    from urbex.train.config import check_generation_batch
-
     assert (
         check_generation_batch(
             per_device_train_batch_size=4,
@@ -157,3 +163,37 @@ def test_make_grpo_config_trl_validation_is_a_config_error(tmp_path, train, matc
 
     with pytest.raises(ConfigError, match=rf"field 'train': trl\.GRPOConfig rejected.*{match}"):
         make_grpo_config(_params(tmp_path, **train), tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("size", "tokens"),
+    [((64, 64), 4), ((512, 512), 256), ((16, 16), 1), ((1, 1), 1), ((100, 40), 5), ((96, 96), 9)],
+)
+def test_image_tokens_counts_merged_patches(size, tokens):
+    assert image_tokens(size) == tokens
+
+
+def test_image_tokens_other_patch_and_merge():
+    assert image_tokens((448, 448), patch=14, merge=2) == 256
+    assert image_tokens((448, 448), patch=14, merge=1) == 1024
+
+
+def test_check_completion_length_needs_one_tool_image_and_a_turn():
+    env = {"zoom_size": [256, 256], "oblique_size": [128, 128]}
+    need = image_tokens((256, 256)) + MIN_TURN_TOKENS
+    check_completion_length(Params(env=env, train={"max_completion_length": need}))
+    with pytest.raises(ValueError, match=rf"set it to at least {need}"):
+        check_completion_length(Params(env=env, train={"max_completion_length": need - 1}))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_resolve_device_explicit_devices_are_kept(device):
+    assert resolve_device(device) == device
+
+
+def test_resolve_device_auto_and_unknown():
+    import torch
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match=r"train\.device: expected auto, cpu or cuda, got 'tpu'"):
+        resolve_device("tpu")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 from urbex.config import load_params
 from urbex.errors import ConfigError, PolicyError
@@ -49,7 +49,7 @@ def tiny(tmp_path_factory):
 def _scripting_loader(monkeypatch, loaded):
     """Load the real model, then script its ``generate`` (zoom, then a good or bad answer) so the
     rewards of a group differ and the update is non-zero; the product never does this."""
-    from tests.env.test_trl_adapter import _scripted_generate
+    from tests.fixtures.scripted import scripted_generate
     from urbex.train import grpo
 
     real = grpo.load_local_vlm
@@ -58,7 +58,7 @@ def _scripting_loader(monkeypatch, loaded):
         model, processor = real(path, **kw)
         loaded["before"] = {n: p.detach().clone() for n, p in model.named_parameters()}
         loaded["model"] = model
-        _scripted_generate(model, processor.tokenizer)
+        scripted_generate(model, processor.tokenizer)
         return model, processor
 
     monkeypatch.setattr(grpo, "load_local_vlm", load)

@@ -1,14 +1,13 @@
-"""Training logs: episode summaries (reward components), step rows, the curves picture."""
+"""Training logs: episode summaries (reward components), step rows (the curves: test_curves.py)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import polars as pl
 import pytest
 
-from tests.env.envfixtures import city  # noqa: F401
+from tests.fixtures.city import city  # noqa: F401
 from urbex.config import EnvParams
 from urbex.env import rewards as R
 from urbex.env.episode import GroundingEnv
@@ -152,28 +151,3 @@ def test_step_row_without_episodes_is_nan_not_an_error():
     row = step_row("r", 1, [], {"reward": 0.0})
     assert row["episodes"] == 0 and math.isnan(row["reward_mean"]) and math.isnan(row["env_share"])
     assert all(math.isnan(row[f"reward_{c}_mean"]) for c in COMPONENTS)
-
-
-def test_training_curves_picture(tmp_path):
-    from PIL import Image
-
-    from urbex.train.curves import CURVES_SIZE, plot_training_curves
-
-    rng = np.random.default_rng(0)
-    n = 30
-    rows = [
-        step_row("r", i + 1, [], {"reward": 0.0}) | {
-            "reward_mean": -0.2 + 0.02 * i + 0.05 * rng.standard_normal(),
-            "valid_answer_rate": min(1.0, 0.3 + 0.02 * i), "iou_mean": 0.01 * i,
-            "invalid_rate": 0.3 - 0.005 * i, "calls_zoom_in": 1.0 + 0.02 * i,
-            "calls_landmark_query": 0.5, "calls_oblique_render": float("nan"),
-        }
-        for i in range(n)
-    ]  # fmt: skip
-    out = plot_training_curves(training_log_frame(rows), tmp_path / "c.png")
-    with Image.open(out) as im:
-        assert im.size == CURVES_SIZE
-        colours = len(set(im.convert("RGB").getdata()))
-    assert colours > 20  # axes, three panels of series, legend text
-    empty = plot_training_curves(pl.DataFrame(schema=TRAINING_LOG_SCHEMA), tmp_path / "e.png")
-    assert empty.stat().st_size > 0

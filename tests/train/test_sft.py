@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.env.envfixtures import build_eval_project
+from tests.fixtures.city import build_eval_project
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError, PolicyError
 

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from tests.small_project import write_small_project
+from tests.fixtures.small_project import write_small_project
 from urbex.cli import main
 from urbex.config import Params
 from urbex.errors import ConfigError

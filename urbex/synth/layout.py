@@ -166,7 +166,7 @@ class Terrain:
     spacing: float
 
     def height(self, x: NDArray, y: NDArray) -> NDArray:
-        """Ground height at local world ``(x, y)``; any shape, returns float32 metres."""
+        """Ground height at local world ``(x, y)``; any shape, returns float64 metres."""
         gx = np.clip(
             np.asarray(x, np.float32) / np.float32(self.spacing), 0, self.grid.shape[1] - 1.001
         )

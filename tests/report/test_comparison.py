@@ -7,32 +7,12 @@ import json
 import polars as pl
 import pytest
 
+from tests.fixtures.metrics import write_metrics as _metrics
+from tests.fixtures.metrics import write_spec_run as _spec_run
 from urbex.config import Params
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec
 from urbex.report.comparison import report_table, to_markdown
 from urbex.report.publish import report
-
-
-def _metrics(assets, run_id, policy, split, hit1, n=10, *, spec=None):
-    """A metrics row as ``finalize_run`` writes it (with ``spec``'s columns when given)."""
-    d = assets / "eval" / "runs" / run_id
-    d.mkdir(parents=True, exist_ok=True)
-    row = {
-        "run_id": run_id,
-        "policy": policy,
-        "split": split,
-        "n": n,
-        "hit1": hit1,
-        "hit3": hit1,
-        "hit5": hit1,
-        "iou_bev": 0.1,
-        "latency_s": 0.5,
-        **(spec.columns() if spec is not None else {}),
-    }
-    path = d / "metrics.parquet"
-    old = pl.read_parquet(path) if path.exists() else None
-    df = pl.DataFrame([row])
-    (pl.concat([old, df]) if old is not None else df).write_parquet(path)
 
 
 def test_report_table_rows_runs_columns_split_metric(tmp_path):
@@ -46,12 +26,6 @@ def test_report_table_rows_runs_columns_split_metric(tmp_path):
     assert row["test_no_hit1"] == 100.0 and row["test_nd_hit1"] == pytest.approx(90.0)
     assert row["test_no_latency_s"] == 0.5 and row["test_no_n"] == 10
     assert t.filter(pl.col("method") == "b")["test_nd_hit1"][0] is None
-
-
-def _spec_run(assets, hit1, **spec_kw):
-    spec = RunSpec(**spec_kw)
-    _metrics(assets, spec.run_id, spec.policy, spec.split, hit1, spec=spec)
-    return spec
 
 
 def test_report_runs_of_one_method_share_a_row(tmp_path):
@@ -114,16 +88,6 @@ def test_report_metrics_without_spec_columns_read_the_run_json(tmp_path):
     assert sorted(t["method"].to_list()) == ["oracle", "vlm-ck"]
 
 
-def test_report_writes_markdown_and_csv(tmp_path, capsys):
-    _metrics(tmp_path, "a", "oracle", "test_no", 1.0)
-    md = report(Params(paths={"assets": tmp_path}))
-    assert md == tmp_path / "eval" / "report.md"
-    text = md.read_text()
-    assert "| a | oracle | 10 | 100.0 |" in text and "NO Hit@1" in text
-    assert pl.read_csv(md.with_suffix(".csv"))["test_no_hit1"][0] == 100.0
-    assert "NO Hit@1" in capsys.readouterr().out
-
-
 def test_report_empty_warehouse_gives_header_only(tmp_path):
     md = to_markdown(report_table(Params(paths={"assets": tmp_path})))
     assert md.splitlines()[0] == "| method | policy |"
@@ -132,14 +96,6 @@ def test_report_empty_warehouse_gives_header_only(tmp_path):
 def test_report_unknown_metric_raises(tmp_path):
     with pytest.raises(ValueError, match="not columns"):
         report_table(Params(paths={"assets": tmp_path}), metrics=["hit7"])
-
-
-def test_report_without_runs_is_an_error_and_writes_nothing(tmp_path):
-    from urbex.errors import UrbexError
-
-    with pytest.raises(UrbexError, match="urbex evaluate"):
-        report(Params(paths={"assets": tmp_path}))
-    assert not (tmp_path / "eval" / "report.md").exists()
 
 
 def test_report_table11_block_and_warehouse_table(tmp_path):

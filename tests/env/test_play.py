@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.agents.stall_server import silent_server
-from tests.env.envfixtures import build_eval_project, play_scored
+from tests.fixtures.city import build_eval_project, play_scored
+from tests.fixtures.stall_server import silent_server
 from urbex.agents import OraclePolicy
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.config import EnvParams, Params
@@ -187,7 +187,7 @@ def test_parquet_rows_are_projections_of_the_trajectory(env, city):
 
 # ---------------------------------------------------------------------------------------------
 # the episode timeout during a request: a policy waiting on a server that never answers
-# (tests/agents/stall_server.py). Time assertions are generous upper bounds (shared machines),
+# (tests/fixtures/stall_server.py). Time assertions are generous upper bounds (shared machines),
 # far below the unbounded wait (openai.timeout_s 30 s × 5 attempts here).
 # ---------------------------------------------------------------------------------------------
 

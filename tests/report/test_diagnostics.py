@@ -1,22 +1,12 @@
-"""Diagnostic tables (hand-computed frames) and ``diagnose`` end to end."""
+"""Diagnostic tables on hand-computed frames (``diagnose`` end to end: test_diagnose.py)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import duckdb
 import polars as pl
 import pytest
-from PIL import Image
 
-from tests.env.envfixtures import build_eval_project
-from urbex.config import Params
-from urbex.eval.runner import evaluate
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
-from urbex.report.diagnose import diagnose
 from urbex.report.diagnostics import (
-    DIAGNOSTIC_TABLES,
     box_extent,
     disambiguation,
     landmark_availability,
@@ -24,7 +14,6 @@ from urbex.report.diagnostics import (
     query_context,
     tool_use,
 )
-from urbex.report.plots import PLOT_SIZE
 
 # ------------------------------------------------------------------ constructed frames
 
@@ -243,116 +232,6 @@ def test_landmark_availability_run_without_spec_columns_uses_its_tag():
     t = landmark_availability(ep, ctx, runs)
     assert set(t["landmark_perturbation"].to_list()) == {"missing"}
     assert t["clean_run_id"].to_list() == [None] * t.height
-
-
-# ------------------------------------------------------------------ end to end
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return build_eval_project(tmp_path_factory.mktemp("diag"))
-
-
-def _params(assets: Path, **eval_kw) -> Params:
-    return Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 8, **eval_kw})
-
-
-def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
-    for policy in ("oracle", "landmark_prior"):
-        evaluate(
-            _params(project),
-            RunSpec.from_params(_params(project), policy=policy, split="test_no"),
-            progress=False,
-        )
-    r = evaluate(
-        _params(project, landmark_perturbation="noise"),
-        RunSpec.from_params(
-            _params(project, landmark_perturbation="noise"),
-            policy="landmark_prior",
-            split="test_no",
-        ),
-        progress=False,
-    )
-    assert r.run_id == "landmark_prior-test_no-lm_noise10"
-    meta = json.loads((r.run_dir / "run.json").read_text())
-    assert meta["landmark_perturbation"] == "noise10"
-    assert meta["fingerprint"]["landmark_perturbation"] == {
-        "mode": "noise",
-        "seed": 0,
-        "noise_m": 10.0,
-    }
-    assert r.metrics["landmark_perturbation"].to_list() == ["noise10"]
-    assert r.spec == RunSpec.from_dict(meta["spec"]) and r.spec.clean().run_id == (
-        "landmark_prior-test_no"
-    )
-    assert r.metrics.select("landmark_perturbation_mode", "landmark_noise_m").row(0) == (
-        "noise",
-        10.0,
-    )
-
-    paths = diagnose(_params(project))
-    out = project / "eval" / "diagnostics"
-    assert {p.name for p in paths} == {
-        *(f"{n}.parquet" for n in DIAGNOSTIC_TABLES),
-        "diagnostics.md",
-        "success_vs_distractors.png",
-        "area_ratio_hist.png",
-    }
-    for png in ("success_vs_distractors.png", "area_ratio_hist.png"):
-        with Image.open(out / png) as im:
-            assert im.size == PLOT_SIZE and im.mode == "RGB"
-
-    con = duckdb.connect(str(project / "warehouse.duckdb"), read_only=True)
-    try:
-        for n in DIAGNOSTIC_TABLES:
-            if n == "repeated_decoding":  # no repeats here: tests/eval/test_repeats.py
-                continue
-            assert con.sql(f"SELECT count(*) FROM diagnostics_{n}").fetchall()[0][0] > 0
-        dis = pl.from_arrow(
-            con.sql(
-                "SELECT * FROM diagnostics_disambiguation WHERE run_id = 'oracle-test_no'"
-            ).to_arrow_table()
-        )
-        la = pl.from_arrow(
-            con.sql("SELECT * FROM diagnostics_landmark_availability").to_arrow_table()
-        )
-        steps = con.sql(
-            "SELECT count(*) FROM steps WHERE tool = 'zoom_in' AND region_x_min_m IS NOT NULL"
-        ).fetchall()[0][0]
-    finally:
-        con.close()
-    assert steps > 0  # zoom regions recorded in world metres
-    # the oracle zooms onto the target: every episode is a regional and a local success
-    dd = dis.filter(pl.col("factor") == "distractors", pl.col("n") > 0)
-    assert dd["regional_success"].to_list() == [1.0] * dd.height
-    assert dd["local_success"].to_list() == [1.0] * dd.height
-    noise = la.filter(pl.col("run_id") == "landmark_prior-test_no-lm_noise10")
-    assert set(noise["clean_run_id"].to_list()) == {"landmark_prior-test_no"}
-    assert set(noise["subset"].to_list()) == {"all", "with landmark", "without landmark"}
-    text = (out / "diagnostics.md").read_text()
-    assert "## disambiguation" in text and "landmark_prior-test_no-lm_noise10" in text
-
-
-def test_diagnose_refuses_a_run_with_duplicate_queries(project):
-    import shutil
-
-    from urbex.errors import UrbexError
-
-    r = evaluate(_params(project), RunSpec.from_params(_params(project), policy="oracle", split="test_no", limit=3), run_id="dup", progress=False)  # fmt: skip
-    copies = []
-    for sub in ("episodes", "steps"):  # what a second writer of the same run left
-        (shard,) = sorted((r.run_dir / sub).glob("part-*.parquet"))
-        copies.append(shutil.copy(shard, shard.with_name("part-second-writer.parquet")))
-    try:
-        with pytest.raises(UrbexError, match=r"run 'dup' holds 3 queries") as e:
-            diagnose(_params(project), refresh=False)
-        assert type(e.value).__name__ == "DuplicateEpisodesError"
-        ids = sorted(pl.read_parquet(r.run_dir / "episodes")["query_id"].unique().to_list())
-        assert str(ids[:3]) in str(e.value) and "\n" not in str(e.value)
-    finally:
-        for c in copies:
-            Path(c).unlink()
-    diagnose(_params(project), refresh=False)  # one episode per query again: accepted
 
 
 def test_check_unique_episodes_accepts_one_episode_per_run_and_query():

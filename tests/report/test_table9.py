@@ -8,7 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.env.envfixtures import build_toy_project
+from tests.fixtures.city import build_toy_project
+from tests.fixtures.metrics import write_spec_run as _spec_run
 from urbex.config import Params
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate
@@ -88,8 +89,6 @@ def test_table9_leaves_out_a_workflow_run_played_under_other_settings(project):
 
 
 def test_report_without_a_workflow_run_has_no_table9_block(tmp_path):
-    from tests.eval.test_report import _spec_run
-
     _spec_run(tmp_path, 0.2, policy="vlm", split="test_no", checkpoint="/c/tiny")
     params = Params(paths={"assets": tmp_path})
     assert table9(params).height == 0
