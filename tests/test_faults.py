@@ -303,3 +303,25 @@ def test_a_broken_checkpoint_is_refused_before_any_episode(
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (built.parent / "assets" / "eval" / "runs" / f"ck_{damage}" / "episodes").exists()
+
+
+# ---------------------------------------------------------------- annotations
+
+
+def test_an_annotation_of_an_unknown_scene_is_a_counted_drop(project):
+    import polars as pl
+
+    params, assets = project
+    meta = assets / "raw" / "synthetic" / "meta_data" / "CityRefer_train.json"
+    rows = json.loads(meta.read_text())
+    extra = [
+        {**rows[0], "scene_id": sid, "ann_id": 900 + i}
+        for i, sid in enumerate(("../../x", "synthville_block_99"))
+    ]
+    meta.write_text(json.dumps([*rows, *extra]))
+    assert main(["--params", str(params), "-q", "splits"]) == 0
+    drops = pl.read_parquet(assets / "splits" / "annotation_drops.parquet", glob=False)
+    unknown = drops.filter(pl.col("reason") == "unknown_scene")
+    assert sorted(unknown["scene_id"].to_list()) == ["../../x", "synthville_block_99"]
+    kept = pl.read_parquet(assets / "splits" / "queries.parquet", glob=False)
+    assert not kept.filter(pl.col("scene_id").is_in(["../../x", "synthville_block_99"])).height

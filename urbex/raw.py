@@ -40,12 +40,17 @@ class RawDataset:
         The scenes that later stages process (``data.scenes`` if set, else all found).
     generated : bool
         True when urbex generated it (synthetic).
+    found : tuple[str, ...]
+        Every scene the data set holds (``scene_ids`` is a selection of them); an annotation of
+        a scene outside ``found`` is a defect (dropped as ``unknown_scene``), one of a scene
+        found but not selected is out of scope.
     """
 
     source: str
     root: Path
     scene_ids: tuple[str, ...]
     generated: bool
+    found: tuple[str, ...] = ()
 
 
 def synthetic_scene_ids(params: Params) -> list[str]:
@@ -80,8 +85,11 @@ def raw_dataset(params: Params) -> RawDataset:
 
     if params.data.source == "synthetic":
         synth_root = params.layout.raw_synthetic
-        ids = _select(synthetic_scene_ids(params), params, synth_root)
-        return RawDataset(source="cityrefer", root=synth_root, scene_ids=ids, generated=True)
+        every = synthetic_scene_ids(params)
+        ids = _select(every, params, synth_root)
+        return RawDataset(
+            source="cityrefer", root=synth_root, scene_ids=ids, generated=True, found=tuple(every)
+        )
     root = params.data_root
     if root is None:
         raise ConfigError(f"data.root must be set when data.source is {params.data.source!r}")
@@ -100,6 +108,7 @@ def raw_dataset(params: Params) -> RawDataset:
         root=root,
         scene_ids=_select(found, params, root),
         generated=False,
+        found=tuple(found),
     )
 
 

@@ -5,6 +5,7 @@ Rules, applied in this order (a row gets the first reason that applies):
 =================== ==================================================================
 reason              rule
 =================== ==================================================================
+``unknown_scene``   ``scene_id`` names no scene of the data set (a typo, ``../x``)
 ``empty``           description is empty or whitespace
 ``too_short``       fewer than ``min_words`` words
 ``non_informative`` the whole (normalised) description is a filler phrase, has no letters,
@@ -43,6 +44,7 @@ __all__ = [
 
 #: Every reason a row can be dropped for (the synthetic manifest uses the same words).
 DROP_REASONS: tuple[str, ...] = (
+    "unknown_scene",
     "empty",
     "too_short",
     "non_informative",
@@ -192,6 +194,7 @@ def clean_annotations(
     min_words: int | None = None,
     min_distinct_words: int | None = None,
     non_informative: Sequence[str] | None = None,
+    known_scenes: Iterable[str] | None = None,
 ) -> CleanResult:
     """Clean CityRefer annotations (see the module docstring for the rules).
 
@@ -212,6 +215,9 @@ def clean_annotations(
         arguments below.
     target_classes, min_words, min_distinct_words, non_informative
         Override ``params.annotations``.
+    known_scenes
+        Every scene of the data set; a row of another scene is an ``unknown_scene`` drop
+        (None: not checked).
     """
     a = params.annotations if params is not None else None
 
@@ -244,8 +250,12 @@ def clean_annotations(
         .join(fals, on=["scene_id", "object_id"], how="left")
         .sort("row")
     )  # fmt: skip
+    known = None if known_scenes is None else sorted(set(known_scenes))
+    unknown = pl.lit(False) if known is None else ~pl.col("scene_id").is_in(known)
     reason = (
-        pl.when(pl.col("description").str.strip_chars() == "")
+        pl.when(unknown)
+        .then(pl.lit("unknown_scene"))
+        .when(pl.col("description").str.strip_chars() == "")
         .then(pl.lit("empty"))
         .when(pl.col("_n_words") < n_words)
         .then(pl.lit("too_short"))

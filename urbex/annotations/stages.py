@@ -155,8 +155,9 @@ def build_landmark_tables(params: Params) -> list[Path]:
 def build_clean_annotations(params: Params) -> Path:
     """Clean the CityRefer annotations of the data set, check and publish them.
 
-    Reads ``meta_data/CityRefer_{train,val,test}.json`` (rows of scenes outside
-    ``raw_dataset(params).scene_ids`` are out of scope, not drops), the scene caches' instance
+    Reads ``meta_data/CityRefer_{train,val,test}.json`` (rows of scenes of the data set that
+    ``data.scenes`` leaves out are out of scope, not drops; rows naming no scene of the data set
+    are ``unknown_scene`` drops), the scene caches' instance
     tables, ``false_segments/`` and the landmark tables (for ``landmark_mentions``).
 
     Returns
@@ -183,8 +184,13 @@ def build_clean_annotations(params: Params) -> Path:
         annotations_frame(read_annotations(p), file_split=split)
         for split, p in sorted(files.items())
     ]
-    anns = pl.concat(frames, how="vertical").filter(pl.col("scene_id").is_in(list(ds.scene_ids)))
-    scenes = sorted(set(anns["scene_id"].to_list()))
+    # out of scope: scenes of the data set that data.scenes does not select; rows naming no
+    # scene of the data set at all stay, to be dropped (and counted) as unknown_scene
+    anns = pl.concat(frames, how="vertical").filter(
+        pl.col("scene_id").is_in(list(ds.scene_ids))
+        | ~pl.col("scene_id").is_in(list(ds.found or ds.scene_ids))
+    )
+    scenes = sorted(set(anns["scene_id"].to_list()) & set(ds.scene_ids))
     instances = load_instances(params, scenes)
     fs_dir = ds.root / "false_segments"
     false_segments = read_false_segments(fs_dir) if fs_dir.is_dir() else []
@@ -200,6 +206,7 @@ def build_clean_annotations(params: Params) -> Path:
         false_segments=false_segments,
         landmark_index=index,
         params=params,
+        known_scenes=ds.found or ds.scene_ids,
     )
     report = validate_queries(res.queries, params=params, instances=instances)
     write_report(report, quality_report_path(params, "queries"))
