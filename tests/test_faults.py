@@ -325,3 +325,34 @@ def test_an_annotation_of_an_unknown_scene_is_a_counted_drop(project):
     assert sorted(unknown["scene_id"].to_list()) == ["../../x", "synthville_block_99"]
     kept = pl.read_parquet(assets / "splits" / "queries.parquet", glob=False)
     assert not kept.filter(pl.col("scene_id").is_in(["../../x", "synthville_block_99"])).height
+
+
+def test_an_ann_id_past_64_bits_is_a_one_line_error_naming_the_file(project, capsys):
+    params, assets = project
+    meta = assets / "raw" / "synthetic" / "meta_data" / "CityRefer_train.json"
+    rows = json.loads(meta.read_text())
+    rows[3]["ann_id"] = 2**70
+    meta.write_text(json.dumps(rows))
+    assert main(["--params", str(params), "-q", "splits"]) == 2
+    err = capsys.readouterr().err
+    assert "CityRefer_train.json" in err and "record 3" in err and "ann_id" in err
+    assert "Traceback" not in err and "ComputeError" not in err
+
+
+def test_a_self_intersecting_landmark_polygon_is_repaired_with_a_warning(project, capsys):
+    params, assets = project
+    gj = sorted((assets / "raw" / "synthetic" / "landmarks").glob("*.geojson"))[0]
+    data = json.loads(gj.read_text())
+    feat = next(f for f in data["features"] if f["geometry"]["type"] == "Polygon")
+    (x0, y0), (x1, y1) = (
+        feat["geometry"]["coordinates"][0][0],
+        feat["geometry"]["coordinates"][0][2],
+    )
+    feat["geometry"]["coordinates"] = [[[x0, y0], [x1, y1], [x1, y0], [x0, y1], [x0, y0]]]  # bowtie
+    gj.write_text(json.dumps(data))
+    for cmd in ("landmarks", "splits"):
+        assert main(["--params", str(params), "-q", cmd]) == 0, cmd
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "TopologyException" not in err
+        if cmd == "landmarks":
+            assert "repaired with shapely.make_valid" in err and feat["properties"]["name"] in err

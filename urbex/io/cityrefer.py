@@ -191,6 +191,10 @@ def read_annotations(path: PathLike) -> list[Annotation]:
         description = _field(path, rec, where, "description", str)
         object_name = _field(path, rec, where, "object_name", str) if "object_name" in rec else ""
         ann_id = _field(path, rec, where, "ann_id", int) if "ann_id" in rec else 0
+        if not 0 <= ann_id < 2**63:  # the query table's ann_id is a 64-bit integer
+            raise AnnotationError(
+                f"{where}: ann_id {ann_id} is outside 0 .. 2**63 - 1", path=path, field="ann_id"
+            )
         if not scene_id or not object_id:
             field = "scene_id" if not scene_id else "object_id"
             raise AnnotationError(f"{where}: empty {field}", path=path, field=field)

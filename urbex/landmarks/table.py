@@ -11,6 +11,7 @@ Frames: every coordinate is **world metres** of the scene frame (the scene cache
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,22 @@ def with_footprint_bounds(table: pl.DataFrame, *, path: str | Path | None = None
         pl.Series(c, [float(v) if h else None for v, h in zip(bounds[:, k], has)], pl.Float64)
         for k, c in enumerate(FOOTPRINT_BOUNDS)
     ]
+    invalid = np.zeros(len(wkts), dtype=bool)
+    invalid[has] = ~shapely.is_valid(geoms[has])
+    if invalid.any():  # a self-intersecting ring: every overlay (intersection, area) would raise
+        fixed = shapely.make_valid(geoms[invalid])
+        names = [_landmark_label(table.row(int(i), named=True)) for i in np.flatnonzero(invalid)]
+        warnings.warn(
+            f"{path or 'landmarks'}: {int(invalid.sum())} footprint(s) not valid (self-"
+            f"intersecting or mis-oriented rings: {', '.join(names[:3])}); repaired with "
+            "shapely.make_valid (same outline, split into valid parts)",
+            UserWarning,
+            stacklevel=2,
+        )
+        out = list(wkts)
+        for i, g in zip(np.flatnonzero(invalid), fixed):
+            out[int(i)] = shapely.to_wkt(g)
+        cols.append(pl.Series("footprint_wkt", out, pl.String))
     return table.with_columns(cols)
 
 
@@ -381,6 +398,17 @@ def landmarks_from_geojson(
             raise LandmarkError(f"cannot transform to {scene_crs!r}: {exc}", path=path) from exc
     off = np.asarray(offset, dtype=np.float64)[:2]
     geoms = shapely.transform(np.asarray(gdf.geometry.values, dtype=object), lambda c: c - off)
+    invalid = ~shapely.is_valid(geoms)
+    if invalid.any():  # a self-intersecting ring: clipping to the scene would raise
+        names = [str(n) for n in gdf["name"].to_numpy()[invalid]]
+        warnings.warn(
+            f"{path or 'landmarks'}: {int(invalid.sum())} footprint(s) not valid (self-"
+            f"intersecting or mis-oriented rings: {', '.join(map(repr, names[:3]))}); repaired "
+            "with shapely.make_valid (same outline, split into valid parts)",
+            UserWarning,
+            stacklevel=2,
+        )
+        geoms[invalid] = shapely.make_valid(geoms[invalid])
     box = None if bounds is None else shapely.box(*[float(b) for b in bounds])
     rows: list[dict[str, Any]] = []
     records = gdf.drop(columns=gdf.geometry.name).to_dict("records")
