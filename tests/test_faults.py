@@ -356,3 +356,15 @@ def test_a_self_intersecting_landmark_polygon_is_repaired_with_a_warning(project
         assert "Traceback" not in err and "TopologyException" not in err
         if cmd == "landmarks":
             assert "repaired with shapely.make_valid" in err and feat["properties"]["name"] in err
+
+
+def test_splits_refuse_a_cache_built_from_another_box3d(project, capsys):
+    params, assets = project
+    box = assets / "raw" / "synthetic" / "box3d" / "synthville_block_0_bbox.json"
+    data = json.loads(box.read_text())
+    box.write_text(json.dumps(data, indent=1))  # any edit: a renamed or re-classed instance
+    assert main(["--params", str(params), "-q", "splits"]) == 2
+    err = capsys.readouterr().err
+    assert "synthville_block_0" in err and "urbex cache --scene synthville_block_0" in err
+    assert main(["--params", str(params), "-q", "cache", "--scene", "synthville_block_0"]) == 0
+    assert main(["--params", str(params), "-q", "splits"]) == 0

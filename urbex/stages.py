@@ -10,7 +10,6 @@ asset run) calls :func:`refresh` once, after all its stage calls.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from urbex.atomic import atomic_path
 from urbex.benchmarks import ZERO_SHOT, ZERO_SHOT_SPLIT, benchmark_params, benchmark_source
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
+from urbex.io.cityrefer import box3d_hash
 from urbex.io.datasets import read_scene
 from urbex.landmarks.lookup import landmark_index
 from urbex.raw import RawDataset, materialize_raw, raw_dataset
@@ -70,15 +70,6 @@ class SceneBuild:
     meta: dict[str, Any] = field(repr=False)
 
 
-def _input_hash(raw_root: Path, scene_id: str) -> str:
-    """A hash of the annotation inputs that shape the cache (box3d names/classes)."""
-    h = hashlib.sha256(scene_id.encode())
-    box = raw_root / "box3d" / f"{scene_id}_bbox.json"
-    if box.exists():
-        h.update(box.read_bytes())
-    return h.hexdigest()
-
-
 def build_scene(
     params: Params, scene_id: str, *, force: bool = False, progress: bool = False
 ) -> SceneBuild:
@@ -115,7 +106,7 @@ def build_scene(
         params.scene,
         scene_id=scene_id,
         boxes=raw.boxes,
-        input_hash=_input_hash(ds.root, scene_id),
+        input_hash=box3d_hash(ds.root, scene_id),
         force=force,
         progress=progress,
     )

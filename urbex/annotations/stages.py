@@ -41,8 +41,8 @@ from urbex.annotations.splits import make_splits, split_counts
 from urbex.annotations.stpls3d_refer import make_refer_scene, write_refer_scene
 from urbex.atomic import publish_dir, remove_stale, staging_path
 from urbex.config import Params
-from urbex.errors import AnnotationError, ConfigError
-from urbex.io.cityrefer import read_annotations, read_false_segments
+from urbex.errors import AnnotationError, ConfigError, StaleCacheError
+from urbex.io.cityrefer import box3d_hash, read_annotations, read_false_segments
 from urbex.io.datasets import annotation_files, list_scenes, read_scene
 from urbex.landmarks import (
     LandmarkIndex,
@@ -90,10 +90,24 @@ def _landmark_file(source: str, root: Path, scene_id: str) -> Path | None:
     return p if p.is_file() else None
 
 
-def load_instances(params: Params, scene_ids: list[str]) -> pl.DataFrame:
-    """Concatenated instance tables of the scene caches (``CacheError`` if one is missing)."""
+def load_instances(
+    params: Params, scene_ids: list[str], *, raw_root: Path | None = None
+) -> pl.DataFrame:
+    """Concatenated instance tables of the scene caches (``CacheError`` if one is missing).
 
-    frames = [SceneCache.open(params.layout.scene(s)).instances for s in scene_ids]
+    With ``raw_root`` (a CityRefer-layout data set), a cache built from another version of the
+    scene's ``box3d`` file than the one there now is a :class:`StaleCacheError`.
+    """
+    caches = [SceneCache.open(params.layout.scene(s)) for s in scene_ids]
+    for sid, c in zip(scene_ids, caches):
+        if raw_root is not None and c.meta.input_hash not in ("", box3d_hash(raw_root, sid)):
+            raise StaleCacheError(
+                f"the cache of scene {sid!r} was built from another version of "
+                f"box3d/{sid}_bbox.json (the file changed since); rebuild it: "
+                f"urbex cache --scene {sid} --force",
+                path=params.layout.scene(sid),
+            )
+    frames = [c.instances for c in caches]
     if not frames:
         return pl.DataFrame(
             schema={"scene_id": pl.String, "object_id": pl.String, "class_name": pl.String}
@@ -191,7 +205,9 @@ def build_clean_annotations(params: Params) -> Path:
         | ~pl.col("scene_id").is_in(list(ds.found or ds.scene_ids))
     )
     scenes = sorted(set(anns["scene_id"].to_list()) & set(ds.scene_ids))
-    instances = load_instances(params, scenes)
+    instances = load_instances(
+        params, scenes, raw_root=ds.root if ds.source == "cityrefer" else None
+    )
     fs_dir = ds.root / "false_segments"
     false_segments = read_false_segments(fs_dir) if fs_dir.is_dir() else []
     lm_paths = [params.layout.landmark_table(s) for s in scenes]

@@ -16,6 +16,7 @@ Point ids index the full-resolution PLY's vertices (0-based).
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "Annotation",
     "BoxRecord",
     "FalseSegment",
+    "box3d_hash",
     "read_annotations",
     "read_box3d",
     "read_false_segments",
@@ -216,6 +218,18 @@ def write_annotations(path: PathLike, anns: Iterable[Annotation]) -> None:
 
 
 # -- box3d ----------------------------------------------------------------------------------
+
+
+def box3d_hash(root: PathLike, scene_id: str) -> str:
+    """The hash of the annotation input that shapes a scene cache: ``box3d/<id>_bbox.json``
+    (instance names and classes), with the scene id. A cache records it (``meta.input_hash``);
+    a box3d file edited since makes the cache stale.
+    """
+    h = hashlib.sha256(scene_id.encode())
+    box = Path(root) / "box3d" / f"{scene_id}_bbox.json"
+    if box.exists():
+        h.update(box.read_bytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
