@@ -7,8 +7,6 @@ Grouped with the fault-injection (:mod:`tests.test_fault_injection`) and debris
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import os
 import shutil
@@ -217,12 +215,14 @@ def test_an_unwritable_warehouse_is_a_one_line_error(project, monkeypatch, capsy
     the way the kernel refuses it)."""
     params, assets = project
 
-    @contextlib.contextmanager
-    def refused(path):
-        raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        yield
+    real = duckdb.connect
 
-    monkeypatch.setattr(warehouse, "atomic_path", refused)
+    def refused(database=":memory:", *args, **kwargs):
+        if str(database) != ":memory:":  # DuckDB's own words for a read-only folder
+            raise duckdb.IOException(f'IO Error: Cannot open file "{database}": Permission denied')
+        return real(database, *args, **kwargs)
+
+    monkeypatch.setattr(warehouse.duckdb, "connect", refused)
     assert main(["--params", str(params), "-q", "warehouse"]) == 2
     err = capsys.readouterr().err
     assert "cannot write the warehouse" in err and str(assets) in err and "Traceback" not in err

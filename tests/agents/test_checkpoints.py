@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import check_checkpoint, load_local_vlm, resolve_checkpoint
 from urbex.config import Params
 from urbex.errors import ConfigError, PolicyError
 
@@ -15,9 +17,42 @@ def test_resolve_checkpoint_none_names_the_flag_and_field():
     assert e.value.field == "sft.checkpoint"
 
 
+def _fake_checkpoint(path, *, tensor_bytes=16, file_bytes=None):
+    """config, tokenizer and image-processor files, and one safetensors file whose header says
+    it holds ``tensor_bytes`` of tensor data (the file has ``file_bytes`` of it)."""
+    path.mkdir()
+    for name in ("config.json", "tokenizer.json", "processor_config.json"):
+        (path / name).write_text("{}")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, tensor_bytes]}})
+    data = b"\0" * (tensor_bytes if file_bytes is None else file_bytes)
+    (path / "model.safetensors").write_bytes(
+        len(header).to_bytes(8, "little") + header.encode() + data
+    )
+    return path
+
+
+def test_check_checkpoint_reads_the_safetensors_header(tmp_path):
+    check_checkpoint(_fake_checkpoint(tmp_path / "ok"))
+    with pytest.raises(PolicyError, match=r"16 bytes where the tensors need|truncated"):
+        check_checkpoint(_fake_checkpoint(tmp_path / "short", file_bytes=8))
+    bad = _fake_checkpoint(tmp_path / "garbage")
+    (bad / "model.safetensors").write_bytes(b"\xff" * 64)
+    with pytest.raises(PolicyError, match=r"model\.safetensors"):
+        check_checkpoint(bad)
+
+
+def test_check_checkpoint_follows_the_shard_index(tmp_path):
+    p = _fake_checkpoint(tmp_path / "sharded")
+    (p / "model.safetensors").rename(p / "model-00001-of-00002.safetensors")
+    index = {"weight_map": {"a": "model-00001-of-00002.safetensors",
+                            "b": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (p / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(PolicyError, match="missing"):
+        check_checkpoint(p)
+
+
 def test_resolve_checkpoint_relative_path_is_resolved_against_the_params_dir(tmp_path):
-    (tmp_path / "ckpt").mkdir()
-    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    _fake_checkpoint(tmp_path / "ckpt")
     params = Params(base_dir=tmp_path)
     assert resolve_checkpoint(params, "ckpt", field="vlm.checkpoint") == tmp_path / "ckpt"
     assert resolve_checkpoint(None, tmp_path / "ckpt", field="vlm.checkpoint") == tmp_path / "ckpt"

@@ -98,7 +98,9 @@ def test_point_counts_valid():
 
 
 def _outcome(**kw):
-    return EpisodeOutcome(**{"turns": 2, "reward_shaping": -0.5, "reward_terminal": 2.0, **kw})
+    terms = {"terminal_iou": 1.5, "terminal_dist": 0.75, "step_cost": -0.25}  # sum 2.0
+    base = {"turns": 2, "reward_shaping": -0.5, "reward_terminal": 2.0, "iou_bev": 0.5}
+    return EpisodeOutcome(**{**base, "terminal_terms": terms, **kw})
 
 
 def test_outcome_answer_needs_a_prediction_and_sums_the_reward():

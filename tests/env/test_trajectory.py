@@ -7,6 +7,7 @@ import pytest
 from urbex.agents import OraclePolicy
 from urbex.env.play import play_episode
 from urbex.env.records import EpisodeOutcome, Query, Step
+from urbex.env.rewards import TERMINAL_TERMS
 from urbex.env.trajectory import TOOL_NAMES, Trajectory, tool_counts
 
 Q = Query(query_id="q", scene_id="s", description="the red car")
@@ -21,8 +22,9 @@ def _step(turn, tool, *, valid=True, env_s=0.25, policy_s=1.0):
 
 def _traj(steps, **kw):
     out = EpisodeOutcome(
-        stop_reason="budget", turns=len(steps), reward_shaping=0, reward_terminal=0
-    )
+        stop_reason="budget", turns=len(steps), reward_shaping=0, reward_terminal=0,
+        terminal_terms=dict.fromkeys(TERMINAL_TERMS, 0.0), iou_bev=0.0,
+    )  # fmt: skip
     base = {"query": Q, "seed": 0, "steps": tuple(steps), "outcome": out, "views": (),
             "messages": (), "images": (), "reset_s": 0.5, "latency_s": 9.0}  # fmt: skip
     return Trajectory(**{**base, **kw})
@@ -30,7 +32,8 @@ def _traj(steps, **kw):
 
 def test_tool_counts_counts_only_the_three_tools():
     assert tool_counts([]) == {f"n_{t}": 0 for t in TOOL_NAMES}
-    got = tool_counts(["landmark_query", "oblique_render", "oblique_render", "answer", None])
+    tools = ["landmark_query", "oblique_render", "oblique_render", "answer", None]
+    got = tool_counts([_step(i, t) for i, t in enumerate(tools, 1)])
     assert got == {"n_landmark_query": 1, "n_zoom_in": 0, "n_oblique_render": 2}
 
 

@@ -33,6 +33,7 @@ Tables
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from urbex.annotations.clean import QUERY_SCHEMA
-from urbex.atomic import PUBLIC, atomic_path
+from urbex.atomic import PUBLIC, remove_stale, staging_path, umask_mode
 from urbex.errors import ConfigError, WarehouseError
 from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
 from urbex.eval.metrics import metrics_schema
@@ -526,21 +527,33 @@ def refresh_warehouse(
     if con is not None:
         return _create_views(con, assets, files, skipped)
     db = Path(db_path) if db_path is not None else AssetLayout(assets).warehouse
+    # staged without a suffix, so DuckDB's ``<file>.wal`` beside it is a staging name too
+    # (``.warehouse.duckdb.tmp-<pid>-<token>.wal``): a killed refresh leaves nothing remove_stale
+    # does not sweep
+    remove_stale(db.parent, name=db.name)
+    tmp = staging_path(db)
+    wal = Path(f"{tmp}.wal")
     try:
-        with atomic_path(db) as tmp:
-            tmp.unlink()  # DuckDB creates its own file (an empty one is not a database)
+        try:
             own = duckdb.connect(str(tmp))
-            try:
-                counts = _create_views(own, assets, files, skipped)
-            finally:
-                own.close()
-            Path(f"{tmp}.wal").unlink(missing_ok=True)
-    except PermissionError as exc:
-        raise WarehouseError(
-            f"cannot write the warehouse here ({exc.strerror}); the Parquet files can still be "
-            "queried in memory: refresh_warehouse(assets, con=duckdb.connect())",
-            path=db,
-        ) from exc
+        except (duckdb.IOException, PermissionError) as exc:
+            raise WarehouseError(
+                f"cannot write the warehouse here ({str(exc).splitlines()[0]}); the Parquet "
+                "files can still be queried in memory: "
+                "refresh_warehouse(assets, con=duckdb.connect())",
+                path=db,
+            ) from exc
+        try:
+            counts = _create_views(own, assets, files, skipped)
+        finally:
+            own.close()
+        wal.unlink(missing_ok=True)
+        os.chmod(tmp, umask_mode())
+        os.replace(tmp, db)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        wal.unlink(missing_ok=True)
+        raise
     return counts
 
 
