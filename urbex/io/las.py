@@ -302,6 +302,18 @@ class LasReader:
             check_coordinates(xyz + self.offset, self._path or self.source)
         return xyz, rgb, semantic, instance
 
+    def _plain_fields(self) -> bool:
+        """True unless the instance dimension is scaled (then laspy's record scales it)."""
+        if self._instance_dim is None:
+            return True
+        dim = self.header.point_format.dimension_by_name(self._instance_dim)
+        return dim.scales is None and dim.offsets is None
+
+    def _fields(self, pts: Any) -> Any:
+        """laspy's decoded record, or its structured array when :meth:`_convert` can read
+        that directly (no laspy views per field)."""
+        return _RawRecords(pts.array) if self._plain_fields() else pts
+
     def _raw_records(self) -> Any:
         """The point records of an uncompressed file on disk, memory-mapped, as a mapping of
         the fields :meth:`_convert` reads; None when laspy must decode them (LAZ, a file
@@ -312,10 +324,8 @@ class LasReader:
         dtype = fmt.dtype()
         if dtype.itemsize != int(fmt.size) or "X" not in (dtype.names or ()):
             return None
-        if self._instance_dim is not None:
-            dim = fmt.dimension_by_name(self._instance_dim)
-            if dim.scales is not None or dim.offsets is not None:
-                return None
+        if not self._plain_fields():
+            return None
         recs = np.memmap(
             self._path,
             dtype=dtype,
@@ -380,7 +390,7 @@ class LasReader:
                 return
             except _decode_errors() as e:
                 raise self._decode_error(e) from e
-            yield self._cloud(*self._convert(pts))
+            yield self._cloud(*self._convert(self._fields(pts)))
 
     def read(self) -> PointCloud:
         """All points as one cloud (16-bit colour detection over the whole file)."""
@@ -399,7 +409,7 @@ class LasReader:
                     f"truncated: the header promises {n} points, the file holds {len(pts)}",
                     "point_count",
                 )
-            return self._cloud(*self._convert(pts))
+            return self._cloud(*self._convert(self._fields(pts)))
         xyz = np.empty((n, 3), np.float64)
         rgb = np.empty((n, 3), np.uint16) if self._has_rgb else None
         sem = np.empty(n, np.int32)
@@ -407,7 +417,7 @@ class LasReader:
         at = 0
         try:
             for pts in self._reader.chunk_iterator(self.chunk_size):
-                cx, crgb, csem, cinst = self._convert(pts)
+                cx, crgb, csem, cinst = self._convert(self._fields(pts))
                 k = len(cx)
                 if at + k > n:
                     raise self._error(f"holds more points than the header's {n}", "point_count")
