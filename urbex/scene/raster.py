@@ -121,7 +121,7 @@ def rasterize(
     workers = max(1, min(_RASTER_THREADS, os.cpu_count() or 1))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[tuple[int, int, Future[Any]]] = deque()
+            pending: deque[tuple[int, tuple[NDArray[Any], ...], Future[Any]]] = deque()
             nxt = 0
             while nxt < len(starts) or pending:
                 while nxt < len(starts) and len(pending) < workers + 1:
