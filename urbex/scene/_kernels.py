@@ -129,9 +129,13 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
     ``winner`` of empty pixels are left as they were. One pass computes all three: a pixel's
     first point sets them together. Points lie inside the raster's extent (``x ≥ bx0``,
     ``y ≤ by1``), so truncation equals ``floor``; the far edge is clamped. Only 12 bytes per
-    pixel are touched here; :func:`resolve_band` gathers attributes.
+    pixel are touched here; :func:`resolve_band` gathers attributes. The three arrays must be
+    C-contiguous.
     """  # pragma: no cover
     nrows = zmax.shape[0]
+    zmax_f = zmax.reshape(-1)  # flat views (the band buffers are C-contiguous): one unsigned
+    zmin_f = zmin.reshape(-1)  # index per pixel, no per-axis negative-index handling
+    win_f = winner.reshape(-1)
     inv = 1.0 / res
     init_lo = nrows  # rows init_lo: are initialised
     for i in range(lo, hi):
@@ -142,23 +146,26 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
         if row < 0 or row >= nrows:
             continue
         if row < init_lo:
-            zmax[row:init_lo, :] = -np.inf
+            zmax_f[row * width : init_lo * width] = -np.inf
             init_lo = row
         col = int((np.float64(xyz[i, 0]) - bx0) * inv)
         if col >= width:
             col = width - 1
+        elif col < 0:  # never for points inside the extent; keeps the flat index in bounds
+            col = 0
+        k = np.uint64(row * width + col)
         z = xyz[i, 2]
-        top = zmax[row, col]
+        top = zmax_f[k]
         if top == -np.inf:  # first point of the pixel (z is finite)
-            zmax[row, col] = z
-            zmin[row, col] = z
-            winner[row, col] = i
+            zmax_f[k] = z
+            zmin_f[k] = z
+            win_f[k] = i
         elif z > top:
-            zmax[row, col] = z
-            winner[row, col] = i
-        elif z < zmin[row, col]:
-            zmin[row, col] = z
-    zmax[:init_lo, :] = -np.inf
+            zmax_f[k] = z
+            win_f[k] = i
+        elif z < zmin_f[k]:
+            zmin_f[k] = z
+    zmax_f[: init_lo * width] = -np.inf
 
 
 @nb.njit(cache=True, nogil=True)
