@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -282,3 +283,47 @@ def test_write_las_fixed_creation_date_makes_the_bytes_reproducible(tmp_path: Pa
     write_las(b, cloud, creation_date=day)
     assert a.read_bytes() == b.read_bytes()
     assert laspy.read(a).header.creation_date == day
+
+
+def _same_cloud(a: PointCloud, b: PointCloud) -> None:
+    for name in ("xyz", "offset", "rgb", "semantic", "instance"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name
+    assert a.crs == b.crs
+
+
+@pytest.mark.parametrize("crs", [None, "EPSG:2994"])  # metres / international feet
+def test_read_las_mapped_records_equal_laspy_decoding(tmp_path: Path, crs: str | None) -> None:
+    # a path to an uncompressed file is read from the memory-mapped records; a file object
+    # goes through laspy's reader: both must give the same bytes
+    rng = np.random.default_rng(7)
+    n = 3_000
+    c = PointCloud(
+        xyz=rng.uniform(0, 500, (n, 3)),
+        offset=np.array([600_000.0, 4_000_000.0, 10.0]),
+        rgb=rng.integers(0, 256, (n, 3), dtype=np.uint8),
+        semantic=rng.integers(0, 20, n).astype(np.int32),
+        instance=rng.integers(-1, 50, n).astype(np.int32),
+        crs=crs,
+    )
+    p = tmp_path / "a.las"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no CRS
+        write_las(p, c)
+        mapped = read_las(p)
+        decoded = read_las(io.BytesIO(p.read_bytes()))
+        with LasReader(p) as r:
+            assert r._raw_records() is not None
+    _same_cloud(mapped, decoded)
+    np.testing.assert_array_equal(mapped.semantic, c.semantic)
+
+
+def test_read_las_mapped_point_format_3_classification_bits(realdata: Path) -> None:
+    # format 3: classification is the low 5 bits of the raw byte (flags in the high bits)
+    with pytest.warns(UserWarning, match="no CRS"):
+        mapped = read_las(realdata / "simple.las")
+        decoded = read_las(io.BytesIO((realdata / "simple.las").read_bytes()))
+    _same_cloud(mapped, decoded)
+    assert mapped.semantic.max() < 32

@@ -30,7 +30,6 @@ import logging
 import os
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any, BinaryIO
 
@@ -39,7 +38,8 @@ from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
-from urbex.io._checks import check_coordinates, las_record_problem, stream_size
+from urbex.io._checks import MAX_ABS_COORD, check_coordinates, las_record_problem, stream_size
+from urbex.io.las_units import UnitConversion, unit_conversion
 from urbex.pointcloud import PointCloud
 
 __all__ = ["LasReader", "UnitConversion", "read_las", "unit_conversion", "write_las"]
@@ -48,97 +48,6 @@ log = logging.getLogger(__name__)
 
 _SMALL = 1e5
 _SCALE = 0.001
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UnitConversion:
-    """How a CRS's linear units map to metres.
-
-    Attributes
-    ----------
-    xy : float
-        Metres per horizontal unit (1.0 for metre CRSs or when unknown).
-    z : float
-        Metres per vertical unit (the horizontal one if the CRS has no vertical part).
-    unit : str
-        Name of the horizontal unit (``'metre'``, ``'foot'``, ``'US survey foot'``, ...).
-    crs_metres : str | None
-        WKT of the same CRS with metre axes (None without a CRS).
-    """
-
-    xy: float = 1.0
-    z: float = 1.0
-    unit: str = "metre"
-    crs_metres: str | None = None
-
-    def __post_init__(self) -> None:
-        if not (self.xy > 0 and self.z > 0):
-            raise ValueError(f"UnitConversion: factors must be positive, got {self.xy}, {self.z}")
-
-    @property
-    def converts(self) -> bool:
-        """True if coordinates are scaled (a non-metre linear unit)."""
-        return self.xy != 1.0 or self.z != 1.0
-
-
-def _metre_axes(j: dict[str, Any]) -> bool:
-    """Set every linear axis unit in a PROJJSON CRS dict to metre (in place); True if changed."""
-    changed = False
-    cs = j.get("coordinate_system")
-    if cs is not None:
-        for ax in cs.get("axis", []):
-            unit = ax.get("unit", "metre")
-            if isinstance(unit, dict) and unit.get("type") == "LinearUnit":
-                ax["unit"] = "metre"
-                changed = True
-    for sub in j.get("components", []):
-        changed |= _metre_axes(sub)
-    return changed
-
-
-def unit_conversion(crs: Any) -> UnitConversion:
-    """Metres-per-unit factors of a pyproj CRS (or anything ``pyproj.CRS`` accepts).
-
-    Parameters
-    ----------
-    crs
-        A ``pyproj.CRS``, WKT, ``"EPSG:2994"``, ... or None.
-
-    Examples
-    --------
-    >>> unit_conversion("EPSG:2994").xy  # NAD83(HARN) / Oregon GIC Lambert (ft)
-    0.3048
-    >>> unit_conversion("EPSG:32630").converts
-    False
-    >>> unit_conversion(None).xy
-    1.0
-    """
-    if crs is None:
-        return UnitConversion()
-    import pyproj
-
-    crs = pyproj.CRS.from_user_input(crs)
-    horizontal, vertical = crs, None
-    if crs.is_compound:
-        horizontal = crs.sub_crs_list[0]
-        vertical = crs.sub_crs_list[1] if len(crs.sub_crs_list) > 1 else None
-    if not horizontal.is_projected or not horizontal.axis_info:
-        return UnitConversion(
-            unit=horizontal.axis_info[0].unit_name if horizontal.axis_info else ""
-        )
-    ax = horizontal.axis_info[0]
-    xy = float(ax.unit_conversion_factor)
-    z = xy
-    if vertical is not None and vertical.axis_info:
-        z = float(vertical.axis_info[0].unit_conversion_factor)
-    crs_metres = crs.to_wkt()
-    if xy != 1.0 or z != 1.0:
-        j = crs.to_json_dict()
-        if _metre_axes(j):
-            j["name"] = f"{j.get('name', 'CRS')} (metre axes)"
-            j.pop("id", None)
-            crs_metres = pyproj.CRS.from_json_dict(j).to_wkt()
-    return UnitConversion(xy=xy, z=z, unit=ax.unit_name, crs_metres=crs_metres)
 
 
 @functools.cache
@@ -168,7 +77,9 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+@functools.cache
 def _laz_backend() -> Any:
+    """The LAZ backend, chosen once per process: lazrs, parallel over chunks when it can."""
     import laspy
 
     available = laspy.LazBackend.detect_available()
@@ -176,6 +87,39 @@ def _laz_backend() -> Any:
         if b in available:
             return b
     return None
+
+
+def _selection(instance: bool) -> Any:
+    """The LAZ layers :class:`LasReader` needs: x, y, returns, z, class, colours, extra bytes.
+
+    Point formats 6–10 compress each field group in its own layer; skipping intensity, flags,
+    scan angle, user data, point source and GPS time saves their decoding (older formats
+    decode whole points whatever the selection).
+    """
+    import laspy
+
+    sel = laspy.DecompressionSelection
+    chosen = sel.base() | sel.Z | sel.CLASSIFICATION | sel.RGB
+    return chosen | sel.ALL_EXTRA_BYTES if instance else chosen
+
+
+class _RawRecords:
+    """Mapped LAS point records as the mapping :meth:`LasReader._convert` reads.
+
+    ``classification`` of point formats 0–5 is the low 5 bits of the raw classification byte.
+    """
+
+    def __init__(self, recs: NDArray) -> None:
+        self._recs = recs
+
+    def __len__(self) -> int:
+        return len(self._recs)
+
+    def __getitem__(self, name: str) -> NDArray:
+        names = self._recs.dtype.names or ()
+        if name == "classification" and name not in names:
+            return self._recs["raw_classification"] & np.uint8(31)
+        return self._recs[name]
 
 
 class LasReader:
@@ -221,7 +165,11 @@ class LasReader:
             raise self._error(f"{problem}; the file has {self.size} bytes", "file")
         try:
             self._reader = laspy.open(
-                path, mode="r", laz_backend=_laz_backend(), closefd=self._path is not None
+                path,
+                mode="r",
+                laz_backend=_laz_backend(),
+                closefd=self._path is not None,
+                decompression_selection=_selection(instance_dim is not None),
             )
         except _decode_errors() as e:
             raise self._error(f"cannot read as LAS/LAZ: {_describe(e)}", "file") from e
@@ -325,24 +273,67 @@ class LasReader:
         return PointCloudFormatError(msg, path=self._path, field=field)
 
     def _convert(self, pts: Any) -> tuple[NDArray, NDArray | None, NDArray, NDArray | None]:
-        """Raw chunk → (xyz f64 relative, raw rgb u16 or None, semantic i32, instance i32)."""
+        """Raw chunk → (xyz f64 relative, raw rgb u16 or None, semantic i32, instance i32).
+
+        ``pts`` is laspy's point record or the raw records (:meth:`_raw_records`): fields
+        ``X Y Z`` (integer counts), ``red green blue``, ``classification``, ``instance_dim``.
+        """
         scale = np.asarray(self.header.scales, np.float64) * self._factor
         shift = np.asarray(self.header.offsets, np.float64) * self._factor - self.offset
         n = len(pts)
         xyz = np.empty((n, 3), np.float64)
-        for i, raw in enumerate((pts.X, pts.Y, pts.Z)):
+        bounds = []
+        for i, name in enumerate("XYZ"):
+            raw = np.asarray(pts[name])
+            if n:  # world bounds from the integer counts (the map is affine): no temporary
+                ends = np.array([raw.min(), raw.max()], np.float64) * scale[i] + shift[i]
+                bounds.append(np.abs(ends + self.offset[i]).max())
             np.multiply(raw, scale[i], out=xyz[:, i])
             xyz[:, i] += shift[i]
         rgb = None
         if self._has_rgb:
             rgb = np.empty((n, 3), np.uint16)
-            rgb[:, 0], rgb[:, 1], rgb[:, 2] = pts.red, pts.green, pts.blue
-        semantic = np.asarray(pts.classification, np.int32)
+            rgb[:, 0], rgb[:, 1], rgb[:, 2] = pts["red"], pts["green"], pts["blue"]
+        semantic = np.asarray(pts["classification"]).astype(np.int32)
         instance = None
         if self._instance_dim is not None:
             instance = self._instance_ids(np.asarray(pts[self._instance_dim]))
-        check_coordinates(xyz + self.offset, self._path or self.source)
+        if n and not max(bounds) <= MAX_ABS_COORD:
+            check_coordinates(xyz + self.offset, self._path or self.source)
         return xyz, rgb, semantic, instance
+
+    def _plain_fields(self) -> bool:
+        """True unless the instance dimension is scaled (then laspy's record scales it)."""
+        if self._instance_dim is None:
+            return True
+        dim = self.header.point_format.dimension_by_name(self._instance_dim)
+        return dim.scales is None and dim.offsets is None
+
+    def _fields(self, pts: Any) -> Any:
+        """laspy's decoded record, or its structured array when :meth:`_convert` can read
+        that directly (no laspy views per field)."""
+        return _RawRecords(pts.array) if self._plain_fields() else pts
+
+    def _raw_records(self) -> Any:
+        """The point records of an uncompressed file on disk, memory-mapped, as a mapping of
+        the fields :meth:`_convert` reads; None when laspy must decode them (LAZ, a file
+        object, scaled extra bytes, or a record size laspy's layout does not account for)."""
+        if self._path is None or self.header.are_points_compressed:
+            return None
+        fmt = self.header.point_format
+        dtype = fmt.dtype()
+        if dtype.itemsize != int(fmt.size) or "X" not in (dtype.names or ()):
+            return None
+        if not self._plain_fields():
+            return None
+        recs = np.memmap(
+            self._path,
+            dtype=dtype,
+            mode="r",
+            offset=int(self.header.offset_to_point_data),
+            shape=(self.count,),
+        )
+        return _RawRecords(recs)
 
     def _instance_ids(self, raw: NDArray) -> NDArray[np.int32]:
         """Instance extra-bytes values → int32; a 32/64-bit unsigned all-ones value is -1 (none).
@@ -399,12 +390,15 @@ class LasReader:
                 return
             except _decode_errors() as e:
                 raise self._decode_error(e) from e
-            yield self._cloud(*self._convert(pts))
+            yield self._cloud(*self._convert(self._fields(pts)))
 
     def read(self) -> PointCloud:
         """All points as one cloud (16-bit colour detection over the whole file)."""
 
         n = self.count
+        raw = self._raw_records()
+        if raw is not None:  # uncompressed: the records are mapped, no decoding copy
+            return self._cloud(*self._convert(raw))
         if n <= self.chunk_size:  # one chunk: no second copy
             try:
                 pts = self._reader.read_points(n)
@@ -415,7 +409,7 @@ class LasReader:
                     f"truncated: the header promises {n} points, the file holds {len(pts)}",
                     "point_count",
                 )
-            return self._cloud(*self._convert(pts))
+            return self._cloud(*self._convert(self._fields(pts)))
         xyz = np.empty((n, 3), np.float64)
         rgb = np.empty((n, 3), np.uint16) if self._has_rgb else None
         sem = np.empty(n, np.int32)
@@ -423,7 +417,7 @@ class LasReader:
         at = 0
         try:
             for pts in self._reader.chunk_iterator(self.chunk_size):
-                cx, crgb, csem, cinst = self._convert(pts)
+                cx, crgb, csem, cinst = self._convert(self._fields(pts))
                 k = len(cx)
                 if at + k > n:
                     raise self._error(f"holds more points than the header's {n}", "point_count")

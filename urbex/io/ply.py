@@ -34,7 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.atomic import atomic_write
-from urbex.io._checks import check_coordinates
+from urbex.io._checks import MAX_ABS_COORD, check_coordinates
+from urbex.io._ply_fast import FAST_MIN_POINTS, FastLayout, decode_rows, fast_layout
 from urbex.io._ply_header import (
     PLY_TYPES,
     PlyElement,
@@ -59,7 +60,6 @@ __all__ = [
     "write_ply",
 ]
 
-#: PLY scalar type name → numpy type code (without byte order).
 _SEMANTIC_NAMES = ("class", "label", "scalar_class", "semantic")
 _INSTANCE_NAMES = ("instance", "instance_id")
 _LARGE_COORD = 1e5
@@ -139,6 +139,7 @@ class PlyReader:
                 )
         self.count: int = vertex.count
         self._rows: NDArray | None = None  # binary: structured view of the vertex rows
+        self._fast: FastLayout | None = None  # binary: the one-pass decoder's view, if any
         self._ascii_skip = 0
         if self.header.format == "ascii":
             for el in self.header.elements:
@@ -147,6 +148,8 @@ class PlyReader:
                 self._ascii_skip += el.count
         else:
             self._rows = self._map_binary(raw)
+            sem, inst = (self._label_name(names) for names in (_SEMANTIC_NAMES, _INSTANCE_NAMES))
+            self._fast = fast_layout(vertex, self.header.byte_order, sem, inst)
 
     # -- binary -----------------------------------------------------------------------------
 
@@ -243,6 +246,17 @@ class PlyReader:
         hi = np.array([self._rows[a].max() for a in "xyz"], np.float64)
         return self._offset_from(lo, hi)
 
+    def _binary_cloud(self, rows: NDArray, offset: NDArray | None, row0: int = 0) -> PointCloud:
+        """A cloud of mapped vertex rows (file rows ``row0:``): one numba pass if the layout
+        allows, else numpy."""
+        if self._fast is None or len(rows) < FAST_MIN_POINTS:
+            return self._to_cloud({k: rows[k] for k in self._wanted()}, offset, row0)
+        d = decode_rows(rows, self._fast)
+        if not d.finite or max(-d.lo.min(), d.hi.max()) > MAX_ABS_COORD:
+            check_coordinates(d.xyz, self._src, total=self.count, first_row=row0)
+        offset = self._offset_from(d.lo, d.hi) if offset is None else offset
+        return self._cloud(d.xyz, offset, d.rgb, d.semantic, d.instance)
+
     def _to_cloud(
         self, cols: dict[str, NDArray], offset: NDArray | None, first_row: int = 0
     ) -> PointCloud:
@@ -261,19 +275,26 @@ class PlyReader:
                 lo = np.array([xyz[:, i].min() for i in range(3)])
                 hi = np.array([xyz[:, i].max() for i in range(3)])
                 offset = self._offset_from(lo, hi)
-        if offset.any():
-            xyz -= offset
         rgb = None
         if all(c in cols for c in ("red", "green", "blue")):
             rgb = np.empty((n, 3), np.uint8)
             chans = [np.asarray(cols[c]) for c in ("red", "green", "blue")]
             # one scale for all three channels (a dark channel of a 16-bit file stays 16-bit)
-            c_lo = float(min(v.min() for v in chans)) if n else 0.0
-            c_hi = float(max(v.max() for v in chans)) if n else 0.0
+            wide = n and any(v.dtype != np.uint8 for v in chans)
+            c_lo = float(min(v.min() for v in chans)) if wide else 0.0
+            c_hi = float(max(v.max() for v in chans)) if wide else 0.0
             for i, c in enumerate(("red", "green", "blue")):
                 rgb[:, i] = self._colour(chans[i], c, c_lo, c_hi)
         semantic = self._labels(cols, _SEMANTIC_NAMES)
         instance = self._labels(cols, _INSTANCE_NAMES)
+        return self._cloud(xyz, offset, rgb, semantic, instance)
+
+    def _cloud(self, xyz: NDArray, offset: NDArray, *attrs: NDArray | None) -> PointCloud:
+        """The cloud of checked file coordinates ``xyz`` (shifted in place by ``offset``) and
+        ``attrs`` = (rgb, semantic, instance)."""
+        if offset.any():
+            xyz -= offset
+        rgb, semantic, instance = attrs
         return PointCloud(
             xyz=xyz,
             offset=offset,
@@ -299,6 +320,10 @@ class PlyReader:
         if v.dtype == np.uint16 or (np.issubdtype(v.dtype, np.integer) and hi <= 65535 and lo >= 0):
             return (v >> 8).astype(np.uint8)
         raise _err(self._src, f"colour values out of range: expected 0..255, got {lo}..{hi}", name)
+
+    def _label_name(self, names: tuple[str, ...]) -> str | None:
+        """The first of ``names`` the vertex element has (the property :meth:`_labels` reads)."""
+        return next((name for name in names if name in self._wanted()), None)
 
     def _labels(self, cols: dict[str, NDArray], names: tuple[str, ...]) -> NDArray | None:
         for name in names:
@@ -389,8 +414,7 @@ class PlyReader:
     def read(self) -> PointCloud:
         """All vertices as one :class:`PointCloud` (see the module docstring for frames)."""
         if self._rows is not None:
-            rows = self._rows
-            return self._to_cloud({k: rows[k] for k in self._wanted()}, None)
+            return self._binary_cloud(self._rows, None)
         frames = list(self._ascii_frames(None))
         if not frames:
             return self._to_cloud({k: np.zeros(0) for k in self._wanted()}, None)
@@ -408,8 +432,7 @@ class PlyReader:
         if self._rows is not None:
             offset = self._global_offset()
             for start in range(0, self.count, n):
-                rows = self._rows[start : start + n]
-                yield self._to_cloud({k: rows[k] for k in self._wanted()}, offset, start)
+                yield self._binary_cloud(self._rows[start : start + n], offset, start)
             return
         ascii_offset: NDArray | None = None
         at = 0

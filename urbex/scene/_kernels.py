@@ -119,16 +119,23 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
     """ "Highest point wins" scatter of points ``lo:hi`` into a band of BEV rows.
 
     The band holds raster rows ``row0 : row0 + zmax.shape[0]``; points whose row falls outside
-    are skipped. ``zmax``, ``zmin`` and ``winner`` may come in uninitialised (``np.empty``): rows
-    are set to −inf / +inf / −1 just before the first point lands in them (points are
-    cell-sorted, so rows are reached from the bottom of the band up and each row is initialised
-    while it is about to be hot in cache), and rows no point reaches are set at the end. On
-    return ``winner`` holds the index of the highest point per pixel. Ties keep the first point
-    in cache order (``>``, not ``>=``), so the result is deterministic. Points lie inside the
-    raster's extent (``x ≥ bx0``, ``y ≤ by1``), so truncation equals ``floor``; the far edge is
-    clamped. Only 12 bytes per pixel are touched here; :func:`resolve_band` gathers attributes.
+    are skipped. ``zmax``, ``zmin`` and ``winner`` may come in with any content (a buffer
+    reused from the previous band): only ``zmax`` is initialised, to −inf, row by row just
+    before the first point lands in it (points are cell-sorted, so rows are reached from the
+    bottom of the band up and each row is initialised while it is about to be hot in cache);
+    rows no point reaches are set at the end. On return a pixel is empty iff ``zmax`` is −inf;
+    elsewhere ``zmin`` holds the lowest z and ``winner`` the index of the highest point (ties
+    keep the first point in cache order, so the result is deterministic); ``zmin`` and
+    ``winner`` of empty pixels are left as they were. One pass computes all three: a pixel's
+    first point sets them together. Points lie inside the raster's extent (``x ≥ bx0``,
+    ``y ≤ by1``), so truncation equals ``floor``; the far edge is clamped. Only 12 bytes per
+    pixel are touched here; :func:`resolve_band` gathers attributes. The three arrays must be
+    C-contiguous.
     """  # pragma: no cover
     nrows = zmax.shape[0]
+    zmax_f = zmax.reshape(-1)  # flat views (the band buffers are C-contiguous): one unsigned
+    zmin_f = zmin.reshape(-1)  # index per pixel, no per-axis negative-index handling
+    win_f = winner.reshape(-1)
     inv = 1.0 / res
     init_lo = nrows  # rows init_lo: are initialised
     for i in range(lo, hi):
@@ -139,37 +146,38 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
         if row < 0 or row >= nrows:
             continue
         if row < init_lo:
-            _init_rows(zmax, zmin, winner, row, init_lo)
+            zmax_f[row * width : init_lo * width] = -np.inf
             init_lo = row
         col = int((np.float64(xyz[i, 0]) - bx0) * inv)
         if col >= width:
             col = width - 1
+        elif col < 0:  # never for points inside the extent; keeps the flat index in bounds
+            col = 0
+        k = np.uint64(row * width + col)
         z = xyz[i, 2]
-        if z > zmax[row, col]:
-            zmax[row, col] = z
-            winner[row, col] = i
-        if z < zmin[row, col]:
-            zmin[row, col] = z
-    _init_rows(zmax, zmin, winner, 0, init_lo)
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
-def _init_rows(zmax, zmin, winner, r0, r1):  # pragma: no cover - compiled
-    for r in range(r0, r1):
-        for c in range(zmax.shape[1]):
-            zmax[r, c] = -np.inf
-            zmin[r, c] = np.inf
-            winner[r, c] = -1
+        top = zmax_f[k]
+        if top == -np.inf:  # first point of the pixel (z is finite)
+            zmax_f[k] = z
+            zmin_f[k] = z
+            win_f[k] = i
+        elif z > top:
+            zmax_f[k] = z
+            win_f[k] = i
+        elif z < zmin_f[k]:
+            zmin_f[k] = z
+    zmax_f[: init_lo * width] = -np.inf
 
 
 @nb.njit(cache=True, nogil=True)
 def resolve_band(
-    winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, out_rgb, out_sem, out_inst
-):  # pragma: no cover
+    zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, out_rgb, out_sem,
+    out_inst,
+):  # pragma: no cover  # fmt: skip
     """Phase 2: per pixel, copy the winner's colour/class/instance into the band layers.
 
-    Empty pixels (``winner`` −1) get black, −1, −1. Without colours, the pixel colour is a grey ramp of
-    the height between ``zlo`` and ``zhi`` (cache frame).
+    Empty pixels (``zmax`` −inf; their ``winner`` is undefined) get black, −1, −1. Without
+    colours, the pixel colour is a grey ramp of the height between ``zlo`` and ``zhi`` (cache
+    frame).
     """
     h, w = winner.shape
     zspan = zhi - zlo
@@ -177,14 +185,14 @@ def resolve_band(
         zspan = 1.0
     for r in range(h):
         for c in range(w):
-            i = winner[r, c]
-            if i < 0:
+            if zmax[r, c] == -np.inf:
                 out_rgb[r, c, 0] = 0
                 out_rgb[r, c, 1] = 0
                 out_rgb[r, c, 2] = 0
                 out_sem[r, c] = -1
                 out_inst[r, c] = -1
                 continue
+            i = winner[r, c]
             if has_rgb:
                 out_rgb[r, c, 0] = rgb[i, 0]
                 out_rgb[r, c, 1] = rgb[i, 1]
@@ -282,28 +290,27 @@ def fill_holes(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: no co
 @nb.njit(cache=True, nogil=True)
 def rasterize_band(
     xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst,
-    bx0, by1, res, width, height, row0, nrows, zlo, zhi, iterations, z_origin, winner,
+    bx0, by1, res, width, height, row0, zlo, zhi, iterations, z_origin,
+    winner, zmax, zmin, o_rgb, o_sem, o_inst, filled,
 ):  # pragma: no cover  # fmt: skip
-    """All BEV layers of raster rows ``row0 : row0 + nrows`` from points ``lo:hi``.
+    """All BEV layers of raster rows ``row0 : row0 + zmax.shape[0]`` from points ``lo:hi``.
 
     :func:`scatter_band`, :func:`resolve_band`, :func:`fill_holes`, then heights to world
-    metres (``+ float32(z_origin)``) with NaN where still empty. ``winner`` is scratch, shape
-    ``(nrows, width)``, int32 (int64 beyond 2³¹ points), any content. Returns ``(zmax, zmin,
-    rgb, semantic int16, instance int32, filled bool)``.
+    metres (``+ float32(z_origin)``) with NaN where still empty. Every array comes in from the
+    caller with any content (buffers reused band after band: no page faults per band) and
+    shape ``(nrows, width)`` (``o_rgb`` ``(nrows, width, 3)``): ``winner`` is scratch, int32
+    (int64 beyond 2³¹ points); on return ``zmax``, ``zmin`` (float32), ``o_rgb`` (uint8),
+    ``o_sem`` (int16), ``o_inst`` (int32) and ``filled`` (bool) hold the band's layers.
     """
-    zmax = np.empty((nrows, width), np.float32)
-    zmin = np.empty((nrows, width), np.float32)
     scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner)
-    o_rgb = np.empty((nrows, width, 3), np.uint8)
-    o_sem = np.empty((nrows, width), np.int16)
-    o_inst = np.empty((nrows, width), np.int32)
     resolve_band(
-        winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, o_rgb, o_sem, o_inst
-    )
-    filled = np.zeros((nrows, width), np.bool_)
+        zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, o_rgb, o_sem,
+        o_inst,
+    )  # fmt: skip
+    filled[:] = False
     fill_holes(zmax, zmin, o_rgb, o_sem, o_inst, filled, iterations)
     zo = np.float32(z_origin)
-    for r in range(nrows):
+    for r in range(zmax.shape[0]):
         for c in range(width):
             if zmax[r, c] == -np.inf:
                 zmax[r, c] = np.nan
@@ -311,7 +318,6 @@ def rasterize_band(
             else:
                 zmax[r, c] = zmax[r, c] + zo
                 zmin[r, c] = zmin[r, c] + zo
-    return zmax, zmin, o_rgb, o_sem, o_inst, filled
 
 
 @nb.njit(cache=True, nogil=True)

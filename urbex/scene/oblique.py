@@ -165,28 +165,51 @@ def _splat(
     """Z-buffer splat of points as screen-aligned squares (nearest wins; first on ties).
 
     ``M`` (3, 4) maps cache-frame xyz to the camera frame. The square side is ``fixed`` pixels
-    if > 0, else ``fx·spacing/depth`` rounded, clamped to ``[1, max_size]``.
+    if > 0, else ``fx·spacing/depth`` rounded, clamped to ``[1, max_size]``. One-pixel splats
+    (the common case for a dense cloud seen whole) take a short path with the same result;
+    points beyond ``z_one`` are one pixel without the size division.
     """
     h, w = depth.shape
     zspan = zhi - zlo
     if zspan <= 0.0:
         zspan = 1.0
+    z_one = 1.001 * (fx * spacing) / 1.5  # beyond it fx·spacing/Z < 1.5: a 1-pixel splat
     for i in range(xyz.shape[0]):
         x = np.float64(xyz[i, 0])
         y = np.float64(xyz[i, 1])
         z = np.float64(xyz[i, 2])
-        X = M[0, 0] * x + M[0, 1] * y + M[0, 2] * z + M[0, 3]
-        Y = M[1, 0] * x + M[1, 1] * y + M[1, 2] * z + M[1, 3]
         Z = M[2, 0] * x + M[2, 1] * y + M[2, 2] * z + M[2, 3]
         if Z <= near:
             continue
+        X = M[0, 0] * x + M[0, 1] * y + M[0, 2] * z + M[0, 3]
+        Y = M[1, 0] * x + M[1, 1] * y + M[1, 2] * z + M[1, 3]
         u = fx * X / Z + cx
         v = fy * Y / Z + cy
         if fixed > 0:
             s = fixed
+        elif Z > z_one:
+            s = 1
         else:
             s = int(fx * spacing / Z + 0.5)
             s = min(max(s, 1), max_size)
+        if s == 1:  # floor(u) in [0, w) iff u in [0, w); NaN fails both
+            if not (u >= 0.0 and u < w and v >= 0.0 and v < h):
+                continue
+            r0 = int(v)
+            c0 = int(u)
+            zf = np.float32(Z)
+            if zf < depth[r0, c0]:
+                depth[r0, c0] = zf
+                if has_rgb:
+                    img[r0, c0, 0] = rgb[i, 0]
+                    img[r0, c0, 1] = rgb[i, 1]
+                    img[r0, c0, 2] = rgb[i, 2]
+                else:
+                    g = np.uint8(40.0 + 215.0 * min(max((z - zlo) / zspan, 0.0), 1.0))
+                    img[r0, c0, 0] = g
+                    img[r0, c0, 1] = g
+                    img[r0, c0, 2] = g
+            continue
         c0 = int(np.floor(u)) - (s - 1) // 2
         r0 = int(np.floor(v)) - (s - 1) // 2
         if c0 >= w or r0 >= h or c0 + s <= 0 or r0 + s <= 0:
@@ -206,6 +229,20 @@ def _splat(
                     img[r, c, 2] = cb
 
 
+@nb.njit(cache=True, nogil=True)
+def _z_range(xyz):  # pragma: no cover - compiled
+    """Min and max of ``xyz[:, 2]`` (float64 of the stored values) in one pass."""
+    lo = np.inf
+    hi = -np.inf
+    for i in range(xyz.shape[0]):
+        z = np.float64(xyz[i, 2])
+        if z < lo:
+            lo = z
+        if z > hi:
+            hi = z
+    return lo, hi
+
+
 def _fit_distance(
     corners: NDArray[np.float64],
     center: NDArray[np.float64],
@@ -214,7 +251,11 @@ def _fit_distance(
     size: tuple[int, int],
     fov: float,
 ) -> float:
-    """Smallest camera distance at which every corner projects inside the image (bisection)."""
+    """Smallest camera distance at which every corner projects inside the image (bisection).
+
+    Each step is :func:`look_at_camera` + :meth:`Camera.project` at the trial distance, with
+    the same operations (so the same floats), minus what does not depend on the distance.
+    """
     radius = float(np.max(np.linalg.norm(corners - center, axis=1)))
     radius = max(radius, 1e-3)
     w, h = size
@@ -222,12 +263,20 @@ def _fit_distance(
     half_h = math.atan(math.tan(half_v) * w / h)
     hi = radius / math.sin(min(half_v, half_h)) * 1.01
     lo = 0.0
+    cam = look_at_camera(center, azimuth_deg=az, elevation_deg=el, distance=1.0, size=size,
+                         fov_deg=fov)  # fmt: skip
+    R, K = cam.R, cam.K
+    direction = -R[2]  # forward = -direction, exactly
+    c = np.asarray(center, dtype=np.float64)
+    p = np.atleast_2d(np.asarray(corners, dtype=np.float64))
     for _ in range(40):
         mid = (lo + hi) / 2
-        cam = look_at_camera(
-            center, azimuth_deg=az, elevation_deg=el, distance=mid, size=size, fov_deg=fov
-        )
-        u, v, d = cam.project(corners)
+        t = -R @ (c + mid * direction)
+        pc = p @ R.T + t
+        d = pc[:, 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = K[0, 0] * pc[:, 0] / d + K[0, 2]
+            v = K[1, 1] * pc[:, 1] / d + K[1, 2]
         ok = bool(np.all(d > 1e-6) and np.all((u >= 0) & (u <= w) & (v >= 0) & (v <= h)))
         if ok:
             hi = mid
@@ -305,8 +354,7 @@ def render_oblique(
         raise EmptyRegionError("no points under that box; pick a region with content")
     xyz = np.ascontiguousarray(points.xyz)
     off = points.offset
-    zlo_rel = float(xyz[:, 2].min())
-    zhi_rel = float(xyz[:, 2].max())
+    zlo_rel, zhi_rel = (float(v) for v in _z_range(xyz))
     z0, z1 = zlo_rel + off[2], zhi_rel + off[2]
     # frame at least _MIN_EXTENT metres per axis (a single point or a zero-size box stays visible)
     box = box.copy()

@@ -65,7 +65,9 @@ def rasterize(
 
     Bands are rasterised by :func:`_kernels.rasterize_band` on a small thread pool (the kernels
     release the GIL) while this thread, in band order, adds each finished band to the global
-    view and writes it out, so the output does not depend on the thread count.
+    view and writes it out, so the output does not depend on the thread count. The band
+    buffers (one set per band in flight) are reused band after band: fresh memory would be
+    page-faulted, and zeroed by the kernel, for every band.
     """
     _gx0, gy0, cs, ncx, ncy = grid
     bx0, by1, res, width, height = bev
@@ -76,7 +78,23 @@ def rasterize(
     band = max(8, BAND_PIXELS // width)
     halo = max(0, iterations)
 
-    def run_band(a: int, b: int) -> tuple[int, tuple[NDArray[Any], ...]]:
+    idx_t = np.int32 if len(xyz) < 2**31 else np.int64
+    rows_max = min(height, band + 2 * halo)
+    spare: list[tuple[NDArray[Any], ...]] = []  # band buffers free for reuse
+
+    def buffers() -> tuple[NDArray[Any], ...]:
+        """winner, zmax, zmin, rgb, semantic, instance, filled for ``rows_max`` rows."""
+        if spare:
+            return spare.pop()
+        shape = (rows_max, width)
+        return (
+            np.empty(shape, idx_t),
+            *(np.empty(shape, BEV_LAYERS[k]) for k in ("z_max", "z_min")),
+            np.empty((*shape, 3), BEV_LAYERS["rgb"]),
+            *(np.empty(shape, BEV_LAYERS[k]) for k in ("semantic", "instance", "filled")),
+        )
+
+    def run_band(a: int, b: int, bufs: tuple[NDArray[Any], ...]) -> tuple[NDArray[Any], ...]:
         ha, hb = max(0, a - halo), min(height, b + halo)
         # cache-frame y range of rows [ha, hb), widened by a hair for rounding safety
         eps = 1e-3 * res
@@ -85,12 +103,13 @@ def rasterize(
         cy_lo = max(0, math.floor((y_bot - gy0) / cs))
         cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
         lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
-        winner = np.empty((hb - ha, width), np.int32 if len(xyz) < 2**31 else np.int64)
-        layers = K.rasterize_band(
+        layers = tuple(buf[: hb - ha] for buf in bufs)
+        K.rasterize_band(
             xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst, bx0, by1, res, width,
-            height, ha, hb - ha, zrange[0], zrange[1], iterations, z_origin, winner,
+            height, ha, zrange[0], zrange[1], iterations, z_origin, *layers,
         )  # fmt: skip
-        return a - ha, layers
+        core = slice(a - ha, a - ha + (b - a))
+        return tuple(layer[core] for layer in layers[1:])  # zmax, zmin, rgb, sem, inst, filled
 
     files = {
         name: npy_stream(
@@ -102,17 +121,17 @@ def rasterize(
     workers = max(1, min(_RASTER_THREADS, os.cpu_count() or 1))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[tuple[int, int, Future[Any]]] = deque()
+            pending: deque[tuple[int, tuple[NDArray[Any], ...], Future[Any]]] = deque()
             nxt = 0
             while nxt < len(starts) or pending:
                 while nxt < len(starts) and len(pending) < workers + 1:
                     a = starts[nxt]
                     b = min(height, a + band)
-                    pending.append((a, b, pool.submit(run_band, a, b)))
+                    bufs = buffers()
+                    pending.append((a, bufs, pool.submit(run_band, a, b, bufs)))
                     nxt += 1
-                a, b, fut = pending.popleft()
-                off, (zmax, zmin, out_rgb, out_sem, out_inst, filled) = fut.result()
-                core = slice(off, off + (b - a))
+                a, bufs, fut = pending.popleft()
+                zmax, zmin, out_rgb, out_sem, out_inst, filled = fut.result()
                 for name, arr in (
                     ("rgb", out_rgb),
                     ("z_max", zmax),
@@ -121,9 +140,10 @@ def rasterize(
                     ("instance", out_inst),
                     ("filled", filled),
                 ):
-                    files[name].write(np.ascontiguousarray(arr[core]).data)
-                K.area_accumulate(out_rgb[core], zmax[core], a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+                    files[name].write(np.ascontiguousarray(arr).data)
+                K.area_accumulate(out_rgb, zmax, a, 0, 0.0, 0.0, sy, sx, acc, wsum)
                 del zmax, zmin, out_rgb, out_sem, out_inst, filled, fut
+                spare.append(bufs)
     finally:
         for f in files.values():
             f.close()
