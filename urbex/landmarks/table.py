@@ -155,8 +155,8 @@ def with_footprint_bounds(table: pl.DataFrame, *, path: str | Path | None = None
             stacklevel=2,
         )
         out = list(wkts)
-        for i, g in zip(np.flatnonzero(invalid), fixed):
-            out[int(i)] = shapely.to_wkt(g)
+        for k, g in zip(np.flatnonzero(invalid).tolist(), fixed):
+            out[k] = shapely.to_wkt(g)
         cols.append(pl.Series("footprint_wkt", out, pl.String))
     return table.with_columns(cols)
 
