@@ -79,7 +79,10 @@ def pair_workflow_runs(runs: Path) -> list[tuple[str, str, str]]:
     """The ``(free run id, fixed run id, backend)`` pairs under a runs directory (see the module
     docstring), ordered by split then run id. A workflow run without a matching free run, or
     with one played under other settings, is left out."""
-    found = _complete_runs(runs)
+    return _pairs(_complete_runs(runs))
+
+
+def _pairs(found: dict[str, tuple[RunSpec, dict[str, Any]]]) -> list[tuple[str, str, str]]:
     by_spec: dict[RunSpec, list[str]] = {}
     for rid, (spec, _) in found.items():
         by_spec.setdefault(spec, []).append(rid)
@@ -106,10 +109,10 @@ def table9(params: Params) -> pl.DataFrame:
     """
 
     runs = params.layout.runs
-    pairs = pair_workflow_runs(runs)
+    found = _complete_runs(runs)  # every run.json read once
+    pairs = _pairs(found)
     if not pairs:
         return pl.DataFrame(schema=_schema())
-    found = _complete_runs(runs)
     ids = sorted({r for free, fixed, _ in pairs for r in (free, fixed)})
     specs = {r: found[r][0] for r in ids}
     labels = method_labels([(r, specs[r].split) for r in ids], dict(specs))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -393,12 +393,15 @@ def _unreadable(path: Path, fmt: str) -> str | None:
     return None
 
 
-def scan_assets(assets: Path) -> tuple[dict[str, list[Path]], list[SkippedFile]]:
-    """Every table's files under ``assets`` (listed by Python: the root is never a pattern) and
-    the files left out because they cannot be read."""
+def scan_assets(
+    assets: Path, *, tables: Iterable[str] | None = None
+) -> tuple[dict[str, list[Path]], list[SkippedFile]]:
+    """The files of ``tables`` (default every table) under ``assets`` (listed by Python: the
+    root is never a pattern) and the files left out because they cannot be read."""
     files: dict[str, list[Path]] = {}
     skipped: list[SkippedFile] = []
-    for spec in TABLES.values():
+    wanted = TABLES.values() if tables is None else [TABLES[t] for t in tables]
+    for spec in wanted:
         good = []
         for f in sorted(assets.glob(spec.glob)):
             why = _unreadable(f, spec.format)
@@ -410,6 +413,10 @@ def scan_assets(assets: Path) -> tuple[dict[str, list[Path]], list[SkippedFile]]
     return files, skipped
 
 
+#: The tables whose files live in run directories (what :func:`readable_runs` reads).
+_RUN_TABLES = ("runs", "episodes", "steps", "metrics")
+
+
 def readable_runs(assets: Path) -> list[Path]:
     """The run directories under ``<assets>/eval/runs`` (public names, sorted) whose files can
     all be read: what the report, the page and the tables read run by run. The others are the
@@ -417,7 +424,7 @@ def readable_runs(assets: Path) -> list[Path]:
     runs = AssetLayout(assets).runs
     if not runs.is_dir():
         return []
-    bad = {s.run_id for s in scan_assets(assets)[1]}
+    bad = {s.run_id for s in scan_assets(assets, tables=_RUN_TABLES)[1]}
     return sorted(
         d for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name not in bad
     )
@@ -482,7 +489,7 @@ def _runs_with_skipped(body: str, spec: TableSpec, skipped: list[SkippedFile]) -
     )
 
 
-def _writable_assets(assets: Path) -> None:
+def _require_assets(assets: Path) -> None:
     if not assets.is_dir():
         raise ConfigError(
             f"paths.assets {assets} is not a folder (a typo? the commands that build assets "
@@ -518,7 +525,7 @@ def refresh_warehouse(
     in ``runs`` as ``failed`` with the reason, and the other runs are unaffected.
     """
     assets = Path(assets)
-    _writable_assets(assets)
+    _require_assets(assets)
     files, skipped = scan_assets(assets)
     for s in skipped:
         warnings.warn(
