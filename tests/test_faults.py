@@ -239,7 +239,7 @@ def test_ctrl_c_during_evaluate_is_one_line_exit_130_and_the_rerun_completes(pro
     argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--run-id", "ctrlc"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"}
     over = params.parent / "pool.yaml"
-    over.write_text("eval:\n  workers: 2\n  chunk_size: 1\n  parallel_min_episodes: 2\n")
+    over.write_text("eval:\n  workers: 2\n  chunk_size: 1\n  parallel_min_s: 0\n")
     argv = [*argv[:2], "--params", str(over), *argv[2:]]
     proc = subprocess.Popen(
         [sys.executable, "-m", "urbex.cli", *argv],

@@ -205,12 +205,14 @@ def remove_stale(directory: str | os.PathLike[str], *, name: str | None = None) 
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, sweep: bool = True) -> Iterator[Path]:
     """Yield a staging path next to ``path``; on success move it onto ``path``.
 
     The staging file keeps ``path``'s suffix (some writers pick the format by suffix). On an
     exception it is removed and ``path`` is left untouched; staging files of the same target
-    left by dead processes are removed first (:func:`remove_stale`).
+    left by dead processes are removed first (:func:`remove_stale`) unless ``sweep`` is False
+    (a fresh, never-published name has none; listing a directory of many files per write costs
+    more than the write).
 
     Examples
     --------
@@ -223,7 +225,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target.parent, name=target.name)
+    if sweep:
+        remove_stale(target.parent, name=target.name)
     tmp = staging_path(target, suffix=target.suffix)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)

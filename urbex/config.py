@@ -237,11 +237,14 @@ class EvalParams(_Strict):
     chunk_size: Int = Field(
         16, ge=1, description="episodes per Parquet shard (the resume granularity)"
     )
-    workers: Int = Field(2, ge=1, description="processes across scenes for parallel-safe policies")
-    parallel_min_episodes: Int = Field(
-        2000,
-        ge=1,
-        description="fewer pending episodes run in-process (a process pool costs seconds to start)",
+    workers: Int = Field(
+        2, ge=1, description="processes playing parallel-safe policies (this one included)"
+    )
+    parallel_min_s: Float = Field(
+        2.0,
+        ge=0,
+        description="worker processes start only when the episodes left after the first chunk "
+        "would take this many seconds in one process (a worker takes ~1.5 s to start)",
     )
     episode_timeout_s: Float = Field(600.0, gt=0, description="wall-clock limit of one episode")
     candidate_classes: list[str] | None = Field(

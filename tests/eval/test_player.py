@@ -61,14 +61,18 @@ class _Invalid(PolicyBase):
         return super().act_batch(batch_messages, batch_images)
 
 
+def _batch(player, queries, size):
+    return [_untimed(r) for r in player.rows(list(player.play_batch(queries, size)))[0]]
+
+
 def test_play_batch_gives_the_records_of_one_at_a_time(env, city):
     queries = city[2][:3]
     # the oracle reads its own environment: lockstep batches of one
     one = [_untimed(_player(env).play(q)[0]) for q in queries]
-    assert [_untimed(r) for r, _ in _player(env).play_batch(queries, 1)] == one
+    assert _batch(_player(env), queries, 1) == one
     # a batching policy: 3 episodes in lockstep batches of 2, then 1
     pol = _Invalid()
-    batched = [_untimed(r) for r, _ in _player(env, policy=pol).play_batch(queries, 2)]
+    batched = _batch(_player(env, policy=pol), queries, 2)
     single = [_untimed(_player(env, policy=_Invalid()).play(q)[0]) for q in queries]
     assert batched == single and [r["query_id"] for r in batched] == [q.query_id for q in queries]
     assert pol.batches[0] == 2 and pol.batches[-1] == 1
@@ -97,3 +101,13 @@ def test_player_takes_a_ready_policy(env, city):
     rec, steps = _player(env, policy=Gives()).play(city[2][0])
     assert not rec.valid_answer and rec.stop_reason == "budget"
     assert rec.n_invalid == rec.turns == len(steps) == env.params.max_turns
+
+
+def test_rows_of_several_trajectories_equal_one_at_a_time(env, city):
+    queries = city[2][:4]
+    p = _player(env)
+    recs, steps = p.rows([p.trajectory(q) for q in queries])
+    one = [p.play(q) for q in queries]
+    assert [_untimed(r) for r in recs] == [_untimed(r) for r, _ in one]
+    assert [s.query_id for s in steps] == [s.query_id for _, st in one for s in st]
+    assert p.warmup_s > 0  # the scene's untimed warm-up is counted apart

@@ -19,6 +19,7 @@ from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample, read_spec
+from urbex.eval.schedule import shutdown_pool
 
 # columns that legitimately differ between two runs of the same episodes
 _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
@@ -269,15 +270,16 @@ def test_evaluate_process_pool_equals_in_process(assets):
         progress=False,
     )
     par = evaluate(
-        _params(assets, workers=2, chunk_size=2, parallel_min_episodes=1),
+        _params(assets, workers=2, chunk_size=2, parallel_min_s=0),
         RunSpec.from_params(
-            _params(assets, workers=2, chunk_size=2, parallel_min_episodes=1),
+            _params(assets, workers=2, chunk_size=2, parallel_min_s=0),
             policy="landmark_prior",
             split="train",
         ),
         run_id="par",
         progress=False,
     )
+    shutdown_pool(wait=True)  # later tests of this process start without worker processes
     assert par.n_played == seq.n_played
     assert _stable(read_episodes(par.run_dir)).equals(_stable(read_episodes(seq.run_dir)))
 

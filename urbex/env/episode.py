@@ -524,22 +524,24 @@ class GroundingEnv:
         if pred2d is not None:
             tgt = q.target_box_2d
             count = self._point_metrics and tgt is not None
-            # one crop: the footprint, or its union with the target's when point F1 is counted
+            # the points under the footprint (plus the lift's margin); point F1 counts over the
+            # union of that crop with the target's box
             m = self.params.answer_lift_margin_m if self.params.answer_lift == "semantic" else 0.0
             crop_box = pred2d + np.array([-m, -m, m, m])
+            union = None
             if count:
                 assert tgt is not None
-                crop_box = np.concatenate(
+                union = np.concatenate(
                     [np.minimum(crop_box[:2], tgt[:2]), np.maximum(crop_box[2:], tgt[2:])]
                 )
-            pts = self.scene.crop_points(crop_box)
+            pts = self._answer_points(crop_box, union)
             lifted = self._lift(pred2d, pts)
             pred3d, n_pts = lifted.box_3d_m, int(np.count_nonzero(lifted.mask))
             if tgt is not None:
                 iou_b = float(iou_2d(pred2d, tgt))
                 dist = float(center_distance_2d(pred2d, tgt))
-                if count:
-                    counts = self._point_counts(lifted.mask, pts)
+                if union is not None:
+                    counts = self._point_counts(lifted.mask, pts, union)
         terms = R.terminal_terms(iou_b, dist, self._turn, **R.weights(self.params))
         terminal = float(R.terminal_sum(terms))
         box_view = None
@@ -582,16 +584,41 @@ class GroundingEnv:
             names=names,
         )
 
-    def _point_counts(self, pred_mask: NDArray[np.bool_], pts: Any) -> PointCounts | None:
-        """Point counts for point F1: the answer's points (``pred_mask``) against the target
-        instance's, among ``pts`` (the points under the union of the predicted and target BEV
-        boxes); None without instance ids or a numeric target id."""
+    def _answer_points(
+        self, crop_box: NDArray[np.float64], union: NDArray[np.float64] | None
+    ) -> Any:
+        """The points the answer is lifted from: those under ``crop_box`` (world m) or, when
+        point F1 is counted, exactly the points of the ``union`` crop (the crop box's union with
+        the target's) that the lift can keep, without gathering the rest of the union.
+
+        The lift keeps points inside ``crop_box`` by a world-frame test, the crop selects by a
+        cache-frame one; the two may differ by a rounding on the box's edge, so the crop is
+        padded by a millimetre and trimmed to the union by the crop's own test
+        (:meth:`~urbex.scene.cache.SceneCache.select_inside`): the lift sees what it would see
+        in the whole union's crop, in the same order.
+        """
+        if union is None:
+            return self.scene.crop_points(crop_box)
+        pad = np.array([-1e-3, -1e-3, 1e-3, 1e-3])
+        idx = self.scene.select_inside(self.scene.crop_indices(crop_box + pad), union)
+        return self.scene.points_at(idx)
+
+    def _point_counts(
+        self, pred_mask: NDArray[np.bool_], pts: Any, union: NDArray[np.float64]
+    ) -> PointCounts | None:
+        """Point counts for point F1 over the points under ``union`` (the predicted and target
+        BEV boxes' union, world m): the answer's points (``pred_mask`` over ``pts``) against
+        the target instance's (found through the scene's instance index, not by cropping the
+        union); None without instance ids or a numeric target id."""
         oid = self.query.object_id
         if not oid.lstrip("-").isdigit() or pts.instance is None:
+            return None
+        target = self.scene.instance_indices(int(oid))
+        if target is None:
             return None
         in_target = np.asarray(pts.instance) == int(oid)
         return PointCounts(
             n_pred=int(np.count_nonzero(pred_mask)),
-            n_target=int(np.count_nonzero(in_target)),
+            n_target=int(self.scene.select_inside(target, union).size),
             n_both=int(np.count_nonzero(pred_mask & in_target)),
         )

@@ -14,6 +14,7 @@ width (x) and height (y), origin top-left, ``0 ≤ x1 < x2 ≤ 1000`` and ``0 �
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Collection, Mapping
@@ -175,13 +176,18 @@ def system_prompt(params: EnvParams | None = None, *, include_tool_schemas: bool
     False
     """
     params = params or EnvParams()
-    example = _tool_example(params.tools)
+    return _system_prompt(tuple(params.tools), params.max_turns, include_tool_schemas)
+
+
+@functools.lru_cache(maxsize=32)
+def _system_prompt(tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool) -> str:
+    """:func:`system_prompt` of these settings, built once (every episode starts with it)."""
     text = _SYSTEM_TEMPLATE.format(
-        tools=_tool_lines(params.tools), tool_example=example, max_turns=params.max_turns
+        tools=_tool_lines(list(tools)), tool_example=_tool_example(list(tools)), max_turns=max_turns
     )
-    if include_tool_schemas and params.tools:
+    if include_tool_schemas and tools:
         schemas = "\n".join(
-            json.dumps(s["function"]) for s in openai_tool_schemas(tools=params.tools)
+            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools))
         )
         text += f"\n\n## Tool schemas\n<tools>\n{schemas}\n</tools>"
     return text

@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ __all__ = [
     "SHARD_GLOB",
     "STEP_COLUMNS",
     "EpisodeRecord",
+    "ShardWriter",
     "StepRow",
     "episode_record",
     "episode_schema",
@@ -145,7 +146,7 @@ class EpisodeRecord:
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict (Parquet row)."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in EPISODE_COLUMNS}
 
 
 _AXES = ("x_min", "y_min", "z_min", "x_max", "y_max", "z_max")
@@ -191,7 +192,7 @@ class StepRow:
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict (Parquet row)."""
-        return asdict(self)
+        return {name: getattr(self, name) for name in STEP_COLUMNS}
 
 
 def _arrow_type(annotation: str) -> pa.DataType:
@@ -220,12 +221,13 @@ EPISODE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EpisodeRecord))
 STEP_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StepRow))
 
 
-def write_table_atomic(table: pa.Table, path: Path) -> Path:
-    """Write ``table`` to ``path`` via a temp file in the same directory + ``os.replace``."""
+def write_table_atomic(table: pa.Table, path: Path, *, sweep: bool = True) -> Path:
+    """Write ``table`` to ``path`` via a temp file in the same directory + ``os.replace``
+    (``sweep``: see :func:`urbex.atomic.atomic_path`)."""
     import pyarrow.parquet as pq
 
     path = Path(path)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, sweep=sweep) as tmp:
         pq.write_table(table, tmp, compression="zstd")
     return path
 
@@ -250,17 +252,97 @@ def write_chunk(
     episodes, steps
         The chunk's finished episodes and all their steps. Nothing is written for no episodes.
     """
+    written = _write_chunk(Path(directory), episodes, steps)
+    return None if written is None else written[0]
+
+
+def _table(rows: Sequence[EpisodeRecord] | Sequence[StepRow], schema: pa.Schema) -> pa.Table:
+    """Records → an Arrow table of ``schema``, built column by column."""
     import pyarrow as pa
 
+    return pa.Table.from_pydict(
+        {name: [getattr(r, name) for r in rows] for name in schema.names}, schema=schema
+    )
+
+
+def _write_chunk(
+    d: Path, episodes: Sequence[EpisodeRecord], steps: Sequence[StepRow]
+) -> tuple[str, pa.Table] | None:
+    """:func:`write_chunk`; also returns the episodes table written."""
     if not episodes:
         return None
-    name = f"part-{uuid.uuid4().hex[:16]}.parquet"
-    d = Path(directory)
-    st = pa.Table.from_pylist([s.to_row() for s in steps], schema=step_schema())
-    write_table_atomic(st, d / "steps" / name)
-    ep = pa.Table.from_pylist([e.to_row() for e in episodes], schema=episode_schema())
-    write_table_atomic(ep, d / "episodes" / name)
-    return name
+    name = f"part-{uuid.uuid4().hex[:16]}.parquet"  # a fresh name: no staging file to sweep
+    write_table_atomic(_table(steps, step_schema()), d / "steps" / name, sweep=False)
+    ep = _table(episodes, episode_schema())
+    write_table_atomic(ep, d / "episodes" / name, sweep=False)
+    return name, ep
+
+
+class ShardWriter:
+    """Writes a run's chunks (:func:`write_chunk`) on a background thread, in the order given,
+    so that episodes are played while the last chunk's Parquet is encoded (pyarrow drops the
+    GIL while it writes).
+
+    :meth:`put` hands a chunk over and returns at once (it waits only while ``depth`` chunks
+    are queued: a kill loses at most those and the chunk in flight). :meth:`close` (or leaving
+    the ``with`` block, also on an error or Ctrl-C) waits until every chunk handed over is
+    published, then raises a write's error; a failed write also fails the next :meth:`put`.
+    :attr:`tables` keeps each published episodes table by shard name
+    (:func:`read_episodes`'s ``known``).
+    """
+
+    def __init__(self, directory: Path, *, depth: int = 2) -> None:
+        import queue
+        import threading
+
+        self.directory = Path(directory)
+        self.tables: dict[str, pa.Table] = {}
+        self._queue: queue.Queue[tuple[list[EpisodeRecord], list[StepRow]] | None] = queue.Queue(
+            maxsize=depth
+        )
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="urbex-shards", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    written = _write_chunk(self.directory, *item)
+                except BaseException as exc:  # handed to the caller by put/close
+                    self._error = exc
+                else:
+                    if written is not None:
+                        self.tables[written[0]] = written[1]
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, episodes: Sequence[EpisodeRecord], steps: Sequence[StepRow]) -> None:
+        """Queue one chunk: its finished episodes and all their steps (none: nothing)."""
+        self._raise()
+        if episodes:
+            self._queue.put((list(episodes), list(steps)))
+
+    def close(self) -> None:
+        """Wait until every queued chunk is published; raise the first write error."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise()
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # the chunks already handed over are still published
+            self.close()
+        except BaseException as err:
+            exc.add_note(f"writing a shard also failed: {type(err).__name__}: {err}")
 
 
 #: The name of a published shard (:func:`write_chunk`); a staging file (``.part-….tmp-…``) of
@@ -306,26 +388,34 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
     return done
 
 
-def _read(directory: Path, kind: str, schema: pa.Schema) -> pl.DataFrame:
+def _read(
+    directory: Path, kind: str, schema: pa.Schema, known: Mapping[str, pa.Table] | None = None
+) -> pl.DataFrame:
     import polars as pl
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(p) for p in _shards(directory, kind)]
+    known = known or {}
+    tables = [
+        known[p.name] if p.name in known else pq.read_table(p) for p in _shards(directory, kind)
+    ]
     if not tables:
         return pl.from_arrow(schema.empty_table())  # type: ignore[return-value]
     return pl.from_arrow(pa.concat_tables(tables, promote_options="permissive"))  # type: ignore[return-value]
 
 
-def read_episodes(directory: Path) -> pl.DataFrame:
+def read_episodes(directory: Path, *, known: Mapping[str, pa.Table] | None = None) -> pl.DataFrame:
     """All finished episodes of a run, sorted by ``query_id``.
+
+    ``known`` holds tables this process wrote (:attr:`ShardWriter.tables`), by shard name: they
+    are taken as they are instead of read back; the other shards are read.
 
     Raises
     ------
     CacheError
         The same query appears in two shards (the run directory was tampered with).
     """
-    df = _read(directory, "episodes", episode_schema()).sort("query_id")
+    df = _read(directory, "episodes", episode_schema(), known).sort("query_id")
     dup = df.filter(df["query_id"].is_duplicated())["query_id"].unique().to_list()
     if dup:
         raise CacheError(

@@ -23,6 +23,7 @@ Fractions (Hit@k, IoU, F1, valid-answer rate) are in ``[0, 1]``; the report mult
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -45,12 +46,14 @@ __all__ = [
     "area_ratio",
     "candidate_scores",
     "episode_metrics",
+    "episodes_metrics",
     "hit_at_k",
     "metrics_schema",
     "point_f1",
     "point_f1_counts",
     "points_in_box_3d",
     "target_ranks",
+    "trajectories_metrics",
     "trajectory_metrics",
 ]
 
@@ -174,7 +177,18 @@ def target_ranks(
     ok = ok & np.isfinite(p).all(axis=1)  # a non-finite box is no answer (never a hit)
     p_safe = np.where(ok[:, None], p, 0.0)
     s = candidate_scores(p_safe, g, rule=rule)
-    rows = np.arange(e)
+    return _ranks_of_scores(s, t, rule, ok, cm)
+
+
+def _ranks_of_scores(
+    s: NDArray[np.float64],
+    t: NDArray[np.int64],
+    rule: RankRule,
+    ok: NDArray[np.bool_],
+    cm: NDArray[np.bool_],
+) -> NDArray[np.int64]:
+    """:func:`target_ranks` from the candidates' scores ``s`` (E, K) under ``rule``."""
+    rows = np.arange(s.shape[0])
     st = s[rows, t]
     others = cm.copy()
     others[rows, t] = False
@@ -328,54 +342,128 @@ def episode_metrics(
     >>> episode_metrics(None, gt, 1)["hit5"]
     False
     """
-    g = np.asarray(gt_boxes_2d, dtype=np.float64).reshape(-1, 4)
-    k = g.shape[0]
-    if not 0 <= int(target_index) < k:
-        raise ValueError(f"target_index: expected 0..{k - 1}, got {target_index}")
-    target = g[int(target_index)]
-    valid = pred_box_2d is not None and bool(np.isfinite(np.asarray(pred_box_2d, float)).all())
-    out: dict[str, Any] = {"valid_answer": valid, "n_candidates": k}
-    if not valid:
-        out.update(
-            iou_bev=0.0, iou_3d=0.0, point_precision=0.0, point_recall=0.0, point_f1=0.0,
-            center_dist_m=float("nan"), target_rank=0, target_rank_nz=0, target_rank_ciou=0,
-            hit1=False, hit3=False, hit5=False, hit1_iou25=False, area_ratio=float("nan"),
-            n_pos_overlap=0, n_iou25=0,
-        )  # fmt: skip
-        return out
-    p = np.asarray(pred_box_2d, dtype=np.float64).reshape(4)
-    ious = candidate_scores(p, g, rule="iou")
-    ranks = {
-        rule: int(target_ranks(p[None], g[None], [int(target_index)], rule=rule)[0])
+    return episodes_metrics(
+        [pred_box_2d],
+        [gt_boxes_2d],
+        [target_index],
+        pred_boxes_3d=[pred_box_3d],
+        gt_boxes_3d=[gt_box_3d],
+        point_counts=[point_counts],
+    )[0]
+
+
+_NO_ANSWER: dict[str, Any] = dict(
+    iou_bev=0.0, iou_3d=0.0, point_precision=0.0, point_recall=0.0, point_f1=0.0,
+    center_dist_m=float("nan"), target_rank=0, target_rank_nz=0, target_rank_ciou=0,
+    hit1=False, hit3=False, hit5=False, hit1_iou25=False, area_ratio=float("nan"),
+    n_pos_overlap=0, n_iou25=0,
+)  # fmt: skip
+
+
+def episodes_metrics(
+    pred_boxes_2d: Sequence[ArrayLike | None],
+    gt_boxes_2d: Sequence[ArrayLike],
+    target_index: Sequence[int],
+    *,
+    pred_boxes_3d: Sequence[ArrayLike | None] | None = None,
+    gt_boxes_3d: Sequence[ArrayLike | None] | None = None,
+    point_counts: Sequence[PointCounts | None] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`episode_metrics` of ``E`` episodes at once (one vectorised pass, the same values).
+
+    Parameters
+    ----------
+    pred_boxes_2d : sequence of E array_like (4,) or None
+        The answers' world BEV boxes, metres (None: no valid answer).
+    gt_boxes_2d : sequence of E array_like (K_e, 4)
+        Each episode's candidates, world metres (the counts may differ).
+    target_index : sequence of E int
+        The target's row in each episode's candidates.
+    pred_boxes_3d, gt_boxes_3d : sequence of E array_like (6,) or None, optional
+    point_counts : sequence of E PointCounts or None, optional
+
+    Returns
+    -------
+    list of E dicts, as :func:`episode_metrics` returns them.
+
+    Examples
+    --------
+    >>> gt = [[0, 0, 4, 4], [3, 0, 7, 4], [20, 20, 24, 24]]
+    >>> ms = episodes_metrics([[2, 0, 6, 4], None], [gt, gt[:2]], [1, 0])
+    >>> [(m["target_rank"], m["n_candidates"]) for m in ms]
+    [(1, 3), (0, 2)]
+    """
+    e = len(pred_boxes_2d)
+    p3, g3, pc = (
+        [None] * e if x is None else list(x) for x in (pred_boxes_3d, gt_boxes_3d, point_counts)
+    )
+    if not len(gt_boxes_2d) == len(target_index) == len(p3) == len(g3) == len(pc) == e:
+        raise ValueError(f"episodes_metrics: expected {e} entries in every argument")
+    gs = [np.asarray(g, dtype=np.float64).reshape(-1, 4) for g in gt_boxes_2d]
+    t = np.array([int(i) for i in target_index], dtype=np.int64).reshape(e)
+    for g, i in zip(gs, t):
+        if not 0 <= i < g.shape[0]:
+            raise ValueError(f"target_index: expected 0..{g.shape[0] - 1}, got {i}")
+    valid = np.array(
+        [p is not None and bool(np.isfinite(np.asarray(p, float)).all()) for p in pred_boxes_2d],
+        dtype=bool,
+    )
+    out: list[dict[str, Any]] = [
+        {"valid_answer": bool(v), "n_candidates": g.shape[0]} for v, g in zip(valid, gs)
+    ]
+    # candidates padded to the longest list (padding masked out of every ranking and count)
+    k = max(g.shape[0] for g in gs)
+    g_all = np.zeros((e, k, 4))
+    cm = np.zeros((e, k), dtype=bool)
+    for j, g in enumerate(gs):
+        g_all[j, : g.shape[0]] = g
+        cm[j, : g.shape[0]] = True
+    p = np.zeros((e, 4))
+    for j in np.flatnonzero(valid):
+        p[j] = np.asarray(pred_boxes_2d[j], dtype=np.float64).reshape(4)
+    rows = np.arange(e)
+    ious = candidate_scores(p, g_all, rule="iou")
+    scores = {"iou": ious, "ciou": candidate_scores(p, g_all, rule="ciou")}
+    ranks = {  # target_ranks of every answer, each score computed once
+        rule: _ranks_of_scores(scores["ciou" if rule == "ciou" else "iou"], t, rule, valid, cm)
         for rule in RANK_RULES
     }
-    iou_b = float(ious[int(target_index)])
-    iou3 = 0.0
-    if pred_box_3d is not None and gt_box_3d is not None:
-        iou3 = float(iou_3d(pred_box_3d, gt_box_3d))
-    prec = rec = f1 = 0.0
-    if point_counts is not None:
-        c = point_counts
-        prec, rec, f1 = point_f1_counts(c.n_pred, c.n_target, c.n_both)
-    r = ranks["iou"]
-    out.update(
-        iou_bev=iou_b,
-        iou_3d=iou3,
-        point_precision=prec,
-        point_recall=rec,
-        point_f1=f1,
-        center_dist_m=float(center_distance_2d(p, target)),
-        target_rank=r,
-        target_rank_nz=ranks["iou_nonzero"],
-        target_rank_ciou=ranks["ciou"],
-        hit1=bool(hit_at_k(r, 1)),
-        hit3=bool(hit_at_k(r, 3)),
-        hit5=bool(hit_at_k(r, 5)),
-        hit1_iou25=bool(hit_at_k(r, 1)) and iou_b >= 0.25,
-        area_ratio=float(area_ratio(p, target)),
-        n_pos_overlap=int(np.count_nonzero(ious > 0)),
-        n_iou25=int(np.count_nonzero(ious >= 0.25)),
-    )
+    iou_b = ious[rows, t]
+    target = g_all[rows, t]
+    dist = np.asarray(center_distance_2d(p, target))
+    ratio = np.asarray(area_ratio(p, target))
+    n_pos, n_25 = ((ious > 0) & cm).sum(axis=1), ((ious >= 0.25) & cm).sum(axis=1)
+    iou3 = np.zeros(e)
+    j3 = [j for j in range(e) if p3[j] is not None and g3[j] is not None]
+    if j3:
+        a3, b3 = (np.array([np.asarray(x[j], np.float64).reshape(6) for j in j3]) for x in (p3, g3))
+        iou3[j3] = np.asarray(iou_3d(a3, b3))
+    hits = {kk: hit_at_k(ranks["iou"], kk) for kk in (1, 3, 5)}
+    for j, o in enumerate(out):
+        if not valid[j]:
+            o.update(_NO_ANSWER)
+            continue
+        c = pc[j]
+        prec, rec, f1 = (0.0,) * 3 if c is None else point_f1_counts(c.n_pred, c.n_target, c.n_both)
+        r = int(ranks["iou"][j])
+        o.update(
+            iou_bev=float(iou_b[j]),
+            iou_3d=float(iou3[j]),
+            point_precision=prec,
+            point_recall=rec,
+            point_f1=f1,
+            center_dist_m=float(dist[j]),
+            target_rank=r,
+            target_rank_nz=int(ranks["iou_nonzero"][j]),
+            target_rank_ciou=int(ranks["ciou"][j]),
+            hit1=bool(hits[1][j]),
+            hit3=bool(hits[3][j]),
+            hit5=bool(hits[5][j]),
+            hit1_iou25=bool(hits[1][j]) and float(iou_b[j]) >= 0.25,
+            area_ratio=float(ratio[j]),
+            n_pos_overlap=int(n_pos[j]),
+            n_iou25=int(n_25[j]),
+        )
     return out
 
 
@@ -391,18 +479,26 @@ def trajectory_metrics(
     gt_boxes_2d : array_like, shape (K, 4)
         The candidates (world metres); ``target_index`` is the target's row.
     """
-    o = traj.outcome
-    if traj.query.target_box_3d is None:
-        raise ValueError(
-            f"trajectory_metrics: query {traj.query.query_id!r} has no ground truth to score against"
-        )
-    return episode_metrics(
-        o.pred_box_2d_m,
+    return trajectories_metrics([traj], [gt_boxes_2d], [target_index])[0]
+
+
+def trajectories_metrics(
+    trajs: Sequence[Trajectory], gt_boxes_2d: Sequence[ArrayLike], target_index: Sequence[int]
+) -> list[dict[str, Any]]:
+    """:func:`trajectory_metrics` of several episodes in one pass (:func:`episodes_metrics`)."""
+    for traj in trajs:
+        if traj.query.target_box_3d is None:
+            raise ValueError(
+                f"trajectory_metrics: query {traj.query.query_id!r} has no ground truth to "
+                "score against"
+            )
+    return episodes_metrics(
+        [tr.outcome.pred_box_2d_m for tr in trajs],
         gt_boxes_2d,
         target_index,
-        pred_box_3d=o.pred_box_3d_m,
-        gt_box_3d=traj.query.target_box_3d,
-        point_counts=o.point_counts,
+        pred_boxes_3d=[tr.outcome.pred_box_3d_m for tr in trajs],
+        gt_boxes_3d=[tr.query.target_box_3d for tr in trajs],
+        point_counts=[tr.outcome.point_counts for tr in trajs],
     )
 
 

@@ -15,6 +15,7 @@ Frames: boxes in world metres (see :mod:`urbex.eval.metrics`).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from urbex.env.trajectory import Trajectory
 from urbex.env.world import World
 from urbex.errors import AnnotationError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
-from urbex.eval.metrics import trajectory_metrics
+from urbex.eval.metrics import trajectories_metrics
 from urbex.eval.perturb import PerturbedLandmarks
 
 __all__ = ["EpisodePlayer"]
@@ -120,10 +121,13 @@ class EpisodePlayer:
             )
         self._scenes: dict[str, _Candidates] = {}
         self._lock = threading.Lock()  # scene contexts and landmark state, for play_in threads
+        #: Seconds spent on untimed scene warm-ups so far (the scheduler's rate excludes them).
+        self.warmup_s = 0.0
 
     def _warmup(self, envs: Sequence[GroundingEnv], query: Query) -> None:
         """Untimed: open the scene and build its global view (offline preparation), in
         :attr:`env` and its siblings (shared views) and in any other env of ``envs``."""
+        t0 = time.perf_counter()
         if query.scene_id not in self._scenes:
             self._scenes[query.scene_id] = _candidates(
                 self.env, query.scene_id, self.params.eval.candidate_classes
@@ -132,6 +136,7 @@ class EpisodePlayer:
         for e in envs:
             if e.global_views is not self.env.global_views:
                 e.reset(query=query, seed=0)
+        self.warmup_s += time.perf_counter() - t0
 
     def _prepare(self, env: GroundingEnv, query: Query) -> int:
         """Checks and per-query landmark state before a timed episode; returns its seed."""
@@ -140,17 +145,43 @@ class EpisodePlayer:
             env.use_landmarks(self._landmarks.for_query(query.description, query.scene_id))
         return episode_seed(self.params.eval.seed, query.query_id)
 
-    def _rows(self, traj: Trajectory) -> tuple[EpisodeRecord, list[StepRow]]:
-        boxes, t = self._scenes[traj.query.scene_id].for_target(traj.query)
-        metrics = trajectory_metrics(traj, boxes, t)
-        rec = episode_record(
-            traj, metrics, run_id=self.run_id, policy=self.policy_name, split=self.split
-        )
-        return rec, step_rows(traj, run_id=self.run_id)
+    def rows(self, trajs: Sequence[Trajectory]) -> tuple[list[EpisodeRecord], list[StepRow]]:
+        """The episodes' and steps' rows of played episodes, scored in one vectorised pass
+        (:func:`urbex.eval.metrics.trajectories_metrics`) against their scenes' candidates."""
+        cands = [self._scenes[tr.query.scene_id].for_target(tr.query) for tr in trajs]
+        metrics = trajectories_metrics(trajs, [c[0] for c in cands], [c[1] for c in cands])
+        recs = [
+            episode_record(tr, m, run_id=self.run_id, policy=self.policy_name, split=self.split)
+            for tr, m in zip(trajs, metrics)
+        ]
+        return recs, [s for tr in trajs for s in step_rows(tr, run_id=self.run_id)]
 
     def play(self, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
         """One episode, played to its end and scored."""
         return self.play_in(self.env, query)
+
+    def warm(self, query: Query) -> None:
+        """Prepare ``query``'s scene untimed, ahead of its episodes (a worker process about to
+        be handed that scene's chunks)."""
+        with self._lock:
+            self._warmup([self.env], query)
+
+    def trajectory(self, query: Query) -> Trajectory:
+        """One episode in :attr:`env`, played to its end, not scored yet (:meth:`rows`)."""
+        with self._lock:
+            self._warmup([self.env], query)
+            seed = self._prepare(self.env, query)
+        return self._play_episode(self.env, query, seed)
+
+    def _play_episode(self, env: GroundingEnv, query: Query, seed: int) -> Trajectory:
+        return play_episode(
+            env,
+            self.policy,
+            query,
+            seed=seed,
+            timeout_s=self.params.eval.episode_timeout_s,
+            point_metrics=self.params.eval.point_metrics,
+        )
 
     def play_in(self, env: GroundingEnv, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
         """One episode in ``env`` (this player's, or a worker thread's own), played and scored.
@@ -166,20 +197,12 @@ class EpisodePlayer:
             seed = self._prepare(env, query)
         if env.global_views is not self.env.global_views:  # untimed, outside the lock
             env.reset(query=query, seed=0)
-        traj = play_episode(
-            env,
-            self.policy,
-            query,
-            seed=seed,
-            timeout_s=self.params.eval.episode_timeout_s,
-            point_metrics=self.params.eval.point_metrics,
-        )
-        return self._rows(traj)
+        recs, steps = self.rows([self._play_episode(env, query, seed)])
+        return recs[0], steps
 
-    def play_batch(
-        self, queries: Sequence[Query], size: int
-    ) -> Iterator[tuple[EpisodeRecord, list[StepRow]]]:
-        """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each)."""
+    def play_batch(self, queries: Sequence[Query], size: int) -> Iterator[Trajectory]:
+        """Lockstep batches of ``size`` episodes through ``policy.act_batch`` (one env each);
+        the trajectories are scored by :meth:`rows`."""
         envs = [self.env] + [self.env.sibling() for _ in range(size - 1)]
         for i in range(0, len(queries), size):
             group = queries[i : i + size]
@@ -194,5 +217,4 @@ class EpisodePlayer:
                 timeout_s=self.params.eval.episode_timeout_s,
                 point_metrics=self.params.eval.point_metrics,
             )
-            for traj in trajs:
-                yield self._rows(traj)
+            yield from trajs

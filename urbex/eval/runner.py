@@ -21,9 +21,10 @@ refreshes the DuckDB warehouse.
   at once. ``run.json``'s ``status`` is ``running`` while it plays, ``complete`` at the end, or
   ``failed`` with the ``error`` text when anything raised (a policy that fails to build
   included); the warehouse shows the episodes of complete runs only.
-* **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) run chunks in a
-  process pool of ``eval.workers`` (spawned processes; scenes grouped per chunk) when at least
-  ``eval.parallel_min_episodes`` episodes are pending; model policies
+* **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) play chunks in
+  this process and ``eval.workers - 1`` spawned worker processes, kept for the next run, when
+  the episodes left after the first chunk would take at least ``eval.parallel_min_s`` seconds
+  in one process (:mod:`urbex.eval.schedule`; the decision is printed); model policies
   run in this process (``vlm`` with ``vlm.batch_size > 1`` plays episodes in lockstep batches;
   a thread-safe policy — ``openai``, and ``workflow``/``no_tools`` over it — keeps
   ``openai.concurrency`` episodes in flight, one thread each, :mod:`urbex.eval.inflight`, and
@@ -70,7 +71,10 @@ from urbex.eval.runspec import (
 from urbex.eval.schedule import play_pending
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import polars as pl
+    import pyarrow as pa
 
     from urbex.config import Params
     from urbex.env.policy import Policy
@@ -105,6 +109,9 @@ class RunResult:
         Wall time of this call.
     metrics : polars.DataFrame
         The run's metrics rows (one per split), as in ``metrics.parquet``.
+    schedule : str or None
+        How the episodes were shared between this process and worker processes, and why
+        (:mod:`urbex.eval.schedule`); None when the policy plays in one process anyway.
     """
 
     run_id: str
@@ -117,6 +124,7 @@ class RunResult:
     n_played: int
     seconds: float
     metrics: pl.DataFrame = field(repr=False)
+    schedule: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,8 +231,13 @@ def _check_run(
     return meta
 
 
-def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
+def finalize_run(
+    params: Params, run_id: str, *, known: Mapping[str, pa.Table] | None = None
+) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
+
+    ``known``: episodes tables this process published, by shard name (not read back; see
+    :func:`urbex.eval.episodes.read_episodes`).
 
     Also writes the headline figures as flat JSON, ``eval/summaries/<run_id>.json``
     (:func:`run_summary`): the evaluation stages' DVC metrics file, what ``dvc exp show`` and
@@ -239,7 +252,7 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     import polars as pl
 
     d = params.layout.run(run_id)
-    eps = read_episodes(d)
+    eps = read_episodes(d, known=known)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
     dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64}
@@ -403,7 +416,7 @@ def evaluate(
                 progress=progress,
                 policy_obj=policy_obj,
             )
-            metrics = finalize_run(params, rid)
+            metrics = finalize_run(params, rid, known=played.tables)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
             meta.update(
                 status="failed",
@@ -426,7 +439,8 @@ def evaluate(
         run_dir=d,
         n_queries=len(queries),
         n_skipped=len(queries) - len(todo),
-        n_played=played,
+        n_played=played.n,
         seconds=time.perf_counter() - t_start,
         metrics=metrics,
+        schedule=played.schedule,
     )

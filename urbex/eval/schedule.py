@@ -1,20 +1,36 @@
-"""How an evaluation run's pending episodes are played: chunks, pool workers, threads, batches.
+"""How an evaluation run's pending episodes are played: chunks, worker processes, threads, batches.
 
 :func:`play_pending` is the runner's (:func:`urbex.eval.runner.evaluate`) scheduler. Chunks
-never span two scenes (a worker keeps its scene open); each chunk is written as one Parquet shard
-pair (:func:`urbex.eval.episodes.write_chunk`) as soon as it is played, and on an error the
-finished episodes of the chunk are written before the error propagates, so a rerun resumes.
+never span two scenes (a process keeps its scene open); each chunk is written as one Parquet
+shard pair (:class:`urbex.eval.episodes.ShardWriter`, on a background thread) as soon as it is
+played, and on an error the finished episodes of the chunk are written before the error
+propagates, so a rerun resumes.
+
+Worker processes (parallel-safe policies, ``eval.workers > 1``): this process plays chunks from
+the front of the list while ``eval.workers - 1`` spawned processes take chunks from the back
+(so each keeps to its own scenes), one at a time, as each finishes its last. The processes are
+started once and kept for the next :func:`~urbex.eval.runner.evaluate` of this process
+(:func:`shutdown_pool` stops them). Starting them costs about a second and a half here
+(importing urbex, opening the scenes): a run decides after its first chunk, from the
+seconds per episode it measured, whether the episodes left would take at least
+``eval.parallel_min_s`` in this process; if not, it plays them alone. Worker processes that
+are already running are always used. Either way the episodes are the same (per-episode seeds).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import queue
 import signal
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import sys
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -22,37 +38,58 @@ from urbex.agents.registry import policy_info
 from urbex.config import Params
 from urbex.env.policy import Policy
 from urbex.env.records import Query
-from urbex.eval.episodes import EpisodeRecord, StepRow, write_chunk
+from urbex.env.trajectory import Trajectory
+from urbex.eval.episodes import EpisodeRecord, ShardWriter, StepRow, write_chunk
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runspec import RunSpec
 
-__all__ = ["play_pending"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["Played", "play_pending", "shutdown_pool"]
 
 _WORKER: dict[str, EpisodePlayer] = {}  # per-process player cache (pool workers)
+_POOL: dict[int, ProcessPoolExecutor] = {}  # the kept worker processes, by their number
 
 
-def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], directory: Path) -> int:
-    """Play and write one chunk; on an error, write the finished episodes, then re-raise.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Played:
+    """What :func:`play_pending` did.
 
-    Policies that generate in batches (``policy.max_batch > 1``) play in lockstep batches.
+    Attributes
+    ----------
+    n : int
+        Episodes played.
+    tables : dict
+        The episodes tables published, by shard name (:func:`urbex.eval.episodes.read_episodes`'s
+        ``known``; the in-flight path keeps none).
+    schedule : str or None
+        How the episodes were shared out, when worker processes were allowed (the decision and
+        the figures it was made on).
     """
-    eps: list[EpisodeRecord] = []
-    steps: list[StepRow] = []
+
+    n: int
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    schedule: str | None = None
+
+
+def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], writer: ShardWriter) -> int:
+    """Play one chunk and hand it to ``writer``; on an error, hand over the finished episodes,
+    then re-raise. Policies that generate in batches (``policy.max_batch > 1``) play in
+    lockstep batches."""
+    trajs: list[Trajectory] = []
     batch = player.policy.max_batch
     try:
         if batch > 1:
-            for rec, st in player.play_batch(queries, batch):
-                eps.append(rec)
-                steps.extend(st)
+            for traj in player.play_batch(queries, batch):
+                trajs.append(traj)
         else:
             for q in queries:
-                rec, st = player.play(q)
-                eps.append(rec)
-                steps.extend(st)
+                trajs.append(player.trajectory(q))
     finally:
-        write_chunk(directory, eps, steps)
-    return len(eps)
+        writer.put(*player.rows(trajs))
+    return len(trajs)
 
 
 def _play_in_flight(
@@ -77,8 +114,9 @@ def _play_in_flight(
         yield len(eps)
 
 
-def _pool_chunk(args: tuple[Any, ...]) -> int:
-    params, policy_name, split, run_id, checkpoint, sizes, queries, directory = args
+def _worker_player(args: tuple[Any, ...]) -> EpisodePlayer:
+    """This worker process's player of the task's run (built on its run's first task)."""
+    params, policy_name, split, run_id, checkpoint, sizes, _, _ = args
     key = f"{run_id}:{policy_name}"
     player = _WORKER.get(key)
     if player is None:
@@ -86,7 +124,19 @@ def _pool_chunk(args: tuple[Any, ...]) -> int:
         player = _WORKER[key] = EpisodePlayer(
             params, policy_name, split, run_id, checkpoint, class_sizes=sizes
         )
-    return _play_chunk(player, queries, directory)
+    return player
+
+
+def _pool_prepare(args: tuple[Any, ...]) -> None:
+    """A worker process's first task of a run: build its player, open the chunk's scene."""
+    _worker_player(args).warm(args[6][0])
+
+
+def _pool_chunk(args: tuple[Any, ...]) -> tuple[int, dict[str, pa.Table]]:
+    """A worker process's task: one chunk, played and published; its episodes tables back."""
+    with ShardWriter(args[7]) as writer:
+        n = _play_chunk(_worker_player(args), args[6], writer)
+    return n, writer.tables
 
 
 def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
@@ -110,6 +160,188 @@ def _worker_ignores_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _pool(n: int) -> tuple[ProcessPoolExecutor, bool]:
+    """``n`` worker processes (spawned), kept for the next run; and whether they were already
+    running."""
+    pool = _POOL.get(n)
+    if pool is not None:
+        return pool, True
+    shutdown_pool()
+    pool = _POOL[n] = ProcessPoolExecutor(
+        max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
+    )
+    return pool, False
+
+
+def shutdown_pool(*, wait: bool = False) -> None:
+    """Stop the worker processes kept for the next evaluation (chunks not started are
+    cancelled; with ``wait``, return once the processes have exited). They also stop when
+    this process exits."""
+    for n in list(_POOL):
+        _POOL.pop(n).shutdown(wait=wait, cancel_futures=True)
+
+
+class _Chunks:
+    """The chunks left to play: this process takes them from the front, the workers from the
+    back (thread-safe)."""
+
+    def __init__(self, chunks: Sequence[list[Query]]) -> None:
+        self._left = deque(chunks)
+        self._lock = threading.Lock()
+
+    def take(self, *, front: bool, peek: bool = False) -> list[Query] | None:
+        with self._lock:
+            if not self._left:
+                return None
+            if peek:
+                return self._left[0] if front else self._left[-1]
+            return self._left.popleft() if front else self._left.pop()
+
+    def episodes(self) -> int:
+        with self._lock:
+            return sum(len(c) for c in self._left)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._left.clear()
+
+
+class _Feeder:
+    """A thread that keeps the worker processes busy: one chunk submitted per worker plus one,
+    the next as soon as one finishes; finished tasks go to :meth:`collect`.
+
+    Chunks are handed out only once a worker has built this run's player and opened its scene
+    (:func:`_pool_prepare`): a worker still starting up never holds a chunk this process
+    would then wait for at the end of a short run.
+    """
+
+    def __init__(
+        self,
+        pool: ProcessPoolExecutor,
+        chunks: _Chunks,
+        task: Callable[[list[Query]], tuple[Any, ...]],
+        slots: int,
+    ) -> None:
+        self.tables: dict[str, pa.Table] = {}
+        self._pool, self._chunks, self._task, self._slots = pool, chunks, task, slots
+        self._done: queue.SimpleQueue[Future[Any] | BaseException | None] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._finished = False
+        self._thread = threading.Thread(target=self._run, name="urbex-feeder", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        pending: set[Future[Any]] = set()
+        try:
+            first = self._chunks.take(front=False, peek=True)
+            if first is None:
+                return
+            ready = self._pool.submit(_pool_prepare, self._task(first))
+            while not wait([ready], timeout=0.02).done:
+                if self._stop.is_set() or self._chunks.episodes() == 0:
+                    return  # the run ended before the worker was ready
+            ready.result()  # a worker that cannot build the player: the run's error
+            while True:
+                while len(pending) < self._slots and not self._stop.is_set():
+                    c = self._chunks.take(front=False)
+                    if c is None:
+                        break
+                    pending.add(self._pool.submit(_pool_chunk, self._task(c)))
+                if not pending:
+                    return
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    self._done.put(f)
+        except BaseException as exc:  # a broken pool: handed to collect
+            self._done.put(exc)
+        finally:
+            self._done.put(None)
+
+    def collect(self, bar: Any, *, block: bool) -> int:
+        """Episodes of the tasks finished since the last call (``block``: wait for all);
+        raises a task's error."""
+        n = 0
+        while not self._finished:
+            try:
+                item = self._done.get(block=block)
+            except queue.Empty:
+                break
+            if item is None:
+                self._finished = True
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                k, tables = item.result()
+                self.tables.update(tables)
+                bar.update(k)
+                n += k
+        return n
+
+    def stop(self) -> None:
+        """Submit nothing more (the tasks running finish and publish their shards)."""
+        self._stop.set()
+
+
+def _with_workers(
+    params: Params,
+    player: EpisodePlayer,
+    chunks: _Chunks,
+    writer: ShardWriter,
+    bar: Any,
+    n_workers: int,
+    task: Callable[[list[Query]], tuple[Any, ...]],
+    say: Callable[[str], None],
+) -> tuple[int, dict[str, pa.Table], str]:
+    """Play ``chunks`` here and in ``n_workers - 1`` worker processes (see the module
+    docstring); returns the episodes played, the workers' tables and the decision."""
+    n_proc = n_workers - 1
+    feeder: _Feeder | None = None
+    pool: ProcessPoolExecutor | None = None
+    label = f"{player.policy_name}/{player.split}"
+    note = ""
+    if _POOL.get(n_proc) is not None:
+        pool, _ = _pool(n_proc)
+        feeder = _Feeder(pool, chunks, task, n_proc + 1)
+        note = f"{label}: this process and {n_proc} running worker process(es)"
+        say(note)
+    played = 0
+    try:
+        while (c := chunks.take(front=True)) is not None:
+            t0, w0 = time.perf_counter(), player.warmup_s
+            n = _play_chunk(player, c, writer)
+            played += n
+            bar.update(n)
+            if feeder is None and not note and n:
+                per_ep = (time.perf_counter() - t0 - (player.warmup_s - w0)) / n
+                left = chunks.episodes()
+                est = per_ep * left
+                limit = params.eval.parallel_min_s
+                if left and est >= limit:
+                    pool, _ = _pool(n_proc)
+                    feeder = _Feeder(pool, chunks, task, n_proc + 1)
+                    note = (
+                        f"{label}: {left} episodes left ≈ {est:.1f} s in one process ≥ "
+                        f"eval.parallel_min_s {limit:g} s: starting {n_proc} worker process(es)"
+                    )
+                else:
+                    note = (
+                        f"{label}: {left} episodes left ≈ {est:.1f} s in one process < "
+                        f"eval.parallel_min_s {limit:g} s: no worker processes"
+                    )
+                say(note)
+            if feeder is not None:
+                played += feeder.collect(bar, block=False)
+        if feeder is not None:
+            played += feeder.collect(bar, block=True)
+    except BaseException:
+        chunks.clear()
+        if feeder is not None:
+            feeder.stop()
+            shutdown_pool()  # the tasks running finish their shards; a rerun resumes
+        raise
+    return played, ({} if feeder is None else feeder.tables), note
+
+
 def play_pending(
     params: Params,
     spec: RunSpec,
@@ -121,55 +353,52 @@ def play_pending(
     workers: int | None,
     progress: bool,
     policy_obj: Policy | None,
-) -> int:
-    """Play the pending queries ``todo`` of run ``rid`` in chunks; return the episodes played.
+) -> Played:
+    """Play the pending queries ``todo`` of run ``rid`` in chunks.
 
-    In a process pool (a parallel-safe policy, ``workers > 1``, enough episodes: at least
-    ``eval.parallel_min_episodes`` in more than one chunk), else in-process: episodes in flight
-    for a thread-safe policy, lockstep batches for a batching one, one at a time otherwise.
+    With worker processes (a parallel-safe policy, ``workers > 1``, more than one chunk; see
+    the module docstring), else in this process alone: episodes in flight for a thread-safe
+    policy, lockstep batches for a batching one, one at a time otherwise.
     """
     policy, split = spec.policy, spec.split
     d = params.layout.run(rid)
     n_workers = workers if workers is not None else params.eval.workers
     chunks = _chunks(todo, params.eval.chunk_size)
-    played = 0
+    if not chunks:
+        return Played(n=0)
     bar = tqdm(total=len(todo), desc=f"{policy}/{split}", unit="ep", disable=not progress)
+
+    def say(text: str) -> None:
+        if progress:
+            tqdm.write(f"urbex evaluate: {text}", file=sys.stderr)
+
+    def task(c: list[Query]) -> tuple[Any, ...]:
+        return (params, policy, split, rid, ckpt, sizes, c, d)
+
     try:
-        pool_ok = len(todo) >= params.eval.parallel_min_episodes and len(chunks) > 1
-        if policy_info(policy).parallel and policy_obj is None and n_workers > 1 and pool_ok:
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(
-                max_workers=min(n_workers, len(chunks)),
-                mp_context=ctx,
-                initializer=_worker_ignores_sigint,
-            ) as pool:
-                futs = [
-                    pool.submit(_pool_chunk, (params, policy, split, rid, ckpt, sizes, c, d))
-                    for c in chunks
-                ]
-                try:
-                    for fut in as_completed(futs):
-                        n = fut.result()
-                        played += n
-                        bar.update(n)
-                except BaseException:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-        elif chunks:
-            player = EpisodePlayer(
-                params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
-            )
-            n_flight = in_flight_workers(player, len(todo))
-            if n_flight > 1:  # in chunk order: one scene after another
-                flat = [q for c in chunks for q in c]
-                for n in _play_in_flight(player, flat, d, params.eval.chunk_size, n_flight):
-                    played += n
-                    bar.update(n)
+        player = EpisodePlayer(
+            params, policy, split, rid, ckpt, policy=policy_obj, class_sizes=sizes
+        )
+        n_flight = in_flight_workers(player, len(todo))
+        if n_flight > 1:  # in chunk order: one scene after another
+            played = 0
+            flat = [q for c in chunks for q in c]
+            for n in _play_in_flight(player, flat, d, params.eval.chunk_size, n_flight):
+                played += n
+                bar.update(n)
+            return Played(n=played)
+        parallel = policy_info(policy).parallel and policy_obj is None and n_workers > 1
+        with ShardWriter(d) as writer:
+            if parallel and len(chunks) > 1:
+                played, tables, note = _with_workers(
+                    params, player, _Chunks(chunks), writer, bar, n_workers, task, say
+                )
             else:
+                played, tables, note = 0, {}, ""
                 for c in chunks:
-                    n = _play_chunk(player, c, d)
+                    n = _play_chunk(player, c, writer)
                     played += n
                     bar.update(n)
+        return Played(n=played, tables={**writer.tables, **tables}, schedule=note or None)
     finally:
         bar.close()
-    return played

@@ -111,6 +111,16 @@ def _check_box(world_box: ArrayLike) -> NDArray[np.float64]:
     return box
 
 
+def _inside(
+    p: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64], with_z: bool
+) -> NDArray[np.bool_]:
+    """Which cache-frame points ``p`` (N, 3) lie in ``[lo, hi]`` (inclusive; z only ``with_z``)."""
+    mask = (p[:, 0] >= lo[0]) & (p[:, 0] <= hi[0]) & (p[:, 1] >= lo[1]) & (p[:, 1] <= hi[1])
+    if with_z:
+        mask &= (p[:, 2] >= lo[2]) & (p[:, 2] <= hi[2])
+    return mask
+
+
 class SceneCache:
     """A built scene cache, opened lazily (arrays are memory-mapped on first use).
 
@@ -123,6 +133,7 @@ class SceneCache:
         self._meta = meta
         self._arrays: dict[str, NDArray[Any]] = {}
         self._instances: pl.DataFrame | None = None
+        self._instance_index: dict[int, NDArray[np.int64]] = {}
 
     @classmethod
     def open(cls, path: str | Path, *, expected_hash: str | None = None) -> SceneCache:
@@ -255,18 +266,14 @@ class SceneCache:
         ndarray, shape (M,), int64
         """
         box = _check_box(world_box)
-        o = self.origin
-        if box.shape == (4,):
-            lo = np.array([box[0] - o[0], box[1] - o[1], -np.inf])
-            hi = np.array([box[2] - o[0], box[3] - o[1], np.inf])
-        else:
-            lo, hi = box[:3] - o, box[3:] - o
+        lo, hi = self._frame_box(box)
         if np.any(lo > hi):
             return np.zeros(0, np.int64)
         m = self._meta
         gx0, gy0 = m.grid_origin
         ncx, ncy = m.grid_shape
         cs = m.cell_size
+        o = self.origin
         rel_bounds = self.bounds - np.concatenate([o, o])
         if (
             lo[0] > rel_bounds[3] or hi[0] < rel_bounds[0]
@@ -288,14 +295,57 @@ class SceneCache:
             b = int(offsets[cy * ncx + cx1 + 1])
             if b <= a:
                 continue
-            p = np.asarray(xyz[a:b], dtype=np.float64)
-            mask = (p[:, 0] >= lo[0]) & (p[:, 0] <= hi[0]) & (p[:, 1] >= lo[1]) & (p[:, 1] <= hi[1])
-            if box.shape == (6,):
-                mask &= (p[:, 2] >= lo[2]) & (p[:, 2] <= hi[2])
+            mask = _inside(np.asarray(xyz[a:b], dtype=np.float64), lo, hi, box.shape == (6,))
             pieces.append(np.flatnonzero(mask) + a)
         if not pieces:
             return np.zeros(0, np.int64)
         return np.concatenate(pieces).astype(np.int64, copy=False)
+
+    def _frame_box(
+        self, box: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """A checked world box's corners in the cache frame (z unbounded for a 2D box)."""
+        o = self.origin
+        if box.shape == (4,):
+            lo = np.array([box[0] - o[0], box[1] - o[1], -np.inf])
+            hi = np.array([box[2] - o[0], box[3] - o[1], np.inf])
+            return lo, hi
+        return box[:3] - o, box[3:] - o
+
+    def select_inside(self, index: ArrayLike, world_box: ArrayLike) -> NDArray[np.int64]:
+        """The cache indices among ``index`` whose points lie inside ``world_box``, in the order
+        given: the test of :meth:`crop_indices` (cache frame, bounds inclusive), so
+        ``select_inside(crop_indices(a), b)`` is ``crop_indices(b)`` for any ``b`` inside ``a``.
+
+        Parameters
+        ----------
+        index : array_like, shape (M,), int
+            Cache indices.
+        world_box : array_like, shape (4,) or (6,)
+            World metres.
+
+        Returns
+        -------
+        ndarray, shape (≤ M,), int64
+        """
+        box = _check_box(world_box)
+        idx = np.asarray(index, dtype=np.int64).reshape(-1)
+        lo, hi = self._frame_box(box)
+        p = np.asarray(self._array("points/xyz.npy")[idx], dtype=np.float64)
+        return idx[_inside(p, lo, hi, box.shape == (6,))]
+
+    def instance_indices(self, instance_id: int) -> NDArray[np.int64] | None:
+        """Cache indices (ascending) of the points of instance ``instance_id`` (an empty array
+        for an id no point has); None when the cache has no instance ids. Kept per id: a scene's
+        queries ask for the same targets again."""
+        inst = self._point_layer("instance")
+        if inst is None:
+            return None
+        key = int(instance_id)
+        found = self._instance_index.get(key)
+        if found is None:
+            found = self._instance_index[key] = np.flatnonzero(np.asarray(inst) == key)
+        return found
 
     def points_at(self, index: ArrayLike) -> PointCloud:
         """The points at cache indices ``index`` as a PointCloud (xyz float32, offset = origin)."""
