@@ -7,6 +7,10 @@ parsing, tools, shaping, answer mapping and 3D lifting), per-tool medians (landm
 zoom_in, oblique_render, answer), the one-off global-view build per scene, and two ratios:
 the episode overhead against the paper's 3.2 s per-query budget, and ``zoom_in`` against a
 naive peer (PIL crop + resize of the full-resolution raster) measured in the same run.
+
+The last line is one JSON object of the figures: ``global_view_ms``, ``episode_ms_median``,
+``episode_ms_p90``, ``episodes``, ``episode_vs_budget``, ``<tool>_ms_median`` per tool,
+``zoom_ms_median``, ``zoom_vs_pil`` (``make bench`` collects it).
 """
 
 from __future__ import annotations
@@ -148,10 +152,22 @@ def main(argv: list[str] | None = None) -> None:
     for k, v in per_tool.items():
         print(f"  {k:15s} median {statistics.median(v):7.2f} ms  (n={len(v)})")
     print(f"ratio vs the paper's 3.2 s per-query budget: {med / 3200:.4f}")
+    zoom, zoom_peer = statistics.median(ours), statistics.median(peer)
     print(
-        f"zoom window (bev_window, area-weighted) median {statistics.median(ours):.2f} ms vs peer "
-        f"PIL crop+BOX resize {statistics.median(peer):.2f} ms -> ratio {statistics.median(ours) / statistics.median(peer):.2f}"
+        f"zoom window (bev_window, area-weighted) median {zoom:.2f} ms vs peer "
+        f"PIL crop+BOX resize {zoom_peer:.2f} ms -> ratio {zoom / zoom_peer:.2f}"
     )
+    figures = {
+        "global_view_ms": t_global,
+        "episode_ms_median": med,
+        "episode_ms_p90": p90,
+        "episodes": a.episodes,
+        "episode_vs_budget": med / 3200,
+        **{f"{k}_ms_median": statistics.median(v) for k, v in per_tool.items()},
+        "zoom_ms_median": zoom,
+        "zoom_vs_pil": zoom / zoom_peer,
+    }
+    print(json.dumps(figures))  # the last line: the figures, compared run to run
 
 
 if __name__ == "__main__":

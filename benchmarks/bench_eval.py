@@ -1,31 +1,60 @@
-"""Evaluation throughput: episodes/s of ``oracle`` and ``landmark_prior`` over the synthetic test
-splits, 1 vs 2 worker processes, and each episode's time split between environment and policy.
+"""Evaluation harness cost: ``evaluate()`` against a bare reset → act → step loop, and 1 vs 2
+worker processes, for ``oracle`` and ``landmark_prior`` over the synthetic test splits.
 
-Peer: a bare reset → act → step loop (no trajectory, no metrics, no
-Parquet, no resume bookkeeping) over the same episodes in the same run — the ratio is the
-runner's overhead (or, with 2 workers, its speed-up).
+Peer: the bare loop over the same episodes with the same policy and environment, built from
+the same params (the world's environment, the policy, the split's queries, each scene opened
+and its global view built), then reset → act → step per query, and nothing else: no
+trajectory record, no metrics, no Parquet, no run directory, no lock, no warm-up bookkeeping.
+Its clock covers that setup as ``evaluate()``'s covers its own (the same work on both sides),
+so ``bare ep/s / ep/s`` is what the harness itself costs; ``loop ep/s`` (the loop alone, setup
+not timed) is printed too. The two sides alternate, round by round; figures are the best of
+``--rounds`` with their ranges.
 
-    .venv/bin/python benchmarks/bench_eval.py            # 4 blocks of 160 m, 20 pts/m², ~100s of queries
+``evaluate()`` keeps its worker processes for the next run of the process
+(:mod:`urbex.eval.schedule`): here they start in the first 2-worker run, ``oracle`` on the
+largest split, measured apart (``cold``), and serve every later 2-worker run. Also measured:
+how long a spawned worker takes to start (``pool_start_s``, what ``eval.parallel_min_s`` is set
+from).
+
+    .venv/bin/python benchmarks/bench_eval.py            # 4 blocks of 160 m, 20 pts/m², 122 + 232 queries
     .venv/bin/python benchmarks/bench_eval.py --quick    # 2 blocks of 100 m, 10 pts/m² (seconds)
     .venv/bin/python benchmarks/bench_eval.py --assets assets   # an existing project (splits built)
+
+The last line is one JSON object of the figures: per policy (on the largest split)
+``<policy>_wall_vs_bare_w1`` (evaluate's ep/s over the peer's, 1 worker) and
+``<policy>_w2_vs_w1`` (2 workers' ep/s over 1's, worker processes running); per policy and split
+``<policy>_<split>_`` + ``episodes``, ``eps_bare``, ``eps_loop``, ``eps_w1``, ``eps_w2``,
+``wall_vs_bare_w1``, ``wall_vs_loop_w1``, ``w2_vs_w1``; ``oracle_w2_cold_vs_w1`` (the run
+that starts the worker processes), ``pool_start_s``, ``rounds``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from urbex.agents.registry import make_policy, policy_class_sizes
 from urbex.annotations.splits import load_queries
 from urbex.config import Params
+from urbex.env.protocol import system_prompt
+from urbex.env.world import World
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
+from urbex.eval.schedule import shutdown_pool
 from urbex.layout import AssetLayout
+
+POLICIES = ("oracle", "landmark_prior")
 
 
 def build_project(
@@ -85,22 +114,16 @@ def build_project(
     return assets
 
 
-def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
-    """The peer: the bare reset → act → step loop over the split, no trajectory, no metrics, no
-    rows (scene warm-up untimed)."""
-    from urbex.agents.registry import make_policy
-    from urbex.annotations.class_sizes import read_class_sizes
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
-    from urbex.env.protocol import system_prompt
-    from urbex.landmarks.lookup import landmark_index
-
-    env = GroundingEnv(params, CachedSceneProvider(params.layout.scenes), landmark_index(params))
-    pol = make_policy(policy, params, env=env, class_sizes=read_class_sizes(params.assets))
+def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float, float]:
+    """The peer: ``(episodes, seconds with setup, seconds of the loop alone)``."""
+    t0 = time.perf_counter()
+    env = World.from_params(params).env()
+    pol = make_policy(policy, params, env=env, class_sizes=policy_class_sizes(params, policy))
     qs = load_queries(params, split)
-    for sid in sorted({q.scene_id for q in qs}):
+    for sid in sorted({q.scene_id for q in qs}):  # open each scene, build its global view
         env.reset(query=next(q for q in qs if q.scene_id == sid))
     system = {"role": "system", "content": system_prompt(env.params)}
-    t = time.perf_counter()
+    t1 = time.perf_counter()
     for q in qs:
         obs, _ = env.reset(query=q, seed=0)
         messages = [system, {"role": "user", "content": obs["text"]}]
@@ -115,14 +138,59 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float]:
                 {"role": "user", "content": obs["text"]},
             ]
             images += obs["images"]
-    return len(qs), time.perf_counter() - t
+    t2 = time.perf_counter()
+    return len(qs), t2 - t0, t2 - t1
+
+
+def timed_evaluate(assets: Path, policy: str, split: str, workers: int) -> tuple[float, dict]:
+    """Wall seconds of one fresh ``evaluate()`` run; its episodes' env/policy shares and Hit@1
+    (the run directory is deleted afterwards, untimed)."""
+    p = Params(paths={"assets": assets}, eval={"workers": workers, "chunk_size": 8})
+    rid = f"bench-{policy}-{split}-w{workers}-{time.time_ns()}"
+    t = time.perf_counter()
+    r = evaluate(p, RunSpec.from_params(p, policy=policy, split=split), run_id=rid, progress=False)
+    wall = time.perf_counter() - t
+    ep = read_episodes(r.run_dir)
+    lat = float(ep["latency_s"].sum())
+    info = {
+        "n": r.n_played,
+        "env": float(ep["env_s"].sum()) / lat if lat else float("nan"),
+        "policy": float(ep["policy_s"].sum()) / lat if lat else float("nan"),
+        "hit1": float(r.metrics["hit1"][0]),
+        "schedule": r.schedule,
+    }
+    shutil.rmtree(r.run_dir, ignore_errors=True)
+    return wall, info
+
+
+def _ready() -> int:
+    """A worker's first task: what evaluate's worker processes import."""
+    import urbex.eval.schedule  # noqa: F401
+
+    return os.getpid()
+
+
+def pool_start_s() -> float:
+    """Seconds from spawning a worker process to its first answer, urbex's evaluation imported."""
+    t = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        pool.submit(_ready).result()
+        return time.perf_counter() - t
+
+
+def _best(xs: list[float]) -> tuple[float, float, float]:
+    """Best (max) rate and the range."""
+    return max(xs), min(xs), max(xs)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small blocks, a few seconds")
     ap.add_argument("--assets", type=Path, help="use an existing project's assets (splits built)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; quick 1)")
     args = ap.parse_args()
+    rounds = args.rounds or (1 if args.quick else 3)
+    figures: dict[str, float | int | None] = {"rounds": rounds}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         if args.assets is not None:
@@ -134,52 +202,72 @@ def main() -> None:
                 Path(tmp), blocks=4, size=160.0, density=20.0, targets=40, per_target=3
             )
         print(f"project: {assets} (built in {time.perf_counter() - t0:.1f} s)")
-        splits = [
-            s
-            for s in ("test_nd", "test_no")
-            if s in set(pl.read_parquet(AssetLayout(assets).queries)["split"])
-        ]
-        out_root = Path(tmp) / "runs_assets"
+        present = set(pl.read_parquet(AssetLayout(assets).queries)["split"])
+        splits = [s for s in ("test_nd", "test_no") if s in present]
+        p1 = Params(paths={"assets": assets})
+        largest = max(splits, key=lambda s: len(load_queries(p1, s)))
+        figures["pool_start_s"] = start = pool_start_s()
+        print(f"a spawned worker process answers its first task after {start:.2f} s")
+        for policy in POLICIES:  # untimed warm-up: imports, compiled kernels, the page cache
+            bare_rollouts(p1, policy, splits[0])
+            timed_evaluate(assets, policy, splits[0], 1)
+        shutdown_pool(wait=True)
+        cold, cold_info = timed_evaluate(assets, "oracle", largest, 2)
+        print(f"cold: oracle/{largest}, 2 workers, starting its worker process: {cold:.2f} s")
+        print(f"  {cold_info['schedule']}")
         print(
-            f"{'policy':15s} {'split':8s} {'workers':>7s} {'eps':>5s} {'ep/s':>8s} {'bare ep/s':>9s} "
-            f"{'ratio':>6s} {'env %':>6s} {'policy %':>8s} {'Hit@1':>6s}"
+            f"{'policy':15s} {'split':8s} {'eps':>5s} {'bare ep/s':>9s} {'loop ep/s':>9s} "
+            f"{'ep/s w1':>8s} {'w1/bare':>7s} {'ep/s w2':>8s} {'w2/w1':>6s} {'env %':>6s} "
+            f"{'policy %':>8s} {'Hit@1':>6s}"
         )
-        for policy in ("oracle", "landmark_prior"):
+        ranges = []
+        for policy in POLICIES:
             for split in splits:
-                for workers in (1, 2):
-                    p = Params(
-                        paths={"assets": assets},
-                        eval={"workers": workers, "chunk_size": 8, "parallel_min_episodes": 1},
-                    )
-                    rid = f"bench-{policy}-{split}-w{workers}-{time.time_ns()}"
-                    t = time.perf_counter()
-                    r = evaluate(
-                        p,
-                        RunSpec.from_params(p, policy=policy, split=split),
-                        run_id=rid,
-                        progress=False,
-                    )
-                    wall = time.perf_counter() - t
-                    ep = read_episodes(r.run_dir)
-                    n_bare, t_bare = bare_rollouts(p, policy, split)
-                    lat = float(ep["latency_s"].sum())
-                    env_share = float(ep["env_s"].sum()) / lat if lat else float("nan")
-                    pol_share = float(ep["policy_s"].sum()) / lat if lat else float("nan")
-                    eps_s = r.n_played / wall
-                    bare = n_bare / t_bare
-                    print(
-                        f"{policy:15s} {split:8s} {workers:7d} {r.n_played:5d} {eps_s:8.1f} {bare:9.1f} "
-                        f"{eps_s / bare:6.2f} {100 * env_share:6.1f} {100 * pol_share:8.1f} "
-                        f"{100 * r.metrics['hit1'][0]:6.1f}"
-                    )
-                    import shutil
-
-                    shutil.rmtree(r.run_dir, ignore_errors=True)
-        del out_root
+                bare, loop, w1, w2 = [], [], [], []
+                for _ in range(rounds):  # interleaved: a load change hits every column alike
+                    n, t_bare, t_loop = bare_rollouts(p1, policy, split)
+                    bare.append(n / t_bare)
+                    loop.append(n / t_loop)
+                    t1, info1 = timed_evaluate(assets, policy, split, 1)
+                    w1.append(info1["n"] / t1)
+                    t2, info2 = timed_evaluate(assets, policy, split, 2)
+                    w2.append(info2["n"] / t2)
+                    assert info1["n"] == info2["n"] == n and info1["hit1"] == info2["hit1"]
+                (b, *b_r), (lp, *_), (e1, *e1_r), (e2, *e2_r) = map(_best, (bare, loop, w1, w2))
+                key = f"{policy}_{split}"
+                figures |= {
+                    f"{key}_episodes": n,
+                    f"{key}_eps_bare": b,
+                    f"{key}_eps_loop": lp,
+                    f"{key}_eps_w1": e1,
+                    f"{key}_eps_w2": e2,
+                    f"{key}_wall_vs_bare_w1": e1 / b,
+                    f"{key}_wall_vs_loop_w1": e1 / lp,
+                    f"{key}_w2_vs_w1": e2 / e1,
+                }
+                if split == largest:
+                    figures[f"{policy}_wall_vs_bare_w1"] = e1 / b
+                    figures[f"{policy}_w2_vs_w1"] = e2 / e1
+                    if policy == "oracle":
+                        figures["oracle_w2_cold_vs_w1"] = (n / cold) / e1
+                print(
+                    f"{policy:15s} {split:8s} {n:5d} {b:9.1f} {lp:9.1f} {e1:8.1f} {e1 / b:7.2f} "
+                    f"{e2:8.1f} {e2 / e1:6.2f} {100 * info1['env']:6.1f} "
+                    f"{100 * info1['policy']:8.1f} {100 * info1['hit1']:6.1f}"
+                )
+                ranges.append(
+                    f"  {policy}/{split}: bare {b_r[0]:.1f}–{b_r[1]:.1f}, w1 {e1_r[0]:.1f}–"
+                    f"{e1_r[1]:.1f}, w2 {e2_r[0]:.1f}–{e2_r[1]:.1f} ep/s"
+                )
+        shutdown_pool(wait=True)
     print(
-        "ep/s: wall time of evaluate() incl. process-pool start, metrics and Parquet; "
-        "bare: a reset-act-step loop only; env %/policy %: share of summed warm-online episode latency"
+        f"ep/s: episodes / wall time, best of {rounds} (w1, w2: evaluate() with 1 or 2 workers, "
+        "metrics and Parquet included; bare: the peer loop with its setup; loop: without); "
+        "env %/policy %: share of summed warm-online episode latency (w1)"
     )
+    print(f"ranges over the {rounds} rounds:")
+    print("\n".join(ranges))
+    print(json.dumps(figures))  # the last line: the figures, compared run to run
 
 
 if __name__ == "__main__":

@@ -13,11 +13,16 @@ warehouse refresh off), each level a fresh run over distinct queries of one spli
 
     .venv/bin/python benchmarks/bench_serving.py           # 10 blocks, 16/64/128/256 episodes
     .venv/bin/python benchmarks/bench_serving.py --quick   # 4 blocks, 8/16/32/64 episodes
+
+The last line is one JSON object of the figures: ``openai_eps_c<N>`` and ``openai_vs_ideal_c<N>``
+per concurrency, ``openai_png_vs_ideal_c16``, ``vlm_eps_b<N>`` and ``vlm_vs_ideal_b<N>`` per
+batch size (absent with ``--skip-vlm``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -95,19 +100,21 @@ def _openai_run(assets: Path, url: str, c: int, n: int, image_format: str) -> tu
     return r.n_played, r.n_played / (time.perf_counter() - t)
 
 
-def bench_openai(assets: Path, sizes: dict[int, int]) -> None:
+def bench_openai(assets: Path, sizes: dict[int, int]) -> dict[str, float]:
     print(
         f"== openai vs the local stub: {TURNS} turns per episode (zoom_in, answer), "
         f"{LATENCY_S * 1000:.0f} ms per request, image_format jpeg, views 768/512 px"
     )
     print(f"{'concurrency':>11s} {'eps':>5s} {'ep/s':>8s} {'ideal ep/s':>10s} {'ratio':>6s}")
     ratios = {}
+    figures: dict[str, float] = {}
     stub = StubProcess(LATENCY_S, TURNS, lifetime_s=900)
     try:
         for c in CONCURRENCY:
             n, eps = _openai_run(assets, stub.base_url, c, sizes[c], "jpeg")
             ideal = c / (TURNS * LATENCY_S)
             ratios[c] = eps / ideal
+            figures[f"openai_eps_c{c}"], figures[f"openai_vs_ideal_c{c}"] = eps, eps / ideal
             print(f"{c:11d} {n:5d} {eps:8.2f} {ideal:10.2f} {eps / ideal:6.2f}")
         n, png = _openai_run(assets, stub.base_url, 16, sizes[16], "png")
     finally:
@@ -120,9 +127,10 @@ def bench_openai(assets: Path, sizes: dict[int, int]) -> None:
     )
     print(f"  stub: {summary}")
     print(f"  target >= 0.8 x ideal at concurrency 16: {verdict}")
+    return {**figures, "openai_png_vs_ideal_c16": png / ideal16}
 
 
-def bench_vlm(assets: Path, root: Path, n: int) -> None:
+def bench_vlm(assets: Path, root: Path, n: int) -> dict[str, float]:
     from urbex.train.corpus import protocol_corpus
     from urbex.train.tiny import make_tiny_model
 
@@ -135,6 +143,7 @@ def bench_vlm(assets: Path, root: Path, n: int) -> None:
     )
     print(f"{'batch_size':>10s} {'eps':>5s} {'ep/s':>8s} {'ideal ep/s':>10s} {'ratio':>6s}")
     base = None
+    figures: dict[str, float] = {}
     for b in (0, *BATCHES):  # 0: an untimed warm-up episode (first-call costs of torch)
         p = Params(
             paths={"assets": assets},
@@ -156,6 +165,8 @@ def bench_vlm(assets: Path, root: Path, n: int) -> None:
         base = eps if base is None else base
         ideal = b * base
         print(f"{b:10d} {r.n_played:5d} {eps:8.2f} {ideal:10.2f} {eps / ideal:6.2f}")
+        figures[f"vlm_eps_b{b}"], figures[f"vlm_vs_ideal_b{b}"] = eps, eps / ideal
+    return figures
 
 
 def main() -> None:
@@ -177,13 +188,14 @@ def main() -> None:
             f"(built in {time.perf_counter() - t0:.1f} s); cores: {os.cpu_count()}"
         )
         per = {1: 8, 4: 16, 16: 32, 64: 64} if args.quick else {1: 16, 4: 64, 16: 128, 64: 256}
-        bench_openai(assets, {c: min(k, n_split) for c, k in per.items()})
+        figures = bench_openai(assets, {c: min(k, n_split) for c, k in per.items()})
         if not args.skip_vlm:
-            bench_vlm(assets, Path(tmp), min(16 if args.quick else 32, n_split))
+            figures |= bench_vlm(assets, Path(tmp), min(16 if args.quick else 32, n_split))
     print(
         "ep/s: episodes / wall time of evaluate() (queries, episodes, metrics, Parquet); "
         "ideal: openai concurrency / (turns x latency), vlm batch_size x the batch-1 rate"
     )
+    print(json.dumps(figures))  # the last line: the figures, compared run to run
 
 
 if __name__ == "__main__":

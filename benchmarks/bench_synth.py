@@ -6,11 +6,16 @@ Peers measured in the same run:
 * generation vs a *floor*: drawing the same number of uniform random float32 xyz + uint8 rgb
   with numpy (no geometry at all) — the ratio says how close to "just random numbers" we are;
 * PLY writing vs ``ndarray.tofile`` of the same packed records (raw memory dump).
+
+The last line is one JSON object of the figures: ``points``, ``generate_mpts``,
+``generate_vs_floor`` (time ratio), ``queries_s``, ``write_ply_mpts``, ``write_ply_vs_tofile``
+(time ratio), ``write_laz_mpts`` (null with ``--no-laz``), ``end_to_end_mpts``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +45,7 @@ def main() -> None:
     ap.add_argument("--no-laz", action="store_true", help="skip the LAZ write")
     args = ap.parse_args()
     size = args.size if args.size is not None else (200.0 if args.quick else 1000.0)
+    figures: dict[str, float | None] = {"write_laz_mpts": None}
 
     generate_block(0, size=60.0, density=1.0)  # warm numba's cache / imports
     block, t_gen = _timed(generate_block, 0, size=size, density=args.density)
@@ -61,7 +67,9 @@ def main() -> None:
         f"generator / peer time ratio = {t_gen / t_floor:.1f}x"
     )
 
+    figures.update(points=n, generate_mpts=n / t_gen / 1e6, generate_vs_floor=t_gen / t_floor)
     _, t_q = _timed(scene_queries, block, seed=0)
+    figures["queries_s"] = t_q
     print(f"scene_queries: {t_q:.2f} s")
 
     c = block.cloud
@@ -96,6 +104,7 @@ def main() -> None:
             f"  peer (pack + ndarray.tofile): {n / (t_pack + t_raw) / 1e6:.1f} M pts/s; "
             f"write_ply / peer time ratio = {t_ply / (t_pack + t_raw):.2f}x"
         )
+        figures.update(write_ply_mpts=n / t_ply / 1e6, write_ply_vs_tofile=t_ply / (t_pack + t_raw))
         if not args.no_laz:
             las_cloud = PointCloud(
                 xyz=c.xyz,
@@ -108,8 +117,11 @@ def main() -> None:
             )
             _, t_laz = _timed(write_las, Path(d) / "b.laz", las_cloud)
             print(f"write_las (.laz): {t_laz:.2f} s = {n / t_laz / 1e6:.1f} M pts/s")
+            figures["write_laz_mpts"] = n / t_laz / 1e6
     total = t_gen + t_ply
     print(f"generate + write PLY: {n / total / 1e6:.2f} M pts/s end to end")
+    figures["end_to_end_mpts"] = n / total / 1e6
+    print(json.dumps(figures))  # the last line: the figures, compared run to run
 
 
 if __name__ == "__main__":

@@ -592,33 +592,35 @@ class GroundingEnv:
         the target's) that the lift can keep, without gathering the rest of the union.
 
         The lift keeps points inside ``crop_box`` by a world-frame test, the crop selects by a
-        cache-frame one; the two may differ by a rounding on the box's edge, so the crop is
-        padded by a millimetre and trimmed to the union by the crop's own test
-        (:meth:`~urbex.scene.cache.SceneCache.select_inside`): the lift sees what it would see
-        in the whole union's crop, in the same order.
+        cache-frame one; the two may differ by a rounding on the box's edge, so the crop box is
+        padded by a millimetre and cut to the union: the crop of that intersection is exactly
+        the union crop's points in it (the cache-frame test of two boxes at once is the test of
+        their intersection), so the lift sees what it would see in the whole union's crop, in
+        the same order.
         """
         if union is None:
             return self.scene.crop_points(crop_box)
-        pad = np.array([-1e-3, -1e-3, 1e-3, 1e-3])
-        idx = self.scene.select_inside(self.scene.crop_indices(crop_box + pad), union)
-        return self.scene.points_at(idx)
+        padded = crop_box + np.array([-1e-3, -1e-3, 1e-3, 1e-3])
+        return self.scene.crop_points(
+            np.concatenate([np.maximum(padded[:2], union[:2]), np.minimum(padded[2:], union[2:])])
+        )
 
     def _point_counts(
         self, pred_mask: NDArray[np.bool_], pts: Any, union: NDArray[np.float64]
     ) -> PointCounts | None:
         """Point counts for point F1 over the points under ``union`` (the predicted and target
         BEV boxes' union, world m): the answer's points (``pred_mask`` over ``pts``) against
-        the target instance's (found through the scene's instance index, not by cropping the
-        union); None without instance ids or a numeric target id."""
+        the target instance's (counted by the scene from its instance's points, not by cropping
+        the union); None without instance ids or a numeric target id."""
         oid = self.query.object_id
         if not oid.lstrip("-").isdigit() or pts.instance is None:
             return None
-        target = self.scene.instance_indices(int(oid))
-        if target is None:
+        n_target = self.scene.count_instance_points(int(oid), union)
+        if n_target is None:
             return None
         in_target = np.asarray(pts.instance) == int(oid)
         return PointCounts(
             n_pred=int(np.count_nonzero(pred_mask)),
-            n_target=int(self.scene.select_inside(target, union).size),
+            n_target=n_target,
             n_both=int(np.count_nonzero(pred_mask & in_target)),
         )

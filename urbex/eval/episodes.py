@@ -279,41 +279,66 @@ def _write_chunk(
 
 
 class ShardWriter:
-    """Writes a run's chunks (:func:`write_chunk`) on a background thread, in the order given,
-    so that episodes are played while the last chunk's Parquet is encoded (pyarrow drops the
-    GIL while it writes).
+    """Writes a run's chunks (:func:`write_chunk`) on a background thread, so that episodes are
+    played while Parquet is encoded (pyarrow drops the GIL while it writes).
 
-    :meth:`put` hands a chunk over and returns at once (it waits only while ``depth`` chunks
-    are queued: a kill loses at most those and the chunk in flight). :meth:`close` (or leaving
-    the ``with`` block, also on an error or Ctrl-C) waits until every chunk handed over is
-    published, then raises a write's error; a failed write also fails the next :meth:`put`.
-    :attr:`tables` keeps each published episodes table by shard name
-    (:func:`read_episodes`'s ``known``).
+    :meth:`put` hands a chunk over and returns at once. A shard pair is written at most every
+    ``every_s`` seconds, holding every chunk handed over since the last one: a slow policy's
+    chunks are each published as soon as they are played (one shard per chunk, the resume
+    granularity ``eval.chunk_size``), while fast episodes (hundreds per second) are not slowed
+    by writing a small file every few milliseconds — a kill then loses at most the episodes of
+    the last ``every_s`` seconds and the chunk in flight. :meth:`close` (or leaving the ``with``
+    block, also on an error or Ctrl-C) publishes every chunk handed over, then raises a write's
+    error; a failed write also fails the next :meth:`put`. :attr:`tables` keeps each published
+    episodes table by shard name (:func:`read_episodes`'s ``known``).
     """
 
-    def __init__(self, directory: Path, *, depth: int = 2) -> None:
+    def __init__(self, directory: Path, *, every_s: float = 0.25) -> None:
         import queue
         import threading
 
         self.directory = Path(directory)
         self.tables: dict[str, pa.Table] = {}
-        self._queue: queue.Queue[tuple[list[EpisodeRecord], list[StepRow]] | None] = queue.Queue(
-            maxsize=depth
+        self._every_s = every_s
+        self._queue: queue.SimpleQueue[tuple[list[EpisodeRecord], list[StepRow]] | None] = (
+            queue.SimpleQueue()
         )
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="urbex-shards", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
+        import time
+
+        last = time.monotonic()
+        item = self._queue.get()
+        while item is not None:
+            episodes, steps = list(item[0]), list(item[1])
+            while (item := self._next(last + self._every_s)) not in (None, False):
+                episodes += item[0]
+                steps += item[1]
             if self._error is None:
                 try:
-                    written = _write_chunk(self.directory, *item)
+                    written = _write_chunk(self.directory, episodes, steps)
                 except BaseException as exc:  # handed to the caller by put/close
                     self._error = exc
                 else:
                     if written is not None:
                         self.tables[written[0]] = written[1]
+            last = time.monotonic()
+            if item is False:  # nothing more before the deadline: wait for the next chunk
+                item = self._queue.get()
+
+    def _next(self, deadline: float) -> Any:
+        """The next chunk handed over before ``deadline`` (monotonic seconds); ``None`` at the
+        end (:meth:`close`), ``False`` when none came in time."""
+        import queue
+        import time
+
+        try:
+            return self._queue.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            return False
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -434,20 +459,26 @@ def _by_name(cls: type, *sources: Any, **extra: Any) -> dict[str, Any]:
     """``cls``'s field values taken, by field name, from ``extra`` or the first source having
     that attribute (dicts by key); a field found nowhere is an error (no silent defaults)."""
     out: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name in extra:
-            out[f.name] = extra[f.name]
+    for name in _FIELD_NAMES[cls]:
+        if name in extra:
+            out[name] = extra[name]
             continue
         for src in sources:
-            if isinstance(src, dict) and f.name in src:
-                out[f.name] = src[f.name]
-                break
-            if not isinstance(src, dict) and hasattr(src, f.name):
-                out[f.name] = getattr(src, f.name)
+            # one look-up per source (a property is computed once)
+            v = src.get(name, _MISSING) if isinstance(src, dict) else getattr(src, name, _MISSING)
+            if v is not _MISSING:
+                out[name] = v
                 break
         else:
-            raise TypeError(f"{cls.__name__}.{f.name}: no source holds this field")
+            raise TypeError(f"{cls.__name__}.{name}: no source holds this field")
     return out
+
+
+_MISSING = object()
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    EpisodeRecord: EPISODE_COLUMNS,
+    StepRow: STEP_COLUMNS,
+}
 
 
 def episode_record(

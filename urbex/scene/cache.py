@@ -26,6 +26,7 @@ from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
 from urbex.scene.build import _required_files
+from urbex.scene.instances import compact_ids
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
 from urbex.scene.oblique import render_oblique, render_parts, render_threads
 
@@ -133,7 +134,7 @@ class SceneCache:
         self._meta = meta
         self._arrays: dict[str, NDArray[Any]] = {}
         self._instances: pl.DataFrame | None = None
-        self._instance_index: dict[int, NDArray[np.int64]] = {}
+        self._extents: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], int]] | None = None
 
     @classmethod
     def open(cls, path: str | Path, *, expected_hash: str | None = None) -> SceneCache:
@@ -312,40 +313,51 @@ class SceneCache:
             return lo, hi
         return box[:3] - o, box[3:] - o
 
-    def select_inside(self, index: ArrayLike, world_box: ArrayLike) -> NDArray[np.int64]:
-        """The cache indices among ``index`` whose points lie inside ``world_box``, in the order
-        given: the test of :meth:`crop_indices` (cache frame, bounds inclusive), so
-        ``select_inside(crop_indices(a), b)`` is ``crop_indices(b)`` for any ``b`` inside ``a``.
+    def count_instance_points(self, instance_id: int, world_box: ArrayLike) -> int | None:
+        """How many points of instance ``instance_id`` lie inside ``world_box`` (world metres),
+        by the test of :meth:`crop_indices`: ``crop_indices(world_box)``'s points with that
+        instance id, counted without cropping the box. None when the cache has no instance ids.
 
-        Parameters
-        ----------
-        index : array_like, shape (M,), int
-            Cache indices.
-        world_box : array_like, shape (4,) or (6,)
-            World metres.
-
-        Returns
-        -------
-        ndarray, shape (≤ M,), int64
+        Every instance's point count and cache-frame bounding box are taken in one pass over
+        the points, on the first call: a box holding the bounding box holds all the points;
+        otherwise only the part of the box over the bounding box is cropped.
         """
-        box = _check_box(world_box)
-        idx = np.asarray(index, dtype=np.int64).reshape(-1)
-        lo, hi = self._frame_box(box)
-        p = np.asarray(self._array("points/xyz.npy")[idx], dtype=np.float64)
-        return idx[_inside(p, lo, hi, box.shape == (6,))]
-
-    def instance_indices(self, instance_id: int) -> NDArray[np.int64] | None:
-        """Cache indices (ascending) of the points of instance ``instance_id`` (an empty array
-        for an id no point has); None when the cache has no instance ids. Kept per id: a scene's
-        queries ask for the same targets again."""
-        inst = self._point_layer("instance")
-        if inst is None:
+        if self._point_layer("instance") is None:
             return None
-        key = int(instance_id)
-        found = self._instance_index.get(key)
-        if found is None:
-            found = self._instance_index[key] = np.flatnonzero(np.asarray(inst) == key)
-        return found
+        found = self._instance_extents().get(int(instance_id))
+        if found is None:  # no point has this id
+            return 0
+        p_lo, p_hi, n = found
+        box = _check_box(world_box)
+        lo, hi = self._frame_box(box)
+        if (lo <= p_lo).all() and (p_hi <= hi).all():
+            return n
+        # the box over the instance's bounding box (in world metres, a millimetre wider than
+        # the cache-frame corners it rounds): the same test, on the instance's points only
+        k, o = box.shape[0] // 2, np.concatenate([self.origin, self.origin])
+        around = np.concatenate([p_lo - 1e-3, p_hi + 1e-3]) + o
+        around = np.concatenate([around[:2], around[3:5]]) if k == 2 else around
+        part = np.concatenate([np.maximum(box[:k], around[:k]), np.minimum(box[k:], around[k:])])
+        if (part[:k] > part[k:]).any():
+            return 0
+        inst = self._point_layer("instance")
+        assert inst is not None
+        idx = self.crop_indices(part)
+        return int(np.count_nonzero(np.asarray(inst[idx]) == int(instance_id)))
+
+    def _instance_extents(self) -> dict[int, tuple[NDArray[np.float64], NDArray[np.float64], int]]:
+        """Instance id → (cache-frame minima, maxima of its points (float64), point count)."""
+        if self._extents is None:
+            inst = self._point_layer("instance")
+            assert inst is not None
+            ids, _, index = compact_ids(np.asarray(inst))
+            xyz = np.asarray(self._array("points/xyz.npy"))
+            no_rgb, no_sem = np.zeros((1, 3), np.uint8), np.zeros(1, np.int32)
+            lo, hi, count, _, _ = K.instance_stats(xyz, no_rgb, False, no_sem, 0, index, ids.size)
+            self._extents = {
+                int(i): (lo[k], hi[k], int(count[k])) for k, i in enumerate(ids.tolist())
+            }
+        return self._extents
 
     def points_at(self, index: ArrayLike) -> PointCloud:
         """The points at cache indices ``index`` as a PointCloud (xyz float32, offset = origin)."""
