@@ -29,8 +29,8 @@ test: setup  ## lint + type check + the whole test suite
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
-bench: setup  ## every benchmark at full size (minutes)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+bench: setup  ## every benchmark at full size (minutes); their figures → assets/bench/latest.json
+	$(BIN)/python benchmarks/collect.py
 
 ui: setup  ## the Dagster UI on http://127.0.0.1:3000
 	$(BIN)/dagster dev -m pipelines.definitions -h 127.0.0.1 -p 3000

@@ -9,6 +9,7 @@ No speed is asserted here: ``PASS``/``MISS``/``OK``/``OVER`` verdicts are parsed
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -79,6 +80,32 @@ def _is_ratio(ratio: Fig, num: Fig | float, den: Fig | float) -> None:
     assert ratio - ratio.tol - eps <= hi and ratio + ratio.tol + eps >= lo, (
         f"printed ratio {ratio} is not {num} / {den} (in [{lo:.4g}, {hi:.4g}])"
     )
+
+
+def _last_json(text: str, keys: tuple[str, ...]) -> dict[str, float]:
+    """The benchmark's last line: one JSON object holding at least ``keys``, numbers finite."""
+    figs = json.loads(text.strip().splitlines()[-1])
+    assert isinstance(figs, dict) and set(keys) <= figs.keys(), sorted(set(keys) - figs.keys())
+    for k in keys:
+        assert isinstance(figs[k], int | float) and math.isfinite(figs[k]), (k, figs[k])
+    return figs
+
+
+#: The documented keys of each benchmark's last line (bench_eval's: EVAL_KEYS below).
+SYNTH_KEYS = (
+    "points", "generate_mpts", "generate_vs_floor", "queries_s", "write_ply_mpts",
+    "write_ply_vs_tofile", "write_laz_mpts", "end_to_end_mpts",
+)  # fmt: skip
+ENV_KEYS = (
+    "global_view_ms", "episode_ms_median", "episode_ms_p90", "episodes", "episode_vs_budget",
+    "landmark_query_ms_median", "zoom_in_ms_median", "oblique_render_ms_median",
+    "answer_ms_median", "zoom_ms_median", "zoom_vs_pil",
+)  # fmt: skip
+SERVING_KEYS = (
+    *(f"openai_{k}_c{c}" for c in (1, 4, 16, 64) for k in ("eps", "vs_ideal")),
+    "openai_png_vs_ideal_c16",
+    *(f"vlm_{k}_b{b}" for b in (1, 4, 16) for k in ("eps", "vs_ideal")),
+)
 
 
 def _run_quick(name: str, cwd: Path) -> str:
@@ -239,6 +266,9 @@ def test_bench_synth_figures(synth_out):
     assert (f["size"], f["density"]) == (200, 20)
     _is_ratio(f["gen_ratio"], f["floor"], f["gen"])  # time ratio = inverse rate ratio
     _is_ratio(f["ply_ratio"], f["tofile"], f["ply"])
+    figs = _last_json(synth_out, SYNTH_KEYS)
+    assert figs["points"] == f["points"]
+    assert abs(figs["write_ply_vs_tofile"] - f["ply_ratio"]) <= f["ply_ratio"].tol + 1e-9
 
 
 # --- bench_scene ------------------------------------------------------------------------------
@@ -362,49 +392,77 @@ def test_bench_env_figures(env_out):
     assert sum(f[f"{t}_n"] for t in TOOLS) == 8 * f["episodes"]  # every turn of every episode
     _is_ratio(f["budget_ratio"], f["episode_ms"], 3200.0)
     _is_ratio(f["zoom_ratio"], f["zoom_ms"], f["peer_ms"])
+    figs = _last_json(env_out, ENV_KEYS)
+    assert figs["episodes"] == f["episodes"]
+    assert abs(figs["episode_ms_median"] - f["episode_ms"]) <= f["episode_ms"].tol + 1e-9
 
 
 # --- bench_eval -------------------------------------------------------------------------------
 
-EVAL_COLUMNS = ("eps", "ep_s", "bare_ep_s", "ratio", "env_pct", "policy_pct", "hit1")
+EVAL_COLUMNS = (
+    "eps", "bare", "loop", "w1", "w1_bare", "w2", "w2_w1", "env_pct", "policy_pct", "hit1",
+)  # fmt: skip
 EVAL_HEADER = (
-    r"^policy\s+split\s+workers\s+eps\s+ep/s\s+bare ep/s\s+ratio\s+env %\s+policy %\s+Hit@1$"
+    r"^policy\s+split\s+eps\s+bare ep/s\s+loop ep/s\s+ep/s w1\s+w1/bare\s+ep/s w2\s+w2/w1\s+"
+    r"env %\s+policy %\s+Hit@1$"
 )
+#: The keys bench_eval's last line (one JSON object) must carry, besides the per-split ones.
+EVAL_KEYS = (
+    "oracle_wall_vs_bare_w1", "landmark_prior_wall_vs_bare_w1", "oracle_w2_vs_w1",
+    "landmark_prior_w2_vs_w1", "oracle_w2_cold_vs_w1", "pool_start_s", "rounds",
+)  # fmt: skip
+EVAL_SPLIT_KEYS = (
+    "episodes", "eps_bare", "eps_loop", "eps_w1", "eps_w2", "wall_vs_bare_w1", "wall_vs_loop_w1",
+    "w2_vs_w1",
+)  # fmt: skip
 
 
-def parse_eval(text: str) -> dict[tuple[str, str, int], dict[str, Fig]]:
-    """The table: per (policy, split, workers), episodes, ep/s, the bare loop's ep/s (the peer),
-    their ratio, env % and policy % of episode latency, Hit@1 %."""
+def parse_eval(text: str) -> dict[tuple[str, str], dict[str, Fig]]:
+    """The table: per (policy, split), episodes, the peer's ep/s with and without its setup,
+    evaluate's ep/s with 1 worker and its ratio to the peer, with 2 workers and its ratio to 1,
+    env % and policy % of episode latency, Hit@1 %."""
     _match(text, r"^project: .* \(built in {N} s\)$")
+    _match(text, r"^a spawned worker process answers its first task after {N} s$")
+    _match(text, r"^cold: oracle/\w+, 2 workers, starting its worker process: {N} s$")
     _match(text, EVAL_HEADER)
     header = re.search(EVAL_HEADER, text, flags=re.MULTILINE).end()
-    row = re.compile(
-        r"^(?P<policy>\w+)\s+(?P<split>\w+)\s+(?P<workers>\d+)" + rf"\s+{NUM}" * 7 + r"$"
-    )
+    row = re.compile(r"^(?P<policy>\w+)\s+(?P<split>\w+)" + rf"\s+{NUM}" * 10 + r"$")
     rows = {}
     for line in text[header:].strip().splitlines():
         m = row.match(line)
         if m is None:
             break  # the legend after the table
-        key = (m["policy"], m["split"], int(m["workers"]))
+        key = (m["policy"], m["split"])
         assert key not in rows, f"row {key} printed twice"
-        rows[key] = dict(zip(EVAL_COLUMNS, map(Fig, m.groups()[3:]), strict=True))
-    _match(text, r"^ep/s: wall time of evaluate\(\)")
+        rows[key] = dict(zip(EVAL_COLUMNS, map(Fig, m.groups()[2:]), strict=True))
+    _match(text, r"^ep/s: episodes / wall time, best of {N} ")
     return rows
 
 
 def test_bench_eval_figures(eval_out):
     rows = parse_eval(eval_out)
     policies, splits = ("oracle", "landmark_prior"), ("test_nd", "test_no")
-    assert set(rows) == {(p, s, w) for p in policies for s in splits for w in (1, 2)}
+    assert set(rows) == {(p, s) for p in policies for s in splits}
     for key, r in rows.items():
-        _finite(r, positive=("eps", "ep_s", "bare_ep_s", "env_pct"))
-        _is_ratio(r["ratio"], r["ep_s"], r["bare_ep_s"])
+        _finite(r, positive=("eps", "bare", "loop", "w1", "w2", "env_pct"))
+        _is_ratio(r["w1_bare"], r["w1"], r["bare"])
+        _is_ratio(r["w2_w1"], r["w2"], r["w1"])
+        assert r["loop"] + r["loop"].tol >= r["bare"] - r["bare"].tol, key  # setup costs time
         assert r["hit1"] <= 100 and r["env_pct"] + r["policy_pct"] <= 100 + 2 * 0.05, key
-    for s in splits:  # the same episodes whatever the policy or the worker count
-        assert len({rows[p, s, w]["eps"] for p in policies for w in (1, 2)}) == 1, s
-        for p in policies:  # and the same result with 1 or 2 workers
-            assert rows[p, s, 1]["hit1"] == rows[p, s, 2]["hit1"], (p, s)
+    for s in splits:  # the same episodes whatever the policy
+        assert len({rows[p, s]["eps"] for p in policies}) == 1, s
+    figs = json.loads(eval_out.strip().splitlines()[-1])
+    assert set(EVAL_KEYS) <= figs.keys()
+    for (p, s), r in rows.items():  # the JSON agrees with the table
+        for k in EVAL_SPLIT_KEYS:
+            assert math.isfinite(figs[f"{p}_{s}_{k}"]) and figs[f"{p}_{s}_{k}"] > 0, (p, s, k)
+        assert figs[f"{p}_{s}_episodes"] == r["eps"]
+        assert abs(figs[f"{p}_{s}_wall_vs_bare_w1"] - r["w1_bare"]) <= r["w1_bare"].tol + 1e-9
+        assert abs(figs[f"{p}_{s}_w2_vs_w1"] - r["w2_w1"]) <= r["w2_w1"].tol + 1e-9
+    largest = max(splits, key=lambda s: rows["oracle", s]["eps"])
+    for p in policies:  # the headline figures are the largest split's
+        assert figs[f"{p}_wall_vs_bare_w1"] == figs[f"{p}_{largest}_wall_vs_bare_w1"]
+        assert figs[f"{p}_w2_vs_w1"] == figs[f"{p}_{largest}_w2_vs_w1"]
 
 
 # --- bench_learning ---------------------------------------------------------------------------
@@ -418,8 +476,6 @@ LEARNING_KEYS = (
 
 
 def test_bench_learning_figures(learning_out):
-    import json
-
     figs = json.loads(learning_out.strip().splitlines()[-1])
     assert set(LEARNING_KEYS) <= figs.keys()
     assert figs["seed"] == 1
@@ -507,3 +563,67 @@ def test_bench_serving_figures(serving_out):
         base = vlm[1]["ep_s"]  # perfect batching: b x the batch-1 rate
         assert abs(r["ideal"] - b * base) <= r["ideal"].tol + b * base.tol + 1e-9, (b, r)
     assert len({r["eps"] for r in vlm.values()}) == 1  # the same episodes at every batch size
+    figs = _last_json(serving_out, SERVING_KEYS)
+    for c, r in openai.items():
+        assert abs(figs[f"openai_vs_ideal_c{c}"] - r["ratio"]) <= r["ratio"].tol + 1e-9
+    for b, r in vlm.items():
+        assert abs(figs[f"vlm_vs_ideal_b{b}"] - r["ratio"]) <= r["ratio"].tol + 1e-9
+
+
+# --- make bench: benchmarks/collect.py --------------------------------------------------------
+
+COLLECT = Path(__file__).resolve().parents[1] / "benchmarks" / "collect.py"
+
+
+def _collect(tmp_path: Path, scripts: dict[str, str], *args: str):
+    """collect.py over a folder of the given ``bench_*.py`` scripts; (process, output file)."""
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    for name, body in scripts.items():
+        (folder / f"{name}.py").write_text(body)
+    out = tmp_path / "assets" / "bench" / "latest.json"
+    proc = subprocess.run(
+        [sys.executable, str(COLLECT), "--dir", str(folder), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc, out
+
+
+def test_collect_writes_one_key_per_benchmark(tmp_path):
+    ok = "import json, sys\nprint('figures')\nprint(json.dumps({'x': 1.5, 'quick': '--quick' in sys.argv}))\n"
+    nan = "print('{\"y\": NaN}')\n"
+    proc, out = _collect(tmp_path, {"bench_a": ok, "bench_b": nan}, "--quick")
+    assert proc.returncode == 0, proc.stderr
+    assert "figures" in proc.stdout  # the scripts' output is shown as it comes
+    figs = json.loads(out.read_text())
+    assert set(figs) == {"bench_a", "bench_b"}
+    assert (figs["bench_a"]["x"], figs["bench_a"]["quick"]) == (1.5, True)
+    assert figs["bench_b"]["y"] is None  # strict JSON: no NaN
+    assert figs["bench_a"]["_seconds"] > 0 and figs["bench_a"]["_load"] >= 0
+    assert [p.name for p in out.parent.iterdir()] == ["latest.json"]  # published atomically
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("raise SystemExit(3)\n", "bench_bad.py failed (exit status 3)"),
+        ("print('done')\n", "bench_bad.py: its last line is not a JSON object"),
+        ("print('[1, 2]')\n", "bench_bad.py: its last line is not a JSON object"),
+    ],
+)
+def test_collect_fails_with_the_failing_benchmarks_name(tmp_path, body, message):
+    out = tmp_path / "assets" / "bench" / "latest.json"
+    out.parent.mkdir(parents=True)
+    out.write_text("{}\n")  # the previous run's figures
+    ok = "print('{\"x\": 1}')\n"
+    proc, _ = _collect(tmp_path, {"bench_a": ok, "bench_bad": body})
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    assert out.read_text() == "{}\n"  # left in place
+
+
+def test_collect_only_names_known_benchmarks(tmp_path):
+    proc, out = _collect(tmp_path, {"bench_a": "print('{}')\n"}, "--only", "bench_zzz")
+    assert proc.returncode == 2 and "no benchmark ['bench_zzz']" in proc.stderr
+    assert not out.exists()

@@ -60,6 +60,42 @@ def test_point_metrics_option_counts_points_for_point_f1(env, city):
         env.reset(query=q, options={"nope": 1})
 
 
+def test_point_counts_equal_those_of_the_union_crop(env, city):
+    # answers near and far from the target: the counts over the union of the answer's and the
+    # target's boxes, as cropping that union counts them, and the lift of the answer's points
+    rng = np.random.default_rng(0)
+    scene, m = city[0], env.params.answer_lift_margin_m
+    checked = 0
+    for k, q in enumerate(city[2][:12]):
+        env.reset(query=q, options={"point_metrics": True})
+        g = env.views["global"]
+        t = q.target_box_2d
+        shift = rng.normal(0, 3 if k % 2 else 15, 2)
+        pred = np.r_[t[:2] + shift, t[2:] + shift + rng.uniform(-2, 2, 2)]
+        pred = np.r_[np.minimum(pred[:2], pred[2:]), np.maximum(pred[:2], pred[2:])]
+        box = np.clip(g.from_world_box(pred), 0, 1000)
+        _, _, _, _, info = env.step(
+            f'<answer>{{"view_id": "global", "bbox_2d": {box.tolist()}}}</answer>'
+        )
+        if "outcome" not in info:
+            continue  # a box clipped to nothing by the view's edge
+        o, checked = info["outcome"], checked + 1
+        p2 = o.pred_box_2d_m
+        grown = p2 + np.array([-m, -m, m, m])
+        union = np.r_[np.minimum(grown[:2], t[:2]), np.maximum(grown[2:], t[2:])]
+        pts = scene.crop_points(union)
+        lifted = env._lift(p2, pts)
+        in_target = pts.instance == int(q.object_id)
+        c = o.point_counts
+        assert (c.n_pred, c.n_target, c.n_both) == (
+            int(lifted.mask.sum()),
+            int(in_target.sum()),
+            int((lifted.mask & in_target).sum()),
+        ), q.query_id
+        np.testing.assert_array_equal(o.pred_box_3d_m, lifted.box_3d_m)
+    assert checked >= 10
+
+
 def test_step_log_rows(env, city):
     q = city[2][-1]
     traj = play_episode(env, OraclePolicy(env), q, seed=0)

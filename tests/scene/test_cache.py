@@ -206,3 +206,33 @@ def test_bev_window_same_image_on_the_pool_and_inline(built: SceneCache) -> None
     with oblique._POOL_FREE:  # another render holds the pool: the bands run in this thread
         inline = built.bev_window(box, (320, 256)).image
     np.testing.assert_array_equal(pooled, inline)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_count_instance_points_equals_counting_the_crop(tmp_path: Path, make_cloud, seed) -> None:
+    # boxes holding an instance, cutting it, missing it, 2D and 3D, edges on its points
+    cloud = make_cloud(seed, n=4000)
+    build_scene_cache(cloud, tmp_path / "s", P, scene_id="s")
+    sc = SceneCache.open(tmp_path / "s")
+    rng = np.random.default_rng(seed)
+    inst = sc.instances
+    for k in range(60):
+        row = inst.row(int(rng.integers(inst.height)), named=True)
+        oid = int(row["object_id"])
+        lo = np.array([row["x_min"], row["y_min"], row["z_min"]])
+        hi = np.array([row["x_max"], row["y_max"], row["z_max"]])
+        box3 = np.r_[lo - rng.uniform(-5, 5, 3), hi + rng.uniform(-5, 5, 3)]
+        if k % 4 == 0:
+            box3 = np.r_[lo, hi]  # exactly the table's box: every edge on a point
+        box3 = np.r_[np.minimum(box3[:3], box3[3:]), np.maximum(box3[:3], box3[3:])]
+        box = box3 if k % 2 else box3[[0, 1, 3, 4]]
+        crop = sc.crop_points(box)
+        assert sc.count_instance_points(oid, box) == int(np.count_nonzero(crop.instance == oid))
+    assert sc.count_instance_points(999, [490, 190, 550, 240]) == 0  # no point has this id
+    assert sc.count_instance_points(int(inst["object_id"][0]), [0, 0, 1, 1]) == 0
+
+
+def test_count_instance_points_without_instance_ids_is_none(tmp_path: Path, cloud) -> None:
+    bare = PointCloud(xyz=cloud.xyz, offset=cloud.offset, rgb=cloud.rgb, source="test")
+    build_scene_cache(bare, tmp_path / "s", P, scene_id="s")
+    assert SceneCache.open(tmp_path / "s").count_instance_points(1, [0, 0, 1e4, 1e4]) is None

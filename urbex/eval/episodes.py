@@ -4,7 +4,7 @@ Layout of a run (globs of the warehouse's ``episodes``/``steps``/``metrics`` tab
 
     <assets>/eval/runs/<run_id>/
         run.json                       what was run (policy, split, params, checkpoint, status)
-        episodes/part-<token>.parquet  finished episodes, one shard per written chunk
+        episodes/part-<token>.parquet  finished episodes, one shard per write (ShardWriter)
         steps/part-<token>.parquet     the same chunk's steps (same file name)
         metrics.parquet                the aggregate (urbex.eval.metrics.aggregate)
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -291,16 +291,27 @@ class ShardWriter:
     block, also on an error or Ctrl-C) publishes every chunk handed over, then raises a write's
     error; a failed write also fails the next :meth:`put`. :attr:`tables` keeps each published
     episodes table by shard name (:func:`read_episodes`'s ``known``).
+
+    With ``rows`` (played episodes → their episodes and steps rows, e.g.
+    :meth:`urbex.eval.player.EpisodePlayer.rows`), :meth:`put_played` hands over played
+    episodes instead, turned into rows here, all of a shard's at once.
     """
 
-    def __init__(self, directory: Path, *, every_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        every_s: float = 0.25,
+        rows: Callable[[list[Any]], tuple[list[EpisodeRecord], list[StepRow]]] | None = None,
+    ) -> None:
         import queue
         import threading
 
         self.directory = Path(directory)
         self.tables: dict[str, pa.Table] = {}
         self._every_s = every_s
-        self._queue: queue.SimpleQueue[tuple[list[EpisodeRecord], list[StepRow]] | None] = (
+        self._rows = rows
+        self._queue: queue.SimpleQueue[tuple[list[Any], list[Any], list[Any]] | None] = (
             queue.SimpleQueue()
         )
         self._error: BaseException | None = None
@@ -313,12 +324,16 @@ class ShardWriter:
         last = time.monotonic()
         item = self._queue.get()
         while item is not None:
-            episodes, steps = list(item[0]), list(item[1])
+            episodes, steps, played = list(item[0]), list(item[1]), list(item[2])
             while (item := self._next(last + self._every_s)) not in (None, False):
                 episodes += item[0]
                 steps += item[1]
+                played += item[2]
             if self._error is None:
                 try:
+                    if played and self._rows is not None:
+                        more_episodes, more_steps = self._rows(played)
+                        episodes, steps = episodes + more_episodes, steps + more_steps
                     written = _write_chunk(self.directory, episodes, steps)
                 except BaseException as exc:  # handed to the caller by put/close
                     self._error = exc
@@ -348,7 +363,15 @@ class ShardWriter:
         """Queue one chunk: its finished episodes and all their steps (none: nothing)."""
         self._raise()
         if episodes:
-            self._queue.put((list(episodes), list(steps)))
+            self._queue.put((list(episodes), list(steps), []))
+
+    def put_played(self, played: Sequence[Any]) -> None:
+        """Queue one chunk of played episodes (none: nothing), turned into rows by ``rows``."""
+        if self._rows is None:
+            raise TypeError("ShardWriter.put_played: this writer was made without rows=")
+        self._raise()
+        if played:
+            self._queue.put(([], [], list(played)))
 
     def close(self) -> None:
         """Wait until every queued chunk is published; raise the first write error."""

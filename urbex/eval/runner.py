@@ -2,17 +2,18 @@
 
 :func:`evaluate` loads the split's queries (``<assets>/splits/queries.parquet`` joined with each
 scene's instance table for the target boxes), skips the queries the run already finished, plays
-the rest in chunks of ``params.eval.chunk_size`` episodes — each chunk written as Parquet shards
-(:mod:`urbex.eval.episodes`) — then aggregates ``metrics.parquet``, updates ``run.json`` and
-refreshes the DuckDB warehouse.
+the rest in chunks of ``params.eval.chunk_size`` episodes — written as Parquet shards
+(:mod:`urbex.eval.episodes`) as they finish — then aggregates ``metrics.parquet`` and updates
+``run.json``.
 
 * **Named by structure**: a run is a :class:`urbex.eval.runspec.RunSpec` (policy, split,
   checkpoint, landmark perturbation, sample), stored in ``run.json`` under ``"spec"`` and as
   columns of ``metrics.parquet``; the run directory name defaults to ``spec.run_id``
   (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``).
 * **Resumable**: the run directory is keyed by ``run_id``; a restarted run skips every query
-  already in an episodes shard, so a kill loses at most the chunk in flight (a policy error
-  flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from
+  already in an episodes shard, so a kill loses at most the chunk in flight and the episodes
+  of the last quarter second not yet written (:class:`urbex.eval.episodes.ShardWriter`; a
+  policy error flushes the chunk's finished episodes first, then propagates). Per-episode seeds derive from
   ``(eval.seed, query_id)``, so a resumed run plays each episode exactly as an uninterrupted
   one would.
 * **One writer**: the run directory is locked for the whole call

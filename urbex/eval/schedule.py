@@ -28,6 +28,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,9 +76,9 @@ class Played:
 
 
 def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], writer: ShardWriter) -> int:
-    """Play one chunk and hand it to ``writer``; on an error, hand over the finished episodes,
-    then re-raise. Policies that generate in batches (``policy.max_batch > 1``) play in
-    lockstep batches."""
+    """Play one chunk and hand it to ``writer`` (made with ``rows=player.rows``: the writer's
+    thread scores the episodes); on an error, hand over the finished episodes, then re-raise.
+    Policies that generate in batches (``policy.max_batch > 1``) play in lockstep batches."""
     trajs: list[Trajectory] = []
     batch = player.policy.max_batch
     try:
@@ -88,7 +89,7 @@ def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], writer: ShardWr
             for q in queries:
                 trajs.append(player.trajectory(q))
     finally:
-        writer.put(*player.rows(trajs))
+        writer.put_played(trajs)
     return len(trajs)
 
 
@@ -134,8 +135,9 @@ def _pool_prepare(args: tuple[Any, ...]) -> None:
 
 def _pool_chunk(args: tuple[Any, ...]) -> tuple[int, dict[str, pa.Table]]:
     """A worker process's task: one chunk, played and published; its episodes tables back."""
-    with ShardWriter(args[7]) as writer:
-        n = _play_chunk(_worker_player(args), args[6], writer)
+    player = _worker_player(args)
+    with ShardWriter(args[7], rows=player.rows) as writer:
+        n = _play_chunk(player, args[6], writer)
     return n, writer.tables
 
 
@@ -227,6 +229,8 @@ class _Feeder:
         self._done: queue.SimpleQueue[Future[Any] | BaseException | None] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._finished = False
+        #: The worker processes were found dead before any chunk was handed out.
+        self.broken = False
         self._thread = threading.Thread(target=self._run, name="urbex-feeder", daemon=True)
         self._thread.start()
 
@@ -236,11 +240,15 @@ class _Feeder:
             first = self._chunks.take(front=False, peek=True)
             if first is None:
                 return
-            ready = self._pool.submit(_pool_prepare, self._task(first))
-            while not wait([ready], timeout=0.02).done:
-                if self._stop.is_set() or self._chunks.episodes() == 0:
-                    return  # the run ended before the worker was ready
-            ready.result()  # a worker that cannot build the player: the run's error
+            try:
+                ready = self._pool.submit(_pool_prepare, self._task(first))
+                while not wait([ready], timeout=0.02).done:
+                    if self._stop.is_set() or self._chunks.episodes() == 0:
+                        return  # the run ended before the worker was ready
+                ready.result()  # a worker that cannot build the player: the run's error
+            except BrokenProcessPool:  # a kept worker died since (killed): play here alone
+                self.broken = True
+                return
             while True:
                 while len(pending) < self._slots and not self._stop.is_set():
                     c = self._chunks.take(front=False)
@@ -333,6 +341,8 @@ def _with_workers(
                 played += feeder.collect(bar, block=False)
         if feeder is not None:
             played += feeder.collect(bar, block=True)
+            if feeder.broken:
+                shutdown_pool()  # the next run starts new ones
     except BaseException:
         chunks.clear()
         if feeder is not None:
@@ -388,7 +398,7 @@ def play_pending(
                 bar.update(n)
             return Played(n=played)
         parallel = policy_info(policy).parallel and policy_obj is None and n_workers > 1
-        with ShardWriter(d) as writer:
+        with ShardWriter(d, rows=player.rows) as writer:
             if parallel and len(chunks) > 1:
                 played, tables, note = _with_workers(
                     params, player, _Chunks(chunks), writer, bar, n_workers, task, say

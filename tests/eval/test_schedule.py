@@ -1,0 +1,84 @@
+"""The runner's scheduler: worker processes decided from the first chunk, kept for the next run,
+chunks shared from both ends; the episodes do not depend on it (test_runner.py compares them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.city import build_eval_project
+from urbex.config import Params
+from urbex.eval.episodes import read_episodes
+from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
+from urbex.eval.schedule import _POOL, _Chunks, shutdown_pool
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory) -> Path:
+    return build_eval_project(tmp_path_factory.mktemp("sched"))
+
+
+def _run(assets: Path, run_id: str, **eval_kw):
+    p = Params(paths={"assets": assets}, eval={"workers": 2, "chunk_size": 2, **eval_kw})
+    spec = RunSpec.from_params(p, policy="landmark_prior", split="train")
+    return evaluate(p, spec, run_id=run_id, progress=False)
+
+
+def test_a_short_run_starts_no_worker_process_and_says_why(assets):
+    r = _run(assets, "short")  # seconds of episodes left < eval.parallel_min_s (2 s)
+    assert "< eval.parallel_min_s 2 s: no worker processes" in r.schedule
+    assert "landmark_prior/train:" in r.schedule and not _POOL
+
+
+def test_workers_start_once_and_serve_the_next_run(assets):
+    try:
+        first = _run(assets, "cold", parallel_min_s=0)
+        assert "≥ eval.parallel_min_s 0 s: starting 1 worker process(es)" in first.schedule
+        assert set(_POOL) == {1}
+        pool = _POOL[1]
+        again = _run(assets, "warm")  # the threshold is not asked again: they are running
+        assert (
+            again.schedule == "landmark_prior/train: this process and 1 running worker process(es)"
+        )
+        assert _POOL[1] is pool
+        cols = ["query_id", "hit1", "iou_bev", "turns"]
+        assert (
+            read_episodes(again.run_dir)
+            .select(cols)
+            .equals(read_episodes(first.run_dir).select(cols))
+        )
+    finally:
+        shutdown_pool(wait=True)
+    assert not _POOL
+
+
+def test_a_kept_worker_that_died_is_replaced_by_this_process(assets):
+    import os
+    import signal
+
+    try:
+        first = _run(assets, "alive", parallel_min_s=0)
+        for proc in list(_POOL[1]._processes.values()):  # killed while idle between runs
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(10)
+        again = _run(assets, "dead")
+        assert again.n_played == first.n_played and not _POOL  # played here; discarded
+    finally:
+        shutdown_pool(wait=True)
+
+
+def test_one_worker_plays_everything_here_and_says_nothing(assets):
+    r = _run(assets, "one", workers=1)
+    assert r.schedule is None and r.n_played == r.n_queries
+
+
+def test_chunks_are_taken_from_the_front_here_and_from_the_back_by_the_workers():
+    c = _Chunks([["a"], ["b"], ["c"]])
+    assert c.episodes() == 3 and c.take(front=False, peek=True) == ["c"] and c.episodes() == 3
+    assert c.take(front=True) == ["a"] and c.take(front=False) == ["c"]
+    assert c.take(front=True) == ["b"] and c.take(front=True) is None
+    c = _Chunks([["a"]])
+    c.clear()
+    assert c.take(front=False) is None and c.episodes() == 0
