@@ -394,9 +394,9 @@ def episodes_metrics(
     [(1, 3), (0, 2)]
     """
     e = len(pred_boxes_2d)
-    p3, g3, pc = (
-        [None] * e if x is None else list(x) for x in (pred_boxes_3d, gt_boxes_3d, point_counts)
-    )
+    p3 = [None] * e if pred_boxes_3d is None else list(pred_boxes_3d)
+    g3 = [None] * e if gt_boxes_3d is None else list(gt_boxes_3d)
+    pc: list[PointCounts | None] = [None] * e if point_counts is None else list(point_counts)
     if not len(gt_boxes_2d) == len(target_index) == len(p3) == len(g3) == len(pc) == e:
         raise ValueError(f"episodes_metrics: expected {e} entries in every argument")
     gs = [np.asarray(g, dtype=np.float64).reshape(-1, 4) for g in gt_boxes_2d]
@@ -419,8 +419,8 @@ def episodes_metrics(
         g_all[j, : g.shape[0]] = g
         cm[j, : g.shape[0]] = True
     p = np.zeros((e, 4))
-    for j in np.flatnonzero(valid):
-        p[j] = np.asarray(pred_boxes_2d[j], dtype=np.float64).reshape(4)
+    for jv in np.flatnonzero(valid).tolist():
+        p[jv] = np.asarray(pred_boxes_2d[jv], dtype=np.float64).reshape(4)
     rows = np.arange(e)
     ious = candidate_scores(p, g_all, rule="iou")
     scores = {"iou": ious, "ciou": candidate_scores(p, g_all, rule="ciou")}

@@ -162,17 +162,15 @@ def _worker_ignores_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pool(n: int) -> tuple[ProcessPoolExecutor, bool]:
-    """``n`` worker processes (spawned), kept for the next run; and whether they were already
-    running."""
+def _pool(n: int) -> ProcessPoolExecutor:
+    """``n`` worker processes (spawned), kept for the next run (those already running, if any)."""
     pool = _POOL.get(n)
-    if pool is not None:
-        return pool, True
-    shutdown_pool()
-    pool = _POOL[n] = ProcessPoolExecutor(
-        max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
-    )
-    return pool, False
+    if pool is None:
+        shutdown_pool()
+        pool = _POOL[n] = ProcessPoolExecutor(
+            max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
+        )
+    return pool
 
 
 def shutdown_pool(*, wait: bool = False) -> None:
@@ -304,12 +302,10 @@ def _with_workers(
     docstring); returns the episodes played, the workers' tables and the decision."""
     n_proc = n_workers - 1
     feeder: _Feeder | None = None
-    pool: ProcessPoolExecutor | None = None
     label = f"{player.policy_name}/{player.split}"
     note = ""
     if _POOL.get(n_proc) is not None:
-        pool, _ = _pool(n_proc)
-        feeder = _Feeder(pool, chunks, task, n_proc + 1)
+        feeder = _Feeder(_pool(n_proc), chunks, task, n_proc + 1)
         note = f"{label}: this process and {n_proc} running worker process(es)"
         say(note)
     played = 0
@@ -325,8 +321,7 @@ def _with_workers(
                 est = per_ep * left
                 limit = params.eval.parallel_min_s
                 if left and est >= limit:
-                    pool, _ = _pool(n_proc)
-                    feeder = _Feeder(pool, chunks, task, n_proc + 1)
+                    feeder = _Feeder(_pool(n_proc), chunks, task, n_proc + 1)
                     note = (
                         f"{label}: {left} episodes left ≈ {est:.1f} s in one process ≥ "
                         f"eval.parallel_min_s {limit:g} s: starting {n_proc} worker process(es)"
