@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import time
 import warnings
@@ -38,7 +39,7 @@ from urbex.geometry import Affine
 from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
-from urbex.scene import _kernels as K
+from urbex.scene import _points as P
 from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
 from urbex.scene.meta import (
     BEV_LAYERS,
@@ -58,6 +59,14 @@ __all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_s
 _MAX_CELLS = 1 << 26
 _CORE_QUANTILE = 0.001  # outliers: beyond the 0.1 %..99.9 % range by more than that range
 _SAMPLE = 1_000_000  # points the quantiles are estimated from
+
+
+_PARALLEL_MIN_POINTS = 1_000_000
+
+
+def _threads(n_points: int) -> int:
+    """Threads the point passes run on: the cores (at most 2) for a large cloud, else 1."""
+    return max(1, min(2, os.cpu_count() or 1)) if n_points >= _PARALLEL_MIN_POINTS else 1
 
 
 def _source_error(cloud: PointCloud, scene_id: str, msg: str, axis: str) -> PointCloudFormatError:
@@ -287,8 +296,8 @@ def _build(
     xyz_in = cloud.xyz
     if not xyz_in.flags.c_contiguous:
         xyz_in = np.ascontiguousarray(xyz_in)
-    n_bad, lo, hi = K.finite_bounds(xyz_in)
-    n_bad = int(n_bad)
+    threads = _threads(cloud.n_points)
+    n_bad, lo, hi = P.finite_bounds(xyz_in, threads)
     n_valid = cloud.n_points - n_bad
     if n_valid == 0:
         raise CacheError(
@@ -334,9 +343,7 @@ def _build(
         )
     gx0, gy0 = float(rel_lo[0]), float(rel_lo[1])
 
-    # 1. sort into grid cells: (cell << 35) | index, np.sort, gather
-    keys = K.sort_keys(xyz_in, shift, gx0, gy0, cs, ncx, ncy)
-    keys.sort()
+    # 1. sort into grid cells (a stable counting sort), shift into the cache frame
     has_rgb, has_sem, has_inst = (
         cloud.rgb is not None,
         cloud.semantic is not None,
@@ -344,20 +351,15 @@ def _build(
     )
     dummy_rgb = np.zeros((1, 3), np.uint8)
     dummy_i = np.zeros(1, np.int32)
-    xyz, rgb, sem, inst, offsets = K.gather_sorted(
-        keys,
-        n_valid,
-        ncx * ncy,
+    xyz, rgb, sem, inst, offsets = P.grid_sort(
         xyz_in,
         shift,
-        cloud.rgb if has_rgb else dummy_rgb,
-        has_rgb,
-        cloud.semantic if has_sem else dummy_i,
-        has_sem,
-        cloud.instance if has_inst else dummy_i,
-        has_inst,
+        (gx0, gy0, cs, ncx, ncy),
+        cloud.rgb,
+        cloud.semantic,
+        cloud.instance,
+        threads=threads if ncx * ncy <= cloud.n_points // 8 else 1,
     )
-    del keys
     bar.update()
 
     # 2. write points

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.pointcloud import CLASS_SCHEMES
-from urbex.scene import _kernels as K
+from urbex.scene import _points as P
 
 if TYPE_CHECKING:
     import polars as pl
@@ -171,7 +171,7 @@ def instance_table(
         class_ids, sem_idx = np.zeros(0, np.int64), np.zeros(1, np.int32)
     has_rgb = rgb is not None
     rgb_arr = rgb if rgb is not None else np.zeros((1, 3), np.uint8)
-    lo, hi, count, csum, ccount = K.instance_stats(
+    lo, hi, count, csum, ccount = P.instance_stats(
         xyz, rgb_arr, has_rgb, sem_idx, int(class_ids.size), inst_idx, int(ids.size)
     )
     lo = lo + origin
