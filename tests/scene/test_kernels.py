@@ -80,6 +80,7 @@ def test_scatter_band_ties_keep_the_first_point_and_ranges_are_half_open() -> No
 def test_resolve_band_takes_the_winners_attributes_and_marks_empty_pixels() -> None:
     xyz = np.array([[0, 0, 1.0], [0, 0, 3.0]], np.float32)
     zmax = np.array([[3.0, -np.inf]], np.float32)
+    zmin = np.array([[1.0, 5.0]], np.float32)  # 5.0: junk in an empty pixel
     winner = np.array([[1, 7]], np.int32)  # 7: junk in an empty pixel, never dereferenced
     rgb = np.array([[1, 2, 3], [4, 5, 6]], np.uint8)
     ids = np.array([10, 11], np.int32)
@@ -87,7 +88,10 @@ def test_resolve_band_takes_the_winners_attributes_and_marks_empty_pixels() -> N
     out_sem = np.full((1, 2), 99, np.int16)
     out_inst = np.full((1, 2), 99, np.int32)
     K.resolve_band(
-        zmax, winner, xyz, rgb, True, ids, True, ids, True, 0.0, 1.0, out_rgb, out_sem, out_inst
-    )
+        zmax, zmin, winner, xyz, rgb, True, ids, True, ids, True, 0.0, 1.0, 100.0,
+        out_rgb, out_sem, out_inst,
+    )  # fmt: skip
     assert out_rgb.tolist() == [[[4, 5, 6], [0, 0, 0]]]
     assert out_sem.tolist() == [[11, -1]] and out_inst.tolist() == [[11, -1]]
+    assert zmax[0, 0] == 103.0 and zmin[0, 0] == 101.0  # to world metres
+    assert np.isnan(zmax[0, 1]) and np.isnan(zmin[0, 1])

@@ -81,19 +81,21 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
 
 @nb.njit(cache=True, nogil=True)
 def resolve_band(
-    zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, out_rgb, out_sem,
-    out_inst,
+    zmax, zmin, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, z_origin,
+    out_rgb, out_sem, out_inst,
 ):  # pragma: no cover  # fmt: skip
-    """Phase 2: per pixel, copy the winner's colour/class/instance into the band layers.
+    """Per pixel, the winner's colour/class/instance into the band layers; heights to world.
 
-    Empty pixels (``zmax`` −inf; their ``winner`` is undefined) get black, −1, −1. Without
-    colours, the pixel colour is a grey ramp of the height between ``zlo`` and ``zhi`` (cache
-    frame).
+    Empty pixels (``zmax`` −inf; their ``winner`` is undefined) get black, −1, −1 and NaN
+    heights; the others get ``zmax``/``zmin + float32(z_origin)`` (cache frame → world
+    metres). Without colours, the pixel colour is a grey ramp of the winner's height between
+    ``zlo`` and ``zhi`` (cache frame).
     """
     h, w = winner.shape
     zspan = zhi - zlo
     if zspan <= 0.0:
         zspan = 1.0
+    zo = np.float32(z_origin)
     for r in range(h):
         for c in range(w):
             if zmax[r, c] == -np.inf:
@@ -102,8 +104,10 @@ def resolve_band(
                 out_rgb[r, c, 2] = 0
                 out_sem[r, c] = -1
                 out_inst[r, c] = -1
+                zmax[r, c] = np.nan
+                zmin[r, c] = np.nan
                 continue
-            i = winner[r, c]
+            i = np.uint64(winner[r, c])
             if has_rgb:
                 out_rgb[r, c, 0] = rgb[i, 0]
                 out_rgb[r, c, 1] = rgb[i, 1]
@@ -117,8 +121,8 @@ def resolve_band(
                 out_rgb[r, c, 2] = g
             out_sem[r, c] = sem[i] if has_sem else -1
             out_inst[r, c] = inst[i] if has_inst else -1
-
-
+            zmax[r, c] = zmax[r, c] + zo
+            zmin[r, c] = zmin[r, c] + zo
 
 
 @nb.njit(cache=True, nogil=True)
@@ -438,8 +442,8 @@ def rasterize_band(
     ``cy_lo..cy_hi``.
 
     :func:`scatter_tiles` (or :func:`scatter_band` should a point stray from its cell's
-    span), :func:`fill_holes`, :func:`resolve_band`, then heights to world metres
-    (``+ float32(z_origin)``) with NaN where still empty. Every array comes in from the caller
+    span), :func:`fill_holes`, :func:`resolve_band` (heights to world metres, NaN where
+    still empty). Every array comes in from the caller
     with any content (buffers reused band after band: no page faults per band) and shape
     ``(nrows, width)`` (``o_rgb`` ``(nrows, width, 3)``): ``winner`` is scratch, int32 (int64
     beyond 2³¹ points); on return ``zmax``, ``zmin`` (float32), ``o_rgb`` (uint8), ``o_sem``
@@ -455,15 +459,6 @@ def rasterize_band(
     filled[:] = False
     fill_holes(zmax, zmin, winner, filled, iterations)
     resolve_band(
-        zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, o_rgb, o_sem,
-        o_inst,
+        zmax, zmin, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, z_origin,
+        o_rgb, o_sem, o_inst,
     )  # fmt: skip
-    zo = np.float32(z_origin)
-    for r in range(zmax.shape[0]):
-        for c in range(width):
-            if zmax[r, c] == -np.inf:
-                zmax[r, c] = np.nan
-                zmin[r, c] = np.nan
-            else:
-                zmax[r, c] = zmax[r, c] + zo
-                zmin[r, c] = zmin[r, c] + zo

@@ -59,26 +59,45 @@ def area_accumulate(
     ``[y_start + o·sy, y_start + (o+1)·sy)`` and columns ``[x_start + p·sx, ...)``. Each valid
     source pixel (``src_z`` not NaN) adds ``overlap_area · rgb`` to ``acc[o, p]`` and
     ``overlap_area`` to ``wsum[o, p]``. Works for down- and up-sampling; can be called band by
-    band (each output pixel sums its sources in row-major source order).
+    band (each output pixel sums its sources in row-major source order). Per source row and
+    output pixel, the sums run in registers over that pixel's source columns, in the same
+    order and with the same operations as one addition per source pixel (the same bits).
     """
     ho, wo = wsum.shape
     nr, nc = src_rgb.shape[0], src_rgb.shape[1]
     rptr, ridx, rwt = _overlaps(y_start, sy, ho, src_r0, src_r0 + nr)
     cptr, cidx, cwt = _overlaps(x_start, sx, wo, src_c0, src_c0 + nc)
+    ccnt, csrc, cw = _transpose_csr(cptr, cidx, cwt, wo, src_c0)
+    acc_f = acc.reshape(-1)
     for rr in range(nr):
+        zrow = src_z[rr]
+        rgb_row = src_rgb[rr]
         for e in range(rptr[rr], rptr[rr + 1]):
-            o = ridx[e]
+            o = np.uint64(ridx[e])
             wy = rwt[e]
-            for cc in range(nc):
-                if np.isnan(src_z[rr, cc]):
+            for p in range(np.uint64(wo)):
+                f0 = np.uint64(ccnt[p])
+                f1 = np.uint64(ccnt[p + np.uint64(1)])
+                if f0 == f1:
                     continue
-                for f in range(cptr[cc], cptr[cc + 1]):
-                    p = cidx[f]
-                    wgt = cwt[f] * wy
-                    acc[o, p, 0] += wgt * src_rgb[rr, cc, 0]
-                    acc[o, p, 1] += wgt * src_rgb[rr, cc, 1]
-                    acc[o, p, 2] += wgt * src_rgb[rr, cc, 2]
-                    wsum[o, p] += wgt
+                k = (o * np.uint64(wo) + p) * np.uint64(3)
+                a0 = acc_f[k]
+                a1 = acc_f[k + np.uint64(1)]
+                a2 = acc_f[k + np.uint64(2)]
+                ws = wsum[o, p]
+                for f in range(f0, f1):
+                    cc = np.uint64(csrc[f] - src_c0)
+                    if np.isnan(zrow[cc]):
+                        continue
+                    wgt = cw[f] * wy
+                    a0 += wgt * rgb_row[cc, 0]
+                    a1 += wgt * rgb_row[cc, 1]
+                    a2 += wgt * rgb_row[cc, 2]
+                    ws += wgt
+                acc_f[k] = a0
+                acc_f[k + np.uint64(1)] = a1
+                acc_f[k + np.uint64(2)] = a2
+                wsum[o, p] = ws
 
 
 @nb.njit(cache=True, nogil=True)
