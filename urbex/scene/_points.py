@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["finite_bounds", "grid_sort", "instance_stats"]
+__all__ = ["finite_bounds", "grid_sort", "instance_stats", "label_counts", "lut_index"]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -208,11 +208,35 @@ def grid_sort(
 
 
 @nb.njit(cache=True, nogil=True)
-def instance_stats(xyz, rgb, has_rgb, sem_idx, n_classes, inst_idx, n_inst):  # pragma: no cover
+def label_counts(values, size):  # pragma: no cover - compiled
+    """``counts[v]``: how often each label ``0 <= v < size`` occurs (negatives skipped)."""
+    counts = np.zeros(size, np.int64)
+    for i in range(values.shape[0]):
+        v = values[i]
+        if v >= 0:
+            counts[v] += 1
+    return counts
+
+
+@nb.njit(cache=True, nogil=True)
+def lut_index(values, lut):  # pragma: no cover - compiled
+    """``lut[v]`` per value (int32), −1 for negative values."""
+    out = np.empty(values.shape[0], np.int32)
+    for i in range(values.shape[0]):
+        v = values[i]
+        out[i] = lut[v] if v >= 0 else -1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def instance_stats(
+    xyz, rgb, has_rgb, sem, sem_lut, n_classes, inst, inst_lut, n_inst
+):  # pragma: no cover
     """Per-instance min/max (cache frame), count, colour sums and class counts.
 
-    ``inst_idx`` holds compact instance indices (−1 = none), ``sem_idx`` compact class indices
-    (−1 = unlabeled; ignored for the majority).
+    ``inst_lut[inst[i]]`` is point ``i``'s compact instance index (none when ``inst[i]`` < 0),
+    ``sem_lut[sem[i]]`` its compact class index (unlabeled when < 0; not in the majority).
+    Looking labels up per point needs no per-point index arrays.
     """
     lo = np.full((n_inst, 3), np.inf)
     hi = np.full((n_inst, 3), -np.inf)
@@ -220,21 +244,22 @@ def instance_stats(xyz, rgb, has_rgb, sem_idx, n_classes, inst_idx, n_inst):  # 
     csum = np.zeros((n_inst, 3), np.int64)
     ccount = np.zeros((n_inst, max(n_classes, 1)), np.int64)
     for i in range(xyz.shape[0]):
-        k = inst_idx[i]
-        if k < 0:
+        v = inst[i]
+        if v < 0:
             continue
+        k = inst_lut[v]
         count[k] += 1
         for a in range(3):
-            v = np.float64(xyz[i, a])
-            if v < lo[k, a]:
-                lo[k, a] = v
-            if v > hi[k, a]:
-                hi[k, a] = v
+            x = np.float64(xyz[i, a])
+            if x < lo[k, a]:
+                lo[k, a] = x
+            if x > hi[k, a]:
+                hi[k, a] = x
         if has_rgb:
             for a in range(3):
                 csum[k, a] += rgb[i, a]
         if n_classes > 0:
-            s = sem_idx[i]
-            if s >= 0:
-                ccount[k, s] += 1
+            c = sem[i]
+            if c >= 0:
+                ccount[k, sem_lut[c]] += 1
     return lo, hi, count, csum, ccount

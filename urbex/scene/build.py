@@ -25,6 +25,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _points as P
-from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
+from urbex.scene.instances import instance_table, label_histogram, write_parquet_deterministic
 from urbex.scene.meta import (
     BEV_LAYERS,
     CACHE_FORMAT_VERSION,
@@ -254,25 +255,33 @@ def build_scene_cache(
         raise ValueError("scene_id: expected a non-empty string, got ''")
     if out_dir.parent.is_dir():
         remove_stale(out_dir.parent, name=out_dir.name)  # before the freshness check: restores
-    chash = content_hash(cloud, params, input_hash)
-    if not force and cache_is_fresh(out_dir, chash):
-        return read_meta(out_dir)
-    if cloud.n_points == 0:
-        raise CacheError(
-            f"scene {scene_id!r}: the point cloud is empty (0 points); cannot build a cache "
-            f"(source {cloud.source!r})",
-            path=out_dir,
-        )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_path(out_dir)
-    try:
-        meta = _build(
-            cloud, tmp, out_dir, params, scene_id, boxes, input_hash, chash, progress, t_start
-        )
-        publish_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # side tasks (the content hash, writing the points, the instance table) run on threads
+    # beside the main line; leaving the block waits for them, whatever happened
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="urbex-cache") as side:
+        hashing = side.submit(content_hash, cloud, params, input_hash)
+        if not force and (out_dir / META_FILE).is_file():  # else it cannot be fresh
+            if cache_is_fresh(out_dir, hashing.result()):
+                return read_meta(out_dir)
+        if cloud.n_points == 0:
+            raise CacheError(
+                f"scene {scene_id!r}: the point cloud is empty (0 points); cannot build a "
+                f"cache (source {cloud.source!r})",
+                path=out_dir,
+            )
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staging_path(out_dir)
+        try:
+            try:
+                meta = _build(
+                    cloud, tmp, out_dir, params, scene_id, boxes, input_hash, hashing, side,
+                    progress, t_start,
+                )  # fmt: skip
+            finally:  # no side task may still write into the staging folder below
+                side.shutdown(wait=True, cancel_futures=True)
+            publish_dir(tmp, out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return meta
 
 
@@ -284,7 +293,8 @@ def _build(
     scene_id: str,
     boxes: Sequence[BoxRecord],
     input_hash: str,
-    chash: str,
+    hashing: Future[str],
+    side: ThreadPoolExecutor,
     progress: bool,
     t_start: float,
 ) -> CacheMeta:
@@ -362,15 +372,31 @@ def _build(
     )
     bar.update()
 
-    # 2. write points
-    save_npy(tmp / "points" / "xyz.npy", xyz)
-    save_npy(tmp / "points" / "cell_offsets.npy", offsets)
-    if has_rgb:
-        save_npy(tmp / "points" / "rgb.npy", rgb)
-    if has_sem:
-        save_npy(tmp / "points" / "semantic.npy", sem)
-    if has_inst:
-        save_npy(tmp / "points" / "instance.npy", inst)
+    # 2. points to disk; instance table and class histogram: on side threads, beside the rasters
+    def write_points() -> None:
+        save_npy(tmp / "points" / "xyz.npy", xyz)
+        save_npy(tmp / "points" / "cell_offsets.npy", offsets)
+        for name, arr, has in (("rgb", rgb, has_rgb), ("semantic", sem, has_sem),
+                               ("instance", inst, has_inst)):  # fmt: skip
+            if has:
+                save_npy(tmp / "points" / f"{name}.npy", arr)
+
+    def instances() -> tuple[int, dict[str, int]]:
+        table = instance_table(
+            scene_id=scene_id,
+            xyz=xyz,
+            origin=origin,
+            rgb=rgb if has_rgb else None,
+            semantic=sem if has_sem else None,
+            instance=inst if has_inst else None,
+            class_scheme=cloud.class_scheme,
+            boxes=boxes,
+        )
+        write_parquet_deterministic(table, tmp / INSTANCES_FILE)
+        return table.height, label_histogram(sem) if has_sem else {}
+
+    writing = side.submit(write_points)
+    tabling = side.submit(instances)
     bar.update()
 
     # 3. BEV rasters band by band + global view
@@ -395,25 +421,10 @@ def _build(
     write_png(tmp / GLOBAL_VIEW_FILE, global_rgb)
     bar.update()
 
-    # 4. instance table, class histogram
-    table = instance_table(
-        scene_id=scene_id,
-        xyz=xyz,
-        origin=origin,
-        rgb=rgb if has_rgb else None,
-        semantic=sem if has_sem else None,
-        instance=inst if has_inst else None,
-        class_scheme=cloud.class_scheme,
-        boxes=boxes,
-    )
-    write_parquet_deterministic(table, tmp / INSTANCES_FILE)
-    hist: dict[str, int] = {}
-    if has_sem:
-        ids, counts, _ = compact_ids(sem)
-        hist = {str(i): int(c) for i, c in zip(ids.tolist(), counts.tolist())}
-        n_unlabeled = int(n_valid - counts.sum())
-        if n_unlabeled:
-            hist["-1"] = n_unlabeled
+    # 4. the side tasks' results
+    writing.result()
+    n_instances, hist = tabling.result()
+    chash = hashing.result()
     bar.update()
 
     # 5. meta (+ optional COG)
@@ -444,7 +455,7 @@ def _build(
         global_view_height=gh,
         global_view_transform=gv_t.to_tuple(),
         class_histogram=hist,
-        n_instances=table.height,
+        n_instances=n_instances,
         content_hash=chash,
         input_hash=input_hash,
         params=params.model_dump(mode="json"),
