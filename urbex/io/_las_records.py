@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
-
 from numpy.typing import NDArray
 
 __all__ = ["RawRecords", "convert_raw", "convert_records"]
