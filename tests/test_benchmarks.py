@@ -204,8 +204,27 @@ def parse_io(text: str) -> dict[str, dict[str, Fig]]:
     return out
 
 
+def _last_json(text: str) -> dict:
+    """The benchmark's last printed line, one JSON object of its figures."""
+    import json
+
+    last = text.strip().splitlines()[-1]
+    out = json.loads(last)
+    assert isinstance(out, dict), last
+    return out
+
+
 def test_bench_io_figures(io_out):
     figs = parse_io(io_out)
+    js = _last_json(io_out)
+    for key in ("ply_read_mpts", "ply_read_vs_fromfile", "las_read_vs_laspy", "laz_read_vs_laspy"):
+        assert math.isfinite(js[key]) and js[key] > 0, key
+    assert (
+        abs(js["ply_read_vs_fromfile"] - figs["ply"]["ratio_ff"])
+        <= figs["ply"]["ratio_ff"].tol + 1e-4
+    )
+    assert abs(js["las_read_vs_laspy"] - figs["las"]["ratio"]) <= figs["las"]["ratio"].tol + 1e-4
+    assert abs(js["laz_read_vs_laspy"] - figs["laz"]["ratio"]) <= figs["laz"]["ratio"].tol + 1e-4
     for f in figs.values():
         _finite(f, positive=("n", "mb", "write", "read", "peer"))
     ply = figs["ply"]
@@ -342,6 +361,13 @@ def test_bench_scene_figures(scene_out):
     _is_ratio(f["naive_ratio"], f["one"], f["naive"])
     if "o3d_ratio" in f:
         _is_ratio(f["o3d_ratio"], f["o3d_ms"], f["render_ms"])
+    js = _last_json(scene_out)
+    assert abs(js["build_s"] - f["total_s"]) <= f["total_s"].tol + 1e-3
+    assert abs(js["build_rss_ratio"] - f["rss_ratio"]) <= f["rss_ratio"].tol + 1e-3
+    assert abs(js["scatter_mpts_2t"] - f["par"]) <= f["par"].tol + 0.01
+    assert abs(js["scatter_vs_maximum_at"] - f["maxat_ratio"]) <= f["maxat_ratio"].tol + 1e-3
+    assert abs(js["oblique_ms"] - f["render_ms"]) <= f["render_ms"].tol + 0.01
+    assert (js["oblique_vs_open3d"] is None) == ("o3d_ratio" not in f)
 
 
 # --- bench_env --------------------------------------------------------------------------------

@@ -209,3 +209,25 @@ def test_fast_layout_view_puts_fields_at_file_offsets(tmp_path: Path) -> None:
         assert layout.view.fields[canon][0] == row.fields[name][0]
     assert (layout.has_rgb, layout.has_sem, layout.has_inst) == (True, True, True)
     assert fast_layout(r._vertex, ">", "label", "instance") is None
+
+
+def test_decoder_slices_give_the_same_cloud_and_release_the_mapped_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urbex.io import _ply_fast
+
+    _odd_layout_file(tmp_path / "odd.ply", 3_000)
+    released: list[int] = []
+    orig = _ply_fast._MappedPages.release
+
+    def spy(self, rows):  # type: ignore[no-untyped-def]
+        released.append(len(rows))
+        orig(self, rows)
+
+    whole = read_ply(tmp_path / "odd.ply")  # one slice
+    monkeypatch.setattr(_ply_fast._MappedPages, "release", spy)
+    monkeypatch.setattr(ply, "FAST_MIN_POINTS", 0)
+    monkeypatch.setattr(_ply_fast, "_SLICE_BYTES", 7_000)  # 7,000 bytes: many slices
+    sliced = read_ply(tmp_path / "odd.ply")
+    _assert_identical(whole, sliced)
+    assert len(released) > 10 and sum(released) == 3_000  # every slice, once

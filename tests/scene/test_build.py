@@ -332,3 +332,26 @@ def test_build_large_but_dense_scene_still_blames_cell_size(tmp_path: Path) -> N
     big = PointCloud(xyz=xyz, offset=np.zeros(3), source="big.las")
     with pytest.raises(CacheError, match=r"scene\.(cell_size|resolution)"):
         build_scene_cache(big, tmp_path / "s", P, scene_id="s")
+
+
+def test_build_side_task_error_propagates_and_leaves_no_staging_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cloud: PointCloud
+) -> None:
+    from urbex.scene import build as build_mod
+
+    def broken(**kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("instance table exploded")
+
+    monkeypatch.setattr(build_mod, "instance_table", broken)
+    with pytest.raises(RuntimeError, match="exploded"):
+        build_scene_cache(cloud, tmp_path / "s", P, scene_id="s")
+    assert list(tmp_path.iterdir()) == []  # neither the cache nor a staging sibling
+
+
+def test_build_fresh_cache_check_waits_for_the_hash_only_when_a_meta_exists(
+    tmp_path: Path, cloud: PointCloud
+) -> None:
+    a = build_scene_cache(cloud, tmp_path / "s", P, scene_id="s")
+    b = build_scene_cache(cloud, tmp_path / "s", P, scene_id="s")  # fresh: reused
+    assert a.content_hash == b.content_hash == content_hash(cloud, P)
+    assert b.build_seconds == a.build_seconds  # read back, not rebuilt

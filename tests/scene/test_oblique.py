@@ -157,3 +157,80 @@ def test_render_oblique_same_image_on_the_pool_and_inline() -> None:
     with oblique._POOL_FREE:  # another render holds the pool: the chunks run in this thread
         inline = render_oblique(cloud, **kw).image
     np.testing.assert_array_equal(pooled, inline)
+
+
+def _splat_reference(points: PointCloud, render, spacing: float, fixed: int) -> np.ndarray:
+    """The z-buffer splat of ``render``'s camera one point after another, in Python."""
+    cam = render.camera
+    M = np.concatenate([cam.R, (cam.R @ points.offset + cam.t)[:, None]], axis=1)
+    fx, fy, cx, cy = cam.K[0, 0], cam.K[1, 1], cam.K[0, 2], cam.K[1, 2]
+    h, w = cam.height, cam.width
+    depth = np.full((h, w), np.inf, np.float32)
+    img = np.zeros((h, w, 3), np.uint8)
+    z_one = 1.001 * (fx * spacing) / 1.5
+    for i, (x, y, z) in enumerate(points.xyz.astype(np.float64)):
+        Z = M[2, 0] * x + M[2, 1] * y + M[2, 2] * z + M[2, 3]
+        if Z <= 1e-3:
+            continue
+        X = M[0, 0] * x + M[0, 1] * y + M[0, 2] * z + M[0, 3]
+        Y = M[1, 0] * x + M[1, 1] * y + M[1, 2] * z + M[1, 3]
+        u, v = fx * X / Z + cx, fy * Y / Z + cy
+        s = fixed if fixed > 0 else 1 if Z > z_one else min(max(int(fx * spacing / Z + 0.5), 1), 9)
+        zf = np.float32(Z)
+        c0, r0 = int(np.floor(u)) - (s - 1) // 2, int(np.floor(v)) - (s - 1) // 2
+        for r in range(max(r0, 0), min(r0 + s, h)):
+            for c in range(max(c0, 0), min(c0 + s, w)):
+                if zf < depth[r, c]:
+                    depth[r, c] = zf
+                    img[r, c] = points.rgb[i]
+    return img
+
+
+@pytest.mark.parametrize("point_size", [None, 1, 3])
+def test_render_oblique_equals_splatting_point_after_point(point_size) -> None:
+    rng = np.random.default_rng(3)
+    n = 1500
+    xyz = (rng.random((n, 3)) * [20.0, 15.0, 6.0]).astype(np.float32)
+    xyz[:, 2] = np.round(xyz[:, 2] * 2) / 2  # ties in depth: the first point keeps the pixel
+    pts = PointCloud(xyz=xyz, offset=np.array([100.0, 50.0, 2.0]),
+                     rgb=rng.integers(0, 256, (n, 3), dtype=np.uint8))  # fmt: skip
+    box = [101.0, 51.0, 119.0, 64.0]
+    for az, el in [(30.0, 45.0), (200.0, 10.0), (90.0, 90.0)]:
+        r = render_oblique(pts, target_box=box, azimuth_deg=az, elevation_deg=el,
+                           size=(96, 64), point_size=point_size)  # fmt: skip
+        spacing = 1.5 * np.sqrt((box[2] - box[0]) * (box[3] - box[1]) / n)
+        want = _splat_reference(pts, r, spacing, point_size or 0)
+        assert r.image.tobytes() == want.tobytes(), (az, el)
+
+
+def test_fit_distance_equals_testing_every_bisection_step() -> None:
+    from urbex.scene.oblique import _fit_distance
+
+    def reference(corners, center, az, el, size, fov):
+        radius = max(float(np.max(np.linalg.norm(corners - center, axis=1))), 1e-3)
+        w, h = size
+        half_v = np.radians(fov) / 2
+        half_h = np.arctan(np.tan(half_v) * w / h)
+        lo, hi = 0.0, radius / np.sin(min(half_v, half_h)) * 1.01
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            cam = look_at_camera(center, azimuth_deg=az, elevation_deg=el, distance=mid,
+                                 size=size, fov_deg=fov)  # fmt: skip
+            u, v, d = cam.project(corners)
+            ok = bool(np.all(d > 1e-6) and np.all((u >= 0) & (u <= w) & (v >= 0) & (v <= h)))
+            hi, lo = (mid, lo) if ok else (hi, mid)
+        return hi
+
+    rng = np.random.default_rng(0)
+    for k in range(40):
+        x0, y0 = rng.uniform(-1e5, 1e5, 2)
+        wx, wy, dz = rng.uniform(0.5, 300, 3)
+        corners = np.array([[x, y, z] for x in (x0, x0 + wx) for y in (y0, y0 + wy)
+                            for z in (0.0, dz)])  # fmt: skip
+        center = corners.mean(axis=0)
+        az, el = float(rng.uniform(0, 360)), float(rng.choice([0.0, 90.0, rng.uniform(0, 90)]))
+        size = [(512, 512), (320, 200), (100, 700)][k % 3]
+        fov = float(rng.uniform(5, 170))
+        assert _fit_distance(corners, center, az, el, size, fov) == reference(
+            corners, center, az, el, size, fov
+        )

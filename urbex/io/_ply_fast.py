@@ -13,6 +13,7 @@ numba compiles the loop once per distinct row layout (about two seconds) and cac
 
 from __future__ import annotations
 
+import mmap
 import sys
 from dataclasses import dataclass
 
@@ -148,9 +149,14 @@ def decode_rows(rows: NDArray, layout: FastLayout) -> Decoded:
     inst = np.empty(n if layout.has_inst else 0, np.int32)
     bounds = np.array([np.inf, np.inf, np.inf, -np.inf, -np.inf, -np.inf])
     finite = True
-    if n:
-        finite = _decode(recs, xyz, rgb, layout.has_rgb, sem, layout.has_sem, inst,
-                         layout.has_inst, bounds)  # fmt: skip
+    pages = _MappedPages.of(rows)
+    step = max(1, _SLICE_BYTES // max(1, recs.itemsize))
+    for a in range(0, n, step):  # slice by slice: the bounds carry over, the same result
+        b = min(n, a + step)
+        finite &= bool(_decode(recs[a:b], xyz[a:b], rgb[a:b], layout.has_rgb, sem[a:b],
+                               layout.has_sem, inst[a:b], layout.has_inst, bounds))  # fmt: skip
+        if pages is not None:
+            pages.release(recs[a:b])
     return Decoded(
         xyz=xyz,
         rgb=rgb if layout.has_rgb else None,
@@ -160,6 +166,40 @@ def decode_rows(rows: NDArray, layout: FastLayout) -> Decoded:
         hi=bounds[3:],
         finite=bool(finite),
     )
+
+
+#: Rows are decoded in slices of this many bytes; a memory-mapped slice's pages are then
+#: dropped from the process (they stay in the page cache), so reading a file does not add
+#: its size to the peak RSS on top of the decoded arrays.
+_SLICE_BYTES = 64 << 20
+
+
+class _MappedPages:
+    """The file pages under a ``numpy.memmap``, to drop from the process once read."""
+
+    def __init__(self, mm: mmap.mmap, base: int) -> None:
+        self._mm = mm
+        self._base = base
+
+    @classmethod
+    def of(cls, rows: NDArray) -> _MappedPages | None:
+        mm = getattr(rows, "_mmap", None)
+        if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return None
+        return cls(mm, np.frombuffer(mm, np.uint8).ctypes.data)
+
+    def release(self, rows: NDArray) -> None:
+        """``madvise(MADV_DONTNEED)`` the whole pages under ``rows`` (a slice of the map)."""
+        page = mmap.PAGESIZE
+        start = rows.ctypes.data - self._base
+        end = start + rows.nbytes
+        lo = -(-start // page) * page
+        hi = end // page * page
+        if hi > lo:
+            try:
+                self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            except (OSError, ValueError):  # pragma: no cover - advice only
+                pass
 
 
 @nb.njit(cache=True, nogil=True)

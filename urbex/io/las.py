@@ -39,6 +39,9 @@ from numpy.typing import NDArray
 from urbex.atomic import atomic_write
 from urbex.errors import PointCloudFormatError
 from urbex.io._checks import MAX_ABS_COORD, check_coordinates, las_record_problem, stream_size
+from urbex.io._las_records import RawRecords as _RawRecords
+from urbex.io._las_records import convert_raw
+from urbex.io._laz import FALLBACK_ERRORS, laz_record_groups
 from urbex.io.las_units import UnitConversion, unit_conversion
 from urbex.pointcloud import PointCloud
 
@@ -101,25 +104,6 @@ def _selection(instance: bool) -> Any:
     sel = laspy.DecompressionSelection
     chosen = sel.base() | sel.Z | sel.CLASSIFICATION | sel.RGB
     return chosen | sel.ALL_EXTRA_BYTES if instance else chosen
-
-
-class _RawRecords:
-    """Mapped LAS point records as the mapping :meth:`LasReader._convert` reads.
-
-    ``classification`` of point formats 0–5 is the low 5 bits of the raw classification byte.
-    """
-
-    def __init__(self, recs: NDArray) -> None:
-        self._recs = recs
-
-    def __len__(self) -> int:
-        return len(self._recs)
-
-    def __getitem__(self, name: str) -> NDArray:
-        names = self._recs.dtype.names or ()
-        if name == "classification" and name not in names:
-            return self._recs["raw_classification"] & np.uint8(31)
-        return self._recs[name]
 
 
 class LasReader:
@@ -282,6 +266,8 @@ class LasReader:
         shift = np.asarray(self.header.offsets, np.float64) * self._factor - self.offset
         n = len(pts)
         xyz = np.empty((n, 3), np.float64)
+        if isinstance(pts, _RawRecords) and n:  # one numba pass over the record fields
+            return self._convert_records(pts.records, scale, shift, xyz)
         bounds = []
         for i, name in enumerate("XYZ"):
             raw = np.asarray(pts[name])
@@ -299,6 +285,18 @@ class LasReader:
         if self._instance_dim is not None:
             instance = self._instance_ids(np.asarray(pts[self._instance_dim]))
         if n and not max(bounds) <= MAX_ABS_COORD:
+            check_coordinates(xyz + self.offset, self._path or self.source)
+        return xyz, rgb, semantic, instance
+
+    def _convert_records(
+        self, recs: NDArray, scale: NDArray, shift: NDArray, xyz: NDArray
+    ) -> tuple[NDArray, NDArray | None, NDArray, NDArray | None]:
+        """:meth:`_convert` of raw records (the same arrays), in one pass."""
+        rgb, semantic, ends = convert_raw(recs, scale, shift, xyz, self._has_rgb)
+        instance = None
+        if self._instance_dim is not None:
+            instance = self._instance_ids(np.asarray(recs[self._instance_dim]))
+        if not np.abs(ends + self.offset[:, None]).max() <= MAX_ABS_COORD:
             check_coordinates(xyz + self.offset, self._path or self.source)
         return xyz, rgb, semantic, instance
 
@@ -399,6 +397,16 @@ class LasReader:
         raw = self._raw_records()
         if raw is not None:  # uncompressed: the records are mapped, no decoding copy
             return self._cloud(*self._convert(raw))
+        if self._path is not None and self.header.are_points_compressed and self._plain_fields():
+            groups = laz_record_groups(
+                self._path, self.header, _selection(self._instance_dim is not None),
+                self.chunk_size,
+            )  # fmt: skip
+            if groups is not None:  # lazrs straight from the mapped chunks
+                try:
+                    return self._assemble(_RawRecords(recs) for recs in groups)
+                except FALLBACK_ERRORS:
+                    pass  # laspy's reader below names what is wrong with the file
         if n <= self.chunk_size:  # one chunk: no second copy
             try:
                 pts = self._reader.read_points(n)
@@ -410,26 +418,35 @@ class LasReader:
                     "point_count",
                 )
             return self._cloud(*self._convert(self._fields(pts)))
+        try:
+            return self._assemble(
+                self._fields(pts) for pts in self._reader.chunk_iterator(self.chunk_size)
+            )
+        except _decode_errors() as e:
+            raise self._decode_error(e) from e
+
+    def _assemble(self, chunks: Iterator[Any]) -> PointCloud:
+        """One cloud from consecutive chunks of records (mappings :meth:`_convert` reads)."""
+        n = self.count
         xyz = np.empty((n, 3), np.float64)
         rgb = np.empty((n, 3), np.uint16) if self._has_rgb else None
         sem = np.empty(n, np.int32)
         inst = np.empty(n, np.int32) if self._instance_dim is not None else None
         at = 0
-        try:
-            for pts in self._reader.chunk_iterator(self.chunk_size):
-                cx, crgb, csem, cinst = self._convert(self._fields(pts))
-                k = len(cx)
-                if at + k > n:
-                    raise self._error(f"holds more points than the header's {n}", "point_count")
-                xyz[at : at + k] = cx
-                sem[at : at + k] = csem
-                if rgb is not None and crgb is not None:
-                    rgb[at : at + k] = crgb
-                if inst is not None and cinst is not None:
-                    inst[at : at + k] = cinst
-                at += k
-        except _decode_errors() as e:
-            raise self._decode_error(e) from e
+        for pts in chunks:
+            if at == 0 and len(pts) == n:  # the whole file in one chunk: no copies
+                return self._cloud(*self._convert(pts))
+            cx, crgb, csem, cinst = self._convert(pts)
+            k = len(cx)
+            if at + k > n:
+                raise self._error(f"holds more points than the header's {n}", "point_count")
+            xyz[at : at + k] = cx
+            sem[at : at + k] = csem
+            if rgb is not None and crgb is not None:
+                rgb[at : at + k] = crgb
+            if inst is not None and cinst is not None:
+                inst[at : at + k] = cinst
+            at += k
         if at < n:
             raise self._error(
                 f"truncated: the header promises {n} points, the file holds {at}", "point_count"

@@ -1,117 +1,28 @@
-"""Numba kernels behind the scene cache: grid sort keys, BEV scatter, hole filling, area resampling.
+"""Numba kernels of the BEV rasterization: scatter, hole filling, attribute gather, per band.
 
-Private module: the public functions in :mod:`urbex.scene.build` and :mod:`urbex.scene.cache`
-wrap these. Frames:
+Private module: :mod:`urbex.scene.raster` drives these band by band. Frames:
 
-* **cache frame**: world metres minus the cache origin, float32 (``xyz_rel``).
+* **cache frame**: world metres minus the cache origin, float32 (``xyz_rel``), points sorted
+  by grid cell (:func:`urbex.scene._points.grid_sort`): cell ``cy · ncx + cx`` holds points
+  ``offsets[c]:offsets[c + 1]``, ascending index.
 * **BEV pixels**: ``col = floor((x_rel − bev_x0) / r)``, ``row = floor((bev_y1 − y_rel) / r)``,
   clamped to the raster, i.e. the GDAL convention of :class:`urbex.geometry.Affine`.
 
-Every kernel is a plain loop compiled with ``numba.njit(cache=True)``; none allocates per point.
+A band's layers are a pure function of, per pixel, the ordered list of points landing in it:
+z max is the first highest point's z and ``winner`` its index, z min the first lowest z. So
+any schedule that visits each pixel's points in ascending index gives the same bytes; the
+tiled scatter below relies on it. Every kernel is a plain loop compiled with
+``numba.njit(cache=True, nogil=True)``; none allocates per point.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba as nb
 import numpy as np
 
 __all__: list[str] = []  # private module
-
-INDEX_BITS = 35  # (cell << 35) | index, STACK_NOTES' pack-and-sort trick
-INDEX_MASK = (1 << INDEX_BITS) - 1
-
-
-@nb.njit(cache=True, nogil=True)
-def finite_bounds(xyz):  # pragma: no cover - compiled
-    """Count non-finite rows and the min/max (float64, cloud frame) of the finite ones."""
-    n = xyz.shape[0]
-    lo = np.full(3, np.inf)
-    hi = np.full(3, -np.inf)
-    bad = 0
-    for i in range(n):
-        x = np.float64(xyz[i, 0])
-        y = np.float64(xyz[i, 1])
-        z = np.float64(xyz[i, 2])
-        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
-            bad += 1
-            continue
-        if x < lo[0]:
-            lo[0] = x
-        if x > hi[0]:
-            hi[0] = x
-        if y < lo[1]:
-            lo[1] = y
-        if y > hi[1]:
-            hi[1] = y
-        if z < lo[2]:
-            lo[2] = z
-        if z > hi[2]:
-            hi[2] = z
-    return bad, lo, hi
-
-
-@nb.njit(cache=True, inline="always")
-def cell_of(x, y, gx0, gy0, cell, ncx, ncy):  # pragma: no cover - compiled
-    """Grid cell id ``cy * ncx + cx`` of a cache-frame point (float64 of its float32 value)."""
-    cx = int(np.floor((x - gx0) / cell))
-    cy = int(np.floor((y - gy0) / cell))
-    cx = min(max(cx, 0), ncx - 1)
-    cy = min(max(cy, 0), ncy - 1)
-    return cy * ncx + cx
-
-
-@nb.njit(cache=True, nogil=True)
-def sort_keys(xyz, shift, gx0, gy0, cell, ncx, ncy):  # pragma: no cover - compiled
-    """``(cell << 35) | index`` per point; non-finite points get cell ``ncx·ncy`` (sort last)."""
-    n = xyz.shape[0]
-    keys = np.empty(n, np.int64)
-    sentinel = np.int64(ncx * ncy)
-    for i in range(n):
-        x = np.float64(xyz[i, 0])
-        y = np.float64(xyz[i, 1])
-        z = np.float64(xyz[i, 2])
-        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
-            keys[i] = (sentinel << INDEX_BITS) | i
-            continue
-        xr = np.float64(np.float32(x - shift[0]))
-        yr = np.float64(np.float32(y - shift[1]))
-        c = cell_of(xr, yr, gx0, gy0, cell, ncx, ncy)
-        keys[i] = (np.int64(c) << INDEX_BITS) | i
-    return keys
-
-
-@nb.njit(cache=True, nogil=True)
-def gather_sorted(
-    keys, n_valid, n_cells, xyz, shift, rgb, has_rgb, sem, has_sem, inst, has_inst
-):  # pragma: no cover
-    """Re-order the point arrays by sorted key; xyz shifted into the cache frame (float32).
-
-    Returns ``(xyz_out, rgb_out, sem_out, inst_out, cell_offsets)``; absent attributes come back
-    as length-0 arrays.
-    """
-    xyz_out = np.empty((n_valid, 3), np.float32)
-    rgb_out = np.empty((n_valid if has_rgb else 0, 3), np.uint8)
-    sem_out = np.empty(n_valid if has_sem else 0, np.int32)
-    inst_out = np.empty(n_valid if has_inst else 0, np.int32)
-    counts = np.zeros(n_cells + 1, np.int64)
-    for j in range(n_valid):
-        k = keys[j]
-        i = k & INDEX_MASK
-        counts[(k >> INDEX_BITS) + 1] += 1
-        xyz_out[j, 0] = np.float32(np.float64(xyz[i, 0]) - shift[0])
-        xyz_out[j, 1] = np.float32(np.float64(xyz[i, 1]) - shift[1])
-        xyz_out[j, 2] = np.float32(np.float64(xyz[i, 2]) - shift[2])
-        if has_rgb:
-            rgb_out[j, 0] = rgb[i, 0]
-            rgb_out[j, 1] = rgb[i, 1]
-            rgb_out[j, 2] = rgb[i, 2]
-        if has_sem:
-            sem_out[j] = sem[i]
-        if has_inst:
-            inst_out[j] = inst[i]
-    for c in range(n_cells):
-        counts[c + 1] += counts[c]
-    return xyz_out, rgb_out, sem_out, inst_out, counts
 
 
 @nb.njit(cache=True, nogil=True)
@@ -170,19 +81,21 @@ def scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, wi
 
 @nb.njit(cache=True, nogil=True)
 def resolve_band(
-    zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, out_rgb, out_sem,
-    out_inst,
+    zmax, zmin, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, z_origin,
+    out_rgb, out_sem, out_inst,
 ):  # pragma: no cover  # fmt: skip
-    """Phase 2: per pixel, copy the winner's colour/class/instance into the band layers.
+    """Per pixel, the winner's colour/class/instance into the band layers; heights to world.
 
-    Empty pixels (``zmax`` −inf; their ``winner`` is undefined) get black, −1, −1. Without
-    colours, the pixel colour is a grey ramp of the height between ``zlo`` and ``zhi`` (cache
-    frame).
+    Empty pixels (``zmax`` −inf; their ``winner`` is undefined) get black, −1, −1 and NaN
+    heights; the others get ``zmax``/``zmin + float32(z_origin)`` (cache frame → world
+    metres). Without colours, the pixel colour is a grey ramp of the winner's height between
+    ``zlo`` and ``zhi`` (cache frame).
     """
     h, w = winner.shape
     zspan = zhi - zlo
     if zspan <= 0.0:
         zspan = 1.0
+    zo = np.float32(z_origin)
     for r in range(h):
         for c in range(w):
             if zmax[r, c] == -np.inf:
@@ -191,8 +104,10 @@ def resolve_band(
                 out_rgb[r, c, 2] = 0
                 out_sem[r, c] = -1
                 out_inst[r, c] = -1
+                zmax[r, c] = np.nan
+                zmin[r, c] = np.nan
                 continue
-            i = winner[r, c]
+            i = np.uint64(winner[r, c])
             if has_rgb:
                 out_rgb[r, c, 0] = rgb[i, 0]
                 out_rgb[r, c, 1] = rgb[i, 1]
@@ -206,290 +121,344 @@ def resolve_band(
                 out_rgb[r, c, 2] = g
             out_sem[r, c] = sem[i] if has_sem else -1
             out_inst[r, c] = inst[i] if has_inst else -1
+            zmax[r, c] = zmax[r, c] + zo
+            zmin[r, c] = zmin[r, c] + zo
 
 
 @nb.njit(cache=True, nogil=True)
-def fill_holes(zmax, zmin, rgb, sem, inst, filled, iterations):  # pragma: no cover
+def _spans(first, step, n, limit, lo_clip, hi_clip, lo_out, hi_out):  # pragma: no cover
+    """Pixel index span ``[lo_out[k], hi_out[k]]`` of grid line ``k`` (``n`` cells).
+
+    Cell ``k`` covers ``[first + k·step, first + (k + 1)·step)`` in pixel units (``step`` < 0
+    for rows, which grow downwards); the span is widened by one pixel on each side for
+    rounding and clipped to ``[lo_clip, hi_clip]`` (empty when ``lo_out > hi_out``).
+    """
+    for k in range(n):
+        a = first + k * step
+        b = first + (k + 1) * step
+        lo = math.floor(min(a, b)) - 1
+        hi = math.floor(max(a, b)) + 1
+        lo_out[k] = max(lo, lo_clip)
+        hi_out[k] = min(hi, hi_clip)
+        if hi_out[k] > limit:
+            hi_out[k] = limit
+
+
+@nb.njit(cache=True, nogil=True)
+def scatter_tiles(
+    xyz, offsets, gx0, gy0, cell, ncx, cy_lo, cy_hi, bx0, by1, res, width, height, row0,
+    zmax, zmin, winner,
+):  # pragma: no cover  # fmt: skip
+    """:func:`scatter_band` of the points of cell rows ``cy_lo..cy_hi``, one grid cell at a time.
+
+    Same contract and the same bytes as ``scatter_band(xyz, offsets[cy_lo·ncx],
+    offsets[(cy_hi + 1)·ncx], ...)``; returns False (band left undefined) if a point lands
+    outside the pixel span its cell can reach, so that the caller falls back to it.
+
+    Each cell's points are scattered into a small tile (its pixel span plus a one-pixel
+    margin, in cache) and the tile is then written to the band once. Pixels only one tile can
+    reach are stored outright; pixels two tiles' spans share, or none reaches, are set empty
+    up front and merged (strictly higher z wins, ties keep the earlier cell, i.e. the lower
+    point index), so each pixel sees its points in ascending index as in :func:`scatter_band`.
+    """
+    nrows = zmax.shape[0]
+    r_end = row0 + nrows
+    inv = 1.0 / res
+    ninf = np.float32(-np.inf)
+    pinf = np.float32(np.inf)
+    # pixel spans of the cell columns and of this band's cell rows (band-relative rows)
+    c_lo = np.empty(ncx, np.int64)
+    c_hi = np.empty(ncx, np.int64)
+    _spans(0.0, cell * inv, ncx, width - 1, 0, width - 1, c_lo, c_hi)
+    ncr = cy_hi - cy_lo + 1
+    r_lo = np.empty(max(ncr, 0), np.int64)
+    r_hi = np.empty(max(ncr, 0), np.int64)
+    _spans((by1 - gy0) * inv - cy_lo * cell * inv, -cell * inv, ncr, height - 1, row0, r_end - 1,
+           r_lo, r_hi)  # fmt: skip
+    colmult = np.zeros(width, np.int32)
+    rowmult = np.zeros(nrows, np.int32)
+    tw_max = 1
+    th_max = 1
+    for k in range(ncx):
+        for c in range(c_lo[k], c_hi[k] + 1):
+            colmult[c] += 1
+        tw_max = max(tw_max, c_hi[k] - c_lo[k] + 1)
+    for k in range(ncr):
+        for r in range(r_lo[k], r_hi[k] + 1):
+            rowmult[r - row0] += 1
+        th_max = max(th_max, r_hi[k] - r_lo[k] + 1)
+    # shared or unreached pixels start empty; the rest is stored by the one tile reaching it
+    zf = zmax.reshape(-1)  # flat views: no per-row views (each costs a reference count)
+    nf = zmin.reshape(-1)
+    wf = winner.reshape(-1)
+    strip = np.flatnonzero(colmult != 1)
+    for r in range(nrows):
+        zrow = zmax[r]
+        if rowmult[r] != 1:
+            for c in range(width):
+                zrow[c] = ninf
+        else:
+            for k in range(strip.shape[0]):
+                zrow[strip[k]] = ninf
+    # per cell column, the run of columns no other cell column reaches: stored as slices
+    run_a = np.empty(ncx, np.int64)
+    run_b = np.empty(ncx, np.int64)
+    for k in range(ncx):
+        c = c_lo[k]
+        while c <= c_hi[k] and colmult[c] != 1:
+            c += 1
+        run_a[k] = c
+        while c <= c_hi[k] and colmult[c] == 1:
+            c += 1
+        run_b[k] = c
+    tz = np.full(th_max * tw_max, ninf, np.float32)  # the write-out resets what it reads
+    tn = np.full(th_max * tw_max, pinf, np.float32)
+    tw = np.zeros(th_max * tw_max, winner.dtype)
+    for k in range(ncr):
+        ra = r_lo[k]
+        th = r_hi[k] - ra + 1  # ≤ 0: no pixel of the band (then no point may land in it)
+        cy = cy_lo + k
+        for cx in range(ncx):
+            ca = c_lo[cx]
+            tw_ = c_hi[cx] - ca + 1
+            i0 = np.uint64(offsets[cy * ncx + cx])  # unsigned: no wraparound tests
+            for i in range(i0, np.uint64(offsets[cy * ncx + cx + 1])):
+                row = int((by1 - np.float64(xyz[i, 1])) * inv)
+                if row >= height:
+                    row = height - 1
+                if row < row0 or row >= r_end:
+                    continue
+                col = int((np.float64(xyz[i, 0]) - bx0) * inv)
+                if col >= width:
+                    col = width - 1
+                elif col < 0:
+                    col = 0
+                tr = row - ra
+                tc = col - ca
+                if tr < 0 or tr >= th or tc < 0 or tc >= tw_:
+                    return False
+                t = np.uint64(tr * tw_ + tc)
+                z = xyz[i, 2]
+                top = tz[t]
+                higher = z > top
+                tz[t] = z if higher else top
+                tw[t] = i if higher else tw[t]
+                low = tn[t]
+                tn[t] = z if z < low else low
+            xa = run_a[cx]
+            xb = run_b[cx]
+            for tr in range(th):
+                r = ra + tr - row0
+                t0 = np.uint64(tr * tw_ - ca)  # tile index of band column c: t0 + c
+                p0 = np.uint64(r * width)  # band index of band column c: p0 + c
+                shared_row = rowmult[r] != 1
+                if not shared_row:  # the tile's own pixels: plain copies (vectorised)
+                    for c in range(np.uint64(xa), np.uint64(xb)):
+                        zf[p0 + c] = tz[t0 + c]
+                        nf[p0 + c] = tn[t0 + c]
+                        wf[p0 + c] = tw[t0 + c]
+                # the other pixels, one by one (no calls with array arguments in these loops:
+                # each call costs reference counts): stored, or merged into what earlier
+                # cells left (strictly higher wins, ties keep the earlier point)
+                for part in range(2):
+                    if shared_row:
+                        a, b = (ca, ca + tw_) if part == 0 else (0, 0)
+                    else:  # beside the run
+                        a, b = (ca, min(xa, ca + tw_)) if part == 0 else (max(xb, ca), ca + tw_)
+                    for c in range(np.uint64(a), np.uint64(max(a, b))):
+                        top = tz[t0 + c]
+                        low = tn[t0 + c]
+                        if not shared_row and colmult[c] == 1:
+                            zf[p0 + c] = top
+                            nf[p0 + c] = low
+                            wf[p0 + c] = tw[t0 + c]
+                            continue
+                        if top == ninf:
+                            continue
+                        old = zf[p0 + c]
+                        if old == ninf:
+                            zf[p0 + c] = top
+                            nf[p0 + c] = low
+                            wf[p0 + c] = tw[t0 + c]
+                        else:
+                            if top > old:
+                                zf[p0 + c] = top
+                                wf[p0 + c] = tw[t0 + c]
+                            if low < nf[p0 + c]:
+                                nf[p0 + c] = low
+                for c in range(np.uint64(ca), np.uint64(ca + tw_)):  # ready for the next cell
+                    tz[t0 + c] = ninf
+                    tn[t0 + c] = pinf
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _hmax_row(z, hv, hk):  # pragma: no cover - compiled
+    """``hv[c]``: max of ``z[c−1], z[c], z[c+1]`` (outside the row: −inf); ``hk[c]``: the
+    first of them holding it, as ``dc + 1``. Branch-free, so that it vectorises."""
+    w = z.shape[0]
+    for c in range(1, w - 1):
+        a = z[c - 1]
+        b = z[c]
+        d = z[c + 1]
+        gb = b > a
+        m = b if gb else a
+        k = np.int8(1) if gb else np.int8(0)
+        gd = d > m
+        hv[c] = d if gd else m
+        hk[c] = np.int8(2) if gd else k
+    for c in (0, w - 1):
+        m = np.float32(-np.inf)
+        k = np.int8(0)
+        for dc in range(3):
+            cc = c + dc - 1
+            if 0 <= cc < w and z[cc] > m:
+                m = z[cc]
+                k = np.int8(dc)
+        hv[c] = m
+        hk[c] = k
+
+
+@nb.njit(cache=True, nogil=True)
+def _pick_row(z, hu, ku, hm, km, hd, kd, pick):  # pragma: no cover - compiled
+    """Per pixel of a row: −1, or for an empty pixel with a valid 8-neighbour, the code
+    ``(dr + 1)·3 + dc + 1`` of the highest neighbour, the first in scan order on ties.
+
+    ``hu/hm/hd`` are the row maxima (:func:`_hmax_row`) of the rows above, this one and below
+    (−inf rows outside the band). The highest of the nine is the first row holding the
+    maximum, at its first column holding it; the pixel itself is −inf and never wins.
+    """
+    w = z.shape[0]
+    ninf = np.float32(-np.inf)
+    count = 0
+    for c in range(w):  # selects as arithmetic: LLVM keeps them branch-free (4-5× faster)
+        best = hu[c]
+        code = np.int32(ku[c])
+        v = hm[c]
+        g = np.int32(v > best)
+        best = max(best, v)  # the value only feeds comparisons: which of equal values is moot
+        code += g * (np.int32(km[c]) + 3 - code)
+        v = hd[c]
+        g = np.int32(v > best)
+        best = max(best, v)
+        code += g * (np.int32(kd[c]) + 6 - code)
+        ok = np.int32(z[c] == ninf) & np.int32(best > ninf)
+        pick[c] = np.int8(ok * (code + 1) - 1)
+        count += ok
+    return count
+
+
+@nb.njit(cache=True, nogil=True)
+def _fill_row(zmax, zmin, winner, filled, r, pick, count):  # pragma: no cover - compiled
+    """Row ``r`` takes z max, z min and the winner of each pixel's picked neighbour.
+
+    ``count`` pixels of the row have a pick: when they are many, every pixel copies from its
+    pick or from itself, branch-free (the sources are valid pixels, which a pass never
+    writes, so copying in place is safe); when few, only the picked pixels are visited.
+    """
+    w = pick.shape[0]
+    zf = zmax.reshape(-1)
+    nf = zmin.reshape(-1)
+    wf = winner.reshape(-1)
+    base = r * w
+    if 4 * count >= w:
+        for c in range(w):
+            k = np.int64(pick[c])
+            hit = k >= 0
+            k = k if hit else np.int64(4)  # 4: the pixel itself
+            src = np.uint64(base + c + (k // 3 - 1) * w + (k % 3 - 1))
+            dst = np.uint64(base + c)
+            zf[dst] = zf[src]
+            nf[dst] = nf[src]
+            wf[dst] = wf[src]
+            filled[r, c] = filled[r, c] | hit
+        return
+    for c in range(w):
+        k = np.int64(pick[c])
+        if k < 0:
+            continue
+        src = np.uint64(base + c + (k // 3 - 1) * w + (k % 3 - 1))
+        dst = np.uint64(base + c)
+        zf[dst] = zf[src]
+        nf[dst] = nf[src]
+        wf[dst] = wf[src]
+        filled[r, c] = True
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_holes(zmax, zmin, winner, filled, iterations):  # pragma: no cover - compiled
     """Fill empty pixels (``zmax == -inf``) from their highest valid 8-neighbour.
 
     Each pass fills every empty pixel that has at least one valid 8-neighbour (valid at the
-    start of the pass) with all layers of the neighbour with the highest ``zmax`` (first in
-    scan order on ties) and sets ``filled``. At most ``iterations`` passes; stops early when a
-    pass fills nothing. A pixel's result depends only on input within ``iterations`` pixels.
-    Only the still-empty pixels are visited in each pass (a list of candidates), and a pass
-    first picks every source, then copies (so the picks see the start-of-pass state).
+    start of the pass) with the z max, z min and winner of the neighbour with the highest
+    ``zmax`` (first in scan order on ties: rows from the top, columns from the left) and sets
+    ``filled``; :func:`resolve_band` then gives it the winner's colour, class and instance.
+    At most ``iterations`` passes; stops early when a pass fills nothing. A pixel's result
+    depends only on input within ``iterations`` pixels. A pass runs row by row and fills row
+    ``r`` right after picking its sources, from the row maxima (:func:`_hmax_row`) of rows
+    ``r − 1 .. r + 1``; each row's maxima are taken before the row is filled, and filling
+    writes only empty pixels, so every pick sees the start-of-pass state.
     """
     h, w = zmax.shape
-    if iterations <= 0:
+    if iterations <= 0 or h == 0 or w == 0:
         return
-    n = 0
-    for r in range(h):
-        for c in range(w):
-            if zmax[r, c] == -np.inf:
-                n += 1
-    cr = np.empty(n, np.int32)
-    cc_ = np.empty(n, np.int32)
-    n = 0
-    for r in range(h):
-        for c in range(w):
-            if zmax[r, c] == -np.inf:
-                cr[n] = r
-                cc_[n] = c
-                n += 1
-    sdr = np.empty(n, np.int8)
-    sdc = np.empty(n, np.int8)
+    hv = np.empty((3, w), np.float32)
+    hk = np.empty((3, w), np.int8)
+    none_v = np.full(w, -np.inf, np.float32)
+    none_k = np.zeros(w, np.int8)
+    pick = np.empty(w, np.int8)
     for _ in range(iterations):
-        changed = False
-        for k in range(n):
-            r = cr[k]
-            c = cc_[k]
-            best = -np.inf
-            bdr = 2
-            bdc = 0
-            for dr in range(-1, 2):
-                rr = r + dr
-                if rr < 0 or rr >= h:
-                    continue
-                for dc in range(-1, 2):
-                    cc = c + dc
-                    if cc < 0 or cc >= w:
-                        continue
-                    v = zmax[rr, cc]
-                    if v > best:
-                        best = v
-                        bdr = dr
-                        bdc = dc
-            sdr[k] = bdr
-            sdc[k] = bdc
-            if bdr != 2:
-                changed = True
-        if not changed:
+        n = 0
+        _hmax_row(zmax[0], hv[0], hk[0])
+        for r in range(h):
+            if r + 1 < h:
+                _hmax_row(zmax[r + 1], hv[(r + 1) % 3], hk[(r + 1) % 3])
+                hd = hv[(r + 1) % 3]
+                kd = hk[(r + 1) % 3]
+            else:
+                hd = none_v
+                kd = none_k
+            if r > 0:
+                hu = hv[(r - 1) % 3]
+                ku = hk[(r - 1) % 3]
+            else:
+                hu = none_v
+                ku = none_k
+            count = _pick_row(zmax[r], hu, ku, hv[r % 3], hk[r % 3], hd, kd, pick)
+            if count:
+                _fill_row(zmax, zmin, winner, filled, r, pick, count)
+                n += count
+        if n == 0:
             return
-        m = 0
-        for k in range(n):
-            r = cr[k]
-            c = cc_[k]
-            if sdr[k] == 2:
-                cr[m] = r
-                cc_[m] = c
-                m += 1
-                continue
-            rr = r + sdr[k]
-            cc = c + sdc[k]
-            zmax[r, c] = zmax[rr, cc]
-            zmin[r, c] = zmin[rr, cc]
-            rgb[r, c, 0] = rgb[rr, cc, 0]
-            rgb[r, c, 1] = rgb[rr, cc, 1]
-            rgb[r, c, 2] = rgb[rr, cc, 2]
-            sem[r, c] = sem[rr, cc]
-            inst[r, c] = inst[rr, cc]
-            filled[r, c] = True
-        n = m
 
 
 @nb.njit(cache=True, nogil=True)
 def rasterize_band(
-    xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst,
+    xyz, offsets, gx0, gy0, cell, ncx, cy_lo, cy_hi, rgb, has_rgb, sem, has_sem, inst, has_inst,
     bx0, by1, res, width, height, row0, zlo, zhi, iterations, z_origin,
     winner, zmax, zmin, o_rgb, o_sem, o_inst, filled,
 ):  # pragma: no cover  # fmt: skip
-    """All BEV layers of raster rows ``row0 : row0 + zmax.shape[0]`` from points ``lo:hi``.
+    """All BEV layers of raster rows ``row0 : row0 + zmax.shape[0]`` from cell rows
+    ``cy_lo..cy_hi``.
 
-    :func:`scatter_band`, :func:`resolve_band`, :func:`fill_holes`, then heights to world
-    metres (``+ float32(z_origin)``) with NaN where still empty. Every array comes in from the
-    caller with any content (buffers reused band after band: no page faults per band) and
-    shape ``(nrows, width)`` (``o_rgb`` ``(nrows, width, 3)``): ``winner`` is scratch, int32
-    (int64 beyond 2³¹ points); on return ``zmax``, ``zmin`` (float32), ``o_rgb`` (uint8),
-    ``o_sem`` (int16), ``o_inst`` (int32) and ``filled`` (bool) hold the band's layers.
+    :func:`scatter_tiles` (or :func:`scatter_band` should a point stray from its cell's
+    span), :func:`fill_holes`, :func:`resolve_band` (heights to world metres, NaN where
+    still empty). Every array comes in from the caller
+    with any content (buffers reused band after band: no page faults per band) and shape
+    ``(nrows, width)`` (``o_rgb`` ``(nrows, width, 3)``): ``winner`` is scratch, int32 (int64
+    beyond 2³¹ points); on return ``zmax``, ``zmin`` (float32), ``o_rgb`` (uint8), ``o_sem``
+    (int16), ``o_inst`` (int32) and ``filled`` (bool) hold the band's layers.
     """
-    scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner)
-    resolve_band(
-        zmax, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, o_rgb, o_sem,
-        o_inst,
-    )  # fmt: skip
+    if not scatter_tiles(
+        xyz, offsets, gx0, gy0, cell, ncx, cy_lo, cy_hi, bx0, by1, res, width, height, row0,
+        zmax, zmin, winner,
+    ):  # fmt: skip
+        lo = offsets[cy_lo * ncx]
+        hi = offsets[(cy_hi + 1) * ncx]
+        scatter_band(xyz, lo, hi, bx0, by1, res, width, height, row0, zmax, zmin, winner)
     filled[:] = False
-    fill_holes(zmax, zmin, o_rgb, o_sem, o_inst, filled, iterations)
-    zo = np.float32(z_origin)
-    for r in range(zmax.shape[0]):
-        for c in range(width):
-            if zmax[r, c] == -np.inf:
-                zmax[r, c] = np.nan
-                zmin[r, c] = np.nan
-            else:
-                zmax[r, c] = zmax[r, c] + zo
-                zmin[r, c] = zmin[r, c] + zo
-
-
-@nb.njit(cache=True, nogil=True)
-def _overlaps(start, step, n_out, s0, s1):  # pragma: no cover - compiled
-    """Source/output overlaps along one axis, as CSR lists per source index ``s0:s1``.
-
-    Output ``o`` covers ``[start + o·step, start + (o+1)·step)``, source ``s`` covers
-    ``[s, s+1)``. Returns ``(ptr, out_idx, weight)``: for source ``s``, entries
-    ``ptr[s-s0]:ptr[s-s0+1]`` list the outputs it overlaps (ascending) and the overlap length.
-    """
-    ns = s1 - s0
-    ptr = np.zeros(ns + 1, np.int64)
-    for s in range(s0, s1):
-        o_lo = max(0, int(np.floor((s - start) / step)))
-        o_hi = min(n_out - 1, int(np.ceil((s + 1 - start) / step)) - 1)
-        m = 0
-        for o in range(o_lo, o_hi + 1):
-            wgt = min(s + 1.0, start + (o + 1) * step) - max(float(s), start + o * step)
-            if wgt > 0.0:
-                m += 1
-        ptr[s - s0 + 1] = ptr[s - s0] + m
-    idx = np.empty(ptr[ns], np.int64)
-    wts = np.empty(ptr[ns], np.float64)
-    for s in range(s0, s1):
-        o_lo = max(0, int(np.floor((s - start) / step)))
-        o_hi = min(n_out - 1, int(np.ceil((s + 1 - start) / step)) - 1)
-        m = ptr[s - s0]
-        for o in range(o_lo, o_hi + 1):
-            wgt = min(s + 1.0, start + (o + 1) * step) - max(float(s), start + o * step)
-            if wgt > 0.0:
-                idx[m] = o
-                wts[m] = wgt
-                m += 1
-    return ptr, idx, wts
-
-
-@nb.njit(cache=True, nogil=True)
-def area_accumulate(
-    src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, acc, wsum
-):  # pragma: no cover
-    """Area-weighted (box filter) resampling of a raster block into an output grid.
-
-    ``src_rgb[rr, cc]`` is source pixel ``(src_r0 + rr, src_c0 + cc)``, covering
-    ``[col, col+1) × [row, row+1)`` in source pixel units; output pixel ``(o, p)`` covers rows
-    ``[y_start + o·sy, y_start + (o+1)·sy)`` and columns ``[x_start + p·sx, ...)``. Each valid
-    source pixel (``src_z`` not NaN) adds ``overlap_area · rgb`` to ``acc[o, p]`` and
-    ``overlap_area`` to ``wsum[o, p]``. Works for down- and up-sampling; can be called band by
-    band (each output pixel sums its sources in row-major source order).
-    """
-    ho, wo = wsum.shape
-    nr, nc = src_rgb.shape[0], src_rgb.shape[1]
-    rptr, ridx, rwt = _overlaps(y_start, sy, ho, src_r0, src_r0 + nr)
-    cptr, cidx, cwt = _overlaps(x_start, sx, wo, src_c0, src_c0 + nc)
-    for rr in range(nr):
-        for e in range(rptr[rr], rptr[rr + 1]):
-            o = ridx[e]
-            wy = rwt[e]
-            for cc in range(nc):
-                if np.isnan(src_z[rr, cc]):
-                    continue
-                for f in range(cptr[cc], cptr[cc + 1]):
-                    p = cidx[f]
-                    wgt = cwt[f] * wy
-                    acc[o, p, 0] += wgt * src_rgb[rr, cc, 0]
-                    acc[o, p, 1] += wgt * src_rgb[rr, cc, 1]
-                    acc[o, p, 2] += wgt * src_rgb[rr, cc, 2]
-                    wsum[o, p] += wgt
-
-
-@nb.njit(cache=True, nogil=True)
-def area_finish(acc, wsum):  # pragma: no cover - compiled
-    """``acc / wsum`` rounded to uint8; pixels with no weight are black."""
-    ho, wo = wsum.shape
-    out = np.zeros((ho, wo, 3), np.uint8)
-    for o in range(ho):
-        for p in range(wo):
-            wgt = wsum[o, p]
-            if wgt > 0.0:
-                for k in range(3):
-                    v = acc[o, p, k] / wgt + 0.5
-                    out[o, p, k] = np.uint8(min(max(v, 0.0), 255.0))
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _transpose_csr(ptr, idx, wts, n_out, s0):  # pragma: no cover - compiled
-    """Per-output lists of ``(source, weight)`` from per-source lists, sources ascending."""
-    cnt = np.zeros(n_out + 1, np.int64)
-    for e in range(idx.shape[0]):
-        cnt[idx[e] + 1] += 1
-    for o in range(n_out):
-        cnt[o + 1] += cnt[o]
-    pos = cnt[:-1].copy()
-    src = np.empty(idx.shape[0], np.int64)
-    w = np.empty(idx.shape[0], np.float64)
-    for s in range(ptr.shape[0] - 1):
-        for e in range(ptr[s], ptr[s + 1]):
-            o = idx[e]
-            src[pos[o]] = s + s0
-            w[pos[o]] = wts[e]
-            pos[o] += 1
-    return cnt, src, w
-
-
-@nb.njit(cache=True, nogil=True)
-def area_window(src_rgb, src_z, src_r0, src_c0, y_start, x_start, sy, sx, out, o_lo, o_hi):
-    """Fused area resampling of rows ``o_lo:o_hi`` of ``out`` (H, W, 3 uint8), no accumulators.
-
-    Same weights and the same summation order per output pixel as :func:`area_accumulate`
-    followed by :func:`area_finish` (so the same bytes), but each output pixel sums its few
-    source pixels in registers. ``src_rgb``/``src_z`` may be strided views of the memory-mapped
-    raster (source pixel ``(src_r0 + rr, src_c0 + cc)``); untouched outputs are left as they are
-    (black when ``out`` starts zeroed).
-    """  # pragma: no cover
-    ho, wo = out.shape[0], out.shape[1]
-    nr, nc = src_rgb.shape[0], src_rgb.shape[1]
-    rptr, ridx, rwt = _overlaps(y_start, sy, ho, src_r0, src_r0 + nr)
-    cptr, cidx, cwt = _overlaps(x_start, sx, wo, src_c0, src_c0 + nc)
-    rcnt, rsrc, rw = _transpose_csr(rptr, ridx, rwt, ho, src_r0)
-    ccnt, csrc, cw = _transpose_csr(cptr, cidx, cwt, wo, src_c0)
-    for o in range(o_lo, o_hi):
-        for p in range(wo):
-            a0 = 0.0
-            a1 = 0.0
-            a2 = 0.0
-            ws = 0.0
-            for e in range(rcnt[o], rcnt[o + 1]):
-                rr = rsrc[e] - src_r0
-                wy = rw[e]
-                for f in range(ccnt[p], ccnt[p + 1]):
-                    cc = csrc[f] - src_c0
-                    if np.isnan(src_z[rr, cc]):
-                        continue
-                    wgt = cw[f] * wy
-                    a0 += wgt * src_rgb[rr, cc, 0]
-                    a1 += wgt * src_rgb[rr, cc, 1]
-                    a2 += wgt * src_rgb[rr, cc, 2]
-                    ws += wgt
-            if ws > 0.0:
-                out[o, p, 0] = np.uint8(min(max(a0 / ws + 0.5, 0.0), 255.0))
-                out[o, p, 1] = np.uint8(min(max(a1 / ws + 0.5, 0.0), 255.0))
-                out[o, p, 2] = np.uint8(min(max(a2 / ws + 0.5, 0.0), 255.0))
-
-
-@nb.njit(cache=True, nogil=True)
-def instance_stats(xyz, rgb, has_rgb, sem_idx, n_classes, inst_idx, n_inst):  # pragma: no cover
-    """Per-instance min/max (cache frame), count, colour sums and class counts.
-
-    ``inst_idx`` holds compact instance indices (−1 = none), ``sem_idx`` compact class indices
-    (−1 = unlabeled; ignored for the majority).
-    """
-    lo = np.full((n_inst, 3), np.inf)
-    hi = np.full((n_inst, 3), -np.inf)
-    count = np.zeros(n_inst, np.int64)
-    csum = np.zeros((n_inst, 3), np.int64)
-    ccount = np.zeros((n_inst, max(n_classes, 1)), np.int64)
-    for i in range(xyz.shape[0]):
-        k = inst_idx[i]
-        if k < 0:
-            continue
-        count[k] += 1
-        for a in range(3):
-            v = np.float64(xyz[i, a])
-            if v < lo[k, a]:
-                lo[k, a] = v
-            if v > hi[k, a]:
-                hi[k, a] = v
-        if has_rgb:
-            for a in range(3):
-                csum[k, a] += rgb[i, a]
-        if n_classes > 0:
-            s = sem_idx[i]
-            if s >= 0:
-                ccount[k, s] += 1
-    return lo, hi, count, csum, ccount
+    fill_holes(zmax, zmin, winner, filled, iterations)
+    resolve_band(
+        zmax, zmin, winner, xyz, rgb, has_rgb, sem, has_sem, inst, has_inst, zlo, zhi, z_origin,
+        o_rgb, o_sem, o_inst,
+    )  # fmt: skip

@@ -20,10 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,8 +40,8 @@ from urbex.geometry import Affine
 from urbex.io._checks import MAX_ABS_COORD
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
 from urbex.pointcloud import PointCloud
-from urbex.scene import _kernels as K
-from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
+from urbex.scene import _points as P
+from urbex.scene.instances import instance_table, label_histogram, write_parquet_deterministic
 from urbex.scene.meta import (
     BEV_LAYERS,
     CACHE_FORMAT_VERSION,
@@ -58,6 +60,14 @@ __all__ = ["build_scene_cache", "cache_is_fresh", "content_hash", "global_view_s
 _MAX_CELLS = 1 << 26
 _CORE_QUANTILE = 0.001  # outliers: beyond the 0.1 %..99.9 % range by more than that range
 _SAMPLE = 1_000_000  # points the quantiles are estimated from
+
+
+_PARALLEL_MIN_POINTS = 1_000_000
+
+
+def _threads(n_points: int) -> int:
+    """Threads the point passes run on: the cores (at most 2) for a large cloud, else 1."""
+    return max(1, min(2, os.cpu_count() or 1)) if n_points >= _PARALLEL_MIN_POINTS else 1
 
 
 def _source_error(cloud: PointCloud, scene_id: str, msg: str, axis: str) -> PointCloudFormatError:
@@ -245,25 +255,33 @@ def build_scene_cache(
         raise ValueError("scene_id: expected a non-empty string, got ''")
     if out_dir.parent.is_dir():
         remove_stale(out_dir.parent, name=out_dir.name)  # before the freshness check: restores
-    chash = content_hash(cloud, params, input_hash)
-    if not force and cache_is_fresh(out_dir, chash):
-        return read_meta(out_dir)
-    if cloud.n_points == 0:
-        raise CacheError(
-            f"scene {scene_id!r}: the point cloud is empty (0 points); cannot build a cache "
-            f"(source {cloud.source!r})",
-            path=out_dir,
-        )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_path(out_dir)
-    try:
-        meta = _build(
-            cloud, tmp, out_dir, params, scene_id, boxes, input_hash, chash, progress, t_start
-        )
-        publish_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # side tasks (the content hash, writing the points, the instance table) run on threads
+    # beside the main line; leaving the block waits for them, whatever happened
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="urbex-cache") as side:
+        hashing = side.submit(content_hash, cloud, params, input_hash)
+        if not force and (out_dir / META_FILE).is_file():  # else it cannot be fresh
+            if cache_is_fresh(out_dir, hashing.result()):
+                return read_meta(out_dir)
+        if cloud.n_points == 0:
+            raise CacheError(
+                f"scene {scene_id!r}: the point cloud is empty (0 points); cannot build a "
+                f"cache (source {cloud.source!r})",
+                path=out_dir,
+            )
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = staging_path(out_dir)
+        try:
+            try:
+                meta = _build(
+                    cloud, tmp, out_dir, params, scene_id, boxes, input_hash, hashing, side,
+                    progress, t_start,
+                )  # fmt: skip
+            finally:  # no side task may still write into the staging folder below
+                side.shutdown(wait=True, cancel_futures=True)
+            publish_dir(tmp, out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return meta
 
 
@@ -275,7 +293,8 @@ def _build(
     scene_id: str,
     boxes: Sequence[BoxRecord],
     input_hash: str,
-    chash: str,
+    hashing: Future[str],
+    side: ThreadPoolExecutor,
     progress: bool,
     t_start: float,
 ) -> CacheMeta:
@@ -287,8 +306,8 @@ def _build(
     xyz_in = cloud.xyz
     if not xyz_in.flags.c_contiguous:
         xyz_in = np.ascontiguousarray(xyz_in)
-    n_bad, lo, hi = K.finite_bounds(xyz_in)
-    n_bad = int(n_bad)
+    threads = _threads(cloud.n_points)
+    n_bad, lo, hi = P.finite_bounds(xyz_in, threads)
     n_valid = cloud.n_points - n_bad
     if n_valid == 0:
         raise CacheError(
@@ -334,9 +353,7 @@ def _build(
         )
     gx0, gy0 = float(rel_lo[0]), float(rel_lo[1])
 
-    # 1. sort into grid cells: (cell << 35) | index, np.sort, gather
-    keys = K.sort_keys(xyz_in, shift, gx0, gy0, cs, ncx, ncy)
-    keys.sort()
+    # 1. sort into grid cells (a stable counting sort), shift into the cache frame
     has_rgb, has_sem, has_inst = (
         cloud.rgb is not None,
         cloud.semantic is not None,
@@ -344,31 +361,42 @@ def _build(
     )
     dummy_rgb = np.zeros((1, 3), np.uint8)
     dummy_i = np.zeros(1, np.int32)
-    xyz, rgb, sem, inst, offsets = K.gather_sorted(
-        keys,
-        n_valid,
-        ncx * ncy,
+    xyz, rgb, sem, inst, offsets = P.grid_sort(
         xyz_in,
         shift,
-        cloud.rgb if has_rgb else dummy_rgb,
-        has_rgb,
-        cloud.semantic if has_sem else dummy_i,
-        has_sem,
-        cloud.instance if has_inst else dummy_i,
-        has_inst,
+        (gx0, gy0, cs, ncx, ncy),
+        cloud.rgb,
+        cloud.semantic,
+        cloud.instance,
+        threads=threads if ncx * ncy <= cloud.n_points // 8 else 1,
     )
-    del keys
     bar.update()
 
-    # 2. write points
-    save_npy(tmp / "points" / "xyz.npy", xyz)
-    save_npy(tmp / "points" / "cell_offsets.npy", offsets)
-    if has_rgb:
-        save_npy(tmp / "points" / "rgb.npy", rgb)
-    if has_sem:
-        save_npy(tmp / "points" / "semantic.npy", sem)
-    if has_inst:
-        save_npy(tmp / "points" / "instance.npy", inst)
+    # 2. points to disk; instance table and class histogram: on side threads, beside the rasters
+    def write_points() -> None:
+        save_npy(tmp / "points" / "xyz.npy", xyz)
+        save_npy(tmp / "points" / "cell_offsets.npy", offsets)
+        for name, arr, has in (("rgb", rgb, has_rgb), ("semantic", sem, has_sem),
+                               ("instance", inst, has_inst)):  # fmt: skip
+            if has:
+                save_npy(tmp / "points" / f"{name}.npy", arr)
+
+    def instances() -> tuple[int, dict[str, int]]:
+        table = instance_table(
+            scene_id=scene_id,
+            xyz=xyz,
+            origin=origin,
+            rgb=rgb if has_rgb else None,
+            semantic=sem if has_sem else None,
+            instance=inst if has_inst else None,
+            class_scheme=cloud.class_scheme,
+            boxes=boxes,
+        )
+        write_parquet_deterministic(table, tmp / INSTANCES_FILE)
+        return table.height, label_histogram(sem) if has_sem else {}
+
+    writing = side.submit(write_points)
+    tabling = side.submit(instances)
     bar.update()
 
     # 3. BEV rasters band by band + global view
@@ -393,25 +421,10 @@ def _build(
     write_png(tmp / GLOBAL_VIEW_FILE, global_rgb)
     bar.update()
 
-    # 4. instance table, class histogram
-    table = instance_table(
-        scene_id=scene_id,
-        xyz=xyz,
-        origin=origin,
-        rgb=rgb if has_rgb else None,
-        semantic=sem if has_sem else None,
-        instance=inst if has_inst else None,
-        class_scheme=cloud.class_scheme,
-        boxes=boxes,
-    )
-    write_parquet_deterministic(table, tmp / INSTANCES_FILE)
-    hist: dict[str, int] = {}
-    if has_sem:
-        ids, counts, _ = compact_ids(sem)
-        hist = {str(i): int(c) for i, c in zip(ids.tolist(), counts.tolist())}
-        n_unlabeled = int(n_valid - counts.sum())
-        if n_unlabeled:
-            hist["-1"] = n_unlabeled
+    # 4. the side tasks' results
+    writing.result()
+    n_instances, hist = tabling.result()
+    chash = hashing.result()
     bar.update()
 
     # 5. meta (+ optional COG)
@@ -442,7 +455,7 @@ def _build(
         global_view_height=gh,
         global_view_transform=gv_t.to_tuple(),
         class_histogram=hist,
-        n_instances=table.height,
+        n_instances=n_instances,
         content_hash=chash,
         input_hash=input_hash,
         params=params.model_dump(mode="json"),

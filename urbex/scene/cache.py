@@ -24,7 +24,7 @@ from urbex.errors import CacheError, EmptyRegionError, StaleCacheError
 from urbex.geometry import Affine
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE
 from urbex.pointcloud import PointCloud
-from urbex.scene import _kernels as K
+from urbex.scene import _resample as R
 from urbex.scene.build import _required_files
 from urbex.scene.instances import compact_ids
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
@@ -443,7 +443,7 @@ class SceneCache:
             cuts = [ho * k // n_parts for k in range(n_parts + 1)]
 
             def part(k: int) -> None:  # disjoint output rows per thread (the kernel drops the GIL)
-                K.area_window(rgb, z, r0, c0, y_start, x_start, sy, sx, image, cuts[k], cuts[k + 1])
+                R.area_window(rgb, z, r0, c0, y_start, x_start, sy, sx, image, cuts[k], cuts[k + 1])
 
             render_parts(part, n_parts)
         vt = Affine((box[2] - box[0]) / wo, 0.0, box[0], 0.0, -(box[3] - box[1]) / ho, box[3])

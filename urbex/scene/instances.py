@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.pointcloud import CLASS_SCHEMES
-from urbex.scene import _kernels as K
+from urbex.scene import _points as P
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,6 +28,7 @@ __all__ = [
     "INSTANCE_SCHEMA",
     "compact_ids",
     "instance_table",
+    "label_histogram",
     "write_parquet_deterministic",
 ]
 
@@ -67,6 +68,34 @@ INSTANCE_COLUMNS: tuple[str, ...] = tuple(c for c, _ in INSTANCE_SCHEMA)
 _DENSE_LIMIT = 1 << 26  # ids up to 67 M use bincount; beyond, np.unique
 
 
+def _compact(
+    values: NDArray,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray, NDArray[np.int32]]:
+    """``(ids, counts, keys, lut)``: the distinct non-negative ids, their counts, and a map
+    ``lut[keys[i]]`` from each value to its position in ``ids`` (negative keys: none).
+
+    Ids below :data:`_DENSE_LIMIT` are counted in one pass and ``keys`` are the values
+    themselves (no per-value array); larger ids go through ``np.unique`` and ``keys`` is
+    the compact index.
+    """
+    v = np.asarray(values)
+    none = np.zeros(0, np.int64)
+    if v.size == 0 or int(v.max()) < 0:
+        return none, none, v, np.zeros(0, np.int32)
+    vmax = int(v.max())
+    if vmax < _DENSE_LIMIT:
+        counts_all = P.label_counts(v, vmax + 1)
+        ids = np.flatnonzero(counts_all).astype(np.int64)
+        lut = np.full(vmax + 1, -1, np.int32)
+        lut[ids] = np.arange(ids.size, dtype=np.int32)
+        return ids, counts_all[ids], v, lut
+    nonneg = v >= 0
+    ids, inv, counts = np.unique(v[nonneg], return_inverse=True, return_counts=True)
+    index = np.full(v.shape, -1, np.int32)
+    index[nonneg] = inv.astype(np.int32)
+    return ids.astype(np.int64), counts.astype(np.int64), index, np.arange(ids.size, dtype=np.int32)
+
+
 def compact_ids(
     values: NDArray[np.int32],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]:
@@ -88,28 +117,24 @@ def compact_ids(
     >>> ids.tolist(), counts.tolist(), index.tolist()
     ([2, 5], [1, 2], [1, -1, 0, 1])
     """
-    v = np.asarray(values)
-    if v.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
-    vmax = int(v.max())
-    if vmax < 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.full(v.shape, -1, np.int32)
-    if vmax < _DENSE_LIMIT:
-        counts_all = (
-            np.bincount(v[v >= 0], minlength=vmax + 1)
-            if v.min() < 0
-            else np.bincount(v, minlength=vmax + 1)
-        )
-        ids = np.flatnonzero(counts_all).astype(np.int64)
-        lut = np.full(vmax + 2, -1, np.int32)  # last slot catches negatives via index -1
-        lut[ids] = np.arange(ids.size, dtype=np.int32)
-        index = lut[np.where(v >= 0, v, vmax + 1)]
-        return ids, counts_all[ids].astype(np.int64), index
-    nonneg = v >= 0
-    ids, inv, counts = np.unique(v[nonneg], return_inverse=True, return_counts=True)
-    index = np.full(v.shape, -1, np.int32)
-    index[nonneg] = inv.astype(np.int32)
-    return ids.astype(np.int64), counts.astype(np.int64), index
+    ids, counts, keys, lut = _compact(values)
+    if lut.size == 0:
+        return ids, counts, np.full(np.shape(values), -1, np.int32)
+    return ids, counts, P.lut_index(keys, lut)
+
+
+def label_histogram(values: NDArray[np.int32]) -> dict[str, int]:
+    """Points per label, ``{"<id>": count}`` ascending, plus ``"-1"`` for negative labels.
+
+    >>> label_histogram(np.array([3, -1, 3, 0], np.int32))
+    {'0': 1, '3': 2, '-1': 1}
+    """
+    ids, counts, _, _ = _compact(values)
+    hist = {str(i): int(c) for i, c in zip(ids.tolist(), counts.tolist())}
+    unlabeled = int(np.size(values) - counts.sum())
+    if unlabeled:
+        hist["-1"] = unlabeled
+    return hist
 
 
 def _box_lookup(boxes: Sequence[BoxRecord]) -> dict[int, Any]:
@@ -162,18 +187,20 @@ def instance_table(
     schema = {c: getattr(pl, t) for c, t in INSTANCE_SCHEMA}
     if instance is None or instance.size == 0:
         return pl.DataFrame(schema=schema)
-    ids, _, inst_idx = compact_ids(instance)
+    ids, _, inst_keys, inst_lut = _compact(instance)
     if ids.size == 0:
         return pl.DataFrame(schema=schema)
     if semantic is not None:
-        class_ids, _, sem_idx = compact_ids(semantic)
+        class_ids, _, sem_keys, sem_lut = _compact(semantic)
     else:
-        class_ids, sem_idx = np.zeros(0, np.int64), np.zeros(1, np.int32)
+        class_ids = np.zeros(0, np.int64)
+        sem_keys, sem_lut = np.zeros(1, np.int32), np.zeros(0, np.int32)
     has_rgb = rgb is not None
     rgb_arr = rgb if rgb is not None else np.zeros((1, 3), np.uint8)
-    lo, hi, count, csum, ccount = K.instance_stats(
-        xyz, rgb_arr, has_rgb, sem_idx, int(class_ids.size), inst_idx, int(ids.size)
-    )
+    lo, hi, count, csum, ccount = P.instance_stats(
+        xyz, rgb_arr, has_rgb, sem_keys, sem_lut, int(class_ids.size), inst_keys, inst_lut,
+        int(ids.size),
+    )  # fmt: skip
     lo = lo + origin
     hi = hi + origin
     if class_ids.size:

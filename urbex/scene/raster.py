@@ -21,6 +21,7 @@ from PIL import Image
 
 from urbex.errors import CacheError
 from urbex.scene import _kernels as K
+from urbex.scene import _resample as R
 from urbex.scene.meta import BEV_LAYERS, CacheMeta
 
 __all__ = ["BAND_PIXELS", "export_cog", "npy_stream", "rasterize", "save_npy", "write_png"]
@@ -69,7 +70,7 @@ def rasterize(
     buffers (one set per band in flight) are reused band after band: fresh memory would be
     page-faulted, and zeroed by the kernel, for every band.
     """
-    _gx0, gy0, cs, ncx, ncy = grid
+    gx0, gy0, cs, ncx, ncy = grid
     bx0, by1, res, width, height = bev
     gh, gw = global_shape
     acc = np.zeros((gh, gw, 3), np.float64)
@@ -102,11 +103,11 @@ def rasterize(
         y_bot = by1 - hb * res - eps
         cy_lo = max(0, math.floor((y_bot - gy0) / cs))
         cy_hi = min(ncy - 1, math.floor((y_top - gy0) / cs))
-        lo, hi = int(offsets[cy_lo * ncx]), int(offsets[(cy_hi + 1) * ncx])
         layers = tuple(buf[: hb - ha] for buf in bufs)
         K.rasterize_band(
-            xyz, lo, hi, rgb, has_rgb, sem, has_sem, inst, has_inst, bx0, by1, res, width,
-            height, ha, zrange[0], zrange[1], iterations, z_origin, *layers,
+            xyz, offsets, gx0, gy0, cs, ncx, cy_lo, cy_hi, rgb, has_rgb, sem, has_sem, inst,
+            has_inst, bx0, by1, res, width, height, ha, zrange[0], zrange[1], iterations,
+            z_origin, *layers,
         )  # fmt: skip
         core = slice(a - ha, a - ha + (b - a))
         return tuple(layer[core] for layer in layers[1:])  # zmax, zmin, rgb, sem, inst, filled
@@ -141,13 +142,13 @@ def rasterize(
                     ("filled", filled),
                 ):
                     files[name].write(np.ascontiguousarray(arr).data)
-                K.area_accumulate(out_rgb, zmax, a, 0, 0.0, 0.0, sy, sx, acc, wsum)
+                R.area_accumulate(out_rgb, zmax, a, 0, 0.0, 0.0, sy, sx, acc, wsum)
                 del zmax, zmin, out_rgb, out_sem, out_inst, filled, fut
                 spare.append(bufs)
     finally:
         for f in files.values():
             f.close()
-    return K.area_finish(acc, wsum)
+    return R.area_finish(acc, wsum)
 
 
 def write_png(path: Path, image: NDArray[np.uint8]) -> None:
