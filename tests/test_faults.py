@@ -7,6 +7,7 @@ Grouped with the fault-injection (:mod:`tests.test_fault_injection`) and debris
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -368,3 +370,83 @@ def test_splits_refuse_a_cache_built_from_another_box3d(project, capsys):
     assert "synthville_block_0" in err and "urbex cache --scene synthville_block_0" in err
     assert main(["--params", str(params), "-q", "cache", "--scene", "synthville_block_0"]) == 0
     assert main(["--params", str(params), "-q", "splits"]) == 0
+
+
+# ---------------------------------------------------------------- make ui
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every live process (read from /proc): pid → (parent pid, session id)."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":  # state, ppid, pgrp, session
+            out[int(stat.parent.name)] = (int(fields[1]), int(fields[3]))
+    return out
+
+
+def _session(sid: int) -> list[int]:
+    return [pid for pid, (_, s) in _processes().items() if s == sid]
+
+
+def _children(pid: int) -> list[int]:
+    return [c for c, (ppid, _) in _processes().items() if ppid == pid]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_make_ui_stops_on_one_signal_within_5_s_without_a_supersession_warning(signum, tmp_path):
+    """``make ui``'s command (scripts/ui.py): the Dagster UI answers, one Ctrl-C (SIGINT to the
+    terminal's process group) or SIGTERM stops it and every process it started within 5 s."""
+    import socket
+    import urllib.request
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DAGSTER_HOME": str(home)}
+    log = tmp_path / "ui.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "scripts" / "ui.py"), "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # the terminal's foreground group, as make runs it
+        )
+    dev = None
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"the UI did not answer in 180 s: {log.read_text()}")
+        (dev,) = _children(proc.pid)  # `dagster dev`, leading a session of its own
+        started = _session(dev)
+        assert len(started) >= 3, started  # dagster dev, the webserver, the daemon (+ code servers)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signum)
+        while (proc.poll() is None or _session(dev)) and time.monotonic() - t0 < 30:
+            time.sleep(0.05)
+        elapsed = time.monotonic() - t0
+    finally:
+        for pid in [proc.pid, *(_session(dev) if dev is not None else [])]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    text = log.read_text()
+    assert elapsed < 5.0, (elapsed, text)
+    assert proc.returncode == 128 + signum
+    assert "SupersessionWarning" not in text and "Traceback" not in text, text
+    assert text.rstrip().endswith("urbex ui: stopped"), text
