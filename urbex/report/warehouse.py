@@ -28,6 +28,11 @@ Tables
                (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
                (:data:`urbex.report.diagnostics.DIAGNOSTIC_TABLES`)
+``*_timings``  the measured seconds and timestamps of ``episodes``, ``steps``, ``metrics``,
+               ``runs`` and ``training_log`` (``<run or checkpoint>/timings/``, not versioned),
+               joined back into those views on their row keys (:mod:`urbex.report.views`)
+
+The table list (globs, columns, keys, joins) is :data:`urbex.report.views.TABLES`.
 """
 
 from __future__ import annotations
