@@ -32,8 +32,8 @@ lint: setup
 bench: setup  ## every benchmark at full size (minutes); their figures → assets/bench/latest.json
 	$(BIN)/python benchmarks/collect.py
 
-ui: setup  ## the Dagster UI on http://127.0.0.1:3000
-	$(BIN)/dagster dev -m pipelines.definitions -h 127.0.0.1 -p 3000
+ui: setup  ## the Dagster UI on http://127.0.0.1:3000 (one Ctrl-C stops it: scripts/ui.py)
+	@$(BIN)/python scripts/ui.py --host 127.0.0.1 --port 3000
 
 clean:
 	rm -rf assets/raw assets/scenes assets/landmarks assets/splits assets/eval assets/warehouse.duckdb .dagster_home

@@ -123,7 +123,9 @@ def child_build(ply: str, out: str, params_json: str) -> None:
             {
                 "read_s": t_read,
                 "total_s": total,
-                "build_s": meta.build_seconds,
+                "build_s": json.loads((Path(out) / "timings" / "build.json").read_text())[
+                    "build_seconds"
+                ],  # measured: the cache's unversioned timings, not meta.json
                 "raw_bytes": raw,
                 "rss_base": base,
                 "peak_rss": peak,

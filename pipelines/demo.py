@@ -9,10 +9,13 @@ in the instance's event log).
 driving the stages through ``dvc repro``: the demo is the Dagster door (its runs, metadata and
 checks are what ``make ui`` shows), both doors write the same files, and ``dvc commit`` hashes
 them into ``dvc.lock`` without running anything twice, so ``dvc status dvc.yaml`` is clean
-right after and ``dvc push`` can store that version. The training pipeline
-(``training/dvc.yaml``) is *not* committed: the demo trains a shortened recipe
-(:data:`DEMO_SFT_STEPS`, :data:`DEMO_GRPO_STEPS`), not ``params-cpu.yaml``'s, and a lock entry
-saying otherwise would be false provenance.
+right after and ``dvc push`` can store that version. Every file the demo writes is a function
+of its inputs and params (measured seconds go to unversioned ``timings/`` folders), so on a
+fresh clone the committed ``dvc.lock`` is what the demo records and ``git status`` stays clean.
+The training pipeline (``training/dvc.yaml``, the full CPU recipe) is *not* run or committed:
+the demo trains a shortened recipe, ``params-demo.yaml`` (an overlay of ``params-cpu.yaml``:
+fewer steps, checkpoint names of its own: ``demo-tiny``, ``demo-sft``, ``demo-grpo``), so it
+never writes that pipeline's outputs.
 
     python -m pipelines.demo                          # in-process, one partition after another
     python -m pipelines.demo --executor multiprocess  # independent partitions at once
@@ -39,7 +42,7 @@ import dagster as dg
 from pipelines.defs.benchmarks import BENCHMARK, BENCHMARK_SCENES
 from pipelines.defs.executors import EXECUTOR_ENV
 from pipelines.defs.partitions import SCENES
-from pipelines.defs.resources import RESOURCES
+from pipelines.defs.resources import DEFAULT_TRAINING_OVERLAY, REPO, RESOURCES, UrbexParams
 from pipelines.defs.training import CHECKPOINT_SPLITS
 
 #: Unpartitioned stages after the scene caches, in order (each selection is one run).
@@ -58,10 +61,17 @@ DEMO_ZERO_SHOT = ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranki
 #: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
 #: demo plays them through the same library call.
 DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("test_nd", "test_no")]
-#: The demo's training, shortened from the tiny CPU recipe (``params-cpu.yaml``: the measured
-#: one) so the whole demo stays within ~10 minutes on 2 cores: optimizer steps of SFT and GRPO.
-DEMO_SFT_STEPS = 400
-DEMO_GRPO_STEPS = 5  # × 24 rollouts (params-cpu.yaml): the 120 rollouts of 10 steps × 12 before
+#: The demo's training: the tiny CPU recipe (``params-cpu.yaml``: the measured one) shortened so
+#: the whole demo stays within ~10 minutes on 2 cores, with checkpoint names of its own (not
+#: ``training/dvc.yaml``'s outputs). An overlay, loaded after ``params-cpu.yaml``.
+DEMO_TRAINING_OVERLAY = REPO / "params-demo.yaml"
+#: The resources of the demo's runs: the training assets read the demo's recipe.
+DEMO_RESOURCES = {
+    **RESOURCES,
+    "training_params": UrbexParams(
+        overlays=[str(DEFAULT_TRAINING_OVERLAY), str(DEMO_TRAINING_OVERLAY)]
+    ),
+}
 #: The demo's checkpoint on STPLS3D-Refer: a seeded sample of its queries (all 83 took 326 s of
 #: a 902 s demo on 2 shared cores; `urbex evaluate --benchmark stpls3d_refer` plays them all).
 DEMO_ZERO_SHOT_VLM_LIMIT = 24
@@ -75,22 +85,18 @@ def _run(
     selection: list[str],
     partition_key: str | None = None,
     *,
-    steps: int | None = None,
     echo: bool = True,
 ) -> float:
     """Materialize ``selection`` (one partition); print a timed line (``echo``); the seconds."""
     from pipelines.definitions import defs  # after --executor set its environment variable
 
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
-    label += f" ({steps} steps)" if steps else ""
     run_config: dict[str, Any] = {"loggers": QUIET_LOGGERS}
-    if steps:
-        run_config["ops"] = {selection[0]: {"config": {"steps": steps}}}
     t0 = time.perf_counter()
     result = dg.materialize(
         list(defs.assets or []),
         instance=instance,
-        resources=RESOURCES,
+        resources=DEMO_RESOURCES,
         partition_key=partition_key,
         selection=selection,
         run_config=run_config,
@@ -212,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" bars
-    train_params = RESOURCES["training_params"].load()
+    train_params = DEMO_RESOURCES["training_params"].load()
     _run(instance, ["base_model"])
-    _run(instance, ["sft_checkpoint"], steps=DEMO_SFT_STEPS)
-    _run(instance, ["grpo_checkpoint"], steps=DEMO_GRPO_STEPS)
+    _run(instance, ["sft_checkpoint"])
+    _run(instance, ["grpo_checkpoint"])
     name = train_params.train.run_name
     keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
     _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")

@@ -103,7 +103,8 @@ def _published(d: Path) -> dict[str, Any]:
     for p in sorted(d.rglob("*")):
         rel = p.relative_to(d)
         if p.is_file() and not any(part.startswith(".") for part in rel.parts):
-            out[rel.as_posix()] = _digest(p)
+            if "timings" not in rel.parts:  # measured seconds (urbex.layout.TIMINGS_DIR)
+                out[rel.as_posix()] = _digest(p)
     return out
 
 
@@ -272,12 +273,7 @@ def test_train_sigkilled_at_random_points(project: Path) -> None:
         shutil.rmtree(assets / "checkpoints", ignore_errors=True)
 
     def snapshot() -> Any:
-        files = _published(final)
-        files.pop("train_log.parquet")  # logged timings
-        files.pop("training_log.parquet")  # seconds per step, env seconds (and a resumed run
-        files.pop("train_curves.png")  # logs the steps after its restart only)
-        files.pop("training_args.bin")  # pickled trainer arguments (paths, timestamps)
-        return files
+        return _published(final)  # timings (seconds, paths, when) excluded
 
     def readers_ok(ref: Any) -> None:
         if final.exists():  # absent, or the complete checkpoint

@@ -7,6 +7,7 @@ Grouped with the fault-injection (:mod:`tests.test_fault_injection`) and debris
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -368,3 +370,175 @@ def test_splits_refuse_a_cache_built_from_another_box3d(project, capsys):
     assert "synthville_block_0" in err and "urbex cache --scene synthville_block_0" in err
     assert main(["--params", str(params), "-q", "cache", "--scene", "synthville_block_0"]) == 0
     assert main(["--params", str(params), "-q", "splits"]) == 0
+
+
+# ---------------------------------------------------------------- make ui
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every live process (read from /proc): pid → (parent pid, session id)."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":  # state, ppid, pgrp, session
+            out[int(stat.parent.name)] = (int(fields[1]), int(fields[3]))
+    return out
+
+
+def _session(sid: int) -> list[int]:
+    return [pid for pid, (_, s) in _processes().items() if s == sid]
+
+
+def _children(pid: int) -> list[int]:
+    return [c for c, (ppid, _) in _processes().items() if ppid == pid]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_make_ui_stops_on_one_signal_within_5_s_without_a_supersession_warning(signum, tmp_path):
+    """``make ui``'s command (scripts/ui.py): the Dagster UI answers, one Ctrl-C (SIGINT to the
+    terminal's process group) or SIGTERM stops it and every process it started within 5 s."""
+    import socket
+    import urllib.request
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DAGSTER_HOME": str(home)}
+    log = tmp_path / "ui.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "scripts" / "ui.py"), "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # the terminal's foreground group, as make runs it
+        )
+    dev = None
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"the UI did not answer in 180 s: {log.read_text()}")
+        (dev,) = _children(proc.pid)  # `dagster dev`, leading a session of its own
+        started = _session(dev)
+        assert len(started) >= 3, started  # dagster dev, the webserver, the daemon (+ code servers)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signum)
+        while (proc.poll() is None or _session(dev)) and time.monotonic() - t0 < 30:
+            time.sleep(0.05)
+        elapsed = time.monotonic() - t0
+    finally:
+        for pid in [proc.pid, *(_session(dev) if dev is not None else [])]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    text = log.read_text()
+    assert elapsed < 5.0, (elapsed, text)
+    assert proc.returncode == 128 + signum
+    assert "SupersessionWarning" not in text and "Traceback" not in text, text
+    assert text.rstrip().endswith("urbex ui: stopped"), text
+
+
+# ---------------------------------------------------------------- Ctrl-C during training
+
+
+@pytest.fixture(scope="module")
+def tiny_protocol(built, tmp_path_factory):
+    """A tiny model whose BPE was trained on the built project's protocol (short examples)."""
+    pytest.importorskip("trl")
+    path = tmp_path_factory.mktemp("tiny-protocol") / "m"
+    argv = ["--params", str(built), "-q", "make-tiny-model", str(path), "--tokenizer", "protocol"]
+    assert main([*argv, "--hidden", "32", "--vocab", "800"]) == 0
+    return path
+
+
+def _training_overlay(params, tiny) -> Path:
+    """A short SFT and GRPO recipe over the tiny model, saving often."""
+    over = params.parent / "training.yaml"
+    over.write_text(
+        f"vlm: {{max_new_tokens: 24}}\n"
+        f"sft: {{checkpoint: {tiny}, per_query: 1, batch_size: 2, warmup_steps: 1, limit: 3,"
+        f" steps: 12, save_steps: 2}}\n"
+        f"train: {{checkpoint: {tiny}, limit: 2, num_generations: 2,"
+        f" per_device_train_batch_size: 2, max_completion_length: 64, device: cpu,"
+        f" max_steps: 3, save_steps: 1}}\n"
+    )
+    return over
+
+
+def _interrupt_when(argv, ready, timeout=300) -> tuple[int, str]:
+    """Run ``urbex *argv`` in a session of its own, SIGINT its process group (as a terminal's
+    Ctrl-C) once ``ready()`` holds; return its exit status and stderr."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "urbex.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline and not ready():
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+def test_ctrl_c_during_sft_is_one_line_exit_130_and_the_rerun_resumes(project, tiny_protocol):
+    import polars as pl
+
+    params, assets = project
+    argv = ["--params", str(params), "--params", str(_training_overlay(params, tiny_protocol))]
+    state = assets / "checkpoints" / ".staging-sft" / "resume" / "state.json"
+    code, err = _interrupt_when([*argv, "-q", "sft"], state.is_file)
+    assert code == 130, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["urbex sft: interrupted"], err
+    assert not (assets / "checkpoints" / "sft").exists()  # nothing published half-done
+    saved = json.loads(state.read_text())["step"]
+    assert saved >= 2
+    assert main([*argv, "-q", "sft"]) == 0
+    final = assets / "checkpoints" / "sft"
+    assert json.loads((final / "timings" / "sft.json").read_text())["resumed_from"] >= saved
+    assert pl.read_parquet(final / "sft_log.parquet", glob=False)["step"].to_list() == list(
+        range(1, 13)
+    )
+    assert not (assets / "checkpoints" / ".staging-sft").exists()
+
+
+def test_ctrl_c_during_train_is_one_line_exit_130_and_the_rerun_resumes(project, tiny_protocol):
+    import polars as pl
+
+    params, assets = project
+    argv = ["--params", str(params), "--params", str(_training_overlay(params, tiny_protocol))]
+    trainer = assets / "checkpoints" / ".staging-grpo" / "trainer"
+
+    def saved() -> bool:
+        return any(trainer.glob("checkpoint-*/urbex_training_log.json"))
+
+    code, err = _interrupt_when([*argv, "-q", "train"], saved)
+    assert code == 130, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["urbex train: interrupted"], err
+    assert not (assets / "checkpoints" / "grpo").exists()
+    assert main([*argv, "-q", "train"]) == 0
+    final = assets / "checkpoints" / "grpo"
+    assert json.loads((final / "timings" / "train.json").read_text())["resumed_from"] is True
+    assert json.loads((final / "train.json").read_text())["steps"] == 3
+    log = pl.read_parquet(final / "training_log.parquet", glob=False)
+    assert log["step"].to_list() == [1, 2, 3]  # the steps before the restart too
+    assert not (assets / "checkpoints" / ".staging-grpo").exists()

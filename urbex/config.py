@@ -256,8 +256,9 @@ class EvalParams(_Strict):
         ["test_nd", "test_no"], description="column groups of the report"
     )
     report_metrics: list[str] = Field(
-        ["n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"],
-        description="columns per split in the report",
+        ["n", "hit1", "hit3", "hit5", "iou_bev"],
+        description="columns per split in the report (a timing such as latency_s makes "
+        "report.md a measurement that changes with every run; the results page shows latency)",
     )
     landmark_perturbation: Literal["none", "noise", "missing", "wrong"] = Field(
         "none",
@@ -474,6 +475,12 @@ class SFTParams(_Strict):
         4096, ge=1, description="longest rendered conversation, tokens (image pads included)"
     )
     seed: Int = Field(0, description="teacher paths, example order and torch seed")
+    save_steps: Int = Field(
+        50,
+        ge=1,
+        description="resume state (model, optimizer, schedule, RNG, data order) every N steps in "
+        "<assets>/checkpoints/.staging-<run_name>/resume/; an interrupted run resumes from it",
+    )
 
     @field_validator("run_name")
     @classmethod
@@ -511,6 +518,23 @@ class Params(_Strict):
         """Absolute path of the assets root."""
         p = self.paths.assets
         return p if p.is_absolute() else self.base_dir / p
+
+    def portable(self, path: str | Path) -> str:
+        """``path`` as recorded in versioned files: relative to :attr:`base_dir` (POSIX) when it
+        lies inside the project, so a clone elsewhere writes the same bytes; else absolute.
+
+        >>> p = Params(base_dir=Path("/proj"))
+        >>> p.portable("/proj/assets/checkpoints/grpo"), p.portable("/models/qwen")
+        ('assets/checkpoints/grpo', '/models/qwen')
+        >>> p.portable("assets/checkpoints/sft")  # relative: to base_dir already
+        'assets/checkpoints/sft'
+        """
+        p = Path(path)
+        full = p if p.is_absolute() else self.base_dir / p
+        try:
+            return full.resolve().relative_to(self.base_dir).as_posix()
+        except ValueError:
+            return str(full)
 
     @property
     def layout(self) -> AssetLayout:

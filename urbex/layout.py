@@ -61,6 +61,7 @@ __all__ = [
     "SCENE_ROW_FILE",
     "SFT_LOG_FILE",
     "SFT_SUMMARY_FILE",
+    "TIMINGS_DIR",
     "TRAINING_LOG_FILE",
     "TRAIN_CURVES_FILE",
     "UNVERSIONED",
@@ -70,19 +71,26 @@ __all__ = [
     "safe_part",
 ]
 
+#: The folder beside a versioned output that holds what depends on the machine and the moment
+#: rather than on the inputs and params: seconds (build, fit, latency, training step), timestamps,
+#: absolute paths. It is not versioned (:data:`UNVERSIONED`), so an output rebuilt from the same
+#: inputs hashes the same; the warehouse joins the timings back (``latency_s`` of ``episodes``).
+TIMINGS_DIR = "timings"
+
 #: Files under the assets root that are *not* versioned data, as gitignore-style patterns relative
 #: to the root (``*`` within one name, ``**`` any number of folders, a trailing ``/`` a folder and
-#: everything under it): the results page (rewritten from the runs by every ``urbex report``) and
+#: everything under it): the results page (rewritten from the runs by every ``urbex report``),
 #: the ``.gitignore`` files DVC writes beside the outputs it tracks (git bookkeeping: a pulled
-#: checkout has none). ``.dvcignore`` lists the same patterns under ``assets/``
-#: (tests/test_versioning.py), so DVC's directory hashes and :func:`urbex.versioning.content_hash`
-#: leave out the same files.
+#: checkout has none) and every :data:`TIMINGS_DIR` folder. ``.dvcignore`` lists the same patterns
+#: under ``assets/`` (tests/test_versioning.py), so DVC's directory hashes and
+#: :func:`urbex.versioning.content_hash` leave out the same files.
 UNVERSIONED = (
     "eval/index.html",
     "eval/curves/",
     "eval/runs/*/index.html",
     "eval/runs/*/gallery/",
     "**/.gitignore",
+    f"**/{TIMINGS_DIR}/",
 )
 
 #: The benchmark the pipeline trains and tests on; its data sit at the top of the assets root.

@@ -102,7 +102,7 @@ def test_shard_writer_publishes_each_slow_chunk_as_it_comes(tmp_path):
     assert sorted(read_episodes(tmp_path)["query_id"]) == ["q0", "q1", "q2"]
 
 
-def test_shard_writer_writes_fast_chunks_together_and_keeps_their_tables(tmp_path):
+def test_shard_writer_writes_fast_chunks_together(tmp_path):
     with ShardWriter(tmp_path, every_s=30.0) as w:  # nothing written before close
         for k in range(5):
             w.put([_ep(f"q{k}a"), _ep(f"q{k}b")], [_step(f"q{k}a")])
@@ -111,7 +111,6 @@ def test_shard_writer_writes_fast_chunks_together_and_keeps_their_tables(tmp_pat
     assert len(_shards(tmp_path)) == 1 and set(w.tables) == {_shards(tmp_path)[0].name}
     df = read_episodes(tmp_path)
     assert df.height == 10 and read_steps(tmp_path).height == 5
-    assert read_episodes(tmp_path, known=w.tables).equals(df)  # the kept table is what was written
 
 
 def test_shard_writer_error_fails_the_next_put_and_close(tmp_path):

@@ -556,10 +556,15 @@ def test_metrics_view_columns_are_what_finalize_run_writes(assets, tmp_path):
 
     r = evaluate(_params(assets), RunSpec.from_params(_params(assets), policy="oracle", split="test_no", limit=2), run_id="cols", progress=False)  # fmt: skip
     written = pl.read_parquet(r.run_dir / "metrics.parquet").columns
-    assert sorted(written) == sorted(c for c, _ in TABLES["metrics"].columns)
+    timed = pl.read_parquet(r.run_dir / "timings" / "metrics.parquet").columns
+    assert {"latency_s", "env_s", "policy_s"} <= set(timed) and "latency_s" not in written
+    assert sorted({*written, *timed}) == sorted(c for c, _ in TABLES["metrics"].columns)
     con = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=con)  # no runs: the empty view has the same columns
-    assert sorted(con.sql("SELECT * FROM metrics").columns) == sorted(written)
+    assert sorted(con.sql("SELECT * FROM metrics").columns) == sorted({*written, *timed})
+    refresh_warehouse(r.run_dir.parent.parent.parent, con=con)  # the run: its timings joined
+    row = con.sql("SELECT n, latency_s FROM metrics WHERE run_id = 'cols'").fetchall()
+    assert row == [(2, pytest.approx(float(r.metrics["latency_s"][0])))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,6 +740,8 @@ def test_run_json_holds_every_runs_view_column(assets):
 
     r = evaluate(_params(assets, landmark_perturbation="noise"), RunSpec.from_params(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no", limit=2), run_id="runs-cols", progress=False)  # fmt: skip
     meta = json.loads((r.run_dir / "run.json").read_text())
-    assert {c for c, _ in RUN_COLUMNS} <= set(meta)
+    times = json.loads((r.run_dir / "timings" / "run.json").read_text())
+    assert {c for c, _ in RUN_COLUMNS} <= set(meta) | set(times)
+    assert not {"created", "updated"} & set(meta)  # timestamps: in the unversioned timings/
     assert {k: meta[k] for k in r.spec.columns()} == r.spec.columns()
     assert TABLES["runs"].columns == RUN_COLUMNS

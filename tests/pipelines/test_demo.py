@@ -52,3 +52,38 @@ def test_dvc_executable_prefers_urbex_dvc_then_the_isolated_env(tmp_path, monkey
     other.write_text("#!/bin/sh\n")
     monkeypatch.setenv("URBEX_DVC", str(other))
     assert dvc_executable(tmp_path) == other
+
+
+def test_demo_training_writes_none_of_the_training_pipelines_outputs():
+    """The demo's shortened training (params-demo.yaml) has checkpoint names of its own: it never
+    writes training/dvc.yaml's outputs (the full CPU recipe), so `dvc status` cannot mistake a
+    demo for a changed run of that pipeline."""
+    import yaml
+
+    from pipelines.demo import DEMO_RESOURCES
+    from urbex.config import load_params
+
+    stages = yaml.safe_load((REPO_ROOT / "training" / "dvc.yaml").read_text())["stages"]
+    recipe = load_params([REPO_ROOT / "params.yaml", REPO_ROOT / "params-cpu.yaml"])
+    names = {"${sft.checkpoint}": str(recipe.sft.checkpoint), "${sft.run_name}": recipe.sft.run_name,
+             "${train.run_name}": recipe.train.run_name}  # fmt: skip
+    outs = set()
+    for stage in stages.values():
+        for out in stage["outs"]:
+            path = next(iter(out)) if isinstance(out, dict) else out
+            for var, value in names.items():
+                path = path.replace(var, value)
+            outs.add((REPO_ROOT / path).resolve())
+    assert len(outs) == 3
+    demo = DEMO_RESOURCES["training_params"].load()
+    written = {
+        (demo.base_dir / demo.sft.checkpoint).resolve(),
+        demo.layout.checkpoint(demo.sft.run_name).resolve(),
+        demo.layout.checkpoint(demo.train.run_name).resolve(),
+    }
+    assert not written & outs, written & outs
+    assert (demo.base_dir / demo.train.checkpoint).resolve() == demo.layout.checkpoint(
+        demo.sft.run_name
+    ).resolve()  # GRPO starts from the demo's own SFT checkpoint
+    assert demo.sft.steps < recipe.sft.steps and demo.train.max_steps < recipe.train.max_steps
+    assert demo.env == recipe.env and demo.vlm == recipe.vlm  # otherwise the same recipe

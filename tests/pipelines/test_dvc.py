@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,34 @@ def test_dvc_repro_runs_the_same_stages_as_the_cli(dvc_project):
     (root / "params.yaml").write_text(text)
     status = _run([str(dvc), "status", "dvc.yaml"], root, env)
     assert "cache@synthville_block_0" in status and "raw" not in status.split("cache@")[0]
+
+
+def test_rebuilding_a_scene_or_replaying_a_run_leaves_every_stage_up_to_date(dvc_project):
+    """Issue 25, case 19: every file DVC hashes is a function of the inputs and params (seconds,
+    timestamps and absolute paths go to unversioned timings/ folders). A scene cache rebuilt from
+    the same cloud, in a project moved elsewhere, and an evaluation run replayed from scratch
+    change no hash: nothing downstream turns dirty."""
+    root, env, dvc = dvc_project  # a copy of the reproduced project, under another path
+    lock = (root / "dvc.lock").read_text()
+    scene = root / "assets" / "scenes" / "synthville_block_0"
+    meta = (scene / "meta.json").read_bytes()
+    time.sleep(1.1)  # a new build time, if anything recorded one
+    _run([sys.executable, "-m", "urbex.cli", "-q", "cache", "--scene", scene.name, "--force"],
+         root, env)  # fmt: skip
+    assert (scene / "timings" / "build.json").is_file()
+    assert (scene / "meta.json").read_bytes() == meta
+    run = root / "assets" / "eval" / "runs" / "oracle-test_no"
+    shutil.rmtree(run)
+    argv = ["-q", "evaluate", "--policy", "oracle", "--split", "test_no"]
+    over = root / "pool.yaml"  # other workers and chunks: the same run files
+    over.write_text("eval:\n  workers: 2\n  chunk_size: 1\n  parallel_min_episodes: 2\n")
+    _run([sys.executable, "-m", "urbex.cli", "--params", "params.yaml", "--params", str(over),
+          *argv], root, env)  # fmt: skip
+    assert sorted(p.name for p in (run / "episodes").iterdir()) == ["part-run.parquet"]
+    status = _run([str(dvc), "status", "dvc.yaml"], root, env)
+    assert "up to date" in status.lower(), status
+    _run([str(dvc), "commit", "-f", "-q", "dvc.yaml"], root, env)
+    assert (root / "dvc.lock").read_text() == lock  # the record is unchanged
 
 
 def _experiments(shown: list[dict]) -> list[dict]:

@@ -24,7 +24,9 @@ def test_report_table_rows_runs_columns_split_metric(tmp_path):
     assert t.columns[:4] == ["method", "policy", "test_nd_n", "test_nd_hit1"]
     row = t.filter(pl.col("method") == "a").row(0, named=True)
     assert row["test_no_hit1"] == 100.0 and row["test_nd_hit1"] == pytest.approx(90.0)
-    assert row["test_no_latency_s"] == 0.5 and row["test_no_n"] == 10
+    assert row["test_no_n"] == 10 and "test_no_latency_s" not in t.columns  # a timing
+    timed = report_table(Params(paths={"assets": tmp_path}), metrics=["n", "latency_s"])
+    assert timed.filter(pl.col("method") == "a")["test_no_latency_s"][0] == 0.5  # on request
     assert t.filter(pl.col("method") == "b")["test_nd_hit1"][0] is None
 
 

@@ -66,13 +66,14 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
 
     paths = diagnose(_params(project))
     out = project / "eval" / "diagnostics"
+    panels = {f"{stem}-{family}.png" for stem in ("success_vs_distractors", "area_ratio_hist")
+              for family in ("landmark_prior", "oracle")}  # fmt: skip
     assert {p.name for p in paths} == {
         *(f"{n}.parquet" for n in DIAGNOSTIC_TABLES),
         "diagnostics.md",
-        "success_vs_distractors.png",
-        "area_ratio_hist.png",
+        *panels,  # small multiples: one panel per policy family
     }
-    for png in ("success_vs_distractors.png", "area_ratio_hist.png"):
+    for png in panels:
         with Image.open(out / png) as im:
             assert im.size == PLOT_SIZE and im.mode == "RGB"
 

@@ -28,16 +28,54 @@ from urbex.report.page import (
 HOSTILE = '<script>window.pwned = 1</script>"><img src=x onerror="window.pwned = 2">'
 
 
+#: Table 9 and Table 2 blocks (their runs need a checkpoint and a second benchmark, which the
+#: small project lacks), appended to its report.md as ``urbex report`` writes them.
+EXTRA_BLOCKS = {
+    "Table 9: free policy vs fixed workflow": pl.DataFrame({
+        "split": ["test_no"] * 2, "mode": ["free", "fixed"], "method": ["vlm-g", "workflow-g"],
+        "n": [10, 10], "hit1": [0.3, 0.2], "hit3": [0.5, 0.4], "iou_bev": [0.25, 0.2],
+        "landmark_query": [0.5, 1.0], "zoom_in": [1.5, 1.0], "oblique_render": [0.0, 1.0],
+        "invalid_rate": [0.1, 0.3], "turns": [3.0, 4.5], "lzoa_share": [0.0, 0.9]}),
+    "Table 2: zero-shot on a second benchmark": pl.DataFrame({
+        "benchmark": ["b", "b"], "method": ["oracle"] * 2, "policy": ["oracle"] * 2,
+        "run_id": ["r"] * 2, "subset": ["all", "landmark_free"], "n": [10, 4],
+        "hit1": [1.0, 0.75], "hit3": [1.0, 1.0], "iou_bev": [0.99, 0.5]}),
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
-    """The results page of the small project (written once; tests read it). Every query's
-    description starts with :data:`HOSTILE` (queries are read by the page, after evaluation)."""
+    """The results page of the small project (written once; tests read it) after `urbex
+    diagnose` and `urbex report` (+ :data:`EXTRA_BLOCKS`). Every query's description starts
+    with :data:`HOSTILE` (queries are read by the page, after evaluation)."""
+    from urbex.report.diagnose import diagnose
+    from urbex.report.publish import report
+    from urbex.report.table2 import table2_markdown
+    from urbex.report.table9 import table9_markdown
+
     assets = build_page_project(tmp_path_factory.mktemp("page"))
     p = page_params(assets)
+    diagnose(p)
+    report(p, echo=False, page=False)
+    md = {"Table 9": table9_markdown, "Table 2": table2_markdown}
+    with p.layout.report_md.open("a") as fh:
+        for title, frame in EXTRA_BLOCKS.items():
+            fh.write(f"\n## {title}\n\nA note.\n\n{md[title.split(':')[0]](frame)}\n")
     queries = pl.read_parquet(p.layout.queries)
     hostile = pl.lit(HOSTILE + " ") + pl.col("description")
     queries.with_columns(hostile.alias("description")).write_parquet(p.layout.queries)
     return write_results_page(p)
+
+
+def _md_tables(path: Path) -> dict[str, int]:
+    """``## `` section title → rows of its table, of a Markdown report."""
+    out, title = {}, None
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+        elif title and line.startswith("|") and not line.startswith("|---"):
+            out[title] = out.get(title, -1) + 1  # the header row is not a row
+    return out
 
 
 def _run_kwargs(**over):
@@ -101,6 +139,9 @@ def test_results_page_report_plots_curves_and_runs(page):
     text = page.read_text()
     assert text.count("<tr>") >= 3  # header + oracle + landmark_prior
     assert 'src="diagnostics/plot.png"' in text and 'src="curves/tiny.png"' in text
+    for stem in ("success_vs_distractors", "area_ratio_hist"):  # one panel per policy family
+        for family in ("landmark_prior", "oracle"):
+            assert f'src="diagnostics/{stem}-{family}.png"' in text
     for rid in ("oracle-test_no", "landmark_prior-test_nd", "empty", "ghost"):
         assert f'href="runs/{rid}/index.html"' in text
 
@@ -174,6 +215,23 @@ def test_results_page_in_headless_chromium(page, tmp_path):
         )
         imgs = b.eval("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
         assert imgs and all(ok and w > 0 for ok, w in imgs), imgs
+        # every block of report.md and diagnostics.md, as a table with all its rows
+        shown = b.eval(
+            "Object.fromEntries(Array.from(document.querySelectorAll('section.block')).map("
+            "s => [s.querySelector('h2').innerText, s.querySelectorAll('tbody tr').length]))"
+        )
+        eval_dir = page.parent
+        want = {
+            **_md_tables(eval_dir / "report.md"),
+            **_md_tables(eval_dir / "diagnostics" / "diagnostics.md"),
+        }
+        assert {"Table 11 (test_no): box and point quality", *EXTRA_BLOCKS} <= set(want)
+        assert {"disambiguation", "area_ratio", "box_extent", "tool_use"} <= set(want)
+        assert {t: shown.get(t) for t in want} == want
+        assert shown["Report (Table 1)"] >= 2 and shown["Latency"] >= 2
+        panels = b.eval("document.querySelectorAll('img.panel').length")
+        assert panels == len(list((eval_dir / "diagnostics").glob("*.png"))) >= 5
+        b.eval("document.querySelector('#report-table-9-free-policy-vs-fixed-workflow th').click()")
         b.screenshot(tmp_path / "index.png")
 
         b.goto(page.parent / "runs" / "landmark_prior-test_nd" / "index.html")

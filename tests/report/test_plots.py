@@ -80,3 +80,33 @@ def test_plots_of_no_runs_say_so(tmp_path):
     for img in (a, b):
         centre = img[Y1 + 200 : Y0 - 200, X0 + 250 : X1 - 250]
         assert (centre < 200).any()  # the grey "no evaluation runs" note
+
+
+def test_thirty_series_become_panels_of_at_most_eight_by_policy_family(tmp_path):
+    """A demo's 30 runs × splits: one panel per policy family, at most MAX_SERIES series each
+    (a larger family split in two), each series in exactly one panel; stale panels removed."""
+    from urbex.report.plots import MAX_SERIES, panels, plot_panels
+
+    fams = {"oracle": 3, "landmark_prior": 11, "ranking": 4, "vlm": 12}
+    rows = [
+        ("distractors", f"{pol}-r{i}", pol, "test_nd", "0", 0, 2, 0.5, 0.5)
+        for pol, n in fams.items()
+        for i in range(n)
+    ]
+    cols = ["factor", "run_id", "policy", "split", "bin", "bin_order", "n_regional",
+            "local_success", "hit1"]  # fmt: skip
+    t = pl.DataFrame([dict(zip(cols, r)) for r in rows], orient="row")
+    got = panels(t)
+    assert [name for name, _ in got] == [
+        "landmark_prior-1", "landmark_prior-2", "oracle", "ranking", "vlm-1", "vlm-2",
+    ]  # fmt: skip
+    assert all(0 < part.select("run_id", "split").n_unique() <= MAX_SERIES for _, part in got)
+    assert sorted(r for _, part in got for r in part["run_id"]) == sorted(t["run_id"])
+    (tmp_path / "success_vs_distractors.png").write_bytes(b"an old single plot")
+    (tmp_path / "success_vs_distractors-gone.png").write_bytes(b"an old family's panel")
+    written = plot_panels("success_vs_distractors", t, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"success_vs_distractors-{name}.png" for name, _ in got
+    ) == sorted(p.name for p in written)  # fmt: skip
+    for p in written:
+        _open(p)

@@ -111,7 +111,7 @@ def test_warehouse_record_view_types_match_the_shards(tmp_path):
 
 
 def test_scene_row_keys_are_the_scenes_view_columns():
-    from urbex.report.warehouse import SCENE_COLUMNS
+    from urbex.scene.meta import SCENE_COLUMNS
 
     meta = {"n_points": 3, "bounds": [0, 1, 2, 3, 4, 5], "bev_width": 3, "bev_height": 3}
     row = scene_row({**meta, "resolution": 0.1}, scene_id="s")

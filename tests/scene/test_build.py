@@ -11,6 +11,7 @@ import pytest
 
 from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError, StaleCacheError
+from urbex.layout import AssetLayout
 from urbex.pointcloud import PointCloud
 from urbex.scene import SceneCache, build_scene_cache, cache_is_fresh, content_hash
 from urbex.scene import raster as raster_mod
@@ -137,21 +138,25 @@ def test_bev_pixels_with_points_all_covered(tmp_path: Path, cloud: PointCloud) -
 
 
 def test_build_rebuild_gives_identical_bytes(tmp_path: Path, cloud: PointCloud) -> None:
+    """Every versioned file of a rebuild is byte-identical (meta.json and the scenes row too);
+    the build's seconds and the source's path are in the unversioned timings/build.json."""
     boxes = [_Box("3", "Car", "Blue Garage", 3)]
-    build_scene_cache(cloud, tmp_path / "a", P, scene_id="s", boxes=boxes)
-    build_scene_cache(cloud, tmp_path / "b", P, scene_id="s", boxes=boxes)
+    cloud_a = dataclasses.replace(cloud, source=str(tmp_path / "here" / "s.ply"))
+    cloud_b = dataclasses.replace(cloud, source=str(tmp_path / "elsewhere" / "s.ply"))
+    build_scene_cache(cloud_a, tmp_path / "a", P, scene_id="s", boxes=boxes)
+    build_scene_cache(cloud_b, tmp_path / "b", P, scene_id="s", boxes=boxes)
     files = sorted(
         p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
     )
-    assert Path("instances.parquet") in files and Path("points/xyz.npy") in files
-    for rel in files:
-        if rel.name in ("meta.json", "scene.parquet"):  # both carry build_seconds
-            continue
+    assert Path("instances.parquet") in files and Path("meta.json") in files
+    assert Path("scene.parquet") in files and Path("points/xyz.npy") in files
+    lay = AssetLayout(tmp_path)
+    versioned = [rel for rel in files if not lay.unversioned(tmp_path / "scenes" / "s" / rel)]
+    assert versioned == [rel for rel in files if rel.parts[0] != "timings"]
+    for rel in versioned:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
-    ma = json.loads((tmp_path / "a" / "meta.json").read_text())
-    mb = json.loads((tmp_path / "b" / "meta.json").read_text())
-    ma.pop("build_seconds"), mb.pop("build_seconds")
-    assert ma == mb
+    timing = json.loads((tmp_path / "b" / "timings" / "build.json").read_text())
+    assert timing["source"] == cloud_b.source and timing["build_seconds"] >= 0
 
 
 def test_build_reuses_fresh_cache_unless_forced(tmp_path: Path, cloud: PointCloud) -> None:

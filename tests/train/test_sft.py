@@ -315,6 +315,72 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
     assert r.n_examples == r.n_trajectories + r.recovery.kept
 
 
+def test_an_interrupted_sft_resumes_from_its_last_saved_step_as_if_never_stopped(
+    assets, tiny, monkeypatch
+):
+    """Ctrl-C after step 5 of 6 (state saved every 2 steps, the recovery round at step 3):
+    nothing is published, the rerun resumes from step 4 (the recovery round's examples come
+    from the saved state) and publishes the uninterrupted run's weights and log, bit for bit."""
+    import polars as pl
+    import torch
+    from safetensors.torch import load_file
+
+    from urbex.train import sft as sft_mod
+
+    p = _params(assets, limit=3, recovery_per_query=1, recovery_at=0.5, save_steps=2)
+    p = p.with_updates(vlm={"max_new_tokens": 24})  # the random student's turns stay short
+    ref = sft_mod.sft(p, checkpoint=tiny, steps=6, progress=False, run_name="sft-ref")
+    real = sft_mod.causal_lm_loss
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sft_mod, "causal_lm_loss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sft_mod.sft(p, checkpoint=tiny, steps=6, progress=False, run_name="sft-cut")
+    final = p.layout.checkpoint("sft-cut")
+    assert not final.exists()  # nothing published half-done
+    resume = p.layout.checkpoint_staging("sft-cut") / "resume"
+    assert json.loads((resume / "state.json").read_text())["step"] == 4
+    monkeypatch.setattr(sft_mod, "causal_lm_loss", real)
+    replays = {"n": 0}
+    real_round = sft_mod.recovery_round
+
+    def counted(*args, **kwargs):
+        replays["n"] += 1
+        return real_round(*args, **kwargs)
+
+    monkeypatch.setattr(sft_mod, "recovery_round", counted)
+    r = sft_mod.sft(p, checkpoint=tiny, steps=6, progress=False, run_name="sft-cut")
+    assert r.resumed_from == 4 and replays["n"] == 0  # not replayed: restored
+    assert not p.layout.checkpoint_staging("sft-cut").exists()
+    a, b = (
+        load_file(ref.checkpoint_dir / "model.safetensors"),
+        load_file(final / "model.safetensors"),
+    )
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert pl.read_parquet(final / "sft_log.parquet").equals(
+        pl.read_parquet(ref.checkpoint_dir / "sft_log.parquet")
+    )
+    assert (
+        json.loads((final / "sft.json").read_text())["recovery"]
+        == json.loads((ref.checkpoint_dir / "sft.json").read_text())["recovery"]
+    )
+    assert json.loads((final / "timings" / "sft.json").read_text())["resumed_from"] == 4
+    # other settings: a saved state is not used
+    from urbex.train.sft_state import SFTState, load_state, save_state
+
+    staging = p.layout.checkpoint_staging("other")
+    state = SFTState(step=2, tensors={}, numpy_rng={}, order=[], log=[], n_tok=[], n_sup=[])
+    save_state(staging, state, {"lr": 1e-3})
+    assert load_state(staging, {"lr": 1e-3}) is not None
+    assert load_state(staging, {"lr": 2e-3}) is None
+
+
 @pytest.mark.parametrize(("steps", "warmup"), [(200, 10), (20, 1), (10, 0)])
 def test_lr_schedule_is_linear_warmup_then_cosine_to_a_tenth(steps, warmup):
     """transformers' schedule gives the documented shape (urbex.train.sft.lr_schedule), computed

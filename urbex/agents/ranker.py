@@ -60,7 +60,7 @@ from urbex.errors import ConfigError
 from urbex.geometry import gap_2d
 from urbex.landmarks.names import mask_names, normalize_name
 from urbex.language.target import class_of_text
-from urbex.layout import RANKER_VERSION
+from urbex.layout import RANKER_VERSION, TIMINGS_DIR
 
 if TYPE_CHECKING:
     import polars as pl
@@ -72,6 +72,7 @@ __all__ = [
     "FEATURE_NAMES",
     "HASH_DIM",
     "RANKER_VERSION",
+    "TIMING_INFO",
     "RankerModel",
     "RankerPolicy",
     "TrainingQuery",
@@ -84,6 +85,8 @@ __all__ = [
 
 #: Hashed bag-of-words buckets (crossed with the 4 class one-hots).
 HASH_DIM = 32
+#: The fit's measured seconds in ``info``: saved beside the model, in ``timings/``.
+TIMING_INFO: tuple[str, ...] = ("fit_s", "features_s")
 #: L2 strengths tried; the best val Hit@1 wins (ties: the stronger regularisation).
 L2_GRID: tuple[float, ...] = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)
 
@@ -376,12 +379,21 @@ class RankerModel:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write the model to ``path`` (JSON, atomically)."""
+        """Write the model to ``path`` (JSON, atomically); its measured seconds
+        (:data:`TIMING_INFO`) to ``timings/<name>`` beside it (not versioned: the model file
+        is a function of the splits and the params only)."""
 
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
+        data = self.to_json()
+        data["info"] = {k: v for k, v in self.info.items() if k not in TIMING_INFO}
         with atomic_write(p, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=1)
+            json.dump(data, fh, indent=1)
+        timing = {k: self.info[k] for k in TIMING_INFO if k in self.info}
+        if timing:
+            (p.parent / TIMINGS_DIR).mkdir(exist_ok=True)
+            with atomic_write(p.parent / TIMINGS_DIR / p.name, "w", encoding="utf-8") as fh:
+                json.dump(timing, fh, indent=1)
         return p
 
     @classmethod

@@ -7,12 +7,21 @@ Layout of a run (globs of the warehouse's ``episodes``/``steps``/``metrics`` tab
         episodes/part-<token>.parquet  finished episodes, one shard per write (ShardWriter)
         steps/part-<token>.parquet     the same chunk's steps (same file name)
         metrics.parquet                the aggregate (urbex.eval.metrics.aggregate)
+        timings/                       the measured seconds of the same rows (latency_s, env_s,
+                                       policy_s), keyed like them; not versioned
+                                       (urbex.layout.TIMINGS_DIR)
 
-A chunk's steps shard is written **before** its episodes shard, each atomically (temp file +
-``os.replace``). An episode counts as finished once its row is in an episodes shard; a steps
-shard without its episodes twin (a run killed between the two writes) is an orphan and
-:func:`finished_query_ids` deletes it, so a resumed run redoes those episodes without leaving
-duplicate steps.
+A chunk's timings shards and its steps shard are written **before** its episodes shard, each
+atomically (temp file + ``os.replace``). An episode counts as finished once its row is in an
+episodes shard; a steps or timings shard without its episodes twin (a run killed between the
+writes) is an orphan and :func:`finished_query_ids` deletes it, so a resumed run redoes those
+episodes without leaving duplicate steps.
+
+When the run is finished, :func:`compact_run` merges its shards into one per folder,
+``part-run.parquet`` (:data:`RUN_SHARD`), rows sorted by query (and turn): the run's versioned
+files are then a function of its inputs and params only — not of the chunking, the workers, the
+order episodes finished in, or a resume — so rebuilding an identical run changes no DVC hash.
+Their measured seconds are in ``timings/`` (:func:`read_episodes` joins them back).
 
 Both rows are flat projections of a :class:`~urbex.env.trajectory.Trajectory`
 (:func:`episode_record`, :func:`step_rows`): every field that the record already holds is taken
@@ -28,13 +37,14 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.atomic import atomic_path, atomic_write, remove_stale
 from urbex.errors import CacheError
+from urbex.layout import TIMINGS_DIR
 
 if TYPE_CHECKING:
     import polars as pl
@@ -45,18 +55,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EPISODE_COLUMNS",
+    "ROW_KEYS",
+    "RUN_SHARD",
     "SHARD_GLOB",
     "STEP_COLUMNS",
+    "TIMING_COLUMNS",
     "EpisodeRecord",
     "ShardWriter",
     "StepRow",
+    "compact_run",
     "episode_record",
     "episode_schema",
     "finished_query_ids",
     "read_episodes",
     "read_steps",
+    "shard_schema",
     "step_rows",
     "step_schema",
+    "timing_schema",
     "write_chunk",
     "write_json_atomic",
     "write_table_atomic",
@@ -240,10 +256,55 @@ def write_json_atomic(data: dict[str, Any], path: Path) -> Path:
     return path
 
 
+#: The measured columns of each kind of row (seconds: they differ between two runs of the same
+#: inputs), written to ``timings/<kind>/`` rather than the versioned shards.
+TIMING_COLUMNS: dict[str, tuple[str, ...]] = {
+    "episodes": ("latency_s", "env_s", "policy_s"),
+    "steps": ("latency_s", "env_s", "policy_s"),
+}
+#: The columns that identify a row of each kind (how timings are joined back).
+ROW_KEYS: dict[str, tuple[str, ...]] = {
+    "episodes": ("run_id", "query_id"),
+    "steps": ("run_id", "query_id", "turn"),
+}
+_KINDS = ("episodes", "steps")
+
+
+def _schema(kind: str) -> pa.Schema:
+    return episode_schema() if kind == "episodes" else step_schema()
+
+
+def shard_schema(kind: str) -> pa.Schema:
+    """The Arrow schema of a versioned ``episodes`` / ``steps`` shard: the record's columns but
+    the measured ones (:data:`TIMING_COLUMNS`)."""
+    import pyarrow as pa
+
+    full = _schema(kind)
+    return pa.schema([f for f in full if f.name not in TIMING_COLUMNS[kind]])
+
+
+def timing_schema(kind: str) -> pa.Schema:
+    """The Arrow schema of a ``timings/<kind>`` shard: :data:`ROW_KEYS` + :data:`TIMING_COLUMNS`."""
+    import pyarrow as pa
+
+    full = _schema(kind)
+    return pa.schema([full.field(c) for c in (*ROW_KEYS[kind], *TIMING_COLUMNS[kind])])
+
+
+def _write_rows(d: Path, kind: str, t: pa.Table, name: str) -> None:
+    """One chunk's rows of ``kind`` (a table of the record's schema): their timings shard, then
+    their versioned shard (fresh names: no staging file to sweep)."""
+    write_table_atomic(
+        t.select(timing_schema(kind).names), d / TIMINGS_DIR / kind / name, sweep=False
+    )
+    write_table_atomic(t.select(shard_schema(kind).names), d / kind / name, sweep=False)
+
+
 def write_chunk(
     directory: Path, episodes: Sequence[EpisodeRecord], steps: Sequence[StepRow]
 ) -> str | None:
-    """Write one chunk: its steps shard, then its episodes shard (same name). Returns the name.
+    """Write one chunk: its steps shard, then its episodes shard (same name), each after its
+    timings shard. Returns the name.
 
     Parameters
     ----------
@@ -272,9 +333,9 @@ def _write_chunk(
     if not episodes:
         return None
     name = f"part-{uuid.uuid4().hex[:16]}.parquet"  # a fresh name: no staging file to sweep
-    write_table_atomic(_table(steps, step_schema()), d / "steps" / name, sweep=False)
+    _write_rows(d, "steps", _table(steps, step_schema()), name)
     ep = _table(episodes, episode_schema())
-    write_table_atomic(ep, d / "episodes" / name, sweep=False)
+    _write_rows(d, "episodes", ep, name)
     return name, ep
 
 
@@ -290,7 +351,7 @@ class ShardWriter:
     the last ``every_s`` seconds and the chunk in flight. :meth:`close` (or leaving the ``with``
     block, also on an error or Ctrl-C) publishes every chunk handed over, then raises a write's
     error; a failed write also fails the next :meth:`put`. :attr:`tables` keeps each published
-    episodes table by shard name (:func:`read_episodes`'s ``known``).
+    episodes table by shard name.
 
     With ``rows`` (played episodes → their episodes and steps rows, e.g.
     :meth:`urbex.eval.player.EpisodePlayer.rows`), :meth:`put_played` hands over played
@@ -396,10 +457,35 @@ class ShardWriter:
 #: The name of a published shard (:func:`write_chunk`); a staging file (``.part-….tmp-…``) of
 #: :mod:`urbex.atomic` never matches it.
 SHARD_GLOB = "part-*.parquet"
+#: The one shard per folder of a compacted run (:func:`compact_run`); its rows take precedence
+#: over another shard's rows of the same query (a compaction interrupted before it removed them).
+RUN_SHARD = "part-run.parquet"
 
 
 def _shards(directory: Path, kind: str) -> list[Path]:
     return sorted((Path(directory) / kind).glob(SHARD_GLOB))
+
+
+def compact_run(directory: Path) -> None:
+    """Merge a run's shards into one per folder (:data:`RUN_SHARD`), rows sorted by query (and
+    turn), and remove the others: the run's versioned files become independent of how it was
+    chunked, scheduled or resumed.
+
+    Safe to interrupt anywhere: the merged shards are written timings first and episodes last
+    (until then the merged ones are orphans, removed by the next :func:`finished_query_ids`);
+    from then on a merged shard's rows supersede the other shards' rows of its queries
+    (:func:`read_episodes`), which are removed last.
+    """
+    d = Path(directory)
+    frames = {kind: _read(d, kind, _schema(kind)).sort(list(ROW_KEYS[kind][1:])) for kind in _KINDS}
+    for kind in ("steps", "episodes"):  # episodes last: their merged shard commits
+        t = frames[kind].to_arrow().cast(_schema(kind))
+        write_table_atomic(t.select(timing_schema(kind).names), d / TIMINGS_DIR / kind / RUN_SHARD)
+        write_table_atomic(t.select(shard_schema(kind).names), d / kind / RUN_SHARD)
+    for folder in (*(d / k for k in _KINDS), *(d / TIMINGS_DIR / k for k in _KINDS)):
+        for p in _shards(folder.parent, folder.name):
+            if p.name != RUN_SHARD:
+                p.unlink()
 
 
 def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[str]:
@@ -428,42 +514,67 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
             ) from exc
         names.add(p.name)
     if clean_orphans:
-        for kind in ("episodes", "steps"):
-            remove_stale(d / kind)
-        for p in _shards(d, "steps"):
-            if p.name not in names:
-                p.unlink()
+        folders = [d / "episodes", d / "steps", *(d / TIMINGS_DIR / k for k in _KINDS)]
+        for folder in folders:
+            remove_stale(folder)
+        for folder in folders[1:]:
+            for p in _shards(folder.parent, folder.name):
+                if p.name not in names:
+                    p.unlink()
     return done
 
 
-def _read(
-    directory: Path, kind: str, schema: pa.Schema, known: Mapping[str, pa.Table] | None = None
-) -> pl.DataFrame:
+def _read_shards(folder: Path, schema: pa.Schema) -> pl.DataFrame:
+    """The rows of every shard in ``folder``; a :data:`RUN_SHARD`'s queries supersede the same
+    queries' rows in the other shards (a compaction that stopped before removing them)."""
     import polars as pl
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    known = known or {}
-    tables = [
-        known[p.name] if p.name in known else pq.read_table(p) for p in _shards(directory, kind)
-    ]
-    if not tables:
-        return pl.from_arrow(schema.empty_table())  # type: ignore[return-value]
-    return pl.from_arrow(pa.concat_tables(tables, promote_options="permissive"))  # type: ignore[return-value]
+    paths = _shards(folder.parent, folder.name)
+    if not paths:
+        return pl.DataFrame(pl.from_arrow(schema.empty_table()))
+    tables = [pq.read_table(p) for p in paths]
+    if RUN_SHARD in (names := [p.name for p in paths]) and len(paths) > 1:
+        merged = tables[names.index(RUN_SHARD)]
+        seen = pc.unique(merged.column("query_id"))
+        tables = [merged] + [
+            t.filter(pc.invert(pc.is_in(t.column("query_id"), value_set=seen)))
+            for name, t in zip(names, tables, strict=True)
+            if name != RUN_SHARD
+        ]
+    return pl.DataFrame(pl.from_arrow(pa.concat_tables(tables, promote_options="permissive")))
 
 
-def read_episodes(directory: Path, *, known: Mapping[str, pa.Table] | None = None) -> pl.DataFrame:
+def _read(directory: Path, kind: str, schema: pa.Schema) -> pl.DataFrame:
+    """A run's rows of ``kind`` with their timings joined back (null where the timings are
+    missing: a run pulled by DVC, which does not version them), in the record's column order."""
+    import polars as pl
+
+    d = Path(directory)
+    keys = list(ROW_KEYS[kind])
+    rows = _read_shards(d / kind, shard_schema(kind))
+    times = _read_shards(d / TIMINGS_DIR / kind, timing_schema(kind))
+    timing = list(TIMING_COLUMNS[kind])
+    if any(c in rows.columns for c in timing):  # a shard written before timings had a folder
+        rows = rows.drop([c for c in timing if c in rows.columns])
+    if times.height:
+        rows = rows.join(times.unique(keys, keep="first"), on=keys, how="left")
+    else:
+        rows = rows.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in timing)
+    return rows.select(schema.names)
+
+
+def read_episodes(directory: Path) -> pl.DataFrame:
     """All finished episodes of a run, sorted by ``query_id``.
-
-    ``known`` holds tables this process wrote (:attr:`ShardWriter.tables`), by shard name: they
-    are taken as they are instead of read back; the other shards are read.
 
     Raises
     ------
     CacheError
         The same query appears in two shards (the run directory was tampered with).
     """
-    df = _read(directory, "episodes", episode_schema(), known).sort("query_id")
+    df = _read(directory, "episodes", episode_schema()).sort("query_id")
     dup = df.filter(df["query_id"].is_duplicated())["query_id"].unique().to_list()
     if dup:
         raise CacheError(

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GROUP_KEYS",
     "RANK_RULES",
+    "TIMING_COLUMNS",
     "RankRule",
     "aggregate",
     "area_ratio",
@@ -62,6 +63,15 @@ RankRule = Literal["iou", "iou_nonzero", "ciou"]
 RANK_RULES: tuple[RankRule, ...] = ("iou", "iou_nonzero", "ciou")
 #: The grouping keys of :func:`aggregate` (one metrics row per run × split).
 GROUP_KEYS: tuple[str, ...] = ("run_id", "policy", "split")
+#: :func:`aggregate`'s measured columns (seconds): a run's ``metrics.parquet`` holds the others,
+#: its unversioned ``timings/metrics.parquet`` these with :data:`GROUP_KEYS`.
+TIMING_COLUMNS: tuple[str, ...] = (
+    "latency_s",
+    "latency_p50_s",
+    "latency_p90_s",
+    "env_s",
+    "policy_s",
+)
 
 
 def _check_rule(rule: str) -> None:

@@ -56,12 +56,14 @@ from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
 from urbex.eval.episodes import (
+    compact_run,
     finished_query_ids,
     read_episodes,
     write_json_atomic,
     write_table_atomic,
 )
-from urbex.eval.metrics import aggregate
+from urbex.eval.metrics import GROUP_KEYS, aggregate
+from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
     SPEC_COLUMNS,
@@ -70,17 +72,16 @@ from urbex.eval.runspec import (
     read_spec,
 )
 from urbex.eval.schedule import play_pending
+from urbex.layout import TIMINGS_DIR
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import polars as pl
-    import pyarrow as pa
 
     from urbex.config import Params
     from urbex.env.policy import Policy
 
 __all__ = [
+    "RUN_TIMES_FILE",
     "RunResult",
     "episode_seed",
     "evaluate",
@@ -232,17 +233,41 @@ def _check_run(
     return meta
 
 
-def finalize_run(
-    params: Params, run_id: str, *, known: Mapping[str, pa.Table] | None = None
-) -> pl.DataFrame:
+#: A run's start and last update (ISO-8601 UTC), in its unversioned timings folder: a run.json
+#: holding them would differ between two runs of the same inputs.
+RUN_TIMES_FILE = "run.json"
+
+
+@dataclass(slots=True)
+class _RunTimes:
+    """``timings/run.json``: ``run_id``, ``created`` (kept from an earlier start) and
+    ``updated`` (each :meth:`touch`)."""
+
+    path: Path
+    run_id: str
+
+    def touch(self) -> None:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            created = json.loads(self.path.read_text()).get("created") or now
+        except (OSError, ValueError, AttributeError):
+            created = now
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"run_id": self.run_id, "created": created, "updated": now}
+        write_json_atomic(data, self.path)
+
+
+def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
 
-    ``known``: episodes tables this process published, by shard name (not read back; see
-    :func:`urbex.eval.episodes.read_episodes`).
+    First merges the run's shards into one per folder (:func:`urbex.eval.episodes.compact_run`):
+    a finished run's files do not depend on its chunking or on a resume. The measured columns
+    (:data:`urbex.eval.metrics.TIMING_COLUMNS`) go to the unversioned ``timings/metrics.parquet``
+    (the returned frame and the warehouse's ``metrics`` view hold them).
 
     Also writes the headline figures as flat JSON, ``eval/summaries/<run_id>.json``
-    (:func:`run_summary`): the evaluation stages' DVC metrics file, what ``dvc exp show`` and
-    ``dvc metrics diff`` compare across a sweep.
+    (:func:`run_summary`, timings left out): the evaluation stages' DVC metrics file, what
+    ``dvc exp show`` and ``dvc metrics diff`` compare across a sweep.
 
     The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runspec.read_spec`)
     as the columns of :data:`urbex.eval.runspec.SPEC_COLUMNS`: ``checkpoint``,
@@ -253,7 +278,8 @@ def finalize_run(
     import polars as pl
 
     d = params.layout.run(run_id)
-    eps = read_episodes(d, known=known)
+    compact_run(d)
+    eps = read_episodes(d)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
     dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64}
@@ -263,8 +289,13 @@ def finalize_run(
         for name, t in SPEC_COLUMNS
         if name not in metrics.columns
     )
-    write_table_atomic(metrics.to_arrow(), params.layout.run_metrics(run_id))
-    write_json_atomic(run_summary(metrics), params.layout.run_summary(run_id))
+    timing = [c for c in METRIC_TIMING if c in metrics.columns]
+    write_table_atomic(
+        metrics.select([*GROUP_KEYS, *timing]).to_arrow(),
+        d / TIMINGS_DIR / params.layout.run_metrics(run_id).name,
+    )
+    write_table_atomic(metrics.drop(timing).to_arrow(), params.layout.run_metrics(run_id))
+    write_json_atomic(run_summary(metrics.drop(timing)), params.layout.run_summary(run_id))
     return metrics
 
 
@@ -385,17 +416,15 @@ def evaluate(
                 path=d / "episodes",
             )
         todo = [q for q in queries if q.query_id not in done]
-        now = datetime.now(UTC).isoformat(timespec="seconds")
+        times = _RunTimes(params.layout.run(rid) / TIMINGS_DIR / RUN_TIMES_FILE, rid)
         meta = {
-            **meta,
+            **{k: v for k, v in meta.items() if k not in ("created", "updated")},
             **spec.columns(),  # flat, for the warehouse's runs table
             "run_id": rid,
             "policy": policy,
             "split": split,
             "checkpoint": None if ckpt is None else str(ckpt),
             "fingerprint": fp,
-            "created": meta.get("created", now),
-            "updated": now,
             "limit": lim,
             "landmark_perturbation": spec.perturbation_tag,
             "spec": spec.to_dict(),
@@ -405,6 +434,7 @@ def evaluate(
             "n_episodes": None,
         }
         write_json_atomic(meta, params.layout.run_json(rid))
+        times.touch()
         try:
             played = play_pending(
                 params,
@@ -417,21 +447,15 @@ def evaluate(
                 progress=progress,
                 policy_obj=policy_obj,
             )
-            metrics = finalize_run(params, rid, known=played.tables)
+            metrics = finalize_run(params, rid)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
-            meta.update(
-                status="failed",
-                error=_one_line(exc),
-                updated=datetime.now(UTC).isoformat(timespec="seconds"),
-            )
+            meta.update(status="failed", error=_one_line(exc))
             write_json_atomic(meta, params.layout.run_json(rid))
+            times.touch()
             raise
-        meta.update(
-            status="complete",
-            updated=datetime.now(UTC).isoformat(timespec="seconds"),
-            n_episodes=int(metrics["n"].sum()) if metrics.height else 0,
-        )
+        meta.update(status="complete", n_episodes=int(metrics["n"].sum()) if metrics.height else 0)
         write_json_atomic(meta, params.layout.run_json(rid))
+        times.touch()
     return RunResult(
         run_id=rid,
         policy=policy,

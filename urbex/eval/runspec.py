@@ -288,13 +288,15 @@ class RunSpec:
         """The run ``urbex evaluate`` plays for these flags under ``params``.
 
         ``limit`` defaults to ``params.eval.limit``; the perturbation and the sample seed come
-        from ``params.eval``.
+        from ``params.eval``. A checkpoint inside the project is recorded relative to the params
+        file's folder (:meth:`urbex.config.Params.portable`, which is what relative checkpoint
+        paths are resolved against), so the run's files do not depend on where the project is.
         """
         lim = limit if limit is not None else params.eval.limit
         return cls(
             policy=policy,
             split=split,
-            checkpoint=None if checkpoint is None else str(Path(checkpoint)),
+            checkpoint=None if checkpoint is None else params.portable(checkpoint),
             perturbation=LandmarkPerturbation.from_params(params),
             sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
             tools=tuple(params.env.tools),

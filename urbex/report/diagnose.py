@@ -29,7 +29,7 @@ from urbex.report.diagnostics import (
     query_context,
     tool_use,
 )
-from urbex.report.plots import plot_area_ratio, plot_success_vs_distractors
+from urbex.report.plots import plot_panels
 from urbex.report.warehouse import TABLES, refresh_warehouse
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["compute_tables", "diagnose", "markdown_table"]
 
 
-_PERCENT = ("hit", "success", "share", "rate", "delta")
+_PERCENT = ("hit", "success", "share", "rate", "delta", "recall")
 
 
 def _fmt(name: str, v: Any) -> str:
@@ -78,6 +78,8 @@ _TITLES = {
     "tool_use": "Tool use: mean calls per episode, invalid-turn rate, L→Z→O→A share",
     "repeated_decoding": "Repeated decoding (Table 8): mean and Student-t 95 % interval over "
     "the repeats (`urbex evaluate --repeats N`) of each method × split",
+    "proposal_recall": "Without-GT proposals: recall of the split's targets at BEV IoU 0.25 "
+    "and 0.5, per split and class (the `ranking_proposals` runs' candidates)",
 }
 
 
@@ -194,9 +196,10 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
 
     Writes (atomically) ``<assets>/eval/diagnostics/<name>.parquet`` for each of
     :data:`DIAGNOSTIC_TABLES` (and ``proposal_recall`` when a ``ranking_proposals`` run exists,
-    :func:`urbex.agents.proposals.proposal_recall_table`), ``diagnostics.md`` (the tables as Markdown) and the plots
-    ``success_vs_distractors.png`` and ``area_ratio_hist.png``
-    (:mod:`urbex.report.plots`), then (``refresh``) refreshes the warehouse once so its
+    :func:`urbex.agents.proposals.proposal_recall_table`), ``diagnostics.md`` (the tables as
+    Markdown) and the plots ``success_vs_distractors-<family>.png`` and
+    ``area_ratio_hist-<family>.png``, one panel per policy family (:func:`urbex.report.plots.
+    plot_panels`), then (``refresh``) refreshes the warehouse once so its
     ``diagnostics_<name>`` views see them; pass ``refresh=False`` when the caller refreshes
     after more work of its own.
 
@@ -214,11 +217,12 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         paths.append(
             write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
         )
+    recall = None
     if "ranking_proposals" in set(frames["episodes"]["policy"].to_list()):
         splits = sorted(
             set(frames["episodes"].filter(pl.col("policy") == "ranking_proposals")["split"])
         )
-        proposal_recall_table(params, splits)  # diagnostics_proposal_recall
+        recall = proposal_recall_table(params, splits)  # diagnostics_proposal_recall
         paths.append(params.layout.diagnostic_table("proposal_recall"))
     n_runs = frames["episodes"]["run_id"].n_unique()
     md = [
@@ -230,15 +234,15 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     for name in DIAGNOSTIC_TABLES:
         drop = ["bin_order"] if name in ("area_ratio", "disambiguation") else []
         md += ["", f"## {name}", "", _TITLES[name], "", markdown_table(tables[name], drop=drop)]
+    if recall is not None:
+        md += ["", "## proposal_recall", "", _TITLES["proposal_recall"], "", markdown_table(recall)]
     text = "\n".join(md) + "\n"
     md_path = out / "diagnostics.md"
     with atomic_write(md_path, "w") as fh:
         fh.write(text)
     paths.append(md_path)
-    paths.append(
-        plot_success_vs_distractors(tables["disambiguation"], out / "success_vs_distractors.png")
-    )
-    paths.append(plot_area_ratio(tables["area_ratio"], out / "area_ratio_hist.png"))
+    paths += plot_panels("success_vs_distractors", tables["disambiguation"], out)
+    paths += plot_panels("area_ratio_hist", tables["area_ratio"], out)
     if refresh:
         refresh_warehouse(params.assets)
     if echo:

@@ -5,8 +5,11 @@ table. Everything is plain HTML with a little inline JavaScript (table sorting, 
 filters): no server, no external script, style sheet or font, and only *relative* links, so the
 ``eval/`` folder opens from disk and can be moved as a whole::
 
-    eval/index.html                     the report table (sortable), the diagnostics plots,
-                                        the training curves, one link per run
+    eval/index.html                     every block of the report (sortable tables: the
+                                        comparison, Tables 11, 9 and 2, latency, each
+                                        diagnostic table), the diagnostic plots (one panel per
+                                        policy family, at most 8 series each), the training
+                                        curves, one link per run
     eval/curves/<checkpoint>.png        copies of <assets>/checkpoints/<name>/train_curves.png
     eval/runs/<run_id>/index.html       the run's gallery: best, worst and a seeded random
                                         sample of episodes, filterable by split and outcome
@@ -45,9 +48,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
+from urbex.report.blocks import PLOT_TITLES, Block, Cell, markdown_blocks
 from urbex.report.comparison import METRIC_LABELS, fmt_metric, report_table, split_metric
 from urbex.report.replay import Replayer
-from urbex.report.warehouse import readable_runs
+from urbex.report.warehouse import readable_runs, refresh_warehouse
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -66,6 +70,8 @@ __all__ = [
 
 #: A run directory's sub-directory for the page's pictures and step lists.
 GALLERY = "gallery"
+#: ``urbex diagnose``'s Markdown of its tables, in ``eval/diagnostics/``.
+DIAGNOSTICS_MD = "diagnostics.md"
 #: The outcomes of an episode, in the order the page lists them.
 OUTCOMES = ("hit", "miss", "invalid")
 
@@ -169,21 +175,6 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
-@dataclass(frozen=True, slots=True)
-class _Cell:
-    """A report table cell: its sort key (``data-v``), its text, right-aligned if numeric."""
-
-    sort: str
-    text: str
-    numeric: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Report:
-    heads: list[str]
-    rows: list[list[_Cell]]
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Card:
     """A pictured episode in a run's gallery (``stem``: its files' name in ``gallery/``)."""
@@ -200,16 +191,16 @@ class _Card:
     why_not: str
 
 
-def _cell(v: Any, metric: str | None) -> _Cell:
+def _cell(v: Any, metric: str | None) -> Cell:
     """Numbers formatted as in ``report.md`` (:func:`urbex.report.comparison.fmt_metric`) and
     sorted by their value; NaN and missing values sort as ``""``."""
     if metric is not None and (v is None or isinstance(v, int | float)):
         num = v is not None and v == v
-        return _Cell(sort=str(v) if num else "", text=fmt_metric(v, metric), numeric=True)
-    return _Cell(sort=_text(v), text=_text(v), numeric=False)
+        return Cell(sort=str(v) if num else "", text=fmt_metric(v, metric), numeric=True)
+    return Cell(sort=_text(v), text=_text(v), numeric=False)
 
 
-def _report(params: Params) -> _Report | None:
+def _report(params: Params) -> Block | None:
     """The report table's columns and cells (None: no runs)."""
     if not any(params.layout.runs.glob("*/metrics.parquet")):
         return None  # no finished run: no metrics view to read
@@ -230,7 +221,72 @@ def _report(params: Params) -> _Report | None:
     rows = [
         [_cell(row[c], m) for c, m in zip(cols, metrics)] for row in table.iter_rows(named=True)
     ]
-    return _Report(heads=heads, rows=rows)
+    note = f"{len(rows)} method(s); percent, except n. Click a column to sort."
+    return Block(key="report", title="Report (Table 1)", note=note, heads=heads, rows=rows)
+
+
+#: The latency block's columns (the warehouse's ``metrics`` view; seconds per query).
+_LATENCY = ("latency_s", "latency_p50_s", "latency_p90_s", "env_s", "policy_s")
+
+
+def _latency(params: Params) -> Block | None:
+    """Seconds per query of every complete run (warm online latency, its median and 90th
+    percentile, environment and policy shares): measured on this machine, so shown here and
+    never in the versioned report.md."""
+    import duckdb
+
+    if not any(params.layout.runs.glob("*/metrics.parquet")):
+        return None
+    con = duckdb.connect(":memory:")
+    try:
+        refresh_warehouse(params.assets, con=con)
+        cols = ", ".join(_LATENCY)
+        rows = con.execute(
+            f"SELECT run_id, split, n, {cols} FROM metrics ORDER BY run_id, split"
+        ).fetchall()
+    finally:
+        con.close()
+    if not rows:
+        return None
+    heads = ["run_id", "split", "n", *(METRIC_LABELS.get(c, c) for c in _LATENCY)]
+    metrics = [None, None, "n", *_LATENCY]
+    cells = [[_cell(v, m) for v, m in zip(r, metrics)] for r in rows]
+    note = (
+        "Seconds per query, warm online (model + environment; scene preparation excluded), "
+        "measured where the runs were played: not part of the versioned report."
+    )
+    return Block(key="latency", title="Latency", note=note, heads=heads, rows=cells)
+
+
+def _blocks(params: Params) -> list[Block]:
+    """Every block of report.md after its comparison (Tables 11, 9, 2), the latency, and every
+    block of diagnostics.md (:func:`urbex.report.blocks.markdown_blocks`)."""
+    lay = params.layout
+    out: list[Block] = []
+    if lay.report_md.is_file():
+        out += markdown_blocks(lay.report_md.read_text(), prefix="report", skip_first=True)
+    latency = _latency(params)
+    if latency is not None:
+        out.append(latency)
+    diag = lay.diagnostics / DIAGNOSTICS_MD
+    if diag.is_file():
+        out += markdown_blocks(diag.read_text(), prefix="diag")
+    return out
+
+
+def _plot_groups(params: Params) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The diagnostic plots by kind: (title, [(file name, stem)]) — one panel per policy
+    family (``<stem>-<family>.png``, :data:`urbex.report.blocks.PLOT_TITLES`), then any other
+    PNG of the folder under "Other plots"."""
+    lay = params.layout
+    pngs = sorted(lay.diagnostics.glob("*.png")) if lay.diagnostics.is_dir() else []
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for p in pngs:
+        stem = p.stem.split("-", 1)[0]
+        title = PLOT_TITLES.get(stem, "Other plots")
+        groups.setdefault(title, []).append((p.name, p.stem))
+    order = [*PLOT_TITLES.values(), "Other plots"]
+    return [(t, groups[t]) for t in order if t in groups]
 
 
 def _run_ids(params: Params) -> list[str]:
@@ -249,7 +305,8 @@ def write_results_page(
     lay = params.layout
     lay.eval.mkdir(parents=True, exist_ok=True)
     report = _report(params)
-    plots = sorted(lay.diagnostics.glob("*.png")) if lay.diagnostics.is_dir() else []
+    blocks = _blocks(params)
+    plots = _plot_groups(params)
     curves = _copy_curves(params)
     runs = [
         (rid, _write_run_page(params, rid, n_best=n_best, n_worst=n_worst, n_random=n_random))
@@ -260,7 +317,8 @@ def write_results_page(
         "index.html.j2",
         title="urbex results",
         report=report,
-        plots=[(p.name, p.stem) for p in plots],
+        blocks=blocks,
+        plots=plots,
         curves=curves,
         runs=runs,
     )

@@ -1,7 +1,10 @@
 """The two diagnostic plots of ``urbex diagnose``, drawn with PIL only (no matplotlib).
 
 Both are :data:`PLOT_SIZE` pixels (width, height), RGB PNG, one colour per run × split with a
-legend on the right, labelled axes and a title:
+legend on the right, labelled axes and a title. A demo holds some 30 runs × splits, too many
+series for one readable panel: :func:`plot_panels` draws **small multiples**, one panel per
+policy family (the runs of one policy: its clean runs, perturbations, checkpoints, benchmarks),
+at most :data:`MAX_SERIES` series each (a larger family is split over several panels):
 
 * :func:`plot_success_vs_distractors` — local-disambiguation success (%) per distractor bin
   (``disambiguation`` table, ``factor = "distractors"``); a run without any successful zoom
@@ -20,15 +23,25 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from urbex.atomic import atomic_path
+from urbex.layout import safe_part
 from urbex.viz.style import COLOURS, pil_font
 
 if TYPE_CHECKING:
     from PIL import Image, ImageDraw
 
-__all__ = ["PLOT_SIZE", "plot_area_ratio", "plot_success_vs_distractors"]
+__all__ = [
+    "MAX_SERIES",
+    "PLOT_SIZE",
+    "panels",
+    "plot_area_ratio",
+    "plot_panels",
+    "plot_success_vs_distractors",
+]
 
 #: (width, height) of every diagnostic plot, pixels.
 PLOT_SIZE: tuple[int, int] = (1160, 620)
+#: The most series (run × split) one panel draws: beyond, a legend stops being readable.
+MAX_SERIES = 8
 _LEFT, _TOP, _BOTTOM, _LEGEND = 90, 60, 80, 360
 
 
@@ -114,7 +127,7 @@ def _empty_note(ax: _Axes, rows: int) -> None:
         )
 
 
-def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
+def plot_success_vs_distractors(table: pl.DataFrame, path: Path, *, subtitle: str = "") -> Path:
     """Local-disambiguation success (%) vs same-class distractor bin, one line per run × split.
 
     Parameters
@@ -123,11 +136,13 @@ def plot_success_vs_distractors(table: pl.DataFrame, path: Path) -> Path:
         The ``disambiguation`` table (:func:`urbex.report.diagnostics.disambiguation`).
     path
         The PNG to write (atomically); :data:`PLOT_SIZE` pixels.
+    subtitle
+        Appended to the title (the panel's policy family).
     """
     t = table.filter(pl.col("factor") == "distractors").sort("run_id", "split", "bin_order")
     cats = t.sort("bin_order")["bin"].unique(maintain_order=True).to_list() or ["0"]
     ax = _Axes(
-        "Local disambiguation vs nearby same-class distractors",
+        "Local disambiguation vs nearby same-class distractors" + subtitle,
         "same-class distractors near the target (count bin)",
         "success (%)",
         cats,
@@ -171,7 +186,7 @@ def _dashed(
         draw.line([p, q], fill=colour, width=3)
 
 
-def plot_area_ratio(table: pl.DataFrame, path: Path) -> Path:
+def plot_area_ratio(table: pl.DataFrame, path: Path, *, subtitle: str = "") -> Path:
     """Predicted/target area-ratio histogram (share of valid answers, %), bars per run × split.
 
     Parameters
@@ -180,11 +195,13 @@ def plot_area_ratio(table: pl.DataFrame, path: Path) -> Path:
         The ``area_ratio`` table (:func:`urbex.report.diagnostics.area_ratio_histogram`).
     path
         The PNG to write (atomically); :data:`PLOT_SIZE` pixels.
+    subtitle
+        Appended to the title (the panel's policy family).
     """
     t = table.sort("run_id", "split", "bin_order")
     cats = t.sort("bin_order")["bin"].unique(maintain_order=True).to_list() or ["-"]
     ax = _Axes(
-        "Predicted / target BEV area ratio (valid answers)",
+        "Predicted / target BEV area ratio (valid answers)" + subtitle,
         "area ratio bin (1 = the predicted box has the target's area)",
         "share of valid answers (%)",
         cats,
@@ -203,3 +220,61 @@ def plot_area_ratio(table: pl.DataFrame, path: Path) -> Path:
     ax.legend(entries)
     _empty_note(ax, len(groups))
     return ax.save(path)
+
+
+def panels(table: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """The table's rows split into small multiples: one panel per policy family (the
+    ``policy`` column, else the run id), its series (run × split) in order, at most
+    :data:`MAX_SERIES` per panel; a larger family is split into ``family-1``, ``family-2``, ….
+
+    Returns
+    -------
+    list of (name, rows)
+        ``name`` is the family (a file-name part: letters, digits, ``_``, ``-``, ``.``).
+
+    >>> t = pl.DataFrame({"policy": ["a"] * 9 + ["b"], "run_id": [f"r{i}" for i in range(10)],
+    ...                   "split": ["s"] * 10})
+    >>> [(n, rows.height) for n, rows in panels(t)]
+    [('a-1', 5), ('a-2', 4), ('b', 1)]
+    """
+    if table.height == 0:
+        return []
+    family = pl.col("policy") if "policy" in table.columns else pl.col("run_id")
+    t = table.with_columns(family.cast(pl.String).alias("_family"))
+    out: list[tuple[str, pl.DataFrame]] = []
+    for (name,), rows in t.sort("_family").group_by("_family", maintain_order=True):
+        series = rows.select("run_id", "split").unique(maintain_order=True).sort("run_id", "split")
+        n = -(-series.height // MAX_SERIES)  # panels, as even as can be
+        size = -(-series.height // n)
+        safe = safe_part(str(name))
+        for k in range(n):
+            part = series.slice(k * size, size)
+            keep = rows.join(part, on=["run_id", "split"], how="semi").drop("_family")
+            out.append((safe if n == 1 else f"{safe}-{k + 1}", keep))
+    return out
+
+
+#: The plots :func:`plot_panels` draws: file stem → its drawing function.
+_PLOTS = {
+    "success_vs_distractors": plot_success_vs_distractors,
+    "area_ratio_hist": plot_area_ratio,
+}
+
+
+def plot_panels(stem: str, table: pl.DataFrame, out_dir: Path) -> list[Path]:
+    """Draw the plot ``stem`` (``success_vs_distractors`` or ``area_ratio_hist``) as small
+    multiples (:func:`panels`): ``<out_dir>/<stem>-<family>.png`` per panel, at most
+    :data:`MAX_SERIES` series each; no rows: one empty ``<stem>-none.png`` saying so. Panels of
+    an earlier call that are not drawn again are removed. Returns the files written."""
+    draw = _PLOTS[stem]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = table.filter(pl.col("factor") == "distractors") if "factor" in table.columns else table
+    written = [
+        draw(part, out_dir / f"{stem}-{name}.png", subtitle=f" — {name}")
+        for name, part in panels(rows)
+    ] or [draw(rows.clear(), out_dir / f"{stem}-none.png")]
+    for old in [out_dir / f"{stem}.png", *out_dir.glob(f"{stem}-*.png")]:
+        if old.is_file() and old not in written:
+            old.unlink()
+    return written

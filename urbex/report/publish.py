@@ -48,8 +48,11 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(
-            "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × metric (percent, except n and "
-            "s/query = warm-online seconds per query).\n\n" + md + "\n"
+            "# Evaluation report\n\nRows: methods (a policy, + its checkpoint); columns: split × "
+            "metric (percent, except n and any timing). Latency, measured where the runs were "
+            "played, is on the results page (index.html), not in this versioned file.\n\n"
+            + md
+            + "\n"
         )
         if t11.height:
             fh.write(

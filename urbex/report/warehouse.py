@@ -28,6 +28,11 @@ Tables
                (with the run's spec: :data:`urbex.eval.runspec.SPEC_COLUMNS`)
 ``diagnostics_<name>``  one row per run × split × bin  ``<assets>/eval/diagnostics/<name>.parquet``
                (:data:`urbex.report.diagnostics.DIAGNOSTIC_TABLES`)
+``*_timings``  the measured seconds and timestamps of ``episodes``, ``steps``, ``metrics``,
+               ``runs`` and ``training_log`` (``<run or checkpoint>/timings/``, not versioned),
+               joined back into those views on their row keys (:mod:`urbex.report.views`)
+
+The table list (globs, columns, keys, joins) is :data:`urbex.report.views.TABLES`.
 """
 
 from __future__ import annotations
@@ -35,27 +40,18 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import duckdb
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from urbex.annotations.clean import QUERY_SCHEMA
-from urbex.atomic import PUBLIC, remove_stale, staging_path, umask_mode
+from urbex.atomic import remove_stale, staging_path, umask_mode
 from urbex.errors import ConfigError, WarehouseError
-from urbex.eval.episodes import SHARD_GLOB, episode_schema, step_schema
-from urbex.eval.metrics import metrics_schema
-from urbex.eval.runspec import SPEC_COLUMNS
-from urbex.landmarks.table import LANDMARK_SCHEMA
 from urbex.layout import AssetLayout
-from urbex.scene.instances import INSTANCE_SCHEMA
-from urbex.scene.meta import SCENE_COLUMNS
-from urbex.train.logs import TRAINING_LOG_SCHEMA
+from urbex.report.views import RUN_COLUMNS, TABLE9_ACCURACY, TABLE9_TOOL_USE, TABLES, TableSpec
 
 __all__ = [
     "RUN_COLUMNS",
@@ -70,274 +66,6 @@ __all__ = [
     "refresh_warehouse",
     "scan_assets",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TableSpec:
-    """A warehouse table: the Parquet glob (relative to the assets root) and its empty schema."""
-
-    name: str
-    glob: str
-    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of the documented columns
-    #: ``json``: one row per JSON file (``runs``: ``run.json``, ``run_id`` its directory name).
-    format: Literal["parquet", "json"] = "parquet"
-    #: Keep only the rows of runs that ``runs`` does not mark running or failed.
-    complete_runs: bool = False
-
-
-#: DuckDB types of the polars dtype names of :data:`urbex.scene.instances.INSTANCE_SCHEMA`.
-_POLARS_TO_DUCKDB = {
-    "String": "VARCHAR",
-    "Int32": "INTEGER",
-    "Int64": "BIGINT",
-    "Float64": "DOUBLE",
-    "Boolean": "BOOLEAN",
-    "List(String)": "VARCHAR[]",
-}
-#: DuckDB types of the Arrow types of the episodes / steps shard schemas.
-_ARROW_TO_DUCKDB = {
-    "string": "VARCHAR",
-    "large_string": "VARCHAR",
-    "int32": "INTEGER",
-    "int64": "BIGINT",
-    "double": "DOUBLE",
-    "bool": "BOOLEAN",
-}
-
-
-def _polars_columns(schema: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(name, DuckDB type) of a polars schema (lists of strings → ``VARCHAR[]``)."""
-    return tuple((c, _POLARS_TO_DUCKDB[str(t)]) for c, t in schema.items())
-
-
-def _arrow_columns(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
-    """``(name, DuckDB type)`` of an Arrow schema (a record's Parquet shard schema)."""
-    return tuple((f.name, _ARROW_TO_DUCKDB[str(f.type)]) for f in schema)
-
-
-#: Table 9's columns (:mod:`urbex.report.table9`; the ``diagnostics_table9`` view's schema).
-#: Its accuracy columns (fractions), from the run's metrics row.
-TABLE9_ACCURACY: tuple[str, ...] = ("n", "hit1", "hit3", "iou_bev")
-#: Its tool-use columns, from :func:`urbex.report.diagnostics.tool_use` (calls per episode, rates).
-TABLE9_TOOL_USE: tuple[str, ...] = (
-    "landmark_query",
-    "zoom_in",
-    "oblique_render",
-    "invalid_rate",
-    "turns",
-    "lzoa_share",
-)
-
-#: The ``runs`` row: ``run_id`` (the run directory's name), then top-level keys of its
-#: ``run.json`` as :func:`urbex.eval.runner.evaluate` writes them (the spec's flat columns, the
-#: status and its error text, ISO-8601 UTC times, query and episode counts).
-RUN_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    *SPEC_COLUMNS,
-    ("status", "VARCHAR"),
-    ("error", "VARCHAR"),
-    ("created", "VARCHAR"),
-    ("updated", "VARCHAR"),
-    ("n_queries", "BIGINT"),
-    ("n_episodes", "BIGINT"),
-)
-
-#: The layout relative to the assets root: with :data:`~urbex.atomic.PUBLIC` (``[!.]*``) for a
-#: name, its paths are the globs. Not ``*``: DuckDB's ``*`` also matches the hidden staging names
-#: of :mod:`urbex.atomic` (a killed build's ``scenes/.<id>.tmp-<pid>-<token>/``).
-_REL = AssetLayout.relative()
-
-
-def _glob(path: Path) -> str:
-    return path.as_posix()
-
-
-TABLES: dict[str, TableSpec] = {
-    t.name: t
-    for t in (
-        TableSpec(name="scenes", glob=_glob(_REL.scene_row(PUBLIC)), columns=SCENE_COLUMNS),
-        TableSpec(
-            name="instances",
-            glob=_glob(_REL.instances(PUBLIC)),
-            columns=tuple((c, _POLARS_TO_DUCKDB[t]) for c, t in INSTANCE_SCHEMA),
-        ),
-        TableSpec(
-            name="landmarks",
-            glob=_glob(_REL.landmark_table(PUBLIC)),
-            columns=_polars_columns(LANDMARK_SCHEMA),
-        ),
-        TableSpec(
-            name="queries",
-            glob=_glob(_REL.queries),
-            columns=_polars_columns({**QUERY_SCHEMA, "split": pl.String}),
-        ),
-        TableSpec(
-            name="annotation_drops",
-            glob=_glob(_REL.annotation_drops),
-            columns=(
-                ("scene_id", "VARCHAR"),
-                ("object_id", "VARCHAR"),
-                ("ann_id", "BIGINT"),
-                ("description", "VARCHAR"),
-                ("reason", "VARCHAR"),
-            ),
-        ),
-        TableSpec(
-            name="training_log",
-            glob=_glob(_REL.training_log(PUBLIC)),
-            columns=_polars_columns(TRAINING_LOG_SCHEMA),
-        ),
-        # runs before the views that filter on it
-        TableSpec(
-            name="runs", glob=_glob(_REL.run_json(PUBLIC)), columns=RUN_COLUMNS, format="json"
-        ),
-        TableSpec(
-            name="episodes",
-            glob=_glob(_REL.run_episodes(PUBLIC) / SHARD_GLOB),
-            columns=_arrow_columns(episode_schema()),
-            complete_runs=True,
-        ),
-        TableSpec(
-            name="steps",
-            glob=_glob(_REL.run_steps(PUBLIC) / SHARD_GLOB),
-            columns=_arrow_columns(step_schema()),
-            complete_runs=True,
-        ),
-        TableSpec(
-            name="metrics",
-            glob=_glob(_REL.run_metrics(PUBLIC)),
-            complete_runs=True,
-            columns=(
-                *_polars_columns(metrics_schema()),
-                *((c, t) for c, t in SPEC_COLUMNS if c not in ("policy", "split")),
-            ),
-        ),
-        *(
-            TableSpec(
-                name=f"diagnostics_{name}",
-                glob=_glob(_REL.diagnostic_table(name)),
-                columns=(("run_id", "VARCHAR"), ("policy", "VARCHAR"), ("split", "VARCHAR"), *cols),
-            )
-            for name, cols in (
-                (
-                    "matching_rules",
-                    (
-                        ("rule", "VARCHAR"),
-                        ("n", "BIGINT"),
-                        ("hit1", "DOUBLE"),
-                        ("hit3", "DOUBLE"),
-                        ("hit1_spread", "DOUBLE"),
-                        ("hit3_spread", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "box_extent",
-                    (
-                        ("n", "BIGINT"),
-                        ("n_valid", "BIGINT"),
-                        ("hit1", "DOUBLE"),
-                        ("hit1_iou25", "DOUBLE"),
-                        ("n_pos_overlap_mean", "DOUBLE"),
-                        ("n_iou25_median", "DOUBLE"),
-                        ("area_ratio_median", "DOUBLE"),
-                        ("area_ratio_p90", "DOUBLE"),
-                        ("hit1_drop", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "area_ratio",
-                    (
-                        ("bin", "VARCHAR"),
-                        ("bin_order", "BIGINT"),
-                        ("count", "BIGINT"),
-                        ("share", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "disambiguation",
-                    (
-                        ("factor", "VARCHAR"),
-                        ("bin", "VARCHAR"),
-                        ("bin_order", "BIGINT"),
-                        ("n", "BIGINT"),
-                        ("regional_success", "DOUBLE"),
-                        ("n_regional", "BIGINT"),
-                        ("local_success", "DOUBLE"),
-                        ("hit1", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "landmark_availability",
-                    (
-                        ("landmark_perturbation", "VARCHAR"),
-                        ("subset", "VARCHAR"),
-                        ("clean_run_id", "VARCHAR"),
-                        ("n", "BIGINT"),
-                        ("hit1", "DOUBLE"),
-                        ("clean_hit1", "DOUBLE"),
-                        ("delta_hit1", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "table11",
-                    (
-                        ("method", "VARCHAR"),
-                        ("n", "BIGINT"),
-                        ("iou_bev", "DOUBLE"),
-                        ("iou_3d", "DOUBLE"),
-                        ("point_f1", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "table9",
-                    (
-                        ("pair", "BIGINT"),
-                        ("mode", "VARCHAR"),
-                        ("method", "VARCHAR"),
-                        ("backend", "VARCHAR"),
-                        ("n", "BIGINT"),
-                        *((c, "DOUBLE") for c in (*TABLE9_ACCURACY[1:], *TABLE9_TOOL_USE)),
-                    ),
-                ),
-                (
-                    "repeated_decoding",
-                    (
-                        ("method", "VARCHAR"),
-                        ("n_repeats", "BIGINT"),
-                        ("seeds", "VARCHAR"),
-                        *(
-                            (f"{m}_{s}", "DOUBLE")
-                            for m in ("hit1", "hit3", "iou_bev")
-                            for s in ("mean", "lo", "hi")
-                        ),
-                    ),
-                ),
-                (
-                    "proposal_recall",
-                    (
-                        ("class_name", "VARCHAR"),
-                        ("n_targets", "BIGINT"),
-                        ("n_proposals", "BIGINT"),
-                        ("recall_iou25", "DOUBLE"),
-                        ("recall_iou50", "DOUBLE"),
-                    ),
-                ),
-                (
-                    "tool_use",
-                    (
-                        ("n", "BIGINT"),
-                        ("landmark_query", "DOUBLE"),
-                        ("zoom_in", "DOUBLE"),
-                        ("oblique_render", "DOUBLE"),
-                        ("invalid_rate", "DOUBLE"),
-                        ("turns", "DOUBLE"),
-                        ("lzoa_share", "DOUBLE"),
-                    ),
-                ),
-            )
-        ),
-    )
-}
 
 
 def _sql_str(s: str) -> str:
@@ -414,7 +142,9 @@ def scan_assets(
 
 
 #: The tables whose files live in run directories (what :func:`readable_runs` reads).
-_RUN_TABLES = ("runs", "episodes", "steps", "metrics")
+_RUN_TABLES = tuple(
+    n for n, t in TABLES.items() if t.glob.startswith(AssetLayout.relative().runs.as_posix())
+)
 
 
 def readable_runs(assets: Path) -> list[Path]:
@@ -443,7 +173,15 @@ def _source(spec: TableSpec, assets: Path, files: list[Path], *, listed: bool) -
     return _sql_str(glob_escape(str(assets.resolve())) + "/" + spec.glob)
 
 
-def _view_sql(spec: TableSpec, assets: Path, files: list[Path], skipped: list[SkippedFile]) -> str:
+def _view_sql(
+    spec: TableSpec,
+    assets: Path,
+    files: list[Path],
+    skipped: list[SkippedFile],
+    *,
+    timed: bool = False,
+) -> str:
+    """The view of ``spec`` over ``files``; ``timed``: its timings table has files."""
     listed = any(s.table == spec.name for s in skipped)
     if not files:
         body = _empty(spec)
@@ -451,8 +189,11 @@ def _view_sql(spec: TableSpec, assets: Path, files: list[Path], skipped: list[Sk
         keys = [(c, t) for c, t in spec.columns if c != "run_id"]
         cols = ", ".join(f"{_sql_str(c)}: {_sql_str(t)}" for c, t in keys)
         sel = ", ".join(f'"{c}"' for c, _ in keys)
+        run_dir = "filename"
+        for _ in range(spec.run_dir_up):
+            run_dir = f"parse_dirpath({run_dir})"
         body = (
-            f"SELECT parse_filename(parse_dirpath(filename)) AS run_id, {sel} FROM read_json("
+            f"SELECT parse_filename({run_dir}) AS run_id, {sel} FROM read_json("
             f"{_source(spec, assets, files, listed=listed)}, columns={{{cols}}}, filename=true, "
             "format='auto')"
         )
@@ -462,9 +203,40 @@ def _view_sql(spec: TableSpec, assets: Path, files: list[Path], skipped: list[Sk
             f"SELECT * FROM read_parquet({_source(spec, assets, files, listed=listed)}, "
             f"union_by_name=true){where}"
         )
+    if files and spec.unique:
+        body = f"SELECT DISTINCT ON ({_names(spec.keys)}) * FROM ({body})"
+    if files and spec.timings is not None:
+        body = _with_timings(body, spec, TABLES[spec.timings], files, timed=timed)
     if spec.name == "runs":
         body = _runs_with_skipped(body, spec, skipped)
     return f"CREATE OR REPLACE VIEW {spec.name} AS {body}"
+
+
+def _names(cols: Iterable[str]) -> str:
+    return ", ".join(f'"{c}"' for c in cols)
+
+
+def _with_timings(
+    body: str, spec: TableSpec, timings: TableSpec, files: list[Path], *, timed: bool
+) -> str:
+    """``body`` left-joined with its timings table on the row keys: the measured columns added
+    (null where a run has no timings, e.g. pulled by DVC), or, where the files themselves still
+    hold them (written before timings had a folder), filled from them when the timings lack
+    them."""
+    if spec.format == "json":
+        legacy = set(timings.measured)  # read_json gives every documented column
+    else:
+        legacy = {c for f in files for c in pq.read_schema(f).names} & set(timings.measured)
+    types = dict(timings.columns)
+    if not timed:  # nothing to join: the documented columns, null
+        nulls = [f'CAST(NULL AS {types[c]}) AS "{c}"' for c in timings.measured if c not in legacy]
+        return f"SELECT b.*{''.join(', ' + n for n in nulls)} FROM ({body}) AS b"
+    kept = [c for c in timings.measured if c in legacy]
+    added = ", ".join(f't."{c}"' for c in timings.measured if c not in legacy)
+    replace = ", ".join(f'COALESCE(t."{c}", b."{c}") AS "{c}"' for c in kept)
+    select = "b.*" + (f" REPLACE ({replace})" if replace else "") + (f", {added}" if added else "")
+    keys = _names(spec.keys)
+    return f"SELECT {select} FROM ({body}) AS b LEFT JOIN {timings.name} AS t USING ({keys})"
 
 
 def _runs_with_skipped(body: str, spec: TableSpec, skipped: list[SkippedFile]) -> str:
@@ -572,7 +344,8 @@ def _create_views(
 ) -> dict[str, int]:
     counts: dict[str, int] = {}
     for spec in TABLES.values():
-        con.execute(_view_sql(spec, assets, files[spec.name], skipped))
+        timed = spec.timings is not None and bool(files[spec.timings])
+        con.execute(_view_sql(spec, assets, files[spec.name], skipped, timed=timed))
         # fetchall: a fully consumed result leaves the connection free for the caller
         rows = con.execute(f"SELECT count(*) FROM {spec.name}").fetchall()
         counts[spec.name] = int(rows[0][0]) if rows else 0

@@ -47,6 +47,7 @@ from urbex.scene.meta import (
     CACHE_FORMAT_VERSION,
     CacheMeta,
     read_meta,
+    write_build_timing,
     write_json_atomic,
     write_scene_row,
 )
@@ -459,16 +460,12 @@ def _build(
         content_hash=chash,
         input_hash=input_hash,
         params=params.model_dump(mode="json"),
-        build_seconds=0.0,
         urbex_version=__version__,
-        source=cloud.source,
     )
     if params.cog_export:
         export_cog(tmp, meta)
-    from dataclasses import replace
-
-    meta = replace(meta, build_seconds=round(time.perf_counter() - t_start, 4))
     write_json_atomic(tmp / META_FILE, meta.to_dict())
+    write_build_timing(tmp, seconds=time.perf_counter() - t_start, source=cloud.source)
 
     write_scene_row(tmp)  # published with the cache: no moment with a cache but no scenes row
     bar.update()

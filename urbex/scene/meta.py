@@ -18,6 +18,9 @@ A scene cache is one directory::
       instances.parquet         one row per instance id
       scene.parquet             the warehouse ``scenes`` row (urbex.scene.meta.scene_row)
       bev_cog.tif               optional Cloud-Optimized GeoTIFF of bev/rgb
+      timings/build.json        build seconds, the source cloud's path, when (not versioned:
+                                urbex.layout.TIMINGS_DIR; everything above is a function of the
+                                cloud and the params only, so a rebuild hashes the same)
 
 Points are ordered by grid cell (``cell = cy·ncx + cx``, cells of ``cell_size`` metres counted
 from ``grid_origin``), then by their index in the input cloud.
@@ -40,7 +43,7 @@ import pyarrow.parquet as pq
 from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import CacheError
 from urbex.geometry import Affine
-from urbex.layout import META_FILE, SCENE_ROW_FILE
+from urbex.layout import META_FILE, SCENE_ROW_FILE, TIMINGS_DIR
 
 __all__ = [
     "BEV_LAYERS",
@@ -50,6 +53,7 @@ __all__ = [
     "CacheMeta",
     "read_meta",
     "scene_row",
+    "write_build_timing",
     "write_json_atomic",
     "write_scene_row",
 ]
@@ -124,10 +128,10 @@ class CacheMeta:
     params : dict
         The ``SceneParams`` used.
     format_version : int
-    build_seconds : float
     urbex_version : str
-    source : str
-        The input cloud's ``source``.
+
+    The build's seconds and the source cloud's path are in ``timings/build.json``
+    (:func:`write_build_timing`), not here: ``meta.json`` is versioned data.
     """
 
     scene_id: str
@@ -157,9 +161,7 @@ class CacheMeta:
     input_hash: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     format_version: int = CACHE_FORMAT_VERSION
-    build_seconds: float = 0.0
     urbex_version: str = ""
-    source: str = ""
 
     def __post_init__(self) -> None:
         for name, n in (("bounds", 6), ("origin", 3), ("offset", 3), ("grid_origin", 2)):
@@ -241,6 +243,23 @@ def read_meta(cache_dir: str | Path) -> CacheMeta:
     return CacheMeta.from_dict(data, path=path)
 
 
+def write_build_timing(cache_dir: Path, *, seconds: float, source: str) -> Path:
+    """Write ``<cache_dir>/timings/build.json``: the build's seconds, the source cloud's path and
+    the time (UTC), what differs between two builds of the same cloud (not versioned,
+    :data:`urbex.layout.TIMINGS_DIR`); return its path."""
+    from datetime import UTC, datetime
+
+    path = Path(cache_dir) / TIMINGS_DIR / "build.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "build_seconds": round(float(seconds), 4),
+        "source": source,
+        "built": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    write_json_atomic(path, data)
+    return path
+
+
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as indented JSON, atomically (:func:`urbex.atomic.atomic_write`)."""
 
@@ -267,7 +286,6 @@ SCENE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("resolution", "DOUBLE"),
     ("crs", "VARCHAR"),
     ("content_hash", "VARCHAR"),
-    ("build_seconds", "DOUBLE"),
 )
 
 
@@ -294,7 +312,6 @@ def scene_row(meta: dict[str, Any], *, scene_id: str) -> dict[str, Any]:
         "resolution": float(meta["resolution"]),
         "crs": meta.get("crs"),
         "content_hash": meta.get("content_hash", ""),
-        "build_seconds": float(meta.get("build_seconds", 0.0)),
     }
 
 

@@ -10,14 +10,18 @@ shaping). Outputs, published atomically (trained in a staging directory, then re
         config.json, model.safetensors, ...   the trained model (save_pretrained)
         processor / tokenizer files           the processor, unchanged
         train_log.parquet                     trainer.state.log_history, one row per log entry
-        train.json                            params, steps, wall time, reward mean per logged
-                                              step, tool calls made during training
+        training_log.parquet, train_curves.png  what the environment saw, per step (urbex.train.logs)
+        train.json                            params, steps, reward mean per logged step, tool
+                                              calls made during training
+        timings/                              wall time, seconds per step, when, resumed or not
+                                              (not versioned: urbex.layout.TIMINGS_DIR)
 
 While training, everything lives in ``<assets>/checkpoints/.staging-<run_name>/`` (``trainer/``
-holds the intermediate ``checkpoint-N`` folders every ``train.save_steps``); on success the
-model folder is renamed into place and the staging directory removed. A run that crashed is
-resumed from its latest intermediate checkpoint when rerun with the same base model and
-``train``/``env`` params. Evaluate the result with
+holds the intermediate ``checkpoint-N`` folders every ``train.save_steps``, each with the
+training log's rows up to it); on success the model folder is renamed into place and the
+staging directory removed. A run that crashed or was interrupted (Ctrl-C) is resumed from its
+latest intermediate checkpoint when rerun with the same base model and ``train``/``env`` params,
+and its training log holds every step. Evaluate the result with
 ``urbex evaluate --policy vlm --checkpoint <assets>/checkpoints/<run_name>``.
 """
 
@@ -27,7 +31,9 @@ import json
 import os
 import shutil
 import time
+import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +56,7 @@ from urbex.layout import (
 from urbex.train.config import make_grpo_config
 from urbex.train.curves import plot_training_curves
 from urbex.train.logs import (
+    TIMING_COLUMNS,
     TrainingLogCallback,
     TrainingRecorder,
     episode_summary,
@@ -171,6 +178,28 @@ def _log_frame(history: list[dict[str, Any]]) -> Any:
     return pl.from_dicts(rows, infer_schema_length=None)
 
 
+#: A transformers deprecation trl triggers (message start), filtered while training.
+_TRL_DEPRECATION = "`is_gradient_checkpointing` is deprecated"
+
+#: trl's log entries that are measured seconds or rates (they differ between two runs of the
+#: same inputs): ``timings/train_log.parquet`` rather than ``train_log.parquet``.
+_TRAINER_TIMING = (
+    "step_time",
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+)
+
+
+def _split_timings(
+    frame: Any, keys: list[str], timing: Sequence[str] = _TRAINER_TIMING
+) -> tuple[Any, Any]:
+    """``frame`` without its ``timing`` columns, and ``keys`` + those columns (the part that
+    goes to the checkpoint's unversioned ``timings/`` folder)."""
+    measured = [c for c in timing if c in frame.columns]
+    return frame.drop(measured), frame.select([*keys, *measured])
+
+
 def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
     """Create the staging dir; True when it holds trainer checkpoints of the same settings.
 
@@ -285,14 +314,24 @@ def train(
         train_dataset=dataset,
         args=config,
     )
-    log_callback = TrainingLogCallback(recorder, t.run_name)
+    log_callback = TrainingLogCallback(recorder, t.run_name, counts)
     trainer.add_callback(log_callback.callback())
+    if resume:  # the rows and tool counts up to the checkpoint trl resumes from
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(str(staging / "trainer"))
+        if last is not None:
+            log_callback.restore(Path(last))
     if not progress:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # the per-step log dicts printed to stdout
     t0 = time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume)
+    with warnings.catch_warnings():
+        # trl 1.16 reads transformers' deprecated ``is_gradient_checkpointing`` on every
+        # generation: a warning the user can do nothing about
+        warnings.filterwarnings("ignore", _TRL_DEPRECATION, FutureWarning)
+        trainer.train(resume_from_checkpoint=resume)
     wall = time.perf_counter() - t0
     steps = int(trainer.state.global_step)
     history = list(trainer.state.log_history)
@@ -306,29 +345,42 @@ def train(
     trainer.accelerator.wait_for_everyone()
     if trainer.is_world_process_zero():
         out = staging / "model"
+        # the pickled TrainingArguments: absolute staging paths and a timestamped logging_dir;
+        # train.json records the settings
+        (out / "training_args.bin").unlink(missing_ok=True)
         log = training_log_frame(log_callback.rows)
         plot_training_curves(log, out / TRAIN_CURVES_FILE, title=f"GRPO {t.run_name}")
         summary = {
             "run_name": t.run_name,
-            "base_checkpoint": str(base),
+            "base_checkpoint": params.portable(base),
             "split": t.split,
             "n_queries": len(queries),
             "steps": steps,
+            "reward_mean": [{"step": s, "reward": r} for s, r in rewards],
+            "tool_calls": tool_calls,
+            "params": {**fingerprint, "base_checkpoint": params.portable(base)},
+        }
+        timing = {
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "base_checkpoint": str(base),
             "resumed_from": resume or None,
             "wall_s": wall,
             "seconds_per_step": wall / steps if steps else None,
-            "reward_mean": [{"step": s, "reward": r} for s, r in rewards],
-            "tool_calls": tool_calls,
-            "params": fingerprint,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        trainer_log, trainer_times = _split_timings(_log_frame(history), ["step"])
+        log, log_times = _split_timings(log, ["run", "step"], TIMING_COLUMNS)
         publish_checkpoint(
             out,
             final,
             processor=processor,
             summary_file=GRPO_SUMMARY_FILE,
             summary=summary,
-            tables={GRPO_TRAINER_LOG_FILE: _log_frame(history), TRAINING_LOG_FILE: log},
+            tables={GRPO_TRAINER_LOG_FILE: trainer_log, TRAINING_LOG_FILE: log},
+            timings={
+                GRPO_SUMMARY_FILE: timing,
+                GRPO_TRAINER_LOG_FILE: trainer_times,
+                TRAINING_LOG_FILE: log_times,
+            },
         )
         shutil.rmtree(staging)  # the intermediate trainer checkpoints
     trainer.accelerator.wait_for_everyone()

@@ -28,10 +28,12 @@ the reward used (:attr:`EpisodeOutcome.iou_bev`); tool calls are
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPONENTS",
+    "RESUME_LOG_FILE",
+    "TIMING_COLUMNS",
     "TOOL_COLUMNS",
     "TRAINING_LOG_SCHEMA",
     "EpisodeSummary",
@@ -60,6 +64,14 @@ COMPONENTS: tuple[str, ...] = (*TERMINAL_TERMS, "zoom", "oblique", "invalid")
 TOOL_COLUMNS: tuple[str, ...] = tuple(f"calls_{t}" for t in TOOL_NAMES)
 #: The shaping component of a valid call of each shaped tool.
 _SHAPED: dict[str | None, str] = {"zoom_in": "zoom", "oblique_render": "oblique"}
+
+#: Beside each trainer checkpoint (``checkpoint-N/``): the log rows and tool counts up to it.
+RESUME_LOG_FILE = "urbex_training_log.json"
+
+#: The columns of :data:`TRAINING_LOG_SCHEMA` that are measured seconds (they differ between two
+#: runs of the same inputs): ``training_log.parquet`` keeps the others, ``timings/`` these with
+#: ``run`` and ``step`` (the warehouse joins them back).
+TIMING_COLUMNS: tuple[str, ...] = ("s_per_step", "env_s", "env_share")
 
 #: One row per optimizer step of one run.
 TRAINING_LOG_SCHEMA: dict[str, Any] = {
@@ -237,10 +249,14 @@ class TrainingLogCallback:
     (with a larger value a row covers every step since the last log).
     """
 
-    def __init__(self, recorder: TrainingRecorder, run: str) -> None:
+    def __init__(
+        self, recorder: TrainingRecorder, run: str, counts: dict[str, int] | None = None
+    ) -> None:
         self.recorder = recorder
         self.run = run
         self.rows: list[dict[str, Any]] = []
+        #: Tool calls played so far (the caller's counter), saved and restored with the rows.
+        self.counts: dict[str, int] = counts if counts is not None else {}
 
     def on_log(self, state: Any, logs: dict[str, Any] | None) -> None:
         """Record a row when ``logs`` is a training step's entry (has ``reward``)."""
@@ -248,10 +264,28 @@ class TrainingLogCallback:
             return
         self.rows.append(step_row(self.run, int(state.global_step), self.recorder.drain(), logs))
 
+    def save(self, checkpoint_dir: Path) -> None:
+        """Write the rows and counts so far beside a trainer checkpoint (``checkpoint-N/``), so a
+        run resumed from it logs every step, not only those after the restart."""
+        data = {"rows": self.rows, "counts": dict(self.counts)}
+        (Path(checkpoint_dir) / RESUME_LOG_FILE).write_text(json.dumps(data))
+
+    def restore(self, checkpoint_dir: Path) -> bool:
+        """Take the rows and counts saved with ``checkpoint_dir``; False if it holds none."""
+        path = Path(checkpoint_dir) / RESUME_LOG_FILE
+        if not path.is_file():
+            return False
+        data = json.loads(path.read_text())
+        self.rows = list(data["rows"])
+        self.counts.clear()
+        self.counts.update({str(k): int(v) for k, v in data["counts"].items()})
+        return True
+
     def callback(self) -> Any:
-        """A transformers ``TrainerCallback`` forwarding ``on_log`` here (imports transformers
-        only when training)."""
+        """A transformers ``TrainerCallback`` forwarding ``on_log`` and ``on_save`` here (imports
+        transformers only when training)."""
         from transformers import TrainerCallback
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         owner = self
 
@@ -260,5 +294,10 @@ class TrainingLogCallback:
                 self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any
             ) -> None:
                 owner.on_log(state, logs)
+
+            def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                d = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+                if state.is_world_process_zero and d.is_dir():
+                    owner.save(d)
 
         return _Forward()

@@ -21,8 +21,15 @@ Output, published atomically (written in a staging directory, then renamed), the
     <assets>/checkpoints/<sft.run_name>/
         config.json, model.safetensors, ...   the trained model (save_pretrained)
         processor / tokenizer files           the processor, unchanged
-        sft_log.parquet                       one row per step: loss, learning rate, seconds
-        sft.json                              params, examples, tokens, steps, wall time
+        sft_log.parquet                       one row per step: loss, learning rate
+        sft.json                              params, examples, tokens, steps, losses
+        timings/sft.json, sft_log.parquet     wall time, seconds per step, when, resumed from
+                                              (not versioned: urbex.layout.TIMINGS_DIR)
+
+While it trains, ``<assets>/checkpoints/.staging-<sft.run_name>/resume/`` holds the loop's state
+every ``sft.save_steps`` steps (:mod:`urbex.train.sft_state`): an interrupted run (Ctrl-C, a
+kill) started again with the same settings resumes from it, and trains exactly as if it had not
+stopped.
 
 The paper trains no SFT stage: ``train.sft`` is off for real Qwen3-VL checkpoints and on in the
 tiny CPU recipe (``params-cpu.yaml``).
@@ -33,7 +40,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +50,7 @@ from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
 from urbex.train.publish import publish_checkpoint
+from urbex.train.sft_state import SFTState, examples_digest, load_state, save_state
 from urbex.train.teacher import RecoveryStats, recovery_round, teacher_trajectories
 
 if TYPE_CHECKING:
@@ -171,6 +179,8 @@ class SFTResult:
         (excluding it).
     recovery : RecoveryStats or None
         The recovery round's counts (``sft.recovery_at`` > 0).
+    resumed_from : int or None
+        The step an interrupted run was resumed from (its saved state), else None.
     """
 
     checkpoint_dir: Path
@@ -185,6 +195,7 @@ class SFTResult:
     wall_s: float
     s_per_step: float
     recovery: RecoveryStats | None = None
+    resumed_from: int | None = None
 
 
 #: The learning-rate schedule (a ``transformers.get_scheduler`` name): linear warmup, then cosine
@@ -308,6 +319,25 @@ def _batch(
     return dict(inputs)
 
 
+def _fingerprint(
+    params: Params, base: Path, name: str, n_steps: int, examples: Sequence[SFTExample]
+) -> dict[str, Any]:
+    """The settings a resumed run must share with the run it continues (``sft.save_steps``
+    aside, which changes nothing trained)."""
+    section = {k: v for k, v in params.section_dict("sft").items() if k != "save_steps"}
+    weights = sorted((p.name, p.stat().st_size) for p in base.glob("*.safetensors"))
+    return {
+        "base_checkpoint": str(base),
+        "base_weights": weights,
+        "run_name": name,
+        "steps": n_steps,
+        "sft": section,
+        "env": params.section_dict("env"),
+        "template_tools": params.vlm.template_tools,
+        "examples": examples_digest([e.text for e in examples], [e.supervised for e in examples]),
+    }
+
+
 def sft(
     params: Params,
     *,
@@ -318,6 +348,11 @@ def sft(
     trajectories: Sequence[Trajectory] | None = None,
 ) -> SFTResult:
     """Fine-tune ``checkpoint`` (``sft.checkpoint``) on teacher trajectories; publish the result.
+
+    Every ``sft.save_steps`` steps the loop's state (model, optimizer, schedule, RNG states, the
+    example order, the log) is saved in the run's staging directory
+    (:mod:`urbex.train.sft_state`); a run interrupted (Ctrl-C, a kill) and started again with the
+    same settings resumes from the last saved step and trains exactly as if it had not stopped.
 
     Parameters
     ----------
@@ -366,19 +401,46 @@ def sft(
     torch.manual_seed(s.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=s.learning_rate, weight_decay=0.0)
     schedule = lr_schedule(opt, steps=n_steps, warmup_steps=s.warmup_steps)
+    staging = params.layout.checkpoint_staging(name)
+    fingerprint = _fingerprint(params, base, name, n_steps, examples)
+    state = load_state(staging, fingerprint)
+    if state is None and staging.exists():  # another run's leftovers (other settings)
+        shutil.rmtree(staging)
     model.train()
     log: list[dict[str, Any]] = []
+    seconds: list[dict[str, Any]] = []
     n_tok: list[int] = []
     n_sup: list[int] = []
     order: list[int] = []
-    t_start = time.perf_counter()
     recovery: RecoveryStats | None = None
+    added: list[SFTExample] = []  # the recovery round's examples
+    start, spent = 0, 0.0
+    if state is not None:
+        model.load_state_dict(state.tensors["model"])
+        opt.load_state_dict(state.tensors["optimizer"])
+        schedule.load_state_dict(state.tensors["schedule"])
+        torch.set_rng_state(state.tensors["torch_rng"])
+        rng.bit_generator.state = state.numpy_rng
+        order, n_tok, n_sup, start, spent = (
+            state.order,
+            state.n_tok,
+            state.n_sup,
+            state.step,
+            state.seconds,
+        )
+        log = [{k: r[k] for k in ("step", "loss", "learning_rate")} for r in state.log]
+        seconds = [{"step": r["step"], "seconds": r["seconds"]} for r in state.log]
+        recovery = None if state.recovery is None else RecoveryStats(**state.recovery)
+        added = [SFTExample(**e) for e in state.recovery_examples]
+        examples += added
+    t_start = time.perf_counter()
     at = round(s.recovery_at * n_steps) if s.recovery_at > 0 else -1
-    bar = tqdm(range(n_steps), desc="sft", unit="step", disable=not progress)
+    bar = tqdm(range(start, n_steps), desc="sft", unit="step", disable=not progress)
     for step in bar:
         if step == at:
             more, recovery = recovery_round(params, model, processor, progress=progress)
-            examples += render_examples(more, processor, params)
+            added = render_examples(more, processor, params)
+            examples += added
             order = []  # the new episodes enter the next permutation at once
         if len(order) < s.batch_size:
             order += rng.permutation(len(examples)).tolist()
@@ -395,16 +457,40 @@ def sft(
         mask = inputs["attention_mask"].sum(dim=1)
         n_tok += mask.tolist()
         n_sup += (inputs["labels"] != -100).sum(dim=1).tolist()
-        log.append(
-            {
-                "step": step + 1,
-                "loss": float(loss.detach()),
-                "learning_rate": lr,
-                "seconds": time.perf_counter() - t0,
-            }
-        )
+        log.append({"step": step + 1, "loss": float(loss.detach()), "learning_rate": lr})
+        seconds.append({"step": step + 1, "seconds": time.perf_counter() - t0})
         bar.set_postfix(loss=f"{log[-1]['loss']:.3f}")
-    wall = time.perf_counter() - t_start
+        if (step + 1) % s.save_steps == 0 and step + 1 < n_steps:
+            save_state(
+                staging,
+                SFTState(
+                    step=step + 1,
+                    tensors={
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "schedule": schedule.state_dict(),
+                        "torch_rng": torch.get_rng_state(),
+                    },
+                    numpy_rng=dict(rng.bit_generator.state),
+                    order=order,
+                    log=[r | t for r, t in zip(log, seconds, strict=True)],
+                    n_tok=n_tok,
+                    n_sup=n_sup,
+                    recovery=None if recovery is None else asdict(recovery),
+                    recovery_examples=[
+                        {
+                            "text": e.text,
+                            "query_id": e.query_id,
+                            "supervised": list(e.supervised),
+                            "images": e.images,
+                        }
+                        for e in added
+                    ],
+                    seconds=spent + time.perf_counter() - t_start,
+                ),
+                fingerprint,
+            )
+    wall = spent + time.perf_counter() - t_start
     model.eval()
     losses = [r["loss"] for r in log]
     result = SFTResult(
@@ -420,17 +506,17 @@ def sft(
         wall_s=wall,
         s_per_step=(wall - (recovery.seconds if recovery is not None else 0.0)) / n_steps,
         recovery=recovery,
+        resumed_from=start or None,
     )
-    staging = params.layout.checkpoint_staging(name)
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    model_dir = staging / "model"
+    if model_dir.exists():
+        shutil.rmtree(model_dir)
+    model_dir.mkdir(parents=True)
     try:
-        model.save_pretrained(staging)
+        model.save_pretrained(model_dir)
         meta = {
             "kind": "sft",
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "base_checkpoint": str(base),
+            "base_checkpoint": params.portable(base),
             "params": params.section_dict("sft"),
             "env": params.section_dict("env"),
             "n_trajectories": result.n_trajectories,
@@ -440,7 +526,6 @@ def sft(
             "assistant_tokens_mean": result.assistant_tokens_mean,
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
-            "wall_s": wall,
             "recovery": None
             if recovery is None
             else {
@@ -449,18 +534,27 @@ def sft(
                 "with_errors": recovery.with_errors,
                 "kept": recovery.kept,
                 "error_rate": recovery.error_rate,
-                "seconds": recovery.seconds,
             },
         }
+        timing = {
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "base_checkpoint": str(base),
+            "wall_s": wall,
+            "s_per_step": result.s_per_step,
+            "recovery_s": None if recovery is None else recovery.seconds,
+            "resumed_from": result.resumed_from,
+        }
         publish_checkpoint(
-            staging,
+            model_dir,
             out,
             processor=processor,
             summary_file=SFT_SUMMARY_FILE,
             summary=meta,
             tables={SFT_LOG_FILE: pl.DataFrame(log)},
+            timings={SFT_SUMMARY_FILE: timing, SFT_LOG_FILE: pl.DataFrame(seconds)},
         )
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(model_dir, ignore_errors=True)  # the resume state stays
         raise
+    shutil.rmtree(staging, ignore_errors=True)  # the resume state: the checkpoint is published
     return result
