@@ -98,8 +98,11 @@ class OnRoad:
     road: str
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         gap = facts.gap_to_box(facts.roads[self.road].strip())
-        return cand & (gap <= per_class(ROAD_GAP, facts))
+        return (gap <= per_class(ROAD_GAP, facts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +119,12 @@ class AtCorner:
         return np.array([b.coord, a.coord]) if a.axis == "x" else np.array([a.coord, b.coord])
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         p = self.point(facts)
         gap = facts.gap_to_box(np.array([p[0], p[1], p[0], p[1]]))
-        return cand & (gap <= per_class(_CORNER_GAP, facts))
+        return (gap <= per_class(_CORNER_GAP, facts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +135,18 @@ class NearLandmark:
     relation: Literal["north", "south", "east", "west", "next to"]
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         row = facts.landmark_row(self.landmark)
         gap = facts.gap_to_box(facts.box[row])
         not_self = np.arange(len(facts.ids)) != row
         if self.relation == "next to":
-            return cand & not_self & (gap <= NEXT_TO_M)
+            return not_self & (gap <= NEXT_TO_M)
         d = facts.center - facts.center[row]
         ang = np.degrees(np.arctan2(d[:, 1], d[:, 0]))
         diff = np.abs((ang - COMPASS_DEG[self.relation] + 180.0) % 360.0 - 180.0)
-        return cand & not_self & (gap <= NEAR_M) & (diff < 45.0)
+        return not_self & (gap <= NEAR_M) & (diff < 45.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +162,9 @@ class AcrossRoad:
     landmark: str
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         r = facts.roads[self.road]
         row = facts.landmark_row(self.landmark)
         fronts = facts.gap_to_box(r.strip()) <= per_class(ROAD_GAP, facts)
@@ -160,7 +172,7 @@ class AcrossRoad:
         side = np.sign(facts.center[:, across] - r.coord)
         near = np.abs(facts.center[:, along] - facts.center[row, along]) <= ACROSS_M
         not_self = np.arange(len(facts.ids)) != row
-        return cand & not_self & fronts & bool(fronts[row]) & (side * side[row] < 0) & near
+        return not_self & fronts & bool(fronts[row]) & (side * side[row] < 0) & near
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +182,16 @@ class InParking:
     lot: str = ""
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         rows = facts.parking_rows if not self.lot else np.array([facts.landmark_row(self.lot)])
         inside = np.zeros(len(facts.ids), bool)
         for r in rows:
             b = facts.box[r]
             c = facts.center
             inside |= (c[:, 0] > b[0]) & (c[:, 0] < b[2]) & (c[:, 1] > b[1]) & (c[:, 1] < b[3])
-        return cand & inside & (facts.cls != "Parking")
+        return inside & (facts.cls != "Parking")
 
 
 @dataclass(frozen=True, slots=True)

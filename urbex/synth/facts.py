@@ -14,7 +14,8 @@ block seen from above with north up: its top is north, its left is west.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -60,6 +61,19 @@ class SceneFacts:
     road_list: tuple[Any, ...]
     front_road: NDArray[np.int64]
     front_sign: NDArray[np.float64]
+    _memo: dict[Hashable, NDArray[np.bool_]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_memo", {})
+
+    def memo(self, key: Hashable, compute: Callable[[], NDArray[np.bool_]]) -> NDArray[np.bool_]:
+        """``compute()`` — a mask over every row that depends on these facts alone — computed
+        once per ``key`` (a predicate is its own key): every expression of the block re-uses
+        it. A copy made with :func:`dataclasses.replace` starts with no memo."""
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = compute()
+        return hit
 
     @classmethod
     def from_block(cls, block: Block) -> SceneFacts:

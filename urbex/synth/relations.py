@@ -16,6 +16,7 @@ above, north up: "top" is north, "left" is west (:class:`MapRegion`, :class:`Map
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -76,7 +77,10 @@ CONTEXT_RELATIONS = ("in front of", "behind", "next to", "in")
 
 def per_class(table: dict[str, float], facts: SceneFacts) -> NDArray[np.float64]:
     """``table[class]`` per instance row (10.0 for a class not in it)."""
-    return np.array([table.get(c, 10.0) for c in facts.cls], np.float64)
+    out = np.full(len(facts.cls), 10.0)
+    for c, v in table.items():
+        out[facts.cls == c] = v
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,9 @@ class MapRegion:
             raise ValueError(f"MapRegion.side: expected one of {MAP_SIDES}, got {self.side!r}")
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         x0, y0, x1, y1 = facts.extent
         f = MAP_EDGE
         cx, cy = facts.center[:, 0], facts.center[:, 1]
@@ -122,7 +129,7 @@ class MapRegion:
             "left": cx <= x0 + f * (x1 - x0),
             "right": cx >= x1 - f * (x1 - x0),
         }
-        out = cand.copy()
+        out = np.ones(len(facts.ids), bool)
         for word in self.side.split():
             out &= band[word]
         return out
@@ -140,6 +147,9 @@ class MapRelation:
     side: Literal["left", "right"]
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         row = facts.landmark_row(self.landmark)
         b = facts.box[row]
         if self.side == "left":
@@ -149,7 +159,7 @@ class MapRelation:
         cy = facts.center[:, 1]
         level = (cy >= b[1]) & (cy <= b[3])
         close = facts.gap_to_box(b) <= NEAR_M
-        return cand & beside & level & close & (np.arange(len(facts.ids)) != row)
+        return beside & level & close & (np.arange(len(facts.ids)) != row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,11 +171,11 @@ class FacingSide:
     side: Literal["front", "back"]
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         row = facts.landmark_row(self.landmark)
-        rows = np.flatnonzero(cand)
-        out = np.zeros_like(cand)
-        out[rows] = front_mask(facts, np.array([row]), rows, self.side)[0]
-        return out
+        return front_mask(facts, np.array([row]), np.arange(len(facts.ids)), self.side)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +191,12 @@ class Between:
     b: str
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         ra, rb = facts.landmark_row(self.a), facts.landmark_row(self.b)
         ba, bb = facts.box[ra], facts.box[rb]
-        out = np.zeros_like(cand)
+        out = np.zeros(len(facts.ids), bool)
         if float(facts.gap_to_box(ba)[rb]) > BETWEEN_MAX_M:
             return out
         sep = [max(bb[0] - ba[2], ba[0] - bb[2]), max(bb[1] - ba[3], ba[1] - bb[3])]
@@ -196,7 +209,7 @@ class Between:
         o = 1 - ax  # across the gap
         s_lo, s_hi = max(ba[o], bb[o]) - 3.0, min(ba[o + 2], bb[o + 2]) + 3.0
         level = (c[:, o] >= s_lo) & (c[:, o] <= s_hi)
-        return cand & inside & level
+        return inside & level
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +220,9 @@ class OffRoad:
     road: str
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         gaps = np.stack([facts.gap_to_box(r.strip()) for r in facts.road_list], axis=1)
         k = [r.name for r in facts.road_list].index(self.road)
         nearest = np.argmin(gaps, axis=1) == k
@@ -215,7 +231,7 @@ class OffRoad:
         ok = np.where(
             is_car, (g > ROAD_GAP["Car"]) & (g <= _OFF_M), g <= per_class(ROAD_GAP, facts)
         )
-        return cand & nearest & ok
+        return nearest & ok
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +242,13 @@ class AtRoadEnd:
     road: str
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        return cand & facts.memo(self, lambda: self._where(facts))
+
+    def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         r = facts.roads[self.road]
         fronts = facts.gap_to_box(r.strip()) <= per_class(ROAD_GAP, facts)
         along = facts.center[:, 0 if r.axis == "x" else 1]
-        return cand & fronts & ((along <= r.start + END_M) | (along >= r.end - END_M))
+        return fronts & ((along <= r.start + END_M) | (along >= r.end - END_M))
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +275,12 @@ class Context:
             raise ValueError("Context: 'in' is said of the context object (a car in the lot)")
 
     def mask(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        out = np.zeros_like(cand)
+        for c in np.unique(facts.cls[cand]).tolist():  # computed per target class, once
+            out |= cand & facts.memo((self, c), partial(self._where, facts, facts.cls == c))
+        return out
+
+    def _where(self, facts: SceneFacts, cand: NDArray[np.bool_]) -> NDArray[np.bool_]:
         rows = np.flatnonzero(cand)
         ctx = facts.cls == self.cls
         if self.colour:
