@@ -30,6 +30,7 @@ from urbex.synth.expressions import (
     OnRoad,
     Ordinal,
     SceneFacts,
+    filter_names,
     satisfying,
 )
 from urbex.synth.relations import (
@@ -48,10 +49,10 @@ __all__ = ["MAX_COUNT", "RATES", "decorations"]
 
 #: Largest group people count ("one of the nine cars"); larger ones are not counted.
 MAX_COUNT = 9
-_ALL = {"shade": 0.7, "hedge": 0.15, "walls": 1.0, "shape": 0.8, "colour": 1.0, "context": 0.6,
-        "region": 0.4, "side": 0.6, "facing": 0.6, "count": 0.5}  # fmt: skip
-_SOME = {"shade": 0.55, "hedge": 0.12, "walls": 0.4, "shape": 0.15, "colour": 0.3,
-         "context": 0.15, "region": 0.15, "side": 0.3, "facing": 0.2, "count": 0.25}  # fmt: skip
+_ALL = {"shade": 0.85, "hedge": 0.15, "walls": 1.0, "shape": 0.35, "colour": 1.0, "context": 0.45,
+        "region": 0.3, "side": 0.5, "facing": 0.8, "count": 0.6}  # fmt: skip
+_SOME = {"shade": 0.8, "hedge": 0.12, "walls": 0.8, "shape": 0.1, "colour": 0.7,
+         "context": 0.2, "region": 0.12, "side": 0.35, "facing": 0.5, "count": 0.6}  # fmt: skip
 #: Family → chance of each decoration (absent: never).
 RATES: Mapping[str, Mapping[str, float]] = {
     "plain": _SOME,
@@ -116,7 +117,12 @@ def _extras(e: Expression, facts: SceneFacts, row: int) -> dict[str, Filter]:
         out["region"] = region
     one = np.zeros(len(facts.ids), bool)
     one[row] = True
-    near = [str(facts.landmark[r]) for r in np.flatnonzero(facts.landmark != "") if r != row]
+    named = {n for f in said for n in filter_names(f)}  # a landmark is related to once
+    near = [
+        str(facts.landmark[r])
+        for r in np.flatnonzero(facts.landmark != "")
+        if r != row and facts.landmark[r] not in named
+    ]
     for key, kind, sides in (
         ("side", MapRelation, ("left", "right")),
         ("facing", FacingSide, ("front", "back")),

@@ -102,7 +102,7 @@ class OnRoad:
 
     def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         gap = facts.gap_to_box(facts.roads[self.road].strip())
-        return (gap <= per_class(ROAD_GAP, facts))
+        return gap <= per_class(ROAD_GAP, facts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,7 @@ class AtCorner:
     def _where(self, facts: SceneFacts) -> NDArray[np.bool_]:
         p = self.point(facts)
         gap = facts.gap_to_box(np.array([p[0], p[1], p[0], p[1]]))
-        return (gap <= per_class(_CORNER_GAP, facts))
+        return gap <= per_class(_CORNER_GAP, facts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -277,36 +277,32 @@ def _a(ws: Sequence[Worded], noun: str) -> str:
 
 
 def _detailed(p: _Parts, pick: Pick) -> str:
-    """2–4 sentences: what it is, where it is, what is around it, the rest."""
+    """2–4 sentences: what it is (and, often, what stands by it), where it is, the rest."""
     sel = p.selector
     everything = (*p.pre, *p.post, *p.also)
-    looks: Sequence[Worded] = [w for w in everything if w.kind == "look"]
-    around: Sequence[Worded] = [w for w in everything if w.kind == "context"]
+    if sel is not None:  # the group, then facts of the one picked
+        first = f"{pick(_GROUP).format(g=_group(p, pick))} I mean {_selected(p)}"
+        if not p.also:
+            return first + "."
+        if pick(("join", "join", "apart")) == "join":
+            return f"{first}, which {_states(p.also)}."
+        return f"{first}. It {_states(p.also)}."
+    looks = [w for w in everything if w.kind == "look"]
+    around = [w for w in everything if w.kind == "context"]
+    if around and pick(("fold", "fold", "fold", "apart")) == "fold":  # "... with a red car in front of it."
+        looks, around = [*looks, around[0]], around[1:]
     opener = pick(_HEDGED if pick(("", "", "", "", "", "h")) else _DETAIL_OPENERS)
-    out: list[str] = []
+    where = [w.rel for w in (everything if p.count is None else (*p.post, *p.also)) if w.rel]
     if p.named is not None:
-        out.append(f"This is {p.named}, {_np(_a(looks, p.noun), looks, p.noun)}.")
-        where = [w for w in everything if w.rel]
-    elif sel is not None:
-        out.append(f"{pick(_GROUP).format(g=_group(p, pick))} I mean {_selected(p)}.")
-        looks = [w for w in p.also if w in looks]
-        around = [w for w in p.also if w in around]
-        if looks:
-            out.append(f"It {_states(looks)}.")
-        where = [w for w in p.also if w.rel]
-    elif p.count is not None:
-        out.append(opener.format(h=_np(_a(looks, p.noun), looks, p.noun)))
-        out.append(f"It is one of {_group(p, pick)}.")
-        where = [w for w in (*p.post, *p.also) if w.rel]
+        out = [f"This is {p.named}, {_np(_a(looks, p.noun), looks, p.noun)}."]
     else:
-        out.append(opener.format(h=_np(_a(looks, p.noun), looks, p.noun)))
-        where = [w for w in everything if w.rel]
-    if where:
-        out.append(pick(_WHERE).format(r=join([w.rel for w in where])))
+        out = [opener.format(h=_np(_a(looks, p.noun), looks, p.noun))]
+    if p.count is not None:
+        out.append(f"It is one of {_group(p, pick)}" + (f", {join(where)}." if where else "."))
+    elif where:
+        out.append(pick(_WHERE).format(r=join(where)))
     out += [w.sentence for w in around]
-    if len(out) > 4:
-        out = [*out[:3], " ".join(out[3:])]
-    return " ".join(out)
+    return " ".join([*out[:3], " ".join(out[3:])] if len(out) > 4 else out)
 
 
 def _existential(p: _Parts, pick: Pick) -> str:

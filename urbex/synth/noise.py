@@ -25,7 +25,7 @@ __all__ = ["NOISE_KINDS", "NOISE_RATES", "Findable", "add_noise", "misspell"]
 #: Kinds of noise :func:`add_noise` applies, in this order.
 NOISE_KINDS: tuple[str, ...] = ("no_articles", "typo", "misspelled_name")
 #: Default chance of each noise kind per description (independent draws).
-NOISE_RATES: Mapping[str, float] = {"no_articles": 0.25, "typo": 0.2, "misspelled_name": 0.12}
+NOISE_RATES: Mapping[str, float] = {"no_articles": 0.25, "typo": 0.2, "misspelled_name": 0.1}
 #: ``findable(text, name, written)``: is ``name``, written ``written`` in ``text``, still found?
 Findable = Callable[[str, str, str], bool]
 

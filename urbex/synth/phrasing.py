@@ -117,7 +117,7 @@ PHENOMENA: tuple[str, ...] = (
     "multi_sentence",
 )
 #: Relative weights of the training families (``detailed`` more: people write long).
-_TRAIN_WEIGHT = {"plain": 1.0, "two_sentence": 1.0, "only": 1.0, "relative": 1.0, "detailed": 1.5}
+_TRAIN_WEIGHT = {"plain": 1.0, "two_sentence": 1.0, "only": 0.5, "relative": 1.0, "detailed": 3.0}
 
 #: ``decorate(expression, family)``: the expressions to try for that family, richest first
 #: (each selecting exactly the target), or none when the family cannot word it.
@@ -147,8 +147,8 @@ class Phrasing:
 def family_weights(*, held_out_scene: bool) -> dict[str, float]:
     """Relative weights of the families in one scene.
 
-    Training and validation scenes use :data:`TRAIN_FAMILIES` (``detailed`` 1.5 times as often
-    as each other); a held-out scene gives :data:`HELD_OUT_FAMILIES` half of the weight, evenly
+    Training and validation scenes use :data:`TRAIN_FAMILIES` (``detailed`` three times as
+    often as most, ``only`` half as often: people write long); a held-out scene gives :data:`HELD_OUT_FAMILIES` half of the weight, evenly
     (so about half of a ``test_no`` split is worded in ways no training description was).
 
     >>> family_weights(held_out_scene=False)["fronted"]
@@ -250,7 +250,7 @@ def describe(
     ...                    also=(HasShape("L-shaped"), HasWalls("white"), HasColour("red"),
     ...                          Context("Car", "red", "in front of")))
     >>> describe(house, family="detailed")
-    'This is an L-shaped white building with a red roof. It is behind Merton Hall. There is a red car in front of it.'
+    'This is an L-shaped white building with a red roof and a red car in front of it. It is behind Merton Hall.'
     """
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")

@@ -184,7 +184,7 @@ def _colour(f: HasColour, pick: Pick) -> str:
     if f.shade:
         return f.shade
     if f.colour in _ISH:
-        return pick((f.colour, f.colour, f.colour, f.colour, f.colour, _ISH[f.colour]))
+        return pick((f.colour, f.colour, _ISH[f.colour]))
     return f.colour
 
 
