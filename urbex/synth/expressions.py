@@ -1,9 +1,12 @@
 """Referring expressions that are unique by construction.
 
-An :class:`Expression` is a target class, a tuple of *filter* predicates and at most one
-*selector* (a superlative or an ordinal). :func:`satisfying` evaluates it over **all**
-same-class instances of a block: filters in order, then the selector over what is left.
-:func:`candidate_expressions` lists what can be said about one instance, from simple to rich;
+An :class:`Expression` is a target class, a tuple of *filter* predicates, at most one
+*selector* (a superlative or an ordinal) and ``also`` facts said of the one selected.
+:func:`satisfying` evaluates it over **all** same-class instances of a block: filters in order,
+then the selector over what is left, then the ``also`` facts. The first generator's predicates
+live here (colour, road, corner, compass and "next to", across the road, car park, name); those
+people use that it lacked are in :mod:`urbex.synth.relations`.
+:func:`urbex.synth.candidates.candidate_expressions` lists what can be said about one instance;
 :mod:`urbex.synth.queries` keeps only those that select exactly the target, so every kept
 description is unambiguous (:func:`satisfying` lets a test re-check that independently), and
 :mod:`urbex.synth.phrasing` words them.

@@ -192,7 +192,7 @@ def _plain(p: _Parts, pick: Pick) -> str:
         return _np("the", ws, p.noun, sel.measure) + _space(_rels(ws))
     if p.count is not None:
         one = _np("the", (*p.post, *p.also), "one") + _space(_rels(p.also))
-        return pick(("of {g}, {o}", "{o}, one of {g}")).format(g=_group(p, pick), o=one)
+        return pick(("{o} of {g}", "{o}, one of {g}")).format(g=_group(p, pick), o=one)
     ws = (*p.pre, *p.also)
     rels = _rels(ws)
     return _np("the", ws, p.noun) + (pick((" ", ", ")) + rels if rels else "")
@@ -289,7 +289,8 @@ def _detailed(p: _Parts, pick: Pick) -> str:
         return f"{first}. It {_states(p.also)}."
     looks = [w for w in everything if w.kind == "look"]
     around = [w for w in everything if w.kind == "context"]
-    if around and pick(("fold", "fold", "fold", "apart")) == "fold":  # "... with a red car in front of it."
+    # mostly "... with a red car in front of it." in the first sentence
+    if around and pick(("fold", "fold", "fold", "apart")) == "fold":
         looks, around = [*looks, around[0]], around[1:]
     opener = pick(_HEDGED if pick(("", "", "", "", "", "h")) else _DETAIL_OPENERS)
     where = [w.rel for w in (everything if p.count is None else (*p.post, *p.also)) if w.rel]
