@@ -97,3 +97,54 @@ def test_instance_bounds_empty_ids_are_infinite():
     b, c = instance_bounds(np.zeros((2, 3), np.float32), np.array([1, 1], np.int32), 3)
     assert c.tolist() == [0, 2, 0]
     assert np.isinf(b[0]).all() and b[1].tolist() == [0.0] * 6
+
+
+def test_generate_block_shape_words_follow_the_plan_footprints():
+    b = generate_block(0, size=160.0, density=1.0)
+    o = b.objects
+    shapes = {s for n, s in zip(o.object_name, o.shape) if n == "Building"}
+    assert {"L-shaped", "square", "rectangular"} <= shapes
+    assert all(s == "" for n, s in zip(o.object_name, o.shape) if n == "Car")
+    for k in np.flatnonzero(np.array(o.shape) == "square"):
+        w, h = o.box[k, 3] - o.box[k, 0], o.box[k, 4] - o.box[k, 1]
+        assert max(w, h) / min(w, h) < 1.3  # the points' box: the footprint, give or take a wall
+    walls = [w for n, w in zip(o.object_name, o.wall_colour) if n == "Building"]
+    assert (
+        walls
+        and all(walls)
+        and not any(w for n, w in zip(o.object_name, o.wall_colour) if n != "Building")
+    )
+
+
+@pytest.mark.parametrize(
+    ("parts", "word"),
+    [
+        ([[0, 0, 10, 10]], "square"),
+        ([[0, 0, 10, 11.1]], "square"),
+        ([[0, 0, 10, 12]], ""),
+        ([[0, 0, 10, 13.1]], "rectangular"),
+        ([[0, 0, 20, 8], [0, 8, 8, 16]], "L-shaped"),
+    ],
+)
+def test_footprint_shape_words(parts, word):
+    from urbex.synth.block import footprint_shape
+
+    assert footprint_shape(np.array(parts, float)) == word
+
+
+def test_generate_block_shades_leave_the_plan_alone(block):
+    """Shades come from their own stream: the block's names and basic colours are those of the
+    plan drawn from the seed alone (which is plain)."""
+    from urbex.synth.layout import plan_city
+    from urbex.synth.palette import CAR_COLOURS, ROOF_COLOURS
+
+    plan = plan_city(np.random.default_rng(3), 90.0, "sensaturban")
+    o = block.objects
+    by_id = dict(zip(o.instance_id.tolist(), zip(o.colour, o.landmark)))
+    for iid, c in zip(plan.car_instance.tolist(), plan.car_colour.tolist()):
+        assert by_id.get(iid, (CAR_COLOURS[c],))[0] == CAR_COLOURS[c]
+    for iid, c, name in zip(
+        plan.building_instance.tolist(), plan.roof_colour.tolist(), plan.building_name
+    ):
+        assert by_id.get(iid, (ROOF_COLOURS[c], name)) == (ROOF_COLOURS[c], name)
+    assert not plan.car_shade.any() and {s for s in o.shade} - {""}

@@ -31,6 +31,14 @@ def _manifest(tmp_path):
         defects=(Defect(scene_id="a", ann_id=3, object_id="1", reason="duplicate"),),
         phrasings=(
             PhrasingRecord(scene_id="a", ann_id=0, object_id="1", family="plain", noise=("typo",)),
+            PhrasingRecord(
+                scene_id="b",
+                ann_id=0,
+                object_id="2",
+                family="existential",
+                noise=("misspelled_name",),
+                phenomena=("count", "misspelled_name"),
+            ),
         ),
     )
 
@@ -41,12 +49,21 @@ def test_manifest_round_trips_through_json(tmp_path):
     back = read_manifest(tmp_path)  # the directory, or the file
     assert back == m and read_manifest(tmp_path / "synth_manifest.json") == m
     assert back.scenes[0].offset == (1.0, 2.0, 3.0) and back.phrasings[0].noise == ("typo",)
+    assert back.phrasings[1].phenomena == ("count", "misspelled_name")
     assert "root" not in m.to_dict()
 
 
 def test_scene_ids_per_layout_in_generation_order(tmp_path):
     m = _manifest(tmp_path)
     assert m.scene_ids() == ["a", "b"] and m.scene_ids("stpls3d") == ["s3d"]
+
+
+def test_manifest_without_phenomena_reads_as_none(tmp_path):
+    doc = _manifest(tmp_path).to_dict()
+    for r in doc["phrasings"]:
+        del r["phenomena"]  # written before GENERATOR_VERSION 3
+    (tmp_path / "synth_manifest.json").write_text(json.dumps(doc))
+    assert [r.phenomena for r in read_manifest(tmp_path).phrasings] == [(), ()]
 
 
 def test_manifest_without_phrasings_reads_as_none(tmp_path):
@@ -62,6 +79,7 @@ def test_manifest_without_phrasings_reads_as_none(tmp_path):
         (lambda d: d.pop("scenes"), "scenes"),
         (lambda d: d["defects"][0].update(reason="ugly"), "Defect.reason: expected one of"),
         (lambda d: d["phrasings"][0].update(family="shouty"), "shouty"),
+        (lambda d: d["phrasings"][1].update(phenomena=["poetry"]), "poetry"),
         (lambda d: d["scenes"][0].update(colour="red"), "colour"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Paraphrase families, human-like noise, and the held-out family of the synthetic generator."""
+"""Paraphrase families, what they show, and the held-out families of the synthetic generator."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from urbex.landmarks import LandmarkIndex
 from urbex.synth.block import generate_block
 from urbex.synth.expressions import (
     AcrossRoad,
@@ -22,16 +23,22 @@ from urbex.synth.expressions import (
 )
 from urbex.synth.phrasing import (
     FAMILIES,
+    HELD_OUT_FAMILIES,
     HELD_OUT_FAMILY,
+    NOISE_KINDS,
+    PHENOMENA,
     TRAIN_FAMILIES,
-    add_noise,
+    WORD_RANGE,
+    Phrasing,
     applicable_families,
     describe,
     family_weights,
     names_in,
+    phenomena,
     phrase,
 )
 from urbex.synth.queries import dedup_key, scene_queries
+from urbex.synth.relations import Context, Counted, FacingSide, HasShape, HasWalls, MapRelation
 
 EXPRESSIONS = (
     Expression(object_name="Car", filters=(HasColour("red"), OnRoad("Mill Lane"))),
@@ -40,6 +47,10 @@ EXPRESSIONS = (
                selector=Extreme("largest")),
     Expression(object_name="Building", filters=(HasColour("grey"), AcrossRoad("Mill Lane", "Merton Hall"))),
     Expression(object_name="Parking", filters=(NearLandmark("The Soho Tower", "next to"),)),
+    Expression(object_name="Car", filters=(OnRoad("Mill Lane"), Counted(3), HasColour("red"))),
+    Expression(object_name="Building", filters=(FacingSide("Merton Hall", "back"),),
+               also=(HasWalls("white"), HasShape("L-shaped"), Context("Car", "red", "in front of"))),
+    Expression(object_name="Car", filters=(HasColour("red"), MapRelation("Merton Hall", "left"))),
 )  # fmt: skip
 
 
@@ -57,7 +68,7 @@ def test_describe_every_applicable_family_keeps_names_and_words(expression):
             for name in names_in(expression):
                 assert name in text, (family, text)
             if any(isinstance(f, HasColour) for f in expression.filters):
-                assert re.search(r"\b(red|grey)\b", text), (family, text)
+                assert re.search(r"\b(red|grey|reddish|greyish)\b", text), (family, text)
             if isinstance(expression.selector, Extreme):
                 assert "largest" in text, (family, text)
 
@@ -71,53 +82,65 @@ def test_describe_refuses_a_family_that_cannot_word_the_expression():
         describe(big, family="poetry")
 
 
-def test_add_noise_leaves_names_alone_and_makes_one_small_typo():
-    rng = np.random.default_rng(3)
-    text = "the largest parking area next to The Soho Tower and along Mill Lane"
-    names = ("The Soho Tower", "Mill Lane")
-    for _ in range(50):
-        out, applied = add_noise(text, ["no_articles", "typo"], names=names, rng=rng)
-        assert applied == ("no_articles", "typo")
-        assert all(n in out for n in names), out
-        got = out.split()
-        want = "largest parking area next to The Soho Tower and along Mill Lane".split()
-        diff = [(a, b) for a, b in zip(got, want, strict=True) if a != b]
-        assert len(diff) == 1 and abs(len(diff[0][0]) - len(diff[0][1])) <= 1, out
-        assert diff[0][0][0] == diff[0][1][0] and diff[0][0][-1] == diff[0][1][-1]
+def _index(block) -> LandmarkIndex:
+    rows = [
+        {"scene_id": block.scene_id, "name": lm.name, "x": 0.0, "y": 0.0} for lm in block.landmarks
+    ]
+    return LandmarkIndex(pl.DataFrame(rows))
 
 
 def test_scene_queries_truthful_in_every_family_and_noise(block):
     facts = SceneFacts.from_block(block)
     qs = scene_queries(block, seed=4, families=family_weights(held_out_scene=True))
-    assert {q.phrasing.family for q in qs} >= {HELD_OUT_FAMILY, "plain"}
-    assert {n for q in qs for n in q.phrasing.noise} == {"no_articles", "typo"}
+    index = _index(block)
+    fams = {q.phrasing.family for q in qs}
+    assert fams >= {*HELD_OUT_FAMILIES, "detailed"} and len(fams) >= 5, fams
+    assert {"no_articles", "typo"} <= {n for q in qs for n in q.phrasing.noise} <= set(NOISE_KINDS)
     for q in qs:
-        assert satisfying(q.expression, facts).tolist() == [int(q.object_id)]
+        assert satisfying(q.expression, facts).tolist() == [
+            int(q.object_id)
+        ]  # independent re-check
         assert q.phrasing.family in applicable_families(q.expression)
-        for name in names_in(q.expression):  # verbatim: the landmark matcher finds it
-            assert name in q.description, q
+        found = index.mentions(q.description, block.scene_id)
+        for name in names_in(q.expression):
+            if "misspelled_name" in q.phrasing.noise:
+                assert name in found, q  # the real lookup still finds it
+            else:
+                assert name in q.description, q  # verbatim
         assert len(q.description.split()) >= 3
+        assert set(q.phrasing.phenomena) <= set(PHENOMENA)
     assert len({dedup_key(q.description) for q in qs}) == len(qs)
 
 
-def test_scene_queries_default_never_uses_the_held_out_family(block):
+def test_detailed_descriptions_are_2_to_4_sentences_of_20_to_40_words(block):
+    qs = scene_queries(block, seed=5, families={"detailed": 1.0}, noise_rates={})
+    detailed = [q for q in qs if q.phrasing.family == "detailed"]
+    assert len(detailed) >= len(qs) // 2
+    lo, hi = WORD_RANGE
+    for q in detailed:
+        assert lo <= len(q.description.split()) <= hi, q.description
+        assert 2 <= len(re.findall(r"[.!?](?:\s|$)", q.description)) <= 4, q.description
+
+
+def test_scene_queries_default_never_uses_the_held_out_families(block):
     qs = scene_queries(block, seed=4)
     assert qs and {q.phrasing.family for q in qs} <= set(TRAIN_FAMILIES)
-    assert HELD_OUT_FAMILY in FAMILIES and HELD_OUT_FAMILY not in TRAIN_FAMILIES
+    assert HELD_OUT_FAMILY in HELD_OUT_FAMILIES and not set(HELD_OUT_FAMILIES) & set(TRAIN_FAMILIES)
+    assert set(FAMILIES) == set(TRAIN_FAMILIES) | set(HELD_OUT_FAMILIES)
 
 
 def test_phrase_is_deterministic_per_seed():
     def run(seed):
         rng = np.random.default_rng(seed)
         w = family_weights(held_out_scene=True)
-        return [phrase(e, rng=rng, families=w) for e in EXPRESSIONS * 4]
+        return [phrase(e, rng=rng, families=w)[:2] for e in EXPRESSIONS * 4]
 
     assert run(1) == run(1) and run(1) != run(2)
 
 
-def test_held_out_family_only_in_test_no(tmp_path):
-    """Through the real readers, cleaner and splitter: the held-out family never reaches
-    train, val or test_nd, and makes up a real share of test_no."""
+def test_held_out_families_only_in_test_no(tmp_path):
+    """Through the real readers, cleaner and splitter: the held-out families never reach
+    train, val or test_nd, and make up a real share of test_no."""
     from urbex.annotations.clean import annotations_frame, clean_annotations
     from urbex.annotations.splits import make_splits
     from urbex.config import Params
@@ -155,7 +178,30 @@ def test_held_out_family_only_in_test_no(tmp_path):
         per_split.setdefault(s, []).append(family[qid])
     assert set(per_split) == {"train", "val", "test_nd", "test_no"}
     for s in ("train", "val", "test_nd"):
-        assert HELD_OUT_FAMILY not in per_split[s], s
+        assert not set(HELD_OUT_FAMILIES) & set(per_split[s]), s
     no = per_split["test_no"]
-    assert no.count(HELD_OUT_FAMILY) >= max(3, len(no) // 4), no
-    assert man.params["held_out_family"] == HELD_OUT_FAMILY
+    held = [f for f in no if f in HELD_OUT_FAMILIES]
+    assert len(held) >= max(3, len(no) // 4) and set(held) == set(HELD_OUT_FAMILIES), no
+    assert man.params["held_out_families"] == list(HELD_OUT_FAMILIES)
+
+
+def test_phenomena_read_the_expression_the_words_and_the_noise():
+    e = Expression(object_name="Building", filters=(OnRoad("Mill Lane"), Counted(3), HasColour("red", shade="maroon")),
+                   also=(HasWalls("beige"), Context("Car", "red", "behind")))  # fmt: skip
+    text = "It looks like a beige house with a maroon roof. It is one of the three houses on Mill Lane. There is a red car behind it."
+    assert phenomena(e, text, ("misspelled_name",)) == (
+        "context", "front_behind", "parts", "multi_colour", "count", "shade", "hedge",
+        "misspelled_name", "multi_sentence",
+    )  # fmt: skip
+    assert (
+        phenomena(
+            Expression(object_name="Car", filters=(OnRoad("Mill Lane"),)), "the car on Mill Lane"
+        )
+        == ()
+    )
+
+
+def test_phrasing_validates_its_fields():
+    Phrasing(family="detailed", noise=("misspelled_name",), phenomena=("count",))
+    with pytest.raises(ValueError, match="phenomena"):
+        Phrasing(family="plain", phenomena=("poetry",))

@@ -1,8 +1,9 @@
 """The synthetic city generator: SensatUrban/CityRefer-like blocks with unique descriptions.
 
 Entry points: :func:`generate_block` (one block in memory), :func:`scene_queries` (its unique
-descriptions, worded in paraphrase families with human-like noise; one family,
-:data:`HELD_OUT_FAMILY`, only in held-out scenes) and :func:`generate_dataset` (a data set
+descriptions, worded in paraphrase families with what people do — context objects, the map
+frame, counts, shades, hedges, misspelled names — and human-like noise; the families of
+:data:`HELD_OUT_FAMILIES` only in held-out scenes) and :func:`generate_dataset` (a data set
 written in the CityRefer / LAS / STPLS3D layouts plus ``synth_manifest.json``).
 Submodules import lazily where heavy (geopandas, laspy, tqdm are imported inside functions).
 """
@@ -12,12 +13,21 @@ from urbex.synth.dataset import generate_dataset
 from urbex.synth.expressions import Expression, satisfying
 from urbex.synth.layout import Road
 from urbex.synth.manifest import Defect, SceneEntry, SynthManifest, read_manifest
-from urbex.synth.phrasing import FAMILIES, HELD_OUT_FAMILY, Phrasing, describe
+from urbex.synth.phrasing import (
+    FAMILIES,
+    HELD_OUT_FAMILIES,
+    HELD_OUT_FAMILY,
+    PHENOMENA,
+    Phrasing,
+    describe,
+)
 from urbex.synth.queries import Query, scene_queries
 
 __all__ = [
     "FAMILIES",
+    "HELD_OUT_FAMILIES",
     "HELD_OUT_FAMILY",
+    "PHENOMENA",
     "Block",
     "Defect",
     "Expression",

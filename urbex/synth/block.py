@@ -15,6 +15,7 @@ Object boxes, road lines and landmark geometries are in the local frame.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.pointcloud import PointCloud
-from urbex.synth.layout import CAR_COLOURS, ROOF_COLOURS, Road, plan_city
+from urbex.synth.layout import Road, plan_city
+from urbex.synth.palette import CAR_COLOURS, ROOF_COLOURS, WALL_COLOURS, draw_shades, shade_word
 from urbex.synth.sampling import KIND_TO_SEMANTIC, sample_plan
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "Block",
     "Landmark",
     "ObjectTable",
+    "footprint_shape",
     "generate_block",
     "instance_bounds",
 ]
@@ -120,6 +123,14 @@ class ObjectTable:
         Colour word: car body colour, building roof colour, "grey" (parking), "green" (ground).
     landmark : tuple of str, length M
         Landmark name, ``""`` when the instance is not a named landmark.
+    shade : tuple of str, length M
+        Shade of ``colour`` (:data:`urbex.synth.palette.SHADES`: "dark blue", "maroon", ...),
+        ``""`` for the plain colour.
+    wall_colour, wall_shade : tuple of str, length M
+        A building's wall colour and its shade; ``""`` for other classes.
+    shape : tuple of str, length M
+        BEV footprint shape (:func:`footprint_shape`): ``"L-shaped"``, ``"square"``,
+        ``"rectangular"``, or ``""`` (a car, or not clearly either).
     """
 
     instance_id: NDArray[np.int32]
@@ -129,10 +140,25 @@ class ObjectTable:
     n_points: NDArray[np.int64]
     colour: tuple[str, ...]
     landmark: tuple[str, ...]
+    shade: tuple[str, ...]
+    wall_colour: tuple[str, ...]
+    wall_shade: tuple[str, ...]
+    shape: tuple[str, ...]
 
     def __post_init__(self) -> None:
         m = len(self.instance_id)
-        for name in ("object_name", "label_id", "box", "n_points", "colour", "landmark"):
+        for name in (
+            "object_name",
+            "label_id",
+            "box",
+            "n_points",
+            "colour",
+            "landmark",
+            "shade",
+            "wall_colour",
+            "wall_shade",
+            "shape",
+        ):
             if len(getattr(self, name)) != m:
                 raise ValueError(
                     f"ObjectTable.{name}: expected {m} rows, got {len(getattr(self, name))}"
@@ -240,6 +266,30 @@ def _ring(boxes: NDArray) -> NDArray[np.float64]:
     return np.asarray(poly.exterior.coords, np.float64)
 
 
+def footprint_shape(parts: NDArray) -> str:
+    """The shape word of a footprint made of axis-aligned rectangles (local world metres).
+
+    Two rectangles (a building's main block and its wing) are ``"L-shaped"``; one is
+    ``"square"`` when its sides differ by less than 12 %, ``"rectangular"`` when by more than
+    30 %, and ``""`` in between (neither word is clearly true).
+
+    Parameters
+    ----------
+    parts : ndarray, shape (P, 4)
+        ``[x_min, y_min, x_max, y_max]`` per part.
+
+    >>> footprint_shape(np.array([[0, 0, 10, 10.5]])), footprint_shape(np.array([[0, 0, 20, 8]]))
+    ('square', 'rectangular')
+    >>> footprint_shape(np.array([[0, 0, 20, 8], [0, 8, 8, 16]])), footprint_shape(np.array([[0, 0, 12, 10]]))
+    ('L-shaped', '')
+    """
+    if len(parts) == 2:
+        return "L-shaped"
+    w, h = float(parts[0, 2] - parts[0, 0]), float(parts[0, 3] - parts[0, 1])
+    ratio = max(w, h) / max(min(w, h), 1e-9)
+    return "square" if ratio < 1.12 else "rectangular" if ratio > 1.3 else ""
+
+
 def generate_block(
     seed: int,
     *,
@@ -277,6 +327,14 @@ def generate_block(
     """
     rng = np.random.default_rng(seed)
     plan = plan_city(rng, float(size), style)
+    walls = WALL_COLOURS[style]
+    shades = np.random.default_rng([seed, 0x5ADE])  # their own stream: the plan is unchanged
+    plan = dataclasses.replace(
+        plan,
+        car_shade=draw_shades(shades, plan.car_colour, CAR_COLOURS),
+        roof_shade=draw_shades(shades, plan.roof_colour, ROOF_COLOURS),
+        wall_shade=draw_shades(shades, plan.wall_colour, walls),
+    )
     pts = sample_plan(rng, plan, float(density))
     if style == "sensaturban":
         offset = np.array([rng.integers(400_000, 550_000), rng.integers(250_000, 300_000), 0.0])
@@ -294,16 +352,39 @@ def generate_block(
         source=f"synthetic:{style}:seed={seed}",
     )
     boxes, counts = instance_bounds(pts.xyz, pts.instance, plan.n_instances)
-    # instance id → (class, colour, landmark name)
+    # instance id → (class, colour, landmark name, shade, walls, shape)
     n = plan.n_instances
     cls = np.empty(n, object)
     colour = np.empty(n, object)
     lm = np.full(n, "", object)
+    shade = np.full(n, "", object)
+    wall = np.full(n, "", object)
+    wall_shade = np.full(n, "", object)
+    shape = np.full(n, "", object)
     cls[plan.building_instance] = "Building"
     colour[plan.building_instance] = [ROOF_COLOURS[c] for c in plan.roof_colour]
+    shade[plan.building_instance] = [
+        shade_word(ROOF_COLOURS[c], s) for c, s in zip(plan.roof_colour, plan.roof_shade)
+    ]
+    wall[plan.building_instance] = [walls[c] for c in plan.wall_colour]
+    wall_shade[plan.building_instance] = [
+        shade_word(walls[c], s) for c, s in zip(plan.wall_colour, plan.wall_shade)
+    ]
+    shape[plan.building_instance] = [
+        footprint_shape(plan.part_box[plan.part_building == b])
+        for b in range(len(plan.building_instance))
+    ]
     lm[plan.building_instance] = plan.building_name
     cls[plan.car_instance] = "Car"
     colour[plan.car_instance] = [CAR_COLOURS[c] for c in plan.car_colour]
+    shade[plan.car_instance] = [
+        shade_word(CAR_COLOURS[c], s) for c, s in zip(plan.car_colour, plan.car_shade)
+    ]
+    for inst, areas in (
+        (plan.parking_instance, plan.parking_box),
+        (plan.park_instance, plan.park_box),
+    ):
+        shape[inst] = [footprint_shape(a[None]) for a in areas]
     cls[plan.parking_instance] = "Parking"
     colour[plan.parking_instance] = "grey"
     lm[plan.parking_instance] = plan.parking_name
@@ -319,6 +400,10 @@ def generate_block(
         n_points=counts[keep],
         colour=tuple(colour[keep]),
         landmark=tuple(lm[keep]),
+        shade=tuple(shade[keep]),
+        wall_colour=tuple(wall[keep]),
+        wall_shade=tuple(wall_shade[keep]),
+        shape=tuple(shape[keep]),
     )
     landmarks: list[Landmark] = []
     present = set(keep.tolist())

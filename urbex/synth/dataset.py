@@ -14,7 +14,7 @@ Layout under ``out_dir`` (see ``DATA_FORMATS.md``)::
                                                  phrasings (paraphrase family + noise of each valid row)
 
 Descriptions of ``test`` scenes (the held-out scenes, ``test_no``) may use the held-out
-paraphrase family :data:`urbex.synth.phrasing.HELD_OUT_FAMILY`; ``train`` and ``val`` scenes
+paraphrase families :data:`urbex.synth.phrasing.HELD_OUT_FAMILIES`; ``train`` and ``val`` scenes
 never do (``test_nd`` is drawn from training scenes, so it never does either).
 
 Frames
@@ -54,14 +54,15 @@ from urbex.io.ply import write_ply
 from urbex.io.stpls3d import write_stpls3d_txt
 from urbex.pointcloud import PointCloud
 from urbex.synth.block import Block, generate_block
-from urbex.synth.expressions import SceneFacts, candidate_expressions, satisfying
+from urbex.synth.candidates import candidate_expressions
+from urbex.synth.expressions import SceneFacts, satisfying
 from urbex.synth.manifest import (
     Defect,
     PhrasingRecord,
     SceneEntry,
     SynthManifest,
 )
-from urbex.synth.phrasing import HELD_OUT_FAMILY, describe, family_weights
+from urbex.synth.phrasing import HELD_OUT_FAMILIES, HELD_OUT_FAMILY, describe, family_weights
 from urbex.synth.queries import Query, scene_queries
 
 __all__ = [
@@ -75,8 +76,11 @@ __all__ = [
 #: Accepted values of ``formats``.
 FORMATS = ("cityrefer", "las", "stpls3d")
 #: Bumped whenever the same seed and arguments would write different files (2: paraphrase
-#: families, noise and the held-out family); part of the raw stage's fingerprint.
-GENERATOR_VERSION = 2
+#: families, noise and the held-out family; 3: people's phenomena — map frame, front/behind,
+#: between, off, road ends, context objects, parts, shapes, counts, shades and their colours,
+#: hedges, misspelled names, the ``detailed`` and held-out ``existential`` families); part of
+#: the raw stage's fingerprint.
+GENERATOR_VERSION = 3
 
 #: The LAS header creation date of the LAZ copies. laspy writes today's date by default, which
 #: made the data set's bytes (and DVC's hash of it) change with the calendar day; fixed to the
@@ -383,6 +387,7 @@ def generate_dataset(
         "stpls3d_scenes": n_st,
         "generator_version": GENERATOR_VERSION,
         "held_out_family": HELD_OUT_FAMILY,
+        "held_out_families": list(HELD_OUT_FAMILIES),
     }
     splits = scene_split(scenes, seed)
     entries: list[SceneEntry] = []
@@ -434,6 +439,7 @@ def generate_dataset(
                             object_id=obj,
                             family=how.family,
                             noise=how.noise,
+                            phenomena=how.phenomena,
                         )
                     )
             anns.sort(key=lambda a: (int(a.object_id), a.ann_id))

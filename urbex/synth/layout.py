@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.synth.names import NamePool
+from urbex.synth.palette import CAR_COLOUR_P, CAR_COLOURS, ROOF_COLOUR_P, ROOF_COLOURS
 
 __all__ = [
     "CAR_COLOURS",
@@ -33,16 +34,6 @@ __all__ = [
 
 #: Styles the generator knows; ``stpls3d`` is sparser, wider-spaced, with flat big roofs.
 STYLES = ("sensaturban", "stpls3d")
-
-#: Car colour names (index = colour code in :attr:`CityPlan.car_colour`) and draw weights.
-CAR_COLOURS: tuple[str, ...] = ("red", "blue", "white", "black", "silver", "yellow", "green")
-_CAR_COLOUR_P = np.array([0.14, 0.14, 0.24, 0.2, 0.2, 0.04, 0.04])
-#: Roof colour names (index = colour code in :attr:`CityPlan.roof_colour`).
-ROOF_COLOURS: tuple[str, ...] = ("red", "grey", "brown", "white", "black", "green")
-_ROOF_COLOUR_P = {
-    "sensaturban": np.array([0.3, 0.3, 0.15, 0.1, 0.1, 0.05]),
-    "stpls3d": np.array([0.2, 0.3, 0.1, 0.3, 0.05, 0.05]),
-}
 
 
 class _StyleKnobs(TypedDict):
@@ -204,7 +195,9 @@ class CityPlan:
     building_base: NDArray[np.float64]  # (B,) base z (m)
     building_instance: NDArray[np.int32]  # (B,)
     roof_colour: NDArray[np.int8]  # (B,) index into ROOF_COLOURS
-    wall_colour: NDArray[np.int8]  # (B,) index into the style's facade palette
+    wall_colour: NDArray[np.int8]  # (B,) index into the style's WALL_COLOURS / facade palette
+    roof_shade: NDArray[np.int8]  # (B,) index into palette.SHADES[colour] (0: plain)
+    wall_shade: NDArray[np.int8]  # (B,)
     building_name: tuple[str, ...]  # (B,) "" if not a landmark
     # parks (Ground instances) and parking lots
     park_box: NDArray[np.float64]  # (K, 4)
@@ -220,6 +213,7 @@ class CityPlan:
     car_axis: NDArray[np.int8]  # (C,) 0: car length along x, 1: along y
     car_dims: NDArray[np.float64]  # (C, 3) length, width, height
     car_colour: NDArray[np.int8]  # (C,) index into CAR_COLOURS
+    car_shade: NDArray[np.int8]  # (C,) index into palette.SHADES[colour] (0: plain)
     car_instance: NDArray[np.int32]
     # vegetation and furniture (no instances)
     tree: NDArray[np.float64]  # (T, 4): cx, cy, crown radius, crown centre height above ground
@@ -307,7 +301,7 @@ class _Builder:
 
 def _add_car(b: _Builder, rng: np.random.Generator, cx: float, cy: float, axis: int) -> None:
     length, width, height = rng.uniform(4.2, 4.9), rng.uniform(1.7, 1.9), rng.uniform(1.4, 1.6)
-    colour = int(rng.choice(len(CAR_COLOURS), p=_CAR_COLOUR_P))
+    colour = int(rng.choice(len(CAR_COLOURS), p=CAR_COLOUR_P))
     b.cars.append((cx, cy, axis, length, width, height, colour, b.new_id()))
 
 
@@ -348,7 +342,7 @@ def _add_building(
         short = min(rx1 - rx0, ry1 - ry0)
         ridge = rng.uniform(0.25, 0.45) * short if gable else 0.0
         b.parts.append((rx0, ry0, rx1, ry1, rh, ridge, axis, bidx))
-    roof = int(rng.choice(len(ROOF_COLOURS), p=_ROOF_COLOUR_P[style]))
+    roof = int(rng.choice(len(ROOF_COLOURS), p=ROOF_COLOUR_P[style]))
     b.buildings.append((base, b.new_id(), roof, int(rng.integers(4))))
     if rng.random() < 0.25:  # a garden wall along the lot's southern or western edge
         if rng.random() < 0.5:
@@ -568,6 +562,8 @@ def plan_city(rng: np.random.Generator, size: float, style: str = "sensaturban")
         building_instance=arr([x[1] for x in b.buildings], 1, np.int32)[:, 0],
         roof_colour=arr([x[2] for x in b.buildings], 1, np.int8)[:, 0],
         wall_colour=arr([x[3] for x in b.buildings], 1, np.int8)[:, 0],
+        roof_shade=np.zeros(n_b, np.int8),  # plain; block.generate_block draws the shades
+        wall_shade=np.zeros(n_b, np.int8),
         building_name=building_name,
         park_box=arr([p[0] for p in b.parks], 4),
         park_instance=arr([p[1] for p in b.parks], 1, np.int32)[:, 0],
@@ -581,6 +577,7 @@ def plan_city(rng: np.random.Generator, size: float, style: str = "sensaturban")
         car_axis=arr([c[2] for c in b.cars], 1, np.int8)[:, 0],
         car_dims=arr([c[3:6] for c in b.cars], 3),
         car_colour=arr([c[6] for c in b.cars], 1, np.int8)[:, 0],
+        car_shade=np.zeros(len(b.cars), np.int8),
         car_instance=arr([c[7] for c in b.cars], 1, np.int32)[:, 0],
         tree=arr(b.trees, 4),
         lamp=arr(b.lamps, 2),

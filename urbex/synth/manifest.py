@@ -2,7 +2,9 @@
 
 ``<out>/synth_manifest.json`` records the generator's params and seed, every scene written
 (layout, split, CRS and the offset between the local frame and the CRS, in metres), the planted
-defective annotation rows and how each valid row was worded (paraphrase family and noise).
+defective annotation rows and how each valid row was worded: its paraphrase family, the noise
+applied and the phenomena it shows (:data:`urbex.synth.phrasing.PHENOMENA`: context objects,
+the map frame, counts, shades, misspelled names, ...).
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ class PhrasingRecord:
     object_id: str
     family: str
     noise: tuple[str, ...] = ()
+    phenomena: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        Phrasing(family=self.family, noise=self.noise)  # validates both fields
+        Phrasing(family=self.family, noise=self.noise, phenomena=self.phenomena)  # validates
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +103,10 @@ class SynthManifest:
                 for s in self.scenes
             ],
             "defects": [_fields(d) for d in self.defects],
-            "phrasings": [{**_fields(r), "noise": list(r.noise)} for r in self.phrasings],
+            "phrasings": [
+                {**_fields(r), "noise": list(r.noise), "phenomena": list(r.phenomena)}
+                for r in self.phrasings
+            ],
         }
 
 
@@ -124,8 +130,11 @@ def read_manifest(path: str | os.PathLike[str]) -> SynthManifest:
         scenes = tuple(SceneEntry(**{**s, "offset": tuple(s["offset"])}) for s in raw["scenes"])
         defects = tuple(Defect(**d) for d in raw["defects"])
         phrasings = tuple(
-            PhrasingRecord(**{**r, "noise": tuple(r["noise"])}) for r in raw.get("phrasings", [])
-        )  # absent from manifests written before GENERATOR_VERSION 2
+            PhrasingRecord(
+                **{**r, "noise": tuple(r["noise"]), "phenomena": tuple(r.get("phenomena", ()))}
+            )
+            for r in raw.get("phrasings", [])
+        )  # phrasings absent before GENERATOR_VERSION 2, phenomena before 3
         return SynthManifest(
             root=p.parent,
             params=raw["params"],

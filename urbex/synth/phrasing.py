@@ -1,26 +1,30 @@
-"""How a referring expression is worded: paraphrase families and human-like noise.
+"""How a referring expression is worded: paraphrase families, noise, and what it says.
 
 :func:`describe` renders one :class:`~urbex.synth.expressions.Expression` in one of the
-paraphrase :data:`FAMILIES`; :func:`add_noise` then roughens the text the way people write
-(articles dropped, one typo). Every family says the same thing about the scene — the same
-predicates, nothing added — so a description stays true whatever its wording:
+paraphrase :data:`FAMILIES` (the words of each predicate come from :mod:`urbex.synth.wording`);
+:func:`phrase` draws the family, lets the caller decorate the expression for it (more true
+facts: :mod:`urbex.synth.enrich`), words it and roughens it (:mod:`urbex.synth.noise`). Every
+family says the same thing about the scene — the expression's predicates, nothing added — so a
+description stays true whatever its wording:
 
-======================  ===================================================================
-family                  example
-======================  ===================================================================
-``plain``               the red car on Mill Lane, north of Merton Hall
-``two_sentence``        This is the red car. It is on Mill Lane and north of Merton Hall.
-``only``                the only red car on Mill Lane (no selector: the filters alone single
-                        the target out, which :func:`urbex.synth.satisfying` checks)
-``relative``            the car that is red and on Mill Lane; the largest of the buildings
-                        north of Merton Hall
-``fronted`` (held out)  North of Merton Hall, the largest building.
-======================  ===================================================================
+=========================  ================================================================
+family                     example
+=========================  ================================================================
+``plain``                  the red car on Mill Lane, north of Merton Hall
+``two_sentence``           This is the red car. It is on Mill Lane and north of Merton Hall.
+``only``                   the only red car on Mill Lane
+``relative``               the car that is red and on Mill Lane
+``detailed``               This is an L-shaped white house with a red roof. It is behind
+                           Merton Hall. There is a red car parked in front of it. (2–4
+                           sentences, 20–40 words)
+``fronted`` (held out)     North of Merton Hall, the largest building.
+``existential`` (held out) There are three cars on Mill Lane. The one I mean is the red one.
+=========================  ================================================================
 
-:data:`HELD_OUT_FAMILY` is never used in training or validation scenes: the generator gives
-it only to held-out (test) scenes (:func:`family_weights`), so ``test_no`` measures how a
-method copes with phrasing it never saw. Noise never touches a place name (a landmark, road
-or car park named in the expression), so every name stays verbatim for the landmark matcher.
+:data:`HELD_OUT_FAMILIES` are never used in training or validation scenes: the generator gives
+them only to held-out (test) scenes (:func:`family_weights`), so ``test_no`` measures how a
+method copes with phrasing it never saw. :func:`phenomena` names what a description does that
+people do (context objects, the map frame, counts, shades, ...), as recorded in the manifest.
 
 Frames: none — this module handles text only.
 """
@@ -34,53 +38,100 @@ from dataclasses import dataclass
 import numpy as np
 
 from urbex.synth.expressions import (
-    AcrossRoad,
-    AtCorner,
     Expression,
-    Extreme,
     Filter,
     HasColour,
-    InParking,
     IsLandmark,
-    NearLandmark,
-    OnRoad,
     Ordinal,
     filter_names,
+)
+from urbex.synth.families import VOCABULARY, render
+from urbex.synth.noise import NOISE_KINDS, NOISE_RATES, Findable, add_noise
+from urbex.synth.relations import (
+    AtRoadEnd,
+    Between,
+    Context,
+    Counted,
+    FacingSide,
+    HasShape,
+    HasWalls,
+    MapRegion,
+    MapRelation,
+    OffRoad,
 )
 
 __all__ = [
     "FAMILIES",
+    "HELD_OUT_FAMILIES",
     "HELD_OUT_FAMILY",
     "NOISE_KINDS",
     "NOISE_RATES",
+    "PHENOMENA",
     "TRAIN_FAMILIES",
+    "WORD_RANGE",
+    "Decorate",
     "Phrasing",
     "add_noise",
     "applicable_families",
     "describe",
     "family_weights",
     "names_in",
+    "phenomena",
     "phrase",
 ]
 
 #: The paraphrase families, in a fixed order.
-FAMILIES: tuple[str, ...] = ("plain", "two_sentence", "only", "relative", "fronted")
-#: The family held out of training: only held-out (test) scenes use it.
+FAMILIES: tuple[str, ...] = (
+    "plain",
+    "two_sentence",
+    "only",
+    "relative",
+    "detailed",
+    "fronted",
+    "existential",
+)
+#: The first family held out of training (kept for callers of one family).
 HELD_OUT_FAMILY = "fronted"
+#: The families held out of training: only held-out (test) scenes use them.
+HELD_OUT_FAMILIES: tuple[str, ...] = ("fronted", "existential")
 #: The families training and validation scenes use.
-TRAIN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != HELD_OUT_FAMILY)
-#: Kinds of noise :func:`add_noise` applies.
-NOISE_KINDS: tuple[str, ...] = ("no_articles", "typo")
-#: Default chance of each noise kind per description (independent draws).
-NOISE_RATES: Mapping[str, float] = {"no_articles": 0.25, "typo": 0.2}
+TRAIN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in HELD_OUT_FAMILIES)
+#: Words (inclusive) of a ``detailed`` description, as people's 2–4-sentence ones.
+WORD_RANGE = (20, 40)
+#: What a description can do that people do (recorded per row in the manifest).
+PHENOMENA: tuple[str, ...] = (
+    "context",
+    "map_frame",
+    "left_right",
+    "front_behind",
+    "between",
+    "off",
+    "road_end",
+    "parts",
+    "multi_colour",
+    "count",
+    "shape",
+    "shade",
+    "hedge",
+    "misspelled_name",
+    "multi_sentence",
+)
+#: Relative weights of the training families (``detailed`` more: people write long).
+_TRAIN_WEIGHT = {"plain": 1.0, "two_sentence": 1.0, "only": 0.5, "relative": 1.0, "detailed": 3.0}
+
+#: ``decorate(expression, family)``: the expressions to try for that family, richest first
+#: (each selecting exactly the target), or none when the family cannot word it.
+Decorate = Callable[[Expression, str], Sequence[Expression]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Phrasing:
-    """How one description was worded: its paraphrase family and the noise applied, in order."""
+    """How one description was worded: its family, the noise applied (in order) and the
+    :data:`PHENOMENA` it shows."""
 
     family: str
     noise: tuple[str, ...] = ()
+    phenomena: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -88,259 +139,67 @@ class Phrasing:
         bad = [n for n in self.noise if n not in NOISE_KINDS]
         if bad:
             raise ValueError(f"Phrasing.noise: expected kinds from {NOISE_KINDS}, got {bad}")
+        bad = [n for n in self.phenomena if n not in PHENOMENA]
+        if bad:
+            raise ValueError(f"Phrasing.phenomena: expected names from {PHENOMENA}, got {bad}")
 
 
 def family_weights(*, held_out_scene: bool) -> dict[str, float]:
     """Relative weights of the families in one scene.
 
-    Training and validation scenes use :data:`TRAIN_FAMILIES` evenly; a held-out scene gives
-    :data:`HELD_OUT_FAMILY` half of the weight and the others the rest (so about half of a
-    ``test_no`` split is worded in a way no training description was).
+    Training and validation scenes use :data:`TRAIN_FAMILIES` (``detailed`` three times as
+    often as most, ``only`` half as often: people write long); a held-out scene gives :data:`HELD_OUT_FAMILIES` half of the weight, evenly
+    (so about half of a ``test_no`` split is worded in ways no training description was).
 
     >>> family_weights(held_out_scene=False)["fronted"]
     0.0
-    >>> w = family_weights(held_out_scene=True); w["fronted"] == sum(w.values()) / 2
+    >>> w = family_weights(held_out_scene=True); w["fronted"] + w["existential"] == sum(w.values()) / 2
     True
     """
-    w = dict.fromkeys(FAMILIES, 1.0)
-    w[HELD_OUT_FAMILY] = float(len(TRAIN_FAMILIES)) if held_out_scene else 0.0
+    w = {f: _TRAIN_WEIGHT.get(f, 0.0) for f in FAMILIES}
+    share = sum(w.values()) / len(HELD_OUT_FAMILIES)
+    for f in HELD_OUT_FAMILIES:
+        w[f] = share if held_out_scene else 0.0
     return w
-
-
-# -- vocabulary -------------------------------------------------------------------------------
-
-_NOUNS = {
-    "Building": ("building", "building", "house", "structure"),
-    "Car": ("car", "car", "vehicle", "automobile"),
-    "Parking": ("parking lot", "car park", "parking area"),
-    "Ground": ("ground", "green field", "grass field", "open green space"),
-}
-_ON_ROAD = {
-    "Car": ("on {r}", "on the road {r}", "along {r}", "parked on {r}"),
-    "Building": ("on {r}", "facing {r}", "along {r}", "fronting {r}"),
-    "Parking": ("beside {r}", "next to {r}", "along {r}", "off {r}"),
-    "Ground": ("beside {r}", "next to {r}", "along {r}"),
-}
-_CORNER = (
-    "at the corner of {a} and {b}",
-    "near the junction of {a} and {b}",
-    "where {a} meets {b}",
-)
-_COMPASS = ("{d} of {lm}", "to the {d} of {lm}", "on the {d} side of {lm}", "just {d} of {lm}")
-_NEXT = ("next to {lm}", "beside {lm}", "adjacent to {lm}", "right next to {lm}")
-_ACROSS = (
-    "across {r} from {lm}",
-    "on the other side of {r} from {lm}",
-    "facing {lm} across {r}",
-)
-_IN_LOT = ("in {lot}", "parked in {lot}", "inside {lot}")
-_IN_ANY_LOT = ("in a parking lot", "parked in a car park", "in a parking area")
-_NAMED = ("the {noun} called {name}", "the {noun} known as {name}", "the {noun} named {name}")
-_ORDINALS = ("first", "second", "third", "fourth")
-_OPENERS = ("This is {h}.", "Look for {h}.", "I mean {h}.", "Find {h}.")
-_THAT = ("that is", "which is")
-_FRONTED = ("{r}, {h}.", "{r}: {h}.", "{r}, look for {h}.")
-_ARTICLES = frozenset({"the", "a", "an"})
-# Every word a template can produce: a typo must not turn one of them into another.
-_VOCAB = frozenset(
-    w.lower()
-    for group in (
-        *_NOUNS.values(),
-        *_ON_ROAD.values(),
-        _CORNER,
-        _COMPASS,
-        _NEXT,
-        _ACROSS,
-        _IN_LOT,
-        _IN_ANY_LOT,
-        _NAMED,
-        _ORDINALS,
-        _OPENERS,
-        _THAT,
-        _FRONTED,
-        ("north", "south", "east", "west", "largest", "smallest", "tallest", "roof", "with",
-         "counted", "from", "end", "its", "that", "has", "there", "cars", "buildings", "it"),
-        ("red", "blue", "white", "black", "silver", "yellow", "green", "grey", "brown"),
-    )
-    for t in group
-    for w in re.findall(r"[A-Za-z]+", t)
-)  # fmt: skip
-
-
-def _ordinal(rank: int) -> str:
-    return _ORDINALS[rank - 1] if rank <= len(_ORDINALS) else f"{rank}th"
-
-
-def _relation(f: Filter, cls: str, pick: Callable[[tuple[str, ...]], str]) -> str:
-    if isinstance(f, OnRoad):
-        return pick(_ON_ROAD[cls]).format(r=f.road)
-    if isinstance(f, AtCorner):
-        return pick(_CORNER).format(a=f.road_a, b=f.road_b)
-    if isinstance(f, NearLandmark):
-        if f.relation == "next to":
-            return pick(_NEXT).format(lm=f.landmark)
-        return pick(_COMPASS).format(d=f.relation, lm=f.landmark)
-    if isinstance(f, AcrossRoad):
-        return pick(_ACROSS).format(r=f.road, lm=f.landmark)
-    if isinstance(f, InParking):
-        return pick(_IN_LOT).format(lot=f.lot) if f.lot else pick(_IN_ANY_LOT)
-    raise TypeError(f"no relation phrase for {f!r}")
 
 
 def names_in(expression: Expression) -> tuple[str, ...]:
     """Every place name the expression mentions (roads, landmarks, car parks), longest first.
 
+    >>> from urbex.synth.expressions import AtCorner
     >>> names_in(Expression(object_name="Car", filters=(AtCorner("Mill Lane", "Soho Road"),)))
     ('Mill Lane', 'Soho Road')
     """
-    out = [n for f in expression.filters for n in filter_names(f)]
+    out = [n for f in (*expression.filters, *expression.also) for n in filter_names(f)]
     if isinstance(expression.selector, Ordinal):
         out.append(expression.selector.road)
     return tuple(sorted(dict.fromkeys(out), key=lambda s: (-len(s), s)))
 
 
+def _is_rel(f: Filter) -> bool:
+    return not isinstance(f, HasColour | HasWalls | HasShape | IsLandmark | Counted) and not (
+        isinstance(f, Context) and not f.target_first
+    )
+
+
 def applicable_families(expression: Expression) -> tuple[str, ...]:
     """The families that can word ``expression`` (in :data:`FAMILIES` order).
 
-    ``only`` needs at least one filter and no selector (and no landmark name: "the only
-    building called X" says nothing); ``fronted`` needs a relation or an ordinal to put first.
+    ``only`` needs at least one filter, no selector, no count and no landmark name ("the only
+    building called X" says nothing); ``fronted`` needs a relation or an ordinal to put first
+    and no count; ``existential`` needs a count, or relations and no selector or name.
     """
     named = any(isinstance(f, IsLandmark) for f in expression.filters)
-    rels = [f for f in expression.filters if not isinstance(f, HasColour | IsLandmark)]
-    ok = ["plain", "two_sentence", "relative"]
-    if expression.selector is None and not named and expression.filters:
+    counted = any(isinstance(f, Counted) for f in expression.filters)
+    rels = [f for f in expression.filters if _is_rel(f)]
+    ok = ["plain", "two_sentence", "relative", "detailed"]
+    if expression.selector is None and not named and not counted and expression.filters:
         ok.append("only")
-    if rels or isinstance(expression.selector, Ordinal):
+    if (rels or isinstance(expression.selector, Ordinal)) and not counted:
         ok.append("fronted")
+    if counted or (rels and expression.selector is None and not named):
+        ok.append("existential")
     return tuple(f for f in FAMILIES if f in ok)
-
-
-# -- families ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Parts:
-    """An expression's pieces, worded (synonyms picked once, shared by every family)."""
-
-    cls: str
-    noun: str
-    colour: str | None
-    roof: str  # " with a red roof" (buildings) or ""
-    named: str | None
-    rels: tuple[str, ...]
-    selector: Extreme | Ordinal | None
-
-    def adjectives(self) -> list[str]:
-        """Selector word + colour adjective (cars/others; a building's colour is its roof)."""
-        words: list[str] = []
-        if isinstance(self.selector, Extreme):
-            words.append(self.selector.measure)
-        elif isinstance(self.selector, Ordinal):
-            words.append(_ordinal(self.selector.rank))
-        if self.colour is not None and self.cls != "Building":
-            words.append(self.colour)
-        return words
-
-    def head(self) -> str:
-        """``the [selector] [colour] noun [roof] [from the E end of R]``."""
-        h = " ".join(["the", *self.adjectives(), self.noun]) + self.roof
-        if isinstance(self.selector, Ordinal):
-            h += f" from the {self.selector.end} end of {self.selector.road}"
-        return h
-
-    def joined(self) -> str:
-        return " and ".join(self.rels)
-
-
-def _parts(expression: Expression, pick: Callable[[tuple[str, ...]], str]) -> _Parts:
-    cls = expression.object_name
-    noun = pick(_NOUNS[cls])
-    named = next((f.name for f in expression.filters if isinstance(f, IsLandmark)), None)
-    colour = next((f.colour for f in expression.filters if isinstance(f, HasColour)), None)
-    roof = ""
-    if colour is not None and cls == "Building":
-        roof = pick((" with a {c} roof", " with the {c} roof")).format(c=colour)
-    rels = tuple(
-        _relation(f, cls, pick)
-        for f in expression.filters
-        if not isinstance(f, HasColour | IsLandmark)
-    )
-    return _Parts(cls, noun, colour, roof, named, rels, expression.selector)
-
-
-def _plain(p: _Parts, pick: Callable[[tuple[str, ...]], str]) -> str:
-    if p.named is not None:
-        head = pick(_NAMED).format(name=p.named, noun=p.noun)
-        return head if not p.rels else f"{head}, {p.joined()}"
-    if not p.rels:
-        return p.head()
-    return p.head() + pick((" ", ", ")) + p.joined()
-
-
-def _two_sentence(p: _Parts, pick: Callable[[tuple[str, ...]], str]) -> str:
-    head = pick(_NAMED).format(name=p.named, noun=p.noun) if p.named is not None else p.head()
-    first = pick(_OPENERS).format(h=head)
-    return first if not p.rels else f"{first} It is {p.joined()}."
-
-
-def _only(p: _Parts, pick: Callable[[tuple[str, ...]], str]) -> str:
-    if p.selector is not None or p.named is not None or not (p.rels or p.colour):
-        raise ValueError("the 'only' family needs filters and no selector or landmark name")
-    adj = " ".join(["the", "only", *p.adjectives(), p.noun])
-    if not p.rels:
-        return adj + p.roof
-    if p.colour is not None and p.cls != "Building" and pick(("pre", "post")) == "post":
-        return f"the only {p.noun} {p.joined()} that is {p.colour}"
-    return f"{adj}{p.roof} {p.joined()}"
-
-
-def _relative(p: _Parts, pick: Callable[[tuple[str, ...]], str]) -> str:
-    that = pick(_THAT)
-    if p.named is not None:
-        head = f"the {p.noun} {that} called {p.named}"
-        return head if not p.rels else f"{head}, which is {p.joined()}"
-    sel = p.selector
-    colour = f"{p.colour} " if p.colour is not None and p.cls != "Building" else ""
-    if isinstance(sel, Ordinal):
-        return (
-            f"the {_ordinal(sel.rank)} of the {colour}{p.noun}s{p.roof} on {sel.road}, "
-            f"counted from its {sel.end} end"
-        )
-    if isinstance(sel, Extreme):
-        tail = f" {p.joined()}" if p.rels else ""
-        return f"the {sel.measure} of the {colour}{p.noun}s{p.roof}{tail}"
-    clauses: list[str] = []  # "has a red roof and is on X and north of Y"
-    if p.colour is not None and p.cls == "Building":
-        clauses.append(f"has a {p.colour} roof")
-    states = ([p.colour] if p.colour is not None and p.cls != "Building" else []) + list(p.rels)
-    if states:
-        clauses.append("is " + " and ".join(states))
-    if not clauses:
-        return p.head()
-    return f"the {p.noun} {that.split()[0]} {' and '.join(clauses)}"
-
-
-def _fronted(p: _Parts, pick: Callable[[tuple[str, ...]], str]) -> str:
-    sel = p.selector
-    if isinstance(sel, Ordinal) and not p.rels:
-        lead = pick(("Along {r}, from the {e} end", "On {r}, counting from the {e} end"))
-        head = " ".join(["the", *p.adjectives(), p.noun]) + p.roof
-        return f"{lead.format(r=sel.road, e=sel.end)}: {head}."
-    if not p.rels:
-        raise ValueError("the 'fronted' family needs a relation or an ordinal to put first")
-    lead = p.joined()
-    lead = lead[0].upper() + lead[1:]
-    head = pick(_NAMED).format(name=p.named, noun=p.noun) if p.named is not None else p.head()
-    return pick(_FRONTED).format(r=lead, h=head)
-
-
-_RENDER: dict[str, Callable[[_Parts, Callable[[tuple[str, ...]], str]], str]] = {
-    "plain": _plain,
-    "two_sentence": _two_sentence,
-    "only": _only,
-    "relative": _relative,
-    "fronted": _fronted,
-}
 
 
 def describe(
@@ -364,6 +223,7 @@ def describe(
 
     Examples
     --------
+    >>> from urbex.synth.expressions import AcrossRoad, Extreme, InParking, NearLandmark, OnRoad
     >>> describe(Expression(object_name="Car", filters=(HasColour("red"), OnRoad("Mill Lane"))))
     'the red car on Mill Lane'
     >>> describe(Expression(object_name="Car", selector=Ordinal(2, "Mill Lane", "east")))
@@ -382,6 +242,15 @@ def describe(
     >>> describe(Expression(object_name="Building", filters=(AcrossRoad("Mill Lane", "Merton Hall"),)),
     ...          family="two_sentence")
     'This is the building. It is across Mill Lane from Merton Hall.'
+    >>> three = Expression(object_name="Car",
+    ...                    filters=(OnRoad("Mill Lane"), Counted(3), HasColour("blue", shade="turquoise")))
+    >>> describe(three, family="existential")
+    'There are three cars on Mill Lane. The one I mean is the turquoise one.'
+    >>> house = Expression(object_name="Building", filters=(FacingSide("Merton Hall", "back"),),
+    ...                    also=(HasShape("L-shaped"), HasWalls("white"), HasColour("red"),
+    ...                          Context("Car", "red", "in front of")))
+    >>> describe(house, family="detailed")
+    'This is an L-shaped white building with a red roof and a red car in front of it. It is behind Merton Hall.'
     """
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
@@ -394,119 +263,45 @@ def describe(
     def pick(options: tuple[str, ...]) -> str:
         return options[0] if rng is None else options[int(rng.integers(len(options)))]
 
-    return _RENDER[family](_parts(expression, pick), pick)
+    return render(expression, family, pick)
 
 
-# -- noise ------------------------------------------------------------------------------------
+def phenomena(expression: Expression, text: str, noise: Sequence[str] = ()) -> tuple[str, ...]:
+    """The :data:`PHENOMENA` a description shows (from its expression, its words and noise).
 
-_WORD = re.compile(r"[A-Za-z]+")
-
-
-def _protected(text: str, names: Sequence[str]) -> np.ndarray:
-    """Boolean mask over ``text``'s characters: inside one of ``names``."""
-    mask = np.zeros(len(text), bool)
-    for name in names:
-        start = text.find(name)
-        while name and start >= 0:
-            mask[start : start + len(name)] = True
-            start = text.find(name, start + 1)
-    return mask
-
-
-def _drop_articles(text: str, names: Sequence[str]) -> str:
-    keep = _protected(text, names)
-    cut = [
-        (m.start(), m.end())
-        for m in _WORD.finditer(text)
-        if m.group().lower() in _ARTICLES and not keep[m.start()]
-    ]
-    capital = text[:1].isupper()
-    for a, b in reversed(cut):
-        b += 1 if b < len(text) and text[b] == " " else 0
-        text = text[:a] + text[b:]
-    text = text.strip()
-    return text[:1].upper() + text[1:] if capital else text
-
-
-def _typo(text: str, names: Sequence[str], rng: np.random.Generator) -> str | None:
-    keep = _protected(text, names)
-    words = [m for m in _WORD.finditer(text) if len(m.group()) >= 5 and not keep[m.start()]]
-    if not words:
-        return None
-    for k in rng.permutation(len(words)).tolist():
-        w = words[k].group()
-        i = 1 + int(rng.integers(len(w) - 2))  # an interior letter: first and last stay
-        op = int(rng.integers(3))
-        if op == 0 and w[i] != w[i + 1] and i + 1 < len(w) - 1:
-            new = w[:i] + w[i + 1] + w[i] + w[i + 2 :]  # swap two neighbours
-        elif op == 1:
-            new = w[:i] + w[i + 1 :]  # drop one
-        else:
-            new = w[: i + 1] + w[i] + w[i + 1 :]  # double one
-        if new.lower() not in _VOCAB and new != w:
-            a, b = words[k].span()
-            return text[:a] + new + text[b:]
-    return None
-
-
-def add_noise(
-    text: str,
-    kinds: Sequence[str],
-    *,
-    names: Sequence[str] = (),
-    rng: np.random.Generator,
-    min_words: int = 3,
-) -> tuple[str, tuple[str, ...]]:
-    """Roughen a description as people write: drop its articles and/or make one typo.
-
-    Place names (``names``, e.g. :func:`names_in`) are never touched, so the landmark matcher
-    still finds every one verbatim; a typo changes one interior letter of one word of five or
-    more letters (swap, drop or double) and never yields another word the templates use.
-
-    Parameters
-    ----------
-    text
-        The worded description.
-    kinds
-        Subset of :data:`NOISE_KINDS`, applied in :data:`NOISE_KINDS` order.
-    names
-        Spans of ``text`` to leave alone.
-    rng
-        Chooses the typo's word, position and kind.
-    min_words
-        Articles are kept when dropping them would leave fewer words (the annotation cleaner
-        drops descriptions under ``annotations.min_words``, 3 by default).
-
-    Returns
-    -------
-    text, applied
-        The noisy text, and the kinds that changed it (a kind with nothing to change is left
-        out: no article to drop, no eligible word).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> add_noise("the red car next to The Elm Tower", ["no_articles"], names=["The Elm Tower"],
-    ...           rng=rng)
-    ('red car next to The Elm Tower', ('no_articles',))
-    >>> add_noise("a car", ["typo"], rng=rng)
-    ('a car', ())
-    >>> add_noise("the red car", ["no_articles"], rng=rng)
-    ('the red car', ())
+    >>> e = Expression(object_name="Car", filters=(MapRelation("Merton Hall", "left"),),
+    ...                also=(HasColour("blue", shade="dark blue"),))
+    >>> phenomena(e, "the dark blue car left of Merton Hall")
+    ('map_frame', 'left_right', 'shade')
     """
-    bad = [k for k in kinds if k not in NOISE_KINDS]
-    if bad:
-        raise ValueError(f"kinds: expected a subset of {NOISE_KINDS}, got {bad}")
-    applied: list[str] = []
-    if "no_articles" in kinds:
-        new = _drop_articles(text, names)
-        if new != text and len(new.split()) >= min_words:
-            text, applied = new, [*applied, "no_articles"]
-    if "typo" in kinds:
-        typo = _typo(text, names, rng)
-        if typo is not None:
-            text, applied = typo, [*applied, "typo"]
-    return text, tuple(applied)
+    fs = (*expression.filters, *expression.also)
+    has = lambda *types: any(isinstance(f, types) for f in fs)  # noqa: E731
+    colours = [f for f in fs if isinstance(f, HasColour)]
+    building = expression.object_name == "Building"
+    low = text.lower()
+    out = {
+        "context": has(Context),
+        "map_frame": has(MapRegion, MapRelation),
+        "left_right": has(MapRelation)
+        or any(isinstance(f, MapRegion) and ("left" in f.side or "right" in f.side) for f in fs),
+        "front_behind": has(FacingSide)
+        or any(isinstance(f, Context) and f.relation in ("in front of", "behind") for f in fs),
+        "between": has(Between),
+        "off": has(OffRoad),
+        "road_end": has(AtRoadEnd),
+        "parts": has(HasWalls) or (building and bool(colours)),
+        "multi_colour": has(HasWalls) and building and bool(colours),
+        "count": has(Counted),
+        "shape": has(HasShape),
+        "shade": any(f.shade for f in colours)
+        or any(isinstance(f, HasWalls) and f.shade for f in fs)
+        or re.search(r"\b(reddish|bluish|greenish|greyish|brownish|yellowish)\b", low) is not None,
+        "hedge": any(f.among for f in colours)
+        or re.search(r"\b(appears to be|looks like|seems to be)\b", low) is not None,
+        "misspelled_name": "misspelled_name" in noise,
+        "multi_sentence": len(re.findall(r"[.!?](\s|$)", text.strip())) >= 3,
+    }
+    return tuple(k for k in PHENOMENA if out[k])
 
 
 def phrase(
@@ -515,13 +310,16 @@ def phrase(
     rng: np.random.Generator,
     families: Mapping[str, float],
     noise_rates: Mapping[str, float] = NOISE_RATES,
-) -> tuple[str, Phrasing]:
-    """Word ``expression``: draw a family (by weight, among the applicable ones), then noise.
+    decorate: Decorate | None = None,
+    findable: Findable | None = None,
+) -> tuple[str, Phrasing, Expression]:
+    """Word ``expression``: draw a family (by weight, among those that can word it), decorate,
+    word, then add noise.
 
     Parameters
     ----------
     expression
-        What to say.
+        What to say (selecting exactly its target).
     rng
         Draws the family, the wording and the noise (seeded by the caller: deterministic).
     families
@@ -529,22 +327,49 @@ def phrase(
         used. ``plain`` is the fallback when no weighted family applies.
     noise_rates
         Noise kind → chance per description.
+    decorate
+        The expressions to word for a family, richest first (:data:`Decorate`); ``None``: the
+        expression as it is. A ``detailed`` wording must fall in :data:`WORD_RANGE`.
+    findable
+        The check a misspelled place name must pass (:func:`urbex.synth.noise.add_noise`);
+        ``None``: names are never misspelled.
 
     Returns
     -------
-    text, phrasing
-        The description and how it was worded.
+    text, phrasing, expression
+        The description, how it was worded, and the expression it says (the decorated one).
     """
     bad = [f for f in families if f not in FAMILIES]
     if bad:
         raise ValueError(f"families: unknown {bad}; expected names from {FAMILIES}")
-    usable = [f for f in applicable_families(expression) if families.get(f, 0.0) > 0]
-    if usable:
-        w = np.array([families[f] for f in usable], dtype=np.float64)
+    weights = {f: w for f, w in families.items() if w > 0}
+    while True:
+        usable = [f for f in FAMILIES if f in weights]
+        if not usable:
+            family, said = "plain", expression
+            text = describe(said, rng=rng, family=family)
+            break
+        w = np.array([weights[f] for f in usable], dtype=np.float64)
         family = usable[int(rng.choice(len(usable), p=w / w.sum()))]
-    else:
-        family = "plain"
-    text = describe(expression, rng=rng, family=family)
+        tries = [expression] if decorate is None else list(decorate(expression, family))
+        text = ""
+        for said in tries:
+            if family not in applicable_families(said):
+                continue
+            text = describe(said, rng=rng, family=family)
+            lo, hi = WORD_RANGE
+            if family != "detailed" or lo <= len(text.split()) <= hi:
+                break
+            text = ""
+        if text:
+            break
+        del weights[family]
     kinds = [k for k in NOISE_KINDS if rng.random() < noise_rates.get(k, 0.0)]
-    text, applied = add_noise(text, kinds, names=names_in(expression), rng=rng)
-    return text, Phrasing(family=family, noise=applied)
+    text, applied = add_noise(
+        text, kinds, names=names_in(said), rng=rng, vocabulary=VOCABULARY, findable=findable
+    )
+    return (
+        text,
+        Phrasing(family=family, noise=applied, phenomena=phenomena(said, text, applied)),
+        said,
+    )

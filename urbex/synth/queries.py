@@ -1,11 +1,14 @@
 """Unique, worded descriptions of a block's instances: what the generator writes.
 
 :func:`scene_queries` draws targets per class, keeps the expressions of
-:func:`urbex.synth.expressions.candidate_expressions` that select exactly the target (checked
+:func:`urbex.synth.candidates.candidate_expressions` that select exactly the target (checked
 with :func:`urbex.synth.expressions.satisfying`), and words each with
-:func:`urbex.synth.phrasing.phrase` — a paraphrase family drawn by weight, then human-like
-noise. Each :class:`Query` records its :class:`~urbex.synth.phrasing.Phrasing`, so a test can
-check which family each description came from.
+:func:`urbex.synth.phrasing.phrase` — a paraphrase family drawn by weight, the expression
+decorated for it with more true facts (:func:`urbex.synth.enrich.decorations`, checked again),
+then human-like noise; a misspelled place name is kept only if the project's landmark lookup
+(:class:`urbex.landmarks.LandmarkIndex`) still resolves it. Each :class:`Query` records the
+expression it says and its :class:`~urbex.synth.phrasing.Phrasing`, so a test can re-check
+both.
 
 Frames: the block's local world frame (metres), as in :mod:`urbex.synth.expressions`.
 """
@@ -17,31 +20,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
+from urbex.landmarks.lookup import LandmarkIndex
 from urbex.synth.block import CITYREFER_LABELS, Block
+from urbex.synth.candidates import LOCATION, candidate_expressions
+from urbex.synth.enrich import decorations
 from urbex.synth.expressions import (
-    AcrossRoad,
-    AtCorner,
     Expression,
-    InParking,
     IsLandmark,
-    NearLandmark,
-    OnRoad,
     Ordinal,
     SceneFacts,
-    candidate_expressions,
     satisfying,
 )
+from urbex.synth.noise import Findable
 from urbex.synth.phrasing import NOISE_RATES, Phrasing, family_weights, phrase
+from urbex.synth.relations import (
+    Between,
+    FacingSide,
+    MapRegion,
+    MapRelation,
+)
 
-__all__ = ["Query", "dedup_key", "scene_queries"]
+__all__ = ["Query", "dedup_key", "name_check", "scene_queries"]
 
 _KEY_WORD = re.compile(r"[a-z0-9']+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Query:
-    """One generated description of one target instance, and how it was worded."""
+    """One generated description of one target instance, the expression it says (checked to
+    select exactly the target) and how it was worded."""
 
     object_id: str
     object_name: str
@@ -59,13 +68,43 @@ def dedup_key(text: str) -> str:
     return " ".join(w for w in _KEY_WORD.findall(text.lower()) if w not in ("the", "a", "an"))
 
 
+#: Extra draw weight of the relations people use that the first generator lacked (tuned so
+#: the demo's shares come near people's: docs/synthetic.md).
+_BONUS = {MapRelation: 1.0, FacingSide: 2.0, Between: 6.0, MapRegion: 0.5}
+
+
 def _weight(expr: Expression) -> float:
+    """Draw weight of a unique expression: richer (more relations, a selector) is likelier,
+    and some relations people use that the first generator lacked count extra."""
     fs = expr.filters
     if any(isinstance(f, IsLandmark) for f in fs):
         return 1.0
-    rich = sum(isinstance(f, OnRoad | AtCorner | NearLandmark | AcrossRoad | InParking) for f in fs)
+    rich = sum(isinstance(f, LOCATION) for f in fs)
     rich += isinstance(expr.selector, Ordinal)
-    return 0.3 + rich + 0.5 * (expr.selector is not None)
+    new = sum(_BONUS.get(type(f), 0.0) for f in fs)
+    return 0.3 + rich + new + 0.5 * (expr.selector is not None)
+
+
+def name_check(block: Block) -> Findable:
+    """The check a misspelled place name of ``block`` must pass: the project's landmark lookup
+    (:class:`~urbex.landmarks.LandmarkIndex`, default thresholds) finds the same names in the
+    description as if it were spelled right, and a landmark query for the misspelling
+    (``landmark_query``'s lookup) resolves to the right place."""
+    sid = block.scene_id
+    rows = [
+        {"scene_id": sid, "name": lm.name, "x": float(lm.geometry[:, 0].mean()),
+         "y": float(lm.geometry[:, 1].mean())}
+        for lm in block.landmarks
+    ]  # fmt: skip
+    index = LandmarkIndex(pl.DataFrame(rows))
+
+    def findable(text: str, name: str, written: str) -> bool:
+        if index.mentions(text, sid) != index.mentions(text.replace(written, name), sid):
+            return False
+        hit = index.lookup(written, scene_id=sid)
+        return hit.found and hit.best is not None and hit.best.name == name
+
+    return findable
 
 
 def scene_queries(
@@ -110,6 +149,7 @@ def scene_queries(
     weights = family_weights(held_out_scene=False) if families is None else dict(families)
     rng = np.random.default_rng([seed, 7919])
     facts = SceneFacts.from_block(block)
+    findable = name_check(block) if noise_rates.get("misspelled_name", 0.0) > 0 else None
     seen: set[str] = set()
     out: list[Query] = []
     for cls in CITYREFER_LABELS:
@@ -134,7 +174,14 @@ def scene_queries(
             picks = rng.choice(len(unique), size=k, replace=False, p=w / w.sum())
             got = 0
             for i in sorted(picks.tolist()):
-                text, how = phrase(unique[i], rng=rng, families=weights, noise_rates=noise_rates)
+                text, how, said = phrase(
+                    unique[i],
+                    rng=rng,
+                    families=weights,
+                    noise_rates=noise_rates,
+                    decorate=lambda e, fam: decorations(e, facts, row, fam, rng),  # noqa: B023
+                    findable=findable,
+                )
                 if dedup_key(text) in seen:
                     continue
                 seen.add(dedup_key(text))
@@ -142,7 +189,7 @@ def scene_queries(
                     Query(
                         object_id=str(target),
                         object_name=cls,
-                        expression=unique[i],
+                        expression=said,
                         description=text,
                         phrasing=how,
                     )

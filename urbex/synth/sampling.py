@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.synth.layout import CAR_COLOURS, ROOF_COLOURS, CityPlan
+from urbex.synth.layout import CityPlan
+from urbex.synth.palette import CAR_COLOURS, PALETTES, ROOF_COLOURS, WALL_COLOURS, shaded_rgb
 
 __all__ = ["KIND_NAMES", "KIND_TO_SEMANTIC", "SampledPoints", "sample_plan"]
 
@@ -55,105 +56,6 @@ KIND_TO_SEMANTIC: dict[str, NDArray[np.int32]] = {
 _RES = 0.25  # material raster resolution, metres per cell
 _WALL_SHARE = 0.3  # facade points per m² of vertical surface, as a share of ``density``
 _GROUND_DZ = np.array([0, 0, -0.12, -0.115, 0, -0.05, -0.045, -0.45, 0], np.float32)
-
-_PALETTES: dict[str, dict[str, NDArray[np.int16]]] = {
-    "sensaturban": {
-        "ground": np.array(
-            [
-                [118, 112, 88],
-                [86, 124, 62],
-                [76, 76, 80],
-                [222, 222, 212],
-                [168, 162, 150],
-                [104, 104, 108],
-                [228, 228, 222],
-                [56, 80, 94],
-                [0, 0, 0],
-            ],
-            np.int16,
-        ),
-        "roof": np.array(
-            [
-                [158, 72, 56],
-                [122, 122, 128],
-                [116, 86, 62],
-                [218, 216, 210],
-                [58, 58, 64],
-                [92, 124, 98],
-            ],
-            np.int16,
-        ),
-        "facade": np.array(
-            [[150, 92, 70], [190, 180, 160], [214, 208, 198], [140, 140, 142]], np.int16
-        ),
-        "window": np.array([62, 72, 86], np.int16),
-        "tree": np.array([52, 86, 40], np.int16),
-        "car": np.array(
-            [
-                [172, 32, 30],
-                [40, 70, 162],
-                [232, 232, 232],
-                [26, 26, 30],
-                [180, 182, 188],
-                [222, 190, 40],
-                [40, 120, 60],
-            ],
-            np.int16,
-        ),
-        "glass": np.array([40, 46, 56], np.int16),
-        "furn": np.array([92, 92, 96], np.int16),
-        "fwall": np.array([150, 118, 98], np.int16),
-    },
-    "stpls3d": {
-        "ground": np.array(
-            [
-                [150, 138, 110],
-                [112, 150, 72],
-                [96, 93, 90],
-                [236, 232, 200],
-                [190, 184, 170],
-                [110, 108, 104],
-                [236, 236, 228],
-                [70, 96, 110],
-                [0, 0, 0],
-            ],
-            np.int16,
-        ),
-        "roof": np.array(
-            [
-                [176, 98, 72],
-                [150, 150, 150],
-                [140, 112, 86],
-                [232, 228, 216],
-                [70, 70, 72],
-                [110, 140, 110],
-            ],
-            np.int16,
-        ),
-        "facade": np.array(
-            [[204, 176, 140], [228, 218, 196], [176, 120, 90], [200, 200, 196]], np.int16
-        ),
-        "window": np.array([70, 86, 100], np.int16),
-        "tree": np.array([70, 100, 48], np.int16),
-        "car": np.array(
-            [
-                [186, 40, 36],
-                [50, 86, 176],
-                [240, 240, 240],
-                [30, 30, 34],
-                [190, 192, 196],
-                [230, 200, 50],
-                [50, 130, 70],
-            ],
-            np.int16,
-        ),
-        "glass": np.array([50, 56, 66], np.int16),
-        "furn": np.array([110, 110, 112], np.int16),
-        "fwall": np.array([200, 196, 190], np.int16),
-    },
-}
-assert len(_PALETTES["sensaturban"]["car"]) == len(CAR_COLOURS)
-assert len(_PALETTES["sensaturban"]["roof"]) == len(ROOF_COLOURS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -334,7 +236,8 @@ def _buildings(rng: np.random.Generator, plan: CityPlan, density: float, pal: di
     z += rng.normal(0, 0.03, z.shape).astype(np.float32)
     keep = ~hidden(p, x, y, z)
     p, x, y, z, t = p[keep], x[keep], y[keep], z[keep], t[keep]
-    roof_rgb = pal["roof"][plan.roof_colour[bi[p]]]
+    roofs = shaded_rgb(pal["roof"], plan.roof_colour, plan.roof_shade, ROOF_COLOURS)
+    roof_rgb = roofs[bi[p]]
     shade = np.where((pr[p] > 0) & (t < 0.5), 0.82, 1.0)
     rgb = _colour(rng, (roof_rgb * shade[:, None]).astype(np.int16), 8)
     inst = plan.building_instance[bi[p]]
@@ -365,7 +268,8 @@ def _buildings(rng: np.random.Generator, plan: CityPlan, density: float, pal: di
         & (np.mod(along, 3.5) > 0.8)
         & (np.mod(along, 3.5) < 2.4)
     )
-    base_rgb = np.where(window[:, None], pal["window"], pal["facade"][plan.wall_colour[bi[p]]])
+    walls = shaded_rgb(pal["facade"], plan.wall_colour, plan.wall_shade, WALL_COLOURS[plan.style])
+    base_rgb = np.where(window[:, None], pal["window"], walls[bi[p]])
     kind = np.where(window, WINDOW, FACADE).astype(np.uint8)
     out.append(
         (
@@ -413,6 +317,7 @@ def _cars(rng: np.random.Generator, plan: CityPlan, density: float, pal: dict) -
     L, W, H = (dims[:, k].astype(np.float32) for k in range(3))
     n_top = _counts(rng, density * L * W * 1.2)
     n_side = _counts(rng, density * _WALL_SHARE * 2 * (L + W) * 0.6 * H)
+    paint = shaded_rgb(pal["car"], plan.car_colour, plan.car_shade, CAR_COLOURS)
     out = []
     # roof + hood + trunk: a (along, across) grid, cabin in the middle.
     i = np.repeat(np.arange(len(cc)), n_top)
@@ -422,7 +327,7 @@ def _cars(rng: np.random.Generator, plan: CityPlan, density: float, pal: dict) -
     cabin = (a > cab_lo) & (a < cab_hi)
     z = ground[i] + np.where(cabin, H[i], 0.62 * H[i])
     glass = cabin & ((a - cab_lo < 0.45) | (cab_hi - a < 0.35))
-    body = pal["car"][plan.car_colour[i]]
+    body = paint[i]
     rgb = _colour(rng, np.where(glass[:, None], pal["glass"], body).astype(np.int16), 8)
     x = cc[i, 0].astype(np.float32) + np.where(ax[i] == 0, a, c)
     y = cc[i, 1].astype(np.float32) + np.where(ax[i] == 0, c, a)
@@ -449,7 +354,7 @@ def _cars(rng: np.random.Generator, plan: CityPlan, density: float, pal: dict) -
         ),
     )
     z = ground[i] + H[i] * (0.2 + 0.42 * rng.random(i.size, dtype=np.float32))
-    rgb = _colour(rng, pal["car"][plan.car_colour[i]] * 0.85, 8)
+    rgb = _colour(rng, (paint[i] * 0.85).astype(np.int16), 8)  # as trunc after noise
     x = cc[i, 0].astype(np.float32) + np.where(ax[i] == 0, a, c)
     y = cc[i, 1].astype(np.float32) + np.where(ax[i] == 0, c, a)
     out.append((np.stack([x, y, z], 1), rgb, np.full(i.size, CAR, np.uint8), plan.car_instance[i]))
@@ -543,7 +448,7 @@ def sample_plan(rng: np.random.Generator, plan: CityPlan, density: float) -> Sam
     """
     if not density > 0:
         raise ValueError(f"density: expected > 0 points/m², got {density}")
-    pal = _PALETTES[plan.style]
+    pal = PALETTES[plan.style]
     parts = [_ground(rng, plan, density, pal)]
     for fn in (_buildings, _trees, _cars, _furniture):
         parts += fn(rng, plan, density, pal)
