@@ -1,7 +1,9 @@
 """A small colour-name model for mean point colours (sRGB → CIELAB, soft nearest palette).
 
-Used by the ``ranking`` baseline to score "the red car" against an instance's mean RGB. The
-palette holds generic (CSS-like) anchors, not values fitted to any data set.
+Used by the rankers to score "the red car" against an instance's mean RGB. The palette holds
+one generic (CSS-like) anchor per basic colour name of the parse
+(:data:`urbex.language.vocabulary.COLOUR_NAMES`: shades are folded there), not values fitted to
+any data set.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ PALETTE: dict[str, tuple[int, int, int]] = {
     "silver": (180, 180, 185),
     "grey": (120, 120, 120),
     "black": (25, 25, 28),
+    "purple": (120, 50, 150),
+    "pink": (235, 150, 180),
+    "beige": (220, 205, 165),
+    "tan": (200, 160, 110),
 }
-_COLOUR_ALIASES = {"gray": "grey", "golden": "yellow", "dark": "black"}
 
 
 def srgb_to_lab(rgb: ArrayLike) -> NDArray[np.float64]:
@@ -85,7 +90,7 @@ def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> 
     Parameters
     ----------
     word : str
-        A :data:`PALETTE` name or alias (``gray``).
+        A :data:`PALETTE` name (a basic colour of :func:`urbex.language.parse`).
     rgb : array_like, shape (K, 3)
         Mean colours 0–255; a NaN row gets the uninformative ``log(1/len(PALETTE))``.
 
@@ -96,10 +101,10 @@ def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> 
     Examples
     --------
     >>> ll = colour_log_likelihood("red", [[200, 30, 30], [30, 60, 200], [240, 240, 240]])
-    >>> int(np.argmax(ll)), bool(ll[0] > -0.1)
+    >>> int(np.argmax(ll)), bool(ll[0] > -0.2)
     (0, True)
     """
-    w = _COLOUR_ALIASES.get(word, word)
+    w = word
     if w not in PALETTE:
         raise ValueError(f"colour: expected one of {sorted(PALETTE)}, got {word!r}")
     c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
