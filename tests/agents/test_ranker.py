@@ -67,7 +67,7 @@ def test_pair_features_map_frame_and_relation_violations():
     agree = f[:3, F["dir_agree"]]  # map frame: left is west; no car is west of the hall
     assert int(np.argmin(agree)) == 1 and agree[1] < -0.99 and np.all(agree < 0)
     f = _features("the car next to Merton Hall", _cars(), [HALL])
-    assert np.all(f[:3, F["rel_next"]] > 0) and f[3, F["rel_next"]] > 0
+    assert np.all(f[:3, F["rel_next"]] > 0) and f[3, F["rel_next"]] == 0  # the cars are 15 m off
 
 
 def test_pair_features_of_no_candidate_is_empty():

@@ -195,3 +195,173 @@ def test_parse_table_covers_every_relation_and_ordinal_kind():
     assert {"left", "top", "bottom", "right"} & froms and {"east", "west", "north"} & froms
     assert "corner" in froms and {"Merton Hall", "Red Lion"} & froms
     assert len(TABLE) >= 60
+
+
+#: A second table in other styles and with other names (:data:`N2`); written after the first one.
+N2 = [
+    "Hanover Square",
+    "Fox and Hounds",
+    "Canal Street",
+    "Brindley Place",
+    "Sandy Lane",
+    "Golden Cross",
+    "Orchard Close",
+    "Grey Friars",
+    "Westgate",
+    "Silver Birch Road",
+    "Market Hall",
+    "Pearl Court",
+    "Crown Street",
+    "Bluebell Wood",
+    "Kingsway",
+    "Moor Lane",
+    "The Green Man",
+    "Abbey Road",
+]
+
+TABLE_2 = [
+    ('Big grey warehouse on the corner where Canal Street meets Moor Lane, with lorries parked outside.', 'Building', ('grey',), [('Canal Street', 'corner'), ('Moor Lane', 'corner')], None),
+    ('There is a small orange car parked facing Hanover Square, just in front of a tall white building.', 'Car', ('orange',), [('Hanover Square', 'facing')], None),
+    ("The field behind the Fox and Hounds pub. It's mostly grass, with a few trees along the edge.", 'Ground', (), [('Fox and Hounds', 'behind')], None),
+    ('This is the fourth house from the top of the map on Sandy Lane, it has a red tiled roof', 'Building', ('red',), [('Sandy Lane', 'on')], (4, 'top')),
+    ('A silver hatchback, next to the Golden Cross, parked between a black van and a white car', 'Car', ('silver',), [('Golden Cross', 'next_to')], None),
+    ('the parking lot off Orchard Close that is mostly empty', 'Parking', (), [('Orchard Close', 'off')], None),
+    ("Across from Grey Friars there's a church with a green copper spire.", 'Building', ('green',), [('Grey Friars', 'across_from')], None),
+    ('It is a white minivan. Westgate runs along its north side.', 'Car', ('white',), [('Westgate', 'near')], None),
+    ('Small terraced house, third from the end of Silver Birch Road, with a bright yellow door', 'Building', ('yellow',), [('Silver Birch Road', 'at_end_of')], (3, None)),
+    ('The lawn in front of Market Hall, which is a large brick building', 'Ground', (), [('Market Hall', 'in_front_of')], None),
+    ('pickup truck, maybe grey or silver, at the back of Pearl Court', 'Car', ('grey', 'silver'), [('Pearl Court', 'behind')], None),
+    ("The car park between Bluebell Wood and Kingsway, it's the smaller of the two.", 'Parking', (), [('Bluebell Wood', 'between'), ('Kingsway', 'between')], None),
+    ('A bus at the far end of Moor Lane, near the roundabout', 'Car', (), [('Moor Lane', 'at_end_of')], None),
+    ('the second building from the right, on the west side of Abbey Road, beige with a flat roof', 'Building', ('beige',), [('Abbey Road', 'west_of')], (2, 'right')),
+    ('A grassy area next to Kingsway with a red phone box in the corner', 'Ground', (), [('Kingsway', 'next_to')], None),
+    ('Find the detached home at the junction of Crown Street and Canal Street. Its walls are cream and the roof is dark grey.', 'Building', ('beige', 'grey'), [('Crown Street', 'corner'), ('Canal Street', 'corner')], None),
+    ('the 3rd van from the left in the car park of Market Hall', 'Car', (), [('Market Hall', 'in')], (3, 'left')),
+    ('Next to Hanover Square is a tiny shed with a blue roof.', 'Building', ('blue',), [('Hanover Square', 'next_to')], None),
+    ('A maroon car parked right outside the Golden Cross.', 'Car', ('red',), [('Golden Cross', 'next_to')], None),
+    ('Near Bluebell Wood there is a huge open space, green and brown in colour.', 'Ground', ('green', 'brown'), [('Bluebell Wood', 'near')], None),
+    ('The office block to the east of Westgate, six storeys high with blue glass windows', 'Building', ('blue',), [('Westgate', 'east_of')], None),
+    ('A black taxi in front of the Fox and Hounds, behind a red bus', 'Car', ('black',), [('Fox and Hounds', 'in_front_of')], None),
+    ('the northernmost of the three houses on Orchard Close', 'Building', (), [('Orchard Close', 'on')], (1, 'north')),
+    ("The garage at the rear of Pearl Court, it's a grey-ish colour", 'Building', ('grey',), [('Pearl Court', 'behind')], None),
+    ('In the top right corner of the map, the church opposite Abbey Road', 'Building', (), [('Abbey Road', 'across_from')], None),
+    ('The second car from Brindley Place, heading along Canal Street', 'Car', (), [('Brindley Place', 'near'), ('Canal Street', 'on')], (2, 'Brindley Place')),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("row", TABLE_2, ids=_row_id)
+def test_parse_second_table(row):
+    text, cls, colours, mentions, ordinal = row
+    p = parse(text, N2)
+    got = (p.target_class, p.target_colours, [(m.name, m.relation) for m in p.mentions])
+    assert got == (cls, colours, mentions)
+    assert (None if p.ordinal is None else (p.ordinal.k, p.ordinal.from_)) == ordinal
+
+
+#: (description, sizes, shape, counts) of table rows with more to say.
+ATTRIBUTES = [
+    ("A big house with a red car in front of it. The house has a grey roof and white walls.",
+     ("large",), None, ()),
+    ("the third house from the left in the row of five houses along Albert Street", (), None,
+     ((5, "house"),)),
+    ("Second car from the top in the column of 4 cars, off Kings Parade.", (), None,
+     ((4, "car"),)),
+    ("A long, L-shaped warehouse with a dark grey roof. It sits just off Walsal Road, behind a "
+     "small white house.", ("long",), "L-shaped", ()),
+    ("The rectangular field with a running track, north of Oakwood School", (), "rectangular",
+     ()),
+    ("A home that is L shaped, with a conservatory at the back, on Clifton Ave", (), "L-shaped",
+     ()),
+    ("Two cars are parked on the grass in front of Riverside Court. The target is the silver "
+     "one.", (), None, ((2, "car"),)),
+    ("the largest of the buildings north of Merton Hall, next to a big tree", ("largest",), None,
+     ()),
+    ("a tiny van beside two huge lorries on Mill Lane", ("small",), None, ((2, "lorry"),)),
+    ("The pitch, 100 metres north of Walsall Road, is the largest green area there.",
+     ("largest",), None, ()),
+    ("8 houses to the right of St Mary's Church, the one with a turquoise door", (), None, ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("row", ATTRIBUTES, ids=_row_id)
+def test_parse_sizes_shape_counts_of_the_target_only(row):
+    text, sizes, shape, counts = row
+    p = parse(text, N)
+    assert p.sizes == sizes and p.shape == shape
+    assert tuple((c.n, c.noun) for c in p.counts) == counts
+
+
+def test_parse_mention_text_is_the_words_that_said_it():
+    p = parse("This is a white van parked across the street from the Red Lion.", N)
+    assert p.mentions == (
+        Mention(name="Red Lion", relation="across_from", text="across the street from"),
+    )
+    p = parse("Merton Hall is to the north of it; the target is a red car", N)
+    assert (p.mentions[0].relation, p.mentions[0].text) == ("south_of", "is to the north of it")
+    m = parse("a car near Tesco, not Mill Lane", N).mentions[1]
+    assert m == Mention(name="Mill Lane", relation="near")
+
+
+def test_parse_to_json_has_exactly_the_documented_keys():
+    d = parse("the 2nd red car from the east end of Mill Lane, one of two cars", N).to_json()
+    assert list(d) == ["target_class", "target_colours", "sizes", "shape", "counts", "ordinal",
+                       "mentions"]  # fmt: skip
+    assert d["ordinal"] == {"k": 2, "from": "east"}
+    assert d["mentions"] == [
+        {"name": "Mill Lane", "relation": "at_end_of", "text": "from the east end of"}
+    ]
+    assert d["counts"] == [{"n": 2, "noun": "car"}]
+
+
+def test_parse_without_names_or_words():
+    assert parse("") == Parse(target_class=None)
+    assert parse("   ...  ") == Parse(target_class=None)
+    assert parse("next to it").target_class is None
+
+
+# ------------------------------------------------------------------------------------------
+# properties: a landmark name's words are never the target's class or colour
+# ------------------------------------------------------------------------------------------
+
+_NOUNS = {"car": "Car", "van": "Car", "house": "Building", "shed": "Building", "lawn": "Ground",
+          "field": "Ground", "car park": "Parking", "parking lot": "Parking"}  # fmt: skip
+_NAME_HEADS = sorted({*COLOURS, *(w for k in CLASS_NOUNS for w in k)} - {"dark"})
+_NAME_TAILS = ["Lane", "Road", "Inn", "Hall", "Court", "Close", "House", "Park", "Green", "Arms",
+               "Way", "Gardens", "Lion", "Hart Lane", "Car Park", "Field"]  # fmt: skip
+_TEMPLATES = [
+    "the {colour} {noun} {rel} {name}",
+    "{Rel} {name}, the {colour} {noun}.",
+    "I mean the {noun} {rel} {name}. It is {colour}.",
+    "the {noun} that is {colour}, {rel} {name}",
+    "{name} is close by; the target is a {colour} {noun}",
+]
+_RELS = ["next to", "north of", "on", "across the street from", "behind", "in front of", "near"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    head=st.sampled_from(_NAME_HEADS),
+    tail=st.sampled_from(_NAME_TAILS),
+    noun=st.sampled_from(sorted(_NOUNS)),
+    colour=st.sampled_from(["red", "blue", "white", "black", "silver", "yellow"]),
+    rel=st.sampled_from(_RELS),
+    template=st.sampled_from(_TEMPLATES),
+)
+def test_parse_landmark_name_words_never_become_class_or_colour(
+    head, tail, noun, colour, rel, template
+):
+    name = f"{head.title()} {tail}"
+    text = template.format(colour=colour, noun=noun, rel=rel, Rel=rel.capitalize(), name=name)
+    p = parse(text, [name])
+    assert [m.name for m in p.mentions] == [name], text
+    assert p.target_class == _NOUNS[noun], text
+    assert p.target_colours == (colour,), text
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.text(max_size=80), st.lists(st.text(max_size=20), max_size=3))
+def test_parse_any_text_gives_a_valid_parse(text, names):
+    p = parse(text, names)
+    assert isinstance(p, Parse)
+    assert all(m.name in names and m.relation in RELATIONS for m in p.mentions)
+    assert p.ordinal is None or (isinstance(p.ordinal, Ordinal) and p.ordinal.k >= 1)

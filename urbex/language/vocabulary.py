@@ -105,7 +105,7 @@ COLOURS: Mapping[str, str] = {
     "azure": "blue", "cobalt": "blue", "indigo": "blue", "sapphire": "blue",
     "maroon": "red", "burgundy": "red", "crimson": "red", "scarlet": "red", "cherry": "red",
     "ruby": "red", "rust": "red", "wine": "red",
-    "terracotta": "orange", "peach": "orange", "amber": "orange", "copper": "orange",
+    "terracotta": "orange", "peach": "orange", "amber": "orange",
     "gold": "yellow", "golden": "yellow", "mustard": "yellow", "lemon": "yellow",
     "olive": "green", "lime": "green", "emerald": "green", "khaki": "beige",
     "violet": "purple", "lilac": "purple", "lavender": "purple", "mauve": "purple",
