@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -39,14 +39,13 @@ from urbex.landmarks.names import normalize_name
 from urbex.language import ContextObject, Mention, Parse
 
 if TYPE_CHECKING:
-    from urbex.agents.ranking import Candidates
+    from urbex.agents.ranking import Anchor, Candidates
 
 __all__ = [
     "CORNER_TOL",
     "NEAR_M",
     "NEXT_M",
     "ROAD_TOL",
-    "AnchorLike",
     "Term",
     "ordinal_positions",
     "relation_terms",
@@ -63,16 +62,6 @@ _DIRECTIONAL = frozenset(
     "north_of south_of east_of west_of left_of right_of behind in_front_of".split()
 )
 _ROAD_RELS = frozenset({"on", "next_to", "near", "in", "facing", "at_end_of"})
-
-
-class AnchorLike(Protocol):
-    """A located landmark (:class:`urbex.agents.ranking.Anchor`)."""
-
-    name: str
-    box: NDArray[np.float64]
-
-    @property
-    def is_line(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +113,7 @@ def _centre(box: NDArray[np.float64]) -> NDArray[np.float64]:
     return (box[..., :2] + box[..., 2:]) / 2
 
 
-def _crossing(a: AnchorLike, b: AnchorLike) -> NDArray[np.float64]:
+def _crossing(a: Anchor, b: Anchor) -> NDArray[np.float64]:
     """Where two landmarks meet: the centre of their bounds' overlap (or of the gap)."""
     o = overlap_bounds_2d(a.box, b.box)
     p = (o[:2] + o[2:]) / 2
@@ -132,7 +121,7 @@ def _crossing(a: AnchorLike, b: AnchorLike) -> NDArray[np.float64]:
 
 
 def _direction(
-    centre: NDArray[np.float64], a: AnchorLike, bearing: tuple[float, float]
+    centre: NDArray[np.float64], a: Anchor, bearing: tuple[float, float]
 ) -> NDArray[np.float64]:
     """Cosine between ``bearing`` and the landmark → candidate displacement (from a road's
     nearest point when the landmark is a line)."""
@@ -142,7 +131,7 @@ def _direction(
     return np.where(n > 1e-9, (d @ u) / np.maximum(n, 1e-9), 0.0)
 
 
-def _side(centre: NDArray[np.float64], road: AnchorLike) -> NDArray[np.float64]:
+def _side(centre: NDArray[np.float64], road: Anchor) -> NDArray[np.float64]:
     """Which side of a road's long axis each point lies (−1, 0, +1)."""
     b = road.box
     axis = 1 if (b[2] - b[0]) >= (b[3] - b[1]) else 0  # the road runs along x: sides in y
@@ -150,9 +139,9 @@ def _side(centre: NDArray[np.float64], road: AnchorLike) -> NDArray[np.float64]:
     return np.sign(centre[..., axis] - mid)
 
 
-def _pairs(ms: Sequence[tuple[Mention, AnchorLike]], relation: str) -> list[list[AnchorLike]]:
+def _pairs(ms: Sequence[tuple[Mention, Anchor]], relation: str) -> list[list[Anchor]]:
     """Consecutive mentions of one two-place relation grouped in twos (a lone one alone)."""
-    out: list[list[AnchorLike]] = []
+    out: list[list[Anchor]] = []
     for m, a in ms:
         if m.relation != relation:
             continue
@@ -166,7 +155,7 @@ def _pairs(ms: Sequence[tuple[Mention, AnchorLike]], relation: str) -> list[list
 def relation_terms(
     parse: Parse,
     candidates: Candidates,
-    anchors: Mapping[str, AnchorLike],
+    anchors: Mapping[str, Anchor],
     context: Sequence[ContextObject] = (),
 ) -> list[Term]:
     """Every relation of ``parse`` (and of its unnamed ``context`` objects) measured on the
@@ -193,7 +182,7 @@ def relation_terms(
     located = [(m, anchors[m.name]) for m in parse.mentions if m.name in anchors]
     terms: list[Term] = []
 
-    def add(kind: str, v: NDArray[np.float64], a: AnchorLike | None, gap: NDArray[np.float64],
+    def add(kind: str, v: NDArray[np.float64], a: Anchor | None, gap: NDArray[np.float64],
             agree: NDArray[np.float64] | None = None) -> None:  # fmt: skip
         me = np.zeros(len(box), dtype=bool)
         if a is not None:
@@ -240,8 +229,8 @@ def relation_terms(
             add("in", (~inside) * (1.0 + out_d / 5.0), a, g)
         elif m.relation == "across_from":
             v = over(g, NEAR_M) + 0.1 * g / NEAR_M
-            for r in roads:
-                v = v + (_side(centre, r) == _side(_centre(a.box), r))
+            for r in roads:  # strictly on the other side of the road
+                v = v + (_side(centre, r) * _side(_centre(a.box), r) >= 0)
             add("across", v, a, g)
         else:  # near, off, facing, on or other for a place, at_end_of a non-road
             add("near", over(g, NEAR_M) + 0.1 * g / NEAR_M, a, g)
@@ -256,7 +245,7 @@ def _context_term(
     cls: NDArray[np.str_],
     centre: NDArray[np.float64],
 ) -> list[Term]:
-    """"In a parking lot", "next to a car park": relative to the nearest other candidate of
+    """A context object ("in a parking lot", "next to a car park"), relative to the nearest other candidate of
     that class."""
     of = np.flatnonzero(cls == c.cls)
     if of.size == 0 or c.relation not in ("in", "next_to", "near"):
@@ -280,7 +269,7 @@ def _context_term(
 def ordinal_positions(
     parse: Parse,
     candidates: Candidates,
-    anchors: Mapping[str, AnchorLike],
+    anchors: Mapping[str, Anchor],
     rows: NDArray[np.int64],
 ) -> NDArray[np.float64] | None:
     """Each of ``rows``' 1-based position counted the way the parse's ordinal says, or None.
@@ -309,12 +298,14 @@ def ordinal_positions(
     if bearing is not None:
         key = -(centre @ np.asarray(bearing, dtype=np.float64))
     elif o is not None and o.from_ == "corner":
-        corner = [anchors[m.name] for m in parse.mentions if m.relation == "corner" and m.name in anchors]
+        corner = [
+            anchors[m.name] for m in parse.mentions if m.relation == "corner" and m.name in anchors
+        ]
         if not corner:
             return None
         p = _crossing(corner[0], corner[1]) if len(corner) > 1 else corner[0].box
         key = _gap(candidates.box[rows], p)
-    elif o is not None and o.from_ in anchors:
+    elif o is not None and o.from_ is not None and o.from_ in anchors:
         key = _gap(candidates.box[rows], anchors[o.from_].box)
     else:
         return None

@@ -355,7 +355,7 @@ class LandmarkIndex:
         spans = mention_spans(
             words, [self._strings[j] for j in js], threshold=self.mention_threshold
         )
-        rows = [int(self._owner[js[s.index]]) for s in spans]
+        rows = [int(self._owner[js[s.which]]) for s in spans]
         return list(dict.fromkeys(self._rows[i]["name"] for i in rows))
 
     def names(self, scene_id: str) -> list[str]:

@@ -21,11 +21,11 @@ __all__ = ["Span", "mention_spans"]
 
 
 class Span(NamedTuple):
-    """A mention: ``words[start:end]`` names ``names[index]``, with a 0–1 score."""
+    """A mention: ``words[start:end]`` names ``names[which]``, with a 0–1 score."""
 
     start: int
     end: int
-    index: int
+    which: int
     score: float
 
 
@@ -53,7 +53,7 @@ def mention_spans(
     Examples
     --------
     >>> w = "red car on kings parade west of saint marys church by kings parade".split()
-    >>> [(s.start, s.end, s.index) for s in mention_spans(w, ["saint marys church", "kings parade"])]
+    >>> [(s.start, s.end, s.which) for s in mention_spans(w, ["saint marys church", "kings parade"])]
     [(3, 5, 1), (7, 10, 0), (11, 13, 1)]
     >>> mention_spans("the wallsall road".split(), ["walsall road"])[0].score > 0.9
     True

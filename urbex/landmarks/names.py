@@ -93,9 +93,7 @@ def words_of(text: str) -> list[Word]:
     """
     raw = [(t, m.start(), m.end()) for m in _WORD.finditer(str(text)) for t in _fold(m.group())]
     toks = [_ABBREV.get(t, t) for t, _, _ in raw]
-    return [
-        Word(_positional(t, i, toks), a, b) for i, (t, (_, a, b)) in enumerate(zip(toks, raw))
-    ]
+    return [Word(_positional(t, i, toks), a, b) for i, (t, (_, a, b)) in enumerate(zip(toks, raw))]
 
 
 def normalize_name(name: str) -> str:

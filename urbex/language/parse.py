@@ -62,7 +62,9 @@ __all__ = ["context_objects", "parse"]
 #: Mention threshold of :func:`parse` (the landmark index's default).
 MENTION_THRESHOLD = 0.9
 
-_DETS = frozenset("the a an these those its their his her my our your some any each every another".split())
+_DETS = frozenset(
+    "the a an these those its their his her my our your some any each every another".split()
+)
 _PRONOUNS = frozenset("it this that which who they them".split())
 _PREPS = frozenset(
     "in on at of near by beside besides behind between across from to into onto under over above "
@@ -169,7 +171,7 @@ def _tokens(description: str, names: Sequence[str], threshold: float) -> list[_T
     spans = mention_spans(
         [words[i].norm for i in keep], [normalize_name(n) for n in names], threshold=threshold
     )
-    at = {keep[s.start]: (keep[s.end - 1] + 1, s.index) for s in spans}
+    at = {keep[s.start]: (keep[s.end - 1] + 1, s.which) for s in spans}
     toks: list[_Tok] = []
     i = 0
     while i < len(words):
@@ -186,7 +188,9 @@ def _tokens(description: str, names: Sequence[str], threshold: float) -> list[_T
             t.brk = "."
         else:
             p = toks[k - 1]
-            t.brk = _break(description[p.end : t.start], description[p.start : p.end], p.norm, t.norm)
+            t.brk = _break(
+                description[p.end : t.start], description[p.start : p.end], p.norm, t.norm
+            )
         sent += t.brk == "." and k > 0
         t.sent = sent
     return _merge_nouns(toks)
@@ -204,7 +208,9 @@ def _merge_nouns(toks: list[_Tok]) -> list[_Tok]:
             continue
         for n in (4, 3, 2, 1):
             part = toks[i : i + n]
-            if len(part) < n or any(p.kind == "m" or (k and p.brk in (".", ",")) for k, p in enumerate(part)):
+            if len(part) < n or any(
+                p.kind == "m" or (k and p.brk in (".", ",")) for k, p in enumerate(part)
+            ):
                 continue
             key = (*(p.norm for p in part[:-1]), singular(part[-1].norm, _CLASS_WORDS))
             if key in CLASS_NOUNS and not (n == 1 and key[0] in COLOURS):
@@ -225,9 +231,19 @@ def _merge_nouns(toks: list[_Tok]) -> list[_Tok]:
             t.kind = "cop"  # "it's a ..."
         elif t.kind == "shade" and not (nxt is not None and nxt.kind in ("colour", "shade")):
             t.kind = "colour" if t.norm == "dark" else "w"
-        elif t.norm == "lot" and nxt is not None and nxt.norm == "of" and k and out[k - 1].norm == "a":
+        elif (
+            t.norm == "lot"
+            and nxt is not None
+            and nxt.norm == "of"
+            and k
+            and out[k - 1].norm == "a"
+        ):
             t.kind = "w"  # "a lot of"
-        elif t.kind == "shape" and len(t.norm) == 1 and not (nxt is not None and nxt.norm == "shaped"):
+        elif (
+            t.kind == "shape"
+            and len(t.norm) == 1
+            and not (nxt is not None and nxt.norm == "shaped")
+        ):
             t.kind = "w"
     return out
 
@@ -235,9 +251,23 @@ def _merge_nouns(toks: list[_Tok]) -> list[_Tok]:
 _CLASS_WORDS = frozenset(k[-1] for k in CLASS_NOUNS)
 #: Every word the reader knows (never spelling-corrected), and those a misspelling may become.
 _KNOWN = frozenset(
-    {w for k in CLASS_NOUNS for w in k} | PART_NOUNS | CONTEXT_NOUNS | MATERIALS | set(COLOURS)
-    | set(SIZES) | set(SHAPES) | set(NUMBERS) | set(ORDINALS) | set(_DIRECTIONAL) | _PREPS
-    | _COPULA | _ADVERBS | _PARTICIPLES | _DETS | _PRONOUNS | RELATION_WORDS
+    {w for k in CLASS_NOUNS for w in k}
+    | PART_NOUNS
+    | CONTEXT_NOUNS
+    | MATERIALS
+    | set(COLOURS)
+    | set(SIZES)
+    | set(SHAPES)
+    | set(NUMBERS)
+    | set(ORDINALS)
+    | set(_DIRECTIONAL)
+    | _PREPS
+    | _COPULA
+    | _ADVERBS
+    | _PARTICIPLES
+    | _DETS
+    | _PRONOUNS
+    | RELATION_WORDS
     | {"horse", "mouse", "power", "ditch", "trunk", "sorry", "towel", "score", "shore", "stove"}
 )
 _SPELLABLE = sorted(w for w in _KNOWN if len(w) >= 5)
@@ -329,7 +359,11 @@ def _phrases(toks: list[_Tok]) -> list[_Phrase]:
             if seen_noun:
                 ok = n.kind in _NOUNISH - {"one"} and cur.kind != "one"
             elif n.kind == "link":
-                ok = cur.kind in _ADJ and nxt + 1 < len(toks) and toks[nxt + 1].kind in _ADJ | {"shade"}
+                ok = (
+                    cur.kind in _ADJ
+                    and nxt + 1 < len(toks)
+                    and toks[nxt + 1].kind in _ADJ | {"shade"}
+                )
             else:
                 ok = n.kind in _NOUNISH | _ADJ or (n.kind == "w" and _noun_ahead(toks, nxt))
             if not ok:
@@ -471,7 +505,11 @@ def _subject(toks: list[_Tok], phrases: list[_Phrase], j: int, target: _Phrase |
 
 
 def _whose(p: _Phrase, target: _Phrase | None) -> str:
-    if p is target or p.cls is None or (target is not None and p.cls == target.cls and p.role != "context"):
+    if (
+        p is target
+        or p.cls is None
+        or (target is not None and p.cls == target.cls and p.role != "context")
+    ):
         return "target"
     return "other"
 
@@ -485,16 +523,22 @@ def _owner(toks: list[_Tok], phrases: list[_Phrase], p: _Phrase, target: _Phrase
         return _whose(after, target) if after.cls is not None else "other"
     if toks[p.a].norm in ("its", "their"):
         return "target"
-    g, j = _gov(toks, p)
+    g, _ = _gov(toks, p)
     if g in ("with", "has", "have", "having", "featuring", "whose", "and"):
-        before = [q for q in phrases if q.b <= p.a and q.cls is not None and toks[q.a].sent == toks[p.a].sent]
+        before = [
+            q
+            for q in phrases
+            if q.b <= p.a and q.cls is not None and toks[q.a].sent == toks[p.a].sent
+        ]
         return _whose(before[-1], target) if before else "target"
     if g in _PREPS:
         return "other"
     return _subject(toks, phrases, p.a - 1, target) if p.a else "target"
 
 
-def _said_of_target(toks: list[_Tok], phrases: list[_Phrase], target: _Phrase | None) -> list[_Phrase]:
+def _said_of_target(
+    toks: list[_Tok], phrases: list[_Phrase], target: _Phrase | None
+) -> list[_Phrase]:
     """The phrases whose colours, sizes and shape are the target's."""
     out = [] if target is None else [target]
     for p in phrases:
@@ -517,8 +561,10 @@ def _said_of_target(toks: list[_Tok], phrases: list[_Phrase], target: _Phrase | 
                 continue
             elif _subject(toks, phrases, j, target) == "target":
                 out.append(p)
-        elif h.kind == "class" and p.role == "predicate" and (target is None or p.cls == target.cls):
-            g, j = _gov(toks, p)
+        elif (
+            h.kind == "class" and p.role == "predicate" and (target is None or p.cls == target.cls)
+        ):
+            _, j = _gov(toks, p)
             if j > 0 and toks[j - 1].norm in ("there", "theres"):
                 continue
             if _subject(toks, phrases, j, target) == "target":
@@ -549,7 +595,9 @@ def _from_what(toks: list[_Tok], k: int, names: Sequence[str]) -> str | None:
     return _SIDE_WORDS.get(words[0])
 
 
-def _ordinal(toks: list[_Tok], phrases: list[_Phrase], names: Sequence[str]) -> tuple[Ordinal | None, _Phrase | None]:
+def _ordinal(
+    toks: list[_Tok], phrases: list[_Phrase], names: Sequence[str]
+) -> tuple[Ordinal | None, _Phrase | None]:
     """The description's ordinal, and the phrase of "N houses to the right of X" (no count)."""
     for p in phrases:  # "8 houses to the right of X", "3 doors down from X"
         h = toks[p.head] if p.head >= 0 else None
@@ -560,9 +608,16 @@ def _ordinal(toks: list[_Tok], phrases: list[_Phrase], names: Sequence[str]) -> 
         before = mk - 1 if mk is not None else -1
         while before > 0 and rest[before].kind == "det":
             before -= 1
-        if mk is not None and before >= 0 and rest[before].norm in ("of", "from") and all(
-            t.kind in ("prep", "det", "w", "size") or t.norm in _SIDE_WORDS or re.match(r"(north|south|east|west)", t.norm)
-            for t in rest[:mk]
+        if (
+            mk is not None
+            and before >= 0
+            and rest[before].norm in ("of", "from")
+            and all(
+                t.kind in ("prep", "det", "w", "size")
+                or t.norm in _SIDE_WORDS
+                or re.match(r"(north|south|east|west)", t.norm)
+                for t in rest[:mk]
+            )
         ):
             return Ordinal(k=p.number, from_=names[rest[mk].mention]), p
     for p in phrases:
@@ -579,10 +634,12 @@ def _ordinal(toks: list[_Tok], phrases: list[_Phrase], names: Sequence[str]) -> 
             k = ORDINALS.get(t.norm) or (int(m.group(1)) if m else 0)
             if k < 1:
                 continue
-            same = [j for j in range(len(toks)) if toks[j].sent == t.sent and toks[j].norm == "from"]
+            same = [
+                j for j in range(len(toks)) if toks[j].sent == t.sent and toks[j].norm == "from"
+            ]
             after = [j for j in same if j > i]
-            before = [j for j in same if j < i]
-            for j in [*after, *reversed(before)]:
+            earlier = [j for j in same if j < i]
+            for j in [*after, *reversed(earlier)]:
                 what = _from_what(toks, j, names)
                 if what is not None:
                     return Ordinal(k=k, from_=what), None
@@ -628,7 +685,12 @@ def _mentions(toks: list[_Tok], names: Sequence[str], description: str) -> tuple
         bare = [w for w in words if w not in _DETS and w != "the"]
         m: Mention | None = None
         same = prev is not None and toks[prev[0]].sent == t.sent
-        if prev is not None and same and bare in (["and"], ["or"], ["and", "also"]) and toks[k].brk not in (".", ","):
+        if (
+            prev is not None
+            and same
+            and bare in (["and"], ["or"], ["and", "also"])
+            and toks[k].brk not in (".", ",")
+        ):
             m = Mention(name=name, relation=prev[1].relation, text=prev[1].text)
         elif prev is not None and bare == ["from"] and _ACROSS.search(prev[1].text.lower()):
             span = description[_start_of(toks, prev[0], prev[1]) : window[-1].end]
@@ -641,18 +703,32 @@ def _mentions(toks: list[_Tok], names: Sequence[str], description: str) -> tuple
             rel = relation_before(words)
             if rel is not None:
                 r, s0, s1 = rel
-                m = Mention(name=name, relation=r, text=description[window[s0].start : window[s1 - 1].end])
+                m = Mention(
+                    name=name, relation=r, text=description[window[s0].start : window[s1 - 1].end]
+                )
         if m is None:
             after = [u.norm for u in toks[k + 1 : k + 10] if u.sent == t.sent]
             rev = relation_after(after)
             if rev is not None:
                 r, n = rev
-                m = Mention(name=name, relation=r, text=description[toks[k + 1].start : toks[k + n].end])
+                m = Mention(
+                    name=name, relation=r, text=description[toks[k + 1].start : toks[k + n].end]
+                )
             elif after[:1] in (["junction"], ["intersection"], ["crossroads"], ["corner"]):
                 m = Mention(name=name, relation="corner", text=toks[k + 1].norm)
-                if prev is not None and out and out[-1].relation == "near" and toks[prev[0]].sent == t.sent:
+                if (
+                    prev is not None
+                    and out
+                    and out[-1].relation == "near"
+                    and toks[prev[0]].sent == t.sent
+                ):
                     out[-1] = Mention(name=prev[1].name, relation="corner", text=toks[k + 1].norm)
-            elif a == k and k + 1 < len(toks) and (toks[k + 1].brk in (",", ":") or toks[k + 1].norm == "is") and _names_next(toks, k):
+            elif (
+                a == k
+                and k + 1 < len(toks)
+                and (toks[k + 1].brk in (",", ":") or toks[k + 1].norm == "is")
+                and _names_next(toks, k)
+            ):
                 sep = "," if toks[k + 1].brk else "is"
                 m = Mention(name=name, relation="other", text=sep)
             else:
@@ -737,7 +813,9 @@ def context_objects(
     return _read(str(description), tuple(str(n) for n in landmark_names), float(threshold))[1]
 
 
-def _context(toks: list[_Tok], phrases: list[_Phrase], description: str) -> tuple[ContextObject, ...]:
+def _context(
+    toks: list[_Tok], phrases: list[_Phrase], description: str
+) -> tuple[ContextObject, ...]:
     out: list[ContextObject] = []
     for p in phrases:
         if p.role != "context" or p.cls is None or toks[p.head].kind != "class":
@@ -749,7 +827,11 @@ def _context(toks: list[_Tok], phrases: list[_Phrase], description: str) -> tupl
         rel = relation_before([u.norm for u in window]) if window else None
         if rel is not None and rel[0] != "other":
             r, s0, s1 = rel
-            out.append(ContextObject(cls=p.cls, relation=r, text=description[window[s0].start : window[s1 - 1].end]))
+            out.append(
+                ContextObject(
+                    cls=p.cls, relation=r, text=description[window[s0].start : window[s1 - 1].end]
+                )
+            )
     return tuple(out)
 
 

@@ -72,7 +72,9 @@ class Mention:
 
     def __post_init__(self) -> None:
         if self.relation not in RELATIONS:
-            raise ValueError(f"Mention.relation: expected one of {RELATIONS}, got {self.relation!r}")
+            raise ValueError(
+                f"Mention.relation: expected one of {RELATIONS}, got {self.relation!r}"
+            )
 
     @property
     def bearing(self) -> tuple[float, float] | None:
@@ -115,7 +117,7 @@ class Mention:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ordinal:
-    """"The ``k``-th from ``from_``": ``from_`` is a compass end (``north`` …), a side of the
+    """An ordinal, "the k-th from ...": ``from_`` is a compass end (``north`` …), a side of the
     map frame (:data:`MAP_SIDES`), ``corner``, a mentioned landmark's name, or None when the
     description does not say ("the second car on Mill Lane")."""
 

@@ -60,7 +60,8 @@ _BEFORE: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("on", r"on|along|upon|onto|lining|lines|down|up|parked on|located on|situated on|"
                r"(?:on|along) (?:the )?(?:road|street|lane|avenue)"),
         ("in", r"in|inside|within|into|amid(?:st)?|among(?:st)?|at|part of|(?:in|at|on) "
-               r"(?:the )?(?:middle|centre|center|heart|grounds) of|(?:the )?(?:\w+ ){1,2}of"),
+               r"(?:the )?(?:middle|centre|center|heart|grounds) of|"
+               r"(?:(?:in|at|on|inside|within) )?(?:the )?(?:\w+ ){1,2}of"),
         ("other", r"past|beyond|after|via|through|across|over"),
     )
 )  # fmt: skip
@@ -133,15 +134,18 @@ def relation_before(words: Sequence[str]) -> tuple[str, int, int] | None:
     if end == 0:
         return None
     text = " ".join(words[:end])
+    starts = [0]
+    for w in words[: end - 1]:
+        starts.append(starts[-1] + len(w) + 1)
     for rel, pat in _BEFORE:
         m = pat.search(text)
         if m is None:
             continue
         matched = m.group().strip()
-        n = len(matched.split())
+        first = m.end() - len(matched)  # a word may hold a space ("car park")
         if rel == "compass":
             rel = _compass(matched)
-        return rel, end - n, end
+        return rel, max(i for i, a in enumerate(starts) if a <= first), end
     return None
 
 
