@@ -35,24 +35,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 
-from urbex.landmarks.mentions import mention_spans
-from urbex.landmarks.names import normalize_name, words_of
+from urbex.language.phrases import (
+    Phrase,
+    assign_roles,
+    phrases_of,
+    said_of_target,
+    target_phrase,
+)
 from urbex.language.records import ContextObject, Count, Mention, Ordinal, Parse
-from urbex.language.relations import RELATION_WORDS, relation_after, relation_before
+from urbex.language.relations import relation_after, relation_before
+from urbex.language.tokens import (
+    ADJECTIVAL,
+    DETS,
+    DIRECTIONAL,
+    ORDINAL_RE,
+    SIDE_WORDS,
+    Token,
+    tokenize,
+)
 from urbex.language.vocabulary import (
-    CLASS_NOUNS,
-    COLOURS,
     CONTEXT_NOUNS,
     MATERIALS,
-    NUMBERS,
     ORDINALS,
     PART_NOUNS,
-    SHADE_WORDS,
-    SHAPES,
-    SIZES,
     UNITS,
     singular,
 )
@@ -60,516 +67,9 @@ from urbex.language.vocabulary import (
 __all__ = ["context_objects", "parse"]
 
 #: Mention threshold of :func:`parse` (the landmark index's default).
+
+#: Mention threshold of :func:`parse` (the landmark index's default).
 MENTION_THRESHOLD = 0.9
-
-_DETS = frozenset(
-    "the a an these those its their his her my our your some any each every another".split()
-)
-_PRONOUNS = frozenset("it this that which who they them".split())
-_PREPS = frozenset(
-    "in on at of near by beside besides behind between across from to into onto under over above "
-    "below beneath along alongside around round past toward towards within inside outside opposite "
-    "beyond against among amongst via through off with without like than as next front upon "
-    "about after before for facing fronting overlooking adjacent close containing including has "
-    "have having had holds holding surrounded surrounding bordering adjoining featuring whose "
-    "where while".split()
-)  # fmt: skip
-_COPULA = frozenset("is are was were be been being looks look appears appear seems seem".split())
-_ADVERBS = frozenset(
-    "very quite fairly mostly mainly slightly rather pretty somewhat really partly partially "
-    "completely entirely almost nearly predominantly probably possibly maybe perhaps likely "
-    "also all kind sort".split()
-)  # fmt: skip
-#: Words that may sit between adjectives and the noun they describe ("red-roofed", "L shaped").
-_PARTICIPLES = frozenset("shaped coloured colored roofed sided storey story tone toned ish".split())
-_LINKS = frozenset({"and", "or"})
-_STRONG_CUES = (
-    ("this", "is"), ("its",), ("it", "is"), ("target", "is"), ("object", "is"), ("i", "mean"),
-    ("looking", "for"), ("look", "for"), ("search", "for"), ("searching", "for"),
-    ("referring", "to"), ("talking", "about"), ("describing",), ("find",), ("locate",),
-    ("select",), ("choose",), ("pick",), ("spot",), ("answer", "is"),
-)  # fmt: skip
-#: Head nouns that are a class only with a determiner or an adjective ("the green", "a flat").
-_WEAK_HEADS = frozenset({"green", "flat", "common"})
-_DIRECTIONAL = {
-    "northernmost": "north", "southernmost": "south", "easternmost": "east",
-    "westernmost": "west", "leftmost": "left", "rightmost": "right", "topmost": "top",
-    "uppermost": "top", "bottommost": "bottom", "lowermost": "bottom",
-}  # fmt: skip
-_SIDE_WORDS = {"top": "top", "bottom": "bottom", "left": "left", "right": "right",
-               "upper": "top", "lower": "bottom"}  # fmt: skip
-_ORD_RE = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
-
-
-@dataclass(slots=True)
-class _Tok:
-    """One token: a word (``norm``) or a whole mention (``mention`` ≥ 0); ``brk`` is the
-    punctuation before it: ``.`` (a new sentence), ``,`` (a new clause), ``/`` (a joiner)."""
-
-    norm: str
-    start: int
-    end: int
-    mention: int = -1
-    brk: str = ""
-    kind: str = "w"
-    cls: str | None = None
-    sent: int = 0
-
-
-@dataclass(slots=True)
-class _Phrase:
-    """A noun phrase (or an adjective phrase without a noun): tokens ``[a, b)``."""
-
-    a: int
-    b: int
-    head: int = -1
-    cls: str | None = None
-    role: str = "main"  # main, context, partitive, predicate
-    cue: int = 0  # 2 strong target cue before it, 1 a copula
-    colours: list[str] = field(default_factory=list)
-    sizes: list[str] = field(default_factory=list)
-    shape: str | None = None
-    number: int | None = None
-    has_det: bool = False
-
-
-# ----------------------------------------------------------------------------------------------
-# tokens
-# ----------------------------------------------------------------------------------------------
-
-
-def _break(gap: str, prev_raw: str, prev: str, nxt: str) -> str:
-    if re.search(r"[!?;]", gap) or (
-        "." in gap
-        and prev_raw.lower() not in ("st", "dr", "mr", "mrs", "ms", "rd", "ave", "no", "approx")
-        and not (gap == "." and prev.isdigit() and nxt.isdigit())
-    ):
-        return "."
-    if re.search(r"[,:()\[\]–—]| - ", gap):
-        return ","
-    if "/" in gap or "-" in gap:
-        return "/"
-    return ""
-
-
-def _spelled(word: str) -> str:
-    """``word``, or the one word of the reading vocabulary one edit away from it (a letter
-    dropped, added, changed or two swapped: "besidde", "frist", "builing"); words of five or
-    more letters only, never a word the vocabulary knows."""
-    if len(word) < 5 or word in _KNOWN or not word.isalpha():
-        return word
-    from rapidfuzz import process
-    from rapidfuzz.distance import OSA
-
-    near = process.extract(word, _SPELLABLE, scorer=OSA.distance, score_cutoff=1, limit=2)
-    return near[0][0] if len(near) == 1 else word
-
-
-def _tokens(description: str, names: Sequence[str], threshold: float) -> list[_Tok]:
-    words = words_of(description)
-    keep = [i for i, w in enumerate(words) if w.norm != "the"]
-    spans = mention_spans(
-        [words[i].norm for i in keep], [normalize_name(n) for n in names], threshold=threshold
-    )
-    at = {keep[s.start]: (keep[s.end - 1] + 1, s.which) for s in spans}
-    toks: list[_Tok] = []
-    i = 0
-    while i < len(words):
-        if i in at:
-            j, idx = at[i]
-            toks.append(_Tok(f"<m{idx}>", words[i].start, words[j - 1].end, mention=idx, kind="m"))
-            i = j
-        else:
-            toks.append(_Tok(_spelled(words[i].norm), words[i].start, words[i].end))
-            i += 1
-    sent = 0
-    for k, t in enumerate(toks):
-        if k == 0:
-            t.brk = "."
-        else:
-            p = toks[k - 1]
-            t.brk = _break(
-                description[p.end : t.start], description[p.start : p.end], p.norm, t.norm
-            )
-        sent += t.brk == "." and k > 0
-        t.sent = sent
-    return _merge_nouns(toks)
-
-
-def _merge_nouns(toks: list[_Tok]) -> list[_Tok]:
-    """Multi-word class nouns become one token; every token gets its kind."""
-    out: list[_Tok] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t.kind == "m":
-            out.append(t)
-            i += 1
-            continue
-        for n in (4, 3, 2, 1):
-            part = toks[i : i + n]
-            if len(part) < n or any(
-                p.kind == "m" or (k and p.brk in (".", ",")) for k, p in enumerate(part)
-            ):
-                continue
-            key = (*(p.norm for p in part[:-1]), singular(part[-1].norm, _CLASS_WORDS))
-            if key in CLASS_NOUNS and not (n == 1 and key[0] in COLOURS):
-                merged = _Tok(" ".join(key), t.start, part[-1].end, brk=t.brk, sent=t.sent)
-                merged.kind, merged.cls = "class", CLASS_NOUNS[key]
-                out.append(merged)
-                i += n
-                break
-        else:
-            t.kind = _kind(t.norm)
-            out.append(t)
-            i += 1
-    for k, t in enumerate(out):  # context-dependent words
-        nxt = out[k + 1] if k + 1 < len(out) and out[k + 1].brk not in (".", ",") else None
-        if t.norm in ("this", "that"):
-            t.kind = "det" if nxt is not None and nxt.kind in _NOUNISH | _ADJ else "pron"
-        elif t.norm == "its" and nxt is not None and nxt.kind == "det":
-            t.kind = "cop"  # "it's a ..."
-        elif t.kind == "shade" and not (nxt is not None and nxt.kind in ("colour", "shade")):
-            t.kind = "colour" if t.norm == "dark" else "w"
-        elif (
-            t.norm == "lot"
-            and nxt is not None
-            and nxt.norm == "of"
-            and k
-            and out[k - 1].norm == "a"
-        ):
-            t.kind = "w"  # "a lot of"
-        elif (
-            t.kind == "shape"
-            and len(t.norm) == 1
-            and not (nxt is not None and nxt.norm == "shaped")
-        ):
-            t.kind = "w"
-    return out
-
-
-_CLASS_WORDS = frozenset(k[-1] for k in CLASS_NOUNS)
-#: Every word the reader knows (never spelling-corrected), and those a misspelling may become.
-_KNOWN = frozenset(
-    {w for k in CLASS_NOUNS for w in k}
-    | PART_NOUNS
-    | CONTEXT_NOUNS
-    | MATERIALS
-    | set(COLOURS)
-    | set(SIZES)
-    | set(SHAPES)
-    | set(NUMBERS)
-    | set(ORDINALS)
-    | set(_DIRECTIONAL)
-    | _PREPS
-    | _COPULA
-    | _ADVERBS
-    | _PARTICIPLES
-    | _DETS
-    | _PRONOUNS
-    | RELATION_WORDS
-    | {"horse", "mouse", "power", "ditch", "trunk", "sorry", "towel", "score", "shore", "stove"}
-)
-_SPELLABLE = sorted(w for w in _KNOWN if len(w) >= 5)
-_NOUNISH = frozenset({"class", "part", "context", "material", "m", "one"})
-_ADJ = frozenset({"colour", "shade", "size", "shape", "number", "ordinal", "participle", "adv"})
-_CONTEXT_SINGULAR = frozenset(CONTEXT_NOUNS - {"one"})
-
-
-def _kind(w: str) -> str:
-    if w in COLOURS and w != "dark":
-        return "colour"
-    if w in SHADE_WORDS:
-        return "shade"
-    if w in SIZES:
-        return "size"
-    if w in SHAPES:
-        return "shape"
-    if w in NUMBERS or w.isdigit():
-        return "number"
-    if w in ORDINALS or _ORD_RE.match(w) or w in _DIRECTIONAL:
-        return "ordinal"
-    if w in _PARTICIPLES:
-        return "participle"
-    if w in ("one", "ones"):
-        return "one"
-    if w in _DETS:
-        return "det"
-    if w in _PRONOUNS:
-        return "pron"
-    if w in _ADVERBS:
-        return "adv"
-    if w in _LINKS:
-        return "link"
-    if w in _COPULA:
-        return "cop"
-    if w in _PREPS:
-        return "prep"
-    if singular(w, PART_NOUNS) in PART_NOUNS:
-        return "part"
-    if singular(w, _CONTEXT_SINGULAR) in _CONTEXT_SINGULAR:
-        return "context"
-    if w in MATERIALS:
-        return "material"
-    return "w"
-
-
-# ----------------------------------------------------------------------------------------------
-# phrases
-# ----------------------------------------------------------------------------------------------
-
-
-def _joined(toks: list[_Tok], k: int) -> bool:
-    """Token ``k`` continues the phrase of token ``k - 1`` (no clause break between them)."""
-    return toks[k].brk in ("", "/")
-
-
-def _noun_ahead(toks: list[_Tok], k: int, limit: int = 3) -> bool:
-    """A noun follows token ``k`` within ``limit`` tokens, through modifiers only."""
-    for j in range(k + 1, min(len(toks), k + 1 + limit)):
-        if not _joined(toks, j):
-            return False
-        if toks[j].kind in _NOUNISH:
-            return True
-        if toks[j].kind not in _ADJ | {"w", "link"}:
-            return False
-    return False
-
-
-def _phrases(toks: list[_Tok]) -> list[_Phrase]:
-    out: list[_Phrase] = []
-    k = 0
-    while k < len(toks):
-        t = toks[k]
-        starts = t.kind in _NOUNISH | _ADJ | {"det"} or (t.kind == "w" and _noun_ahead(toks, k))
-        if t.kind == "adv" and not (k + 1 < len(toks) and toks[k + 1].kind in _ADJ - {"adv"}):
-            starts = False
-        if not starts:
-            k += 1
-            continue
-        a, j, seen_noun = k, k, False
-        while True:
-            cur = toks[j]
-            if cur.kind in _NOUNISH:
-                seen_noun = True
-            nxt = j + 1
-            if nxt >= len(toks) or not _joined(toks, nxt):
-                break
-            n = toks[nxt]
-            if seen_noun:
-                ok = n.kind in _NOUNISH - {"one"} and cur.kind != "one"
-            elif n.kind == "link":
-                ok = (
-                    cur.kind in _ADJ
-                    and nxt + 1 < len(toks)
-                    and toks[nxt + 1].kind in _ADJ | {"shade"}
-                )
-            else:
-                ok = n.kind in _NOUNISH | _ADJ or (n.kind == "w" and _noun_ahead(toks, nxt))
-            if not ok:
-                break
-            j = nxt
-        out.append(_describe(toks, _Phrase(a, j + 1)))
-        k = j + 1
-    return out
-
-
-def _describe(toks: list[_Tok], p: _Phrase) -> _Phrase:
-    """Fill a phrase's head, class, colours, sizes, shape and number."""
-    span = toks[p.a : p.b]
-    p.has_det = span[0].kind == "det"
-    heads = [i for i in range(p.a, p.b) if toks[i].kind in _NOUNISH]
-    if heads:
-        p.head = heads[-1]
-    elif toks[p.b - 1].norm in _WEAK_HEADS or (toks[p.b - 1].norm == "green"):
-        if p.has_det or any(t.kind == "size" for t in span):
-            p.head = p.b - 1  # "the green", "a small green"
-            toks[p.head].kind, toks[p.head].cls = "class", "Ground"
-    if p.head >= 0:
-        h = toks[p.head]
-        if h.kind == "class":
-            weak = h.norm in _WEAK_HEADS and not (p.has_det or p.head > p.a)
-            p.cls = None if weak else h.cls
-        elif h.kind == "part":
-            owner = [toks[i].cls for i in range(p.a, p.head) if toks[i].kind == "class"]
-            p.cls = owner[-1] if owner else None
-    for i in range(p.a, p.b):
-        t = toks[i]
-        if i == p.head:
-            continue
-        if t.kind == "colour" or (t.kind == "class" and t.norm == "green" and i < p.b - 1):
-            c = COLOURS.get(t.norm)
-            if c is not None and c not in p.colours:
-                p.colours.append(c)
-        elif t.kind == "size":
-            p.sizes.append(SIZES[t.norm])
-        elif t.kind == "shape":
-            p.shape = SHAPES[t.norm]
-        elif t.kind == "number" and p.number is None:
-            p.number = NUMBERS.get(t.norm) or (int(t.norm) if t.norm.isdigit() else None)
-    return p
-
-
-def _gov(toks: list[_Tok], p: _Phrase) -> tuple[str, int]:
-    """The word governing a phrase (``"."``/``","`` at a break) and its index."""
-    k = p.a
-    if toks[k].brk in (".", ","):
-        return toks[k].brk, k - 1
-    j = k - 1
-    while j >= 0 and toks[j].kind == "adv" and toks[j].brk not in (".", ","):
-        j -= 1
-    return toks[j].norm if j >= 0 else ".", j
-
-
-def _cue(toks: list[_Tok], j: int) -> int:
-    """2 when the words ending at ``j`` are a target cue ("this is", "I mean"), 1 for another
-    copula ("there is"), else 0."""
-    for cue in _STRONG_CUES:
-        n = len(cue)
-        if j - n + 1 >= 0 and tuple(t.norm for t in toks[j - n + 1 : j + 1]) == cue:
-            if all(t.brk != "." or i == 0 for i, t in enumerate(toks[j - n + 1 : j + 1])):
-                return 2
-    return 1 if j >= 0 and toks[j].kind == "cop" else 0
-
-
-def _roles(toks: list[_Tok], phrases: list[_Phrase]) -> None:
-    ends = {p.b: p for p in phrases}
-    for p in phrases:
-        g, j = _gov(toks, p)
-        p.cue = _cue(toks, j) if j >= 0 else 0
-        if p.cue == 2:
-            p.role = "predicate"
-        elif g == "of":
-            before = ends.get(j)
-            lead = j <= 0 or toks[j].brk == "." or toks[j - 1].kind in ("ordinal", "number", "one")
-            headless = before is not None and before.head < 0
-            p.role = "partitive" if lead or headless or toks[j - 1].kind == "size" else "context"
-        elif g in ("look", "looking", "search", "searching") or (
-            g == "for" and j > 0 and toks[j - 1].norm in ("look", "looking", "search", "searching")
-        ):
-            p.role, p.cue = "predicate", 2
-        elif g in _PREPS or g in ("to", "of"):
-            p.role = "context"
-        elif g in _LINKS and j in ends:
-            p.role = ends[j].role
-        elif p.cue == 1:
-            p.role = "predicate"
-
-
-# ----------------------------------------------------------------------------------------------
-# the target and what is said of it
-# ----------------------------------------------------------------------------------------------
-
-
-def _target(phrases: list[_Phrase]) -> _Phrase | None:
-    """The target's phrase: the first class phrase after a strong cue, else the first one
-    that is not context, else the first class phrase at all."""
-    classed = [p for p in phrases if p.cls is not None]
-    for pick in (
-        lambda p: p.cue == 2 and p.role != "context",
-        lambda p: p.role != "context",
-        lambda p: True,
-    ):
-        hit = [p for p in classed if pick(p)]
-        if hit:
-            return hit[0]
-    return None
-
-
-def _subject(toks: list[_Tok], phrases: list[_Phrase], j: int, target: _Phrase | None) -> str:
-    """Who a predicate after token ``j`` (a copula or a comma) is said of: ``target`` or
-    ``other`` (the target when nothing comes before it in the sentence)."""
-    sent = toks[j].sent if j >= 0 else 0
-    by_end = {p.b - 1: p for p in phrases}
-    i = j if j >= 0 and toks[j].kind != "cop" else j - 1
-    while i >= 0 and toks[i].sent == sent and toks[i].kind in ("cop", "adv", "prep"):
-        i -= 1  # "appears to be", "looks like"
-    while i >= 0 and toks[i].sent == sent:
-        t = toks[i]
-        if t.kind == "pron":
-            if t.norm in ("which", "that", "who") and i - 1 in by_end:
-                p = by_end[i - 1]
-                if p.head >= 0 and toks[p.head].kind == "m":
-                    i = p.a - 1
-                    continue
-                return _whose(p, target)
-            return "target"
-        if i in by_end:
-            p = by_end[i]
-            if p.role != "context":
-                return _whose(p, target)
-            i = p.a - 1
-            continue
-        i -= 1
-    return "target"
-
-
-def _whose(p: _Phrase, target: _Phrase | None) -> str:
-    if (
-        p is target
-        or p.cls is None
-        or (target is not None and p.cls == target.cls and p.role != "context")
-    ):
-        return "target"
-    return "other"
-
-
-def _owner(toks: list[_Tok], phrases: list[_Phrase], p: _Phrase, target: _Phrase | None) -> str:
-    """Whose part a part phrase ("a red roof") is: ``target`` or ``other``."""
-    if p.cls is not None:
-        return _whose(p, target)
-    after = next((q for q in phrases if q.a == p.b + 1 and toks[p.b].norm == "of"), None)
-    if after is not None and after.head >= 0:  # "the roof of the house"
-        return _whose(after, target) if after.cls is not None else "other"
-    if toks[p.a].norm in ("its", "their"):
-        return "target"
-    g, _ = _gov(toks, p)
-    if g in ("with", "has", "have", "having", "featuring", "whose", "and"):
-        before = [
-            q
-            for q in phrases
-            if q.b <= p.a and q.cls is not None and toks[q.a].sent == toks[p.a].sent
-        ]
-        return _whose(before[-1], target) if before else "target"
-    if g in _PREPS:
-        return "other"
-    return _subject(toks, phrases, p.a - 1, target) if p.a else "target"
-
-
-def _said_of_target(
-    toks: list[_Tok], phrases: list[_Phrase], target: _Phrase | None
-) -> list[_Phrase]:
-    """The phrases whose colours, sizes and shape are the target's."""
-    out = [] if target is None else [target]
-    for p in phrases:
-        if p is target:
-            continue
-        h = toks[p.head] if p.head >= 0 else None
-        if h is not None and h.kind == "part":
-            if _owner(toks, phrases, p, target) == "target":
-                out.append(p)
-        elif h is not None and h.kind == "one":
-            if p.role != "context":
-                out.append(p)
-        elif h is None:  # an adjective phrase: "it is dark grey or black", "the largest of ..."
-            g, j = _gov(toks, p)
-            nxt = next((q for q in phrases if q.a == p.b + 1 and toks[p.b].norm == "of"), None)
-            if nxt is not None:
-                if nxt is target or nxt.role == "partitive":
-                    out.append(p)
-            elif g in _PREPS and toks[j].kind == "prep":
-                continue
-            elif _subject(toks, phrases, j, target) == "target":
-                out.append(p)
-        elif (
-            h.kind == "class" and p.role == "predicate" and (target is None or p.cls == target.cls)
-        ):
-            _, j = _gov(toks, p)
-            if j > 0 and toks[j - 1].norm in ("there", "theres"):
-                continue
-            if _subject(toks, phrases, j, target) == "target":
-                out.append(p)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -577,7 +77,7 @@ def _said_of_target(
 # ----------------------------------------------------------------------------------------------
 
 
-def _from_what(toks: list[_Tok], k: int, names: Sequence[str]) -> str | None:
+def _from_what(toks: list[Token], k: int, names: Sequence[str]) -> str | None:
     """What "from" at token ``k`` counts from: a compass end, a map side, ``corner``, a name."""
     j = k + 1
     while j < len(toks) and toks[j].norm in ("the", "its", "their", "very", "far", "in"):
@@ -592,12 +92,12 @@ def _from_what(toks: list[_Tok], k: int, names: Sequence[str]) -> str | None:
     m = re.match(r"(north|south|east|west)", words[0])
     if m:
         return m.group(1)
-    return _SIDE_WORDS.get(words[0])
+    return SIDE_WORDS.get(words[0])
 
 
 def _ordinal(
-    toks: list[_Tok], phrases: list[_Phrase], names: Sequence[str]
-) -> tuple[Ordinal | None, _Phrase | None]:
+    toks: list[Token], phrases: list[Phrase], names: Sequence[str]
+) -> tuple[Ordinal | None, Phrase | None]:
     """The description's ordinal, and the phrase of "N houses to the right of X" (no count)."""
     for p in phrases:  # "8 houses to the right of X", "3 doors down from X"
         h = toks[p.head] if p.head >= 0 else None
@@ -614,7 +114,7 @@ def _ordinal(
             and rest[before].norm in ("of", "from")
             and all(
                 t.kind in ("prep", "det", "w", "size")
-                or t.norm in _SIDE_WORDS
+                or t.norm in SIDE_WORDS
                 or re.match(r"(north|south|east|west)", t.norm)
                 for t in rest[:mk]
             )
@@ -628,9 +128,9 @@ def _ordinal(
             h = toks[p.head] if p.head >= 0 else None
             if h is not None and h.kind not in ("class", "one", "m"):
                 continue  # "the first floor", "the second row"
-            if t.norm in _DIRECTIONAL:
-                return Ordinal(k=1, from_=_DIRECTIONAL[t.norm]), None
-            m = _ORD_RE.match(t.norm)
+            if t.norm in DIRECTIONAL:
+                return Ordinal(k=1, from_=DIRECTIONAL[t.norm]), None
+            m = ORDINAL_RE.match(t.norm)
             k = ORDINALS.get(t.norm) or (int(m.group(1)) if m else 0)
             if k < 1:
                 continue
@@ -649,12 +149,12 @@ def _ordinal(
             nxt = [u.norm for u in toks[k + 1 : k + 4] if u.norm not in ("to", "the", "on")]
             if nxt and (m := re.match(r"(north|south|east|west)", nxt[0])):
                 return Ordinal(k=1, from_=m.group(1)), None
-            if nxt and nxt[0] in _SIDE_WORDS and t.norm != "most":
-                return Ordinal(k=1, from_=_SIDE_WORDS[nxt[0]]), None
+            if nxt and nxt[0] in SIDE_WORDS and t.norm != "most":
+                return Ordinal(k=1, from_=SIDE_WORDS[nxt[0]]), None
     return None, None
 
 
-def _counts(toks: list[_Tok], phrases: list[_Phrase], skip: _Phrase | None) -> tuple[Count, ...]:
+def _counts(toks: list[Token], phrases: list[Phrase], skip: Phrase | None) -> tuple[Count, ...]:
     out: list[Count] = []
     for p in phrases:
         if p is skip or p.number is None or p.head < 0:
@@ -670,7 +170,7 @@ def _counts(toks: list[_Tok], phrases: list[_Phrase], skip: _Phrase | None) -> t
 _ALL_NOUNS = PART_NOUNS | CONTEXT_NOUNS | MATERIALS
 
 
-def _mentions(toks: list[_Tok], names: Sequence[str], description: str) -> tuple[Mention, ...]:
+def _mentions(toks: list[Token], names: Sequence[str], description: str) -> tuple[Mention, ...]:
     out: list[Mention] = []
     prev: tuple[int, Mention] | None = None  # (token index, mention) of the last mention
     for k, t in enumerate(toks):
@@ -682,7 +182,7 @@ def _mentions(toks: list[_Tok], names: Sequence[str], description: str) -> tuple
             a -= 1
         window = toks[a:k]
         words = [u.norm for u in window]
-        bare = [w for w in words if w not in _DETS and w != "the"]
+        bare = [w for w in words if w not in DETS and w != "the"]
         m: Mention | None = None
         same = prev is not None and toks[prev[0]].sent == t.sent
         if (
@@ -741,19 +241,21 @@ def _mentions(toks: list[_Tok], names: Sequence[str], description: str) -> tuple
 _ACROSS = re.compile(r"(?:across|over|(?:other|opposite|far) side of)$")
 
 
-def _start_of(toks: list[_Tok], k: int, m: Mention) -> int:
+def _start_of(toks: list[Token], k: int, m: Mention) -> int:
     """Character where mention ``m`` (token ``k``)'s relation text starts (its name if none)."""
     n = len(m.text.split())
     j = k - n
     return toks[j].start if m.text and j >= 0 else toks[k].start
 
 
-def _names_next(toks: list[_Tok], k: int) -> bool:
+def _names_next(toks: list[Token], k: int) -> bool:
     """Token ``k`` (a mention at a clause start) is followed by "(is) (a|the) ... <class noun>"."""
     j = k + 1
     if j < len(toks) and toks[j].norm == "is":
         j += 1
-    while j < len(toks) and toks[j].kind in _ADJ | {"det", "w"} and toks[j].sent == toks[k].sent:
+    while (
+        j < len(toks) and toks[j].kind in ADJECTIVAL | {"det", "w"} and toks[j].sent == toks[k].sent
+    ):
         j += 1
     return j < len(toks) and toks[j].kind == "class" and toks[j].sent == toks[k].sent
 
@@ -814,7 +316,7 @@ def context_objects(
 
 
 def _context(
-    toks: list[_Tok], phrases: list[_Phrase], description: str
+    toks: list[Token], phrases: list[Phrase], description: str
 ) -> tuple[ContextObject, ...]:
     out: list[ContextObject] = []
     for p in phrases:
@@ -839,14 +341,14 @@ def _context(
 def _read(
     description: str, names: tuple[str, ...], threshold: float
 ) -> tuple[Parse, tuple[ContextObject, ...]]:
-    toks = _tokens(description, names, threshold)
-    phrases = _phrases(toks)
-    _roles(toks, phrases)
-    target = _target(phrases)
+    toks = tokenize(description, names, threshold)
+    phrases = phrases_of(toks)
+    assign_roles(toks, phrases)
+    target = target_phrase(phrases)
     colours: list[str] = []
     sizes: list[str] = []
     shape: str | None = None
-    for p in _said_of_target(toks, phrases, target):
+    for p in said_of_target(toks, phrases, target):
         colours += [c for c in p.colours if c not in colours]
         sizes += [s for s in p.sizes if s not in sizes]
         shape = shape or p.shape
