@@ -75,3 +75,63 @@ def test_ordinal_positions(text, order):
 def test_ordinal_positions_none_without_anything_to_count_from():
     assert ordinal_positions(parse("the red car"), _cars(), ANCHORS, np.arange(4)) is None
     assert ordinal_positions(parse("the second car"), _cars(), ANCHORS, np.arange(4)) is None
+
+
+def _street() -> tuple[Candidates, tuple[Anchor, ...]]:
+    """Two houses facing a road along y = 0 (one north of it, one south), a car parked in
+    front of each at the kerb, a car behind each, and the road."""
+    c = Candidates.build(
+        class_name=["Building", "Building", "Car", "Car", "Car", "Car"],
+        box=[[0, 8, 10, 18], [0, -18, 10, -8], [3, 3, 7, 5], [3, -5, 7, -3],
+             [3, 22, 7, 24], [3, -24, 7, -22]],
+        rgb=[[200, 30, 30], [235, 235, 235], [30, 60, 200], [200, 30, 30],
+             [235, 235, 235], [30, 60, 200]],
+        landmark_name=["Rose Cottage", "Elm House", "", "", "", ""],
+    )  # fmt: skip
+    road = Anchor(name="Mill Lane", box=np.array([-50.0, 0.0, 50.0, 0.0]), kind="road")
+    return c, (road,)
+
+
+@pytest.mark.parametrize(
+    ("text", "best"),
+    [
+        ("the car in front of Rose Cottage", 2),  # towards its road: south of the north house
+        ("the car behind Rose Cottage", 4),
+        ("the car in front of Elm House", 3),  # north of the south house
+        ("the car behind Elm House", 5),
+    ],
+)
+def test_front_and_behind_are_meant_from_the_road_a_landmark_faces(text, best):
+    c, roads = _street()
+    anchors = {n: Anchor(name=n, box=c.box[i]) for i, n in enumerate(["Rose Cottage", "Elm House"])}
+    t = next(
+        t for t in relation_terms(parse(text, list(anchors)), c, anchors, roads=roads)
+        if t.kind == "direction"
+    )  # fmt: skip
+    assert int(np.argmin(t.violation[2:])) + 2 == best
+
+
+@pytest.mark.parametrize(
+    ("text", "best"),
+    [
+        ("a house with a blue car parked in front of it", 0),
+        ("a house with a red car in front of it", 1),
+        ("a house with a white car behind it", 0),
+        ("a car parked behind a white house", 5),
+        ("a car parked in front of a red house", 2),
+    ],
+)
+def test_context_objects_with_colours_and_either_direction(text, best):
+    c, roads = _street()
+    ctx = context_objects(text)
+    t = next(t for t in relation_terms(parse(text), c, {}, ctx, roads=roads) if t.kind == "context")
+    rows = np.flatnonzero(c.class_name == parse(text).target_class)
+    assert rows[int(np.argmin(t.violation[rows]))] == best
+
+
+def test_map_region_band():
+    c, _ = _street()
+    t = relation_terms(parse("the car"), c, {}, regions=("top",))[0]
+    assert t.kind == "region" and t.violation[4] == 0 and t.violation[5] > 2
+    t = relation_terms(parse("the car"), c, {}, regions=("bottom left",))[0]
+    assert int(np.argmin(t.violation[2:])) + 2 == 5

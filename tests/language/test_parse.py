@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urbex.language import RELATIONS, Mention, Ordinal, Parse, parse
+from urbex.language import RELATIONS, Mention, Ordinal, Parse, context_objects, map_regions, parse
 from urbex.language.vocabulary import CLASS_NOUNS, COLOURS
 
 N = [
@@ -365,3 +365,39 @@ def test_parse_any_text_gives_a_valid_parse(text, names):
     assert isinstance(p, Parse)
     assert all(m.name in names and m.relation in RELATIONS for m in p.mentions)
     assert p.ordinal is None or (isinstance(p.ordinal, Ordinal) and p.ordinal.k >= 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "context"),
+    [
+        ("a house with a red car parked in front of it", [("Car", "in_front_of", ("red",), True)]),
+        (
+            "There is a grey car behind it. It is a white house.",
+            [("Car", "behind", ("grey",), True)],
+        ),
+        ("a car parked behind a white van", [("Car", "behind", ("white",), False)]),
+        ("a car outside a building with a grey roof", [("Building", "next_to", ("grey",), False)]),
+        ("a car park with a black car parked in it", [("Car", "in", ("black",), True)]),
+        ("In a parking area: the yellow automobile.", [("Parking", "in", (), False)]),
+        ("the white car next to Mill Lane", []),
+    ],
+)
+def test_context_objects_their_colours_and_direction(text, context):
+    got = [(c.cls, c.relation, c.colours, c.reverse) for c in context_objects(text, N)]
+    assert got == context
+    assert not set(parse(text, N).target_colours) & {c for x in context for c in x[2]}
+
+
+@pytest.mark.parametrize(
+    ("text", "regions"),
+    [
+        ("a car at the top of the map", ("top",)),
+        ("the house in the bottom left corner of the map, next to Mill Lane", ("bottom left",)),
+        ("a van near the left edge of the map", ("left",)),
+        ("on the far right of the map there is a car park", ("right",)),
+        ("the second house from the top of the map", ()),
+        ("the car to the left of Mill Lane", ()),
+    ],
+)
+def test_map_regions(text, regions):
+    assert map_regions(text, N) == regions

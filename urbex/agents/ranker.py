@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.agents.ranker_features import FEATURE_NAMES, HASH_DIM, pair_features
-from urbex.agents.ranking import Candidates, RankingPolicy, read_description
+from urbex.agents.ranking import Candidates, RankingPolicy, Reading, read_description
 from urbex.atomic import atomic_write
 from urbex.env.world import World
 from urbex.errors import ConfigError
@@ -257,8 +257,7 @@ def training_queries(
         if hit.size != 1:
             continue
         d = str(r["description"])
-        rd = read_description(d, str(r["scene_id"]), landmarks)
-        f = pair_features(d, rd.parse, c, rd.anchors, rd.context)
+        f = reading_features(d, read_description(d, str(r["scene_id"]), landmarks), c)
         out.append(TrainingQuery(features=f, target=int(hit[0])))
     return out
 
@@ -319,8 +318,15 @@ class RankerPolicy(RankingPolicy):
     def scores(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """Learned scores of the scene's candidates, shape (K,) (features extracted here)."""
         rd = read_description(description, scene_id, self.env.landmarks)
-        c = self.candidates(scene_id)
-        return self.model.score(pair_features(description, rd.parse, c, rd.anchors, rd.context))
+        return self.model.score(reading_features(description, rd, self.candidates(scene_id)))
+
+
+def reading_features(
+    description: str, reading: Reading, candidates: Candidates
+) -> NDArray[np.float64]:
+    """:func:`~urbex.agents.ranker_features.pair_features` of a :class:`Reading`."""
+    return pair_features(description, reading.parse, candidates, reading.anchors, reading.context,
+                         roads=reading.roads, regions=reading.regions)  # fmt: skip
 
 
 def ranker_summary(model: RankerModel) -> Mapping[str, Any]:

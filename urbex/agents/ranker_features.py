@@ -17,7 +17,8 @@ candidate (world metres):
   landmark);
 * **relations** — each kind of relation the parse states, as the violation
   :func:`urbex.agents.relations.relation_terms` measures (direction — compass and map frame —,
-  next to, near, on a road, in, between, corner, across, end, "called X", context objects), and
+  next to, near, on a road, in, between, corner, across, end, "called X", context objects, map
+  regions), and
   the agreement of the bearing landmark → candidate with the first direction;
 * **same-class neighbours** within 15 m (log count), and the **ordinal position**
   (:func:`urbex.agents.relations.ordinal_positions`) among the same-class candidates near the
@@ -51,7 +52,7 @@ HASH_DIM = 32
 #: Relation kinds of :class:`urbex.agents.relations.Term` with a violation feature each.
 _RELATION_KINDS = (
     "direction", "next", "near", "road", "in", "between", "corner", "across", "end", "named",
-    "context",
+    "context", "region",
 )  # fmt: skip
 _BASE_FEATURES: tuple[str, ...] = (
     *(f"is_{c}" for c in TARGET_CLASSES),
@@ -133,6 +134,9 @@ def pair_features(
     candidates: Candidates,
     anchors: Mapping[str, Anchor] | None = None,
     context: Sequence[ContextObject] = (),
+    *,
+    roads: Sequence[Anchor] = (),
+    regions: Sequence[str] = (),
 ) -> NDArray[np.float64]:
     """The feature matrix of one description against a scene's candidates.
 
@@ -148,6 +152,10 @@ def pair_features(
         The mentioned landmarks, located (:func:`urbex.agents.ranking.anchors_for`).
     context : sequence of ContextObject
         Its unnamed context objects (:func:`urbex.language.context_objects`).
+    roads : sequence of Anchor
+        The scene's roads (what "in front of" an object is measured from).
+    regions : sequence of str
+        The parts of the map it names (:func:`urbex.language.map_regions`).
 
     Returns
     -------
@@ -230,7 +238,7 @@ def pair_features(
     out[:, col["tall_x_height"]] = hpct * bool(sizes & _TALL)
     out[:, col["low_x_height"]] = (1 - hpct) * bool(sizes & _LOW)
     direction = False
-    for t in relation_terms(parse, candidates, anchors, context):
+    for t in relation_terms(parse, candidates, anchors, context, roads=roads, regions=regions):
         out[:, col[f"rel_{t.kind}"]] += np.minimum(t.violation, 5.0)
         if t.agreement is not None and not direction:
             out[:, col["dir_agree"]] = t.agreement

@@ -34,9 +34,10 @@ until the final conversion to global-view units (0–1000).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,7 +49,7 @@ from urbex.agents.relations import ordinal_positions, relation_terms
 from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.table import footprint_bounds
-from urbex.language import ContextObject, Parse, context_objects, parse
+from urbex.language import ContextObject, Parse, context_objects, map_regions, parse
 
 if TYPE_CHECKING:
     import polars as pl
@@ -68,6 +69,7 @@ __all__ = [
     "colour_log_likelihood",
     "exposure_gain",
     "read_description",
+    "scene_roads",
     "score_candidates",
     "srgb_to_lab",
 ]
@@ -245,6 +247,9 @@ def score_candidates(
     candidates: Candidates,
     anchors: Mapping[str, Anchor] | None = None,
     context: Sequence[ContextObject] = (),
+    *,
+    roads: Sequence[Anchor] = (),
+    regions: Sequence[str] = (),
 ) -> NDArray[np.float64]:
     """Score every candidate against a description's parse (higher is better; see the module
     docstring).
@@ -260,6 +265,10 @@ def score_candidates(
         one is not scored.
     context : sequence of ContextObject
         The description's unnamed context objects (:func:`urbex.language.context_objects`).
+    roads : sequence of Anchor
+        The scene's roads (what "in front of" an object is measured from).
+    regions : sequence of str
+        The parts of the map the description names (:func:`urbex.language.map_regions`).
 
     Returns
     -------
@@ -293,7 +302,7 @@ def score_candidates(
     if parse.target_colours:  # after the scene's exposure correction (:func:`exposure_gain`)
         rgb = candidates.rgb * exposure_gain(candidates.rgb)
         score += np.max([colour_log_likelihood(c, rgb) for c in parse.target_colours], axis=0)
-    for t in relation_terms(parse, candidates, anchors, context):
+    for t in relation_terms(parse, candidates, anchors, context, roads=roads, regions=regions):
         if t.kind == "named":
             score -= W_CLASS * t.violation
         else:
@@ -348,20 +357,51 @@ def anchors_for(parse: Parse, scene_id: str, index: Any) -> dict[str, Anchor]:
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """A description as the rankers read it: :func:`read_description`."""
+    """A description as the rankers read it (:func:`read_description`): its parse, context
+    objects and map regions, its mentions located, and the scene's roads."""
 
     parse: Parse
-    context: tuple[ContextObject, ...]
-    anchors: dict[str, Anchor]
+    context: tuple[ContextObject, ...] = ()
+    regions: tuple[str, ...] = ()
+    anchors: dict[str, Anchor] = field(default_factory=dict)
+    roads: tuple[Anchor, ...] = ()
+
+    def score(self, candidates: Candidates) -> NDArray[np.float64]:
+        """:func:`score_candidates` of this reading."""
+        return score_candidates(self.parse, candidates, self.anchors, self.context,
+                                roads=self.roads, regions=self.regions)  # fmt: skip
+
+
+def scene_roads(index: Any, scene_id: str) -> tuple[Anchor, ...]:
+    """The scene's roads (landmarks of kind ``road``) as anchors, world metres."""
+    if index is None or "kind" not in index.table.columns:
+        return ()
+    return _roads(index, scene_id)
+
+
+@functools.lru_cache(maxsize=64)
+def _roads(index: Any, scene_id: str) -> tuple[Anchor, ...]:
+    t = index.table
+    rows = t.filter((t["scene_id"] == scene_id) & (t["kind"] == "road")).to_dicts()
+    return tuple(
+        Anchor(name=str(r["name"]), box=_anchor_box(r, float(r["x"]), float(r["y"])), kind="road")
+        for r in rows
+    )
 
 
 def read_description(description: str, scene_id: str, index: Any) -> Reading:
     """The parse of ``description`` against ``scene_id``'s landmark names, its context objects
-    and its located anchors: what both rankers score."""
+    and map regions, its located anchors and the scene's roads: what both rankers score."""
     names = index.names(scene_id) if index is not None else []
-    p = parse(description, names, threshold=getattr(index, "mention_threshold", 0.9))
-    ctx = context_objects(description, names, threshold=getattr(index, "mention_threshold", 0.9))
-    return Reading(parse=p, context=ctx, anchors=anchors_for(p, scene_id, index))
+    th = getattr(index, "mention_threshold", 0.9)
+    p = parse(description, names, threshold=th)
+    return Reading(
+        parse=p,
+        context=context_objects(description, names, threshold=th),
+        regions=map_regions(description, names, threshold=th),
+        anchors=anchors_for(p, scene_id, index),
+        roads=scene_roads(index, scene_id),
+    )
 
 
 class RankingPolicy(PolicyBase):
@@ -424,8 +464,9 @@ class RankingPolicy(PolicyBase):
 
     def scores(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """:func:`score_candidates` over the scene's candidates, shape (K,)."""
-        r = read_description(description, scene_id, self.env.landmarks)
-        return score_candidates(r.parse, self.candidates(scene_id), r.anchors, r.context)
+        return read_description(description, scene_id, self.env.landmarks).score(
+            self.candidates(scene_id)
+        )
 
     def predict(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """The top candidate's BEV box (world metres), shape (4,)."""

@@ -9,10 +9,14 @@ trained ranker learns them (:func:`urbex.agents.ranker_features.pair_features`).
 
 Relations, with the tolerance past which a violation grows (in tolerance units):
 
-* compass and map-frame directions (``north_of`` … ``left_of``, ``behind``, ``in_front_of``):
-  the bearing landmark → candidate within ±45° of the relation's
-  (:attr:`urbex.language.Mention.bearing`; the map frame has north up), BEV gap ≤
-  :data:`NEAR_M`; beside a road, the bearing from its nearest point;
+* compass and map-frame directions (``north_of`` … ``left_of``; the map has north up, left is
+  west): the bearing landmark → candidate within ±45° of the relation's
+  (:attr:`urbex.language.Mention.bearing`), BEV gap ≤ :data:`NEAR_M`; beside a road, the
+  bearing from its nearest point;
+* ``in_front_of`` / ``behind`` an object are meant from the road it faces (its nearest road
+  within :data:`FRONT_MAX_M`): towards that road (not past its centreline) / away from it,
+  gap ≤ :data:`FRONT_MAX_M`; an object facing no road falls back to the map frame (behind is up
+  the map, in front down);
 * ``next_to`` gap ≤ :data:`NEXT_M`; ``near``/``off``/``facing``/``other`` gap ≤ :data:`NEAR_M`;
   ``in`` centre inside the footprint;
 * a road (a line landmark) with ``on``/``next_to``/``near``/``in``/``facing``/``at_end_of``: gap
@@ -20,7 +24,12 @@ Relations, with the tolerance past which a violation grows (in tolerance units):
 * ``corner`` of two landmarks: gap to where they cross ≤ :data:`CORNER_TOL`; ``between`` two:
   gap to A + gap to B − gap between A and B ≤ :data:`NEXT_M`; ``across_from`` L (across road
   R): near L and on the other side of R;
-* a description that *names* the target ("called X", "X, the red building"): the candidate is X.
+* a description that *names* the target ("called X", "X, the red building"): the candidate is X;
+* an unnamed context object ("in a parking lot", "with a red car parked in front of it",
+  "behind a white van"): the relation to the best-placed other candidate of its class and
+  colour (:func:`urbex.language.context_objects`);
+* a region of the map ("at the top of the map"): the candidate's centre in that quarter of the
+  candidates' extent (:data:`MAP_EDGE`).
 
 Frames: boxes are BEV ``[x_min, y_min, x_max, y_max]`` in world metres (x east, y north).
 """
@@ -34,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.agents.colour import PALETTE, colour_log_likelihood, exposure_gain
 from urbex.geometry import gap_2d, overlap_bounds_2d
 from urbex.landmarks.names import normalize_name
 from urbex.language import ContextObject, Mention, Parse
@@ -43,6 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORNER_TOL",
+    "FRONT_MAX_M",
+    "MAP_EDGE",
     "NEAR_M",
     "NEXT_M",
     "ROAD_TOL",
@@ -53,6 +65,10 @@ __all__ = [
 
 #: Tolerances (metres): near and compass gap, next-to gap.
 NEAR_M, NEXT_M = 35.0, 6.0
+#: An object faces its nearest road within this gap (m): "in front of" it is towards that road.
+FRONT_MAX_M = 15.0
+#: Share of the map's side that a map region ("the top of the map") covers.
+MAP_EDGE = 0.25
 #: Gap to a crossing ("at the corner of A and B"), per class (default 15 m).
 CORNER_TOL: Mapping[str, float] = {"Car": 10.0}
 #: Gap to a road's centreline, per class (default 15 m; a car: half a carriageway).
@@ -61,6 +77,7 @@ _DEFAULT_TOL = 15.0
 _DIRECTIONAL = frozenset(
     "north_of south_of east_of west_of left_of right_of behind in_front_of".split()
 )
+_FRONT_BACK = frozenset({"in_front_of", "behind"})
 _ROAD_RELS = frozenset({"on", "next_to", "near", "in", "facing", "at_end_of"})
 
 
@@ -157,9 +174,13 @@ def relation_terms(
     candidates: Candidates,
     anchors: Mapping[str, Anchor],
     context: Sequence[ContextObject] = (),
+    *,
+    roads: Sequence[Anchor] = (),
+    regions: Sequence[str] = (),
 ) -> list[Term]:
-    """Every relation of ``parse`` (and of its unnamed ``context`` objects) measured on the
-    candidates (see the module docstring); mentions without an anchor are skipped.
+    """Every relation of ``parse`` (and of its unnamed ``context`` objects and ``regions`` of
+    the map) measured on the candidates (see the module docstring); mentions without an anchor
+    are skipped.
 
     Parameters
     ----------
@@ -171,6 +192,12 @@ def relation_terms(
         Mention name → its located landmark.
     context
         :func:`urbex.language.context_objects` of the description.
+    roads
+        The scene's roads (line landmarks): "in front of" / "behind" an object are meant from
+        the road it faces, when one runs within :data:`FRONT_MAX_M` of it.
+    regions
+        :func:`urbex.language.map_regions` of the description; the map is the candidates'
+        extent, north up.
 
     Returns
     -------
@@ -205,7 +232,7 @@ def relation_terms(
             add("between", np.zeros(len(box)), pair[1], gb)  # self only
         else:
             add("near", over(ga, NEAR_M) + 0.1 * ga / NEAR_M, pair[0], ga)
-    roads = [a for m, a in located if a.is_line and m.relation == "other" and not m.names_target]
+    across = [a for m, a in located if a.is_line and m.relation == "other" and not m.names_target]
     for m, a in located:
         g = _gap(box, a.box)
         if m.relation in ("corner", "between"):
@@ -217,9 +244,16 @@ def relation_terms(
             road = over(g, per_class(ROAD_TOL, cls))
             add("end" if m.relation == "at_end_of" else "road", road, None, g)
         elif m.bearing is not None:
-            cos = _direction(centre, a, m.bearing)
-            ang = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
-            v = over(ang, 45.0) + over(g, NEAR_M) + 0.1 * g / NEAR_M
+            front = _front_bearing(a.box, roads) if m.relation in _FRONT_BACK else None
+            bearing = m.bearing if front is None else front[0]
+            if front is not None and m.relation == "behind":
+                bearing = (-front[0][0], -front[0][1])
+            cos = _direction(centre, a, bearing)
+            if front is not None:  # from the road the landmark faces
+                v = _front_violation(centre - _centre(a.box), g, front, m.relation)
+            else:
+                ang = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+                v = over(ang, 45.0) + over(g, NEAR_M) + 0.1 * g / NEAR_M
             add("direction", v, a, g, cos)
         elif m.relation == "next_to":
             add("next", over(g, NEXT_M) + 0.1 * g / NEXT_M, a, g)
@@ -229,41 +263,128 @@ def relation_terms(
             add("in", (~inside) * (1.0 + out_d / 5.0), a, g)
         elif m.relation == "across_from":
             v = over(g, NEAR_M) + 0.1 * g / NEAR_M
-            for r in roads:  # strictly on the other side of the road
+            for r in across:  # strictly on the other side of the road
                 v = v + (_side(centre, r) * _side(_centre(a.box), r) >= 0)
             add("across", v, a, g)
         else:  # near, off, facing, on or other for a place, at_end_of a non-road
             add("near", over(g, NEAR_M) + 0.1 * g / NEAR_M, a, g)
     for c in context:
-        terms.extend(_context_term(c, box, cls, centre))
+        terms.extend(_context_term(c, candidates, roads))
+    if regions:
+        terms.append(_region_term(regions, box))
     return terms
 
 
-def _context_term(
-    c: ContextObject,
-    box: NDArray[np.float64],
-    cls: NDArray[np.str_],
-    centre: NDArray[np.float64],
-) -> list[Term]:
-    """A context object ("in a parking lot", "next to a car park"), relative to the nearest other candidate of
-    that class."""
-    of = np.flatnonzero(cls == c.cls)
-    if of.size == 0 or c.relation not in ("in", "next_to", "near"):
+def _front_bearing(
+    box: NDArray[np.float64], roads: Sequence[Anchor]
+) -> tuple[tuple[float, float], float] | None:
+    """The road an object faces (its nearest road within :data:`FRONT_MAX_M`; a road runs
+    along its longer side): the unit vector ``(east, north)`` from the object's centre towards
+    it, and the distance (m) from that centre to the road's centreline. None without one."""
+    if not roads:
+        return None
+    g = np.array([float(_gap(box[None], r.box)[0]) for r in roads])
+    k = int(np.argmin(g))
+    if g[k] > FRONT_MAX_M:
+        return None
+    r, c = roads[k].box, _centre(box)
+    if (r[2] - r[0]) >= (r[3] - r[1]):  # along x: the road is north or south of it
+        y = (r[1] + r[3]) / 2
+        return ((0.0, 1.0) if y >= c[1] else (0.0, -1.0)), abs(y - c[1])
+    x = (r[0] + r[2]) / 2
+    return ((1.0, 0.0) if x >= c[0] else (-1.0, 0.0)), abs(x - c[0])
+
+
+def _front_violation(
+    d: NDArray[np.float64], gap: NDArray[np.float64], front: tuple[tuple[float, float], float],
+    relation: str,
+) -> NDArray[np.float64]:  # fmt: skip
+    """How far displacements ``d`` (reference centre → object, (N, 2) m) with BEV ``gap`` are
+    from "in front of" (towards the reference's road, not past its centreline) or "behind"."""
+    u = np.asarray(front[0]) * (1.0 if relation == "in_front_of" else -1.0)
+    along = d @ u
+    cos = along / np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-9)
+    v = over(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))), 45.0) + over(gap, FRONT_MAX_M)
+    if relation == "in_front_of":  # not across the road
+        v = v + np.maximum(0.0, along - front[1] - 1.0) / 5.0
+    return v
+
+
+def _colour_ok(candidates: Candidates, colours: Sequence[str]) -> NDArray[np.bool_]:
+    """Candidates whose mean colour is nearest (in the palette, exposure-corrected) to one of
+    ``colours`` (every candidate when none is said or colours are unknown)."""
+    if not colours:
+        return np.ones(len(candidates), dtype=bool)
+    rgb = candidates.rgb * exposure_gain(candidates.rgb)
+    ll = np.stack([colour_log_likelihood(w, rgb) for w in PALETTE], axis=1)
+    best = np.array(list(PALETTE))[np.argmax(ll, axis=1)]
+    unknown = np.isnan(candidates.rgb).any(axis=1)
+    return np.isin(best, list(colours)) | unknown
+
+
+def _context_term(c: ContextObject, candidates: Candidates, roads: Sequence[Anchor]) -> list[Term]:
+    """A context object ("in a parking lot", "with a red car in front of it", "behind a white
+    van"): the relation to the best-placed other candidate of its class (and colours)."""
+    box, cls = candidates.box, candidates.class_name
+    k = len(box)
+    of = np.flatnonzero((cls == c.cls) & _colour_ok(candidates, c.colours))
+    if of.size == 0 or c.relation not in ("in", "next_to", "near", "in_front_of", "behind"):
         return []
-    none = np.zeros(len(box), dtype=bool)
+    none = np.zeros(k, dtype=bool)
+    centre, oc = _centre(box), _centre(box[of])
     if c.relation == "in":
-        lots = box[of]
+        inner, outer = (
+            (oc[None, :], box[:, None]) if c.reverse else (centre[:, None], box[of][None])
+        )
         inside = (
-            (centre[:, None, 0] > lots[None, :, 0]) & (centre[:, None, 0] < lots[None, :, 2])
-            & (centre[:, None, 1] > lots[None, :, 1]) & (centre[:, None, 1] < lots[None, :, 3])
-        ).any(1) & (cls != c.cls)  # fmt: skip
-        return [Term("context", (~inside).astype(np.float64), none, np.zeros(len(box)))]
-    g = np.asarray(gap_2d(box[:, None], box[of]), dtype=np.float64)  # (K, |of|)
+            (inner[..., 0] > outer[..., 0]) & (inner[..., 0] < outer[..., 2])
+            & (inner[..., 1] > outer[..., 1]) & (inner[..., 1] < outer[..., 3])
+        )  # fmt: skip
+        inside[of, np.arange(of.size)] = False  # not in itself
+        miss = np.asarray(~inside.any(axis=1), dtype=np.float64)
+        return [Term("context", miss, none, np.zeros(k))]
+    g = np.asarray(gap_2d(box[:, None], box[of][None]), dtype=np.float64)  # (K, |of|)
     g[of, np.arange(of.size)] = np.inf  # not to itself
-    g0 = g.min(axis=1)
-    g0 = np.where(np.isfinite(g0), g0, 1e3)
-    tol = NEXT_M if c.relation == "next_to" else NEAR_M
-    return [Term("context", over(g0, tol), none, g0)]
+    if c.relation in ("next_to", "near"):
+        g0 = np.where(np.isfinite(g.min(axis=1)), g.min(axis=1), 1e3)
+        tol = NEXT_M if c.relation == "next_to" else NEAR_M
+        return [Term("context", over(g0, tol), none, g0)]
+    # in front of / behind: of the reference's front road (the candidate's when reverse)
+    v = np.full((k, of.size), 10.0)
+    for i in range(k):
+        if c.reverse:  # the object stands in front of / behind the candidate
+            f = _front_bearing(box[i], roads)
+            if f is not None:
+                v[i] = _front_violation(oc - centre[i], g[i], f, c.relation)
+            continue
+        for j, o in enumerate(of.tolist()):  # the candidate stands in front of / behind it
+            f = _front_bearing(box[o], roads)
+            if f is not None:
+                v[i, j] = _front_violation(
+                    (centre[i] - oc[j])[None], g[i, j : j + 1], f, c.relation
+                )[0]
+    v[~np.isfinite(g)] = 10.0
+    return [Term("context", np.minimum(v.min(axis=1), 10.0), none, g.min(axis=1))]
+
+
+def _region_term(regions: Sequence[str], box: NDArray[np.float64]) -> Term:
+    """The candidate's centre in the band of the map (the candidates' extent, north up) that
+    each region names (a quarter of the map's side), in band widths past its edge."""
+    x0, y0 = box[:, 0].min(), box[:, 1].min()
+    x1, y1 = box[:, 2].max(), box[:, 3].max()
+    c = _centre(box)
+    bw, bh = max(x1 - x0, 1.0) * MAP_EDGE, max(y1 - y0, 1.0) * MAP_EDGE
+    past = {
+        "top": np.maximum(0.0, (y1 - bh) - c[:, 1]) / bh,
+        "bottom": np.maximum(0.0, c[:, 1] - (y0 + bh)) / bh,
+        "left": np.maximum(0.0, c[:, 0] - (x0 + bw)) / bw,
+        "right": np.maximum(0.0, (x1 - bw) - c[:, 0]) / bw,
+    }
+    v = np.zeros(len(box))
+    for r in regions:
+        for side in r.split():
+            v = v + past.get(side, 0.0)
+    return Term("region", v, np.zeros(len(box), dtype=bool), np.zeros(len(box)))
 
 
 def ordinal_positions(

@@ -6,7 +6,7 @@ shape, counts, ordinal, landmark mentions with their relations). It stands besid
 description (the lift, the rankers, the baselines, ``urbex parse``).
 """
 
-from urbex.language.parse import context_objects, parse
+from urbex.language.parse import context_objects, map_regions, parse
 from urbex.language.records import (
     MAP_SIDES,
     RELATIONS,
@@ -26,5 +26,6 @@ __all__ = [
     "Ordinal",
     "Parse",
     "context_objects",
+    "map_regions",
     "parse",
 ]

@@ -305,42 +305,120 @@ def parse(
 def context_objects(
     description: str, landmark_names: Sequence[str] = (), *, threshold: float = MENTION_THRESHOLD
 ) -> tuple[ContextObject, ...]:
-    """The unnamed objects of the target classes the description places the target against,
-    with the relation read as for a mention ("In a parking area: the yellow car" → a Parking
-    ``in``). Same arguments as :func:`parse` (and the same, cached, reading).
+    """The unnamed objects of the target classes the description places the target against:
+    the target stands in a relation to them ("parked behind a white van", "In a parking area:
+    the yellow car") or they to it (``reverse``: "a house with a red car in front of it",
+    "There is a red car in front of it."). Same arguments as :func:`parse` (and the same,
+    cached, reading).
 
     >>> context_objects("the red car in a car park next to Mill Lane", ["Mill Lane"])
-    (ContextObject(cls='Parking', relation='in', text='in'),)
+    (ContextObject(cls='Parking', relation='in', colours=(), reverse=False, text='in'),)
+    >>> c = context_objects("a house with a white van parked in front of it")[0]
+    >>> c.cls, c.relation, c.colours, c.reverse
+    ('Car', 'in_front_of', ('white',), True)
     """
     return _read(str(description), tuple(str(n) for n in landmark_names), float(threshold))[1]
 
 
+def map_regions(
+    description: str, landmark_names: Sequence[str] = (), *, threshold: float = MENTION_THRESHOLD
+) -> tuple[str, ...]:
+    """The parts of the map the description puts the target in ("at the top of the map" →
+    ``top``, "in the bottom left corner of the map" → ``bottom left``; north is up). Same
+    arguments as :func:`parse`.
+
+    >>> map_regions("a red car near the left edge of the map"), map_regions("the second from the top")
+    (('left',), ())
+    """
+    return _read(str(description), tuple(str(n) for n in landmark_names), float(threshold))[2]
+
+
+#: The words after a context object that relate it to the target ("... parked in front of it").
+_CONTEXT_AFTER = re.compile(
+    r"^(?:(?:is|are|parked|standing|sitting|stands|sits) )?(?:(?:right|just|out) )?"
+    r"(?P<rel>in front of|behind|next to|beside|alongside|inside|in|at the back|out front|"
+    r"round the back|at the front)(?:(?<=of) (?:it|them|this)| (?:it|them|this)|(?<=back)|"
+    r"(?<=front))(?: |$)"
+)
+_CONTEXT_REL = {"in front of": "in_front_of", "out front": "in_front_of", "at the front": "in_front_of",
+                "behind": "behind", "at the back": "behind", "round the back": "behind",
+                "next to": "next_to", "beside": "next_to", "alongside": "next_to", "in": "in",
+                "inside": "in"}  # fmt: skip
+
+
 def _context(
-    toks: list[Token], phrases: list[Phrase], description: str
+    toks: list[Token], phrases: list[Phrase], target: Phrase | None, description: str
 ) -> tuple[ContextObject, ...]:
     out: list[ContextObject] = []
     for p in phrases:
-        if p.role != "context" or p.cls is None or toks[p.head].kind != "class":
+        if p is target or p.role not in ("context", "predicate") or p.cls is None:
+            continue
+        if toks[p.head].kind != "class" or (
+            target is not None and p.a < target.b and p.b > target.a
+        ):
             continue
         a = p.a
         while a > 0 and toks[a].brk not in (".", ",") and toks[a - 1].kind != "m":
             a -= 1
         window = toks[a : p.a]
         rel = relation_before([u.norm for u in window]) if window else None
-        if rel is not None and rel[0] != "other":
+        colours = tuple(dict.fromkeys([*p.colours, *_part_colours(toks, phrases, p)]))
+        if rel is not None and rel[0] not in ("other", "near") and p.role == "context":
             r, s0, s1 = rel
+            text = description[window[s0].start : window[s1 - 1].end]
+            out.append(ContextObject(cls=p.cls, relation=r, colours=colours, text=text))
+            continue
+        after = [t for t in toks[p.b : p.b + 8] if t.sent == toks[p.a].sent]
+        m = _CONTEXT_AFTER.match(" ".join(t.norm for t in after) + " ")
+        if m is not None:
+            n = len(m.group().split())
+            text = description[after[0].start : after[n - 1].end]
+            rel_ = _CONTEXT_REL[m.group("rel")]
             out.append(
-                ContextObject(
-                    cls=p.cls, relation=r, text=description[window[s0].start : window[s1 - 1].end]
-                )
+                ContextObject(cls=p.cls, relation=rel_, colours=colours, reverse=True, text=text)
             )
+    return tuple(out)
+
+
+def _part_colours(toks: list[Token], phrases: list[Phrase], p: Phrase) -> list[str]:
+    """Colours of the parts said right after a phrase ("a building *with a grey roof*")."""
+    out: list[str] = []
+    for q in phrases:
+        if q.a <= p.b or toks[q.a].sent != toks[p.a].sent:
+            continue
+        if q.head < 0 or toks[q.head].kind != "part" or toks[q.a - 1].norm not in ("with", "and"):
+            break
+        out += q.colours
+    return out
+
+
+_REGION = re.compile(
+    r"(?:^| )(?:at|near|along|in|on|towards?|by) (?:the )?(?:far |very )?"
+    r"(?P<a>top|bottom|upper|lower|left|right|north|south|east|west)(?:ern)?"
+    r"(?: (?P<b>left|right|east|west)(?:ern)?)?(?: hand)?"
+    r"(?: (?:edge|side|corner|part|end|half|area|section|border))? of (?:the )?"
+    r"(?:map|image|picture|view|plan|scene|screen)\b"
+)
+_REGION_WORD = {"upper": "top", "lower": "bottom", "north": "top", "south": "bottom",
+                "east": "right", "west": "left"}  # fmt: skip
+
+
+def _regions(toks: list[Token]) -> tuple[str, ...]:
+    out: list[str] = []
+    for sent in sorted({t.sent for t in toks}):
+        text = " ".join(t.norm for t in toks if t.sent == sent)
+        for m in _REGION.finditer(text):
+            words = [_REGION_WORD.get(w, w) for w in (m.group("a"), m.group("b")) if w]
+            side = " ".join(words)
+            if side not in out:
+                out.append(side)
     return tuple(out)
 
 
 @lru_cache(maxsize=4096)
 def _read(
     description: str, names: tuple[str, ...], threshold: float
-) -> tuple[Parse, tuple[ContextObject, ...]]:
+) -> tuple[Parse, tuple[ContextObject, ...], tuple[str, ...]]:
     toks = tokenize(description, names, threshold)
     phrases = phrases_of(toks)
     assign_roles(toks, phrases)
@@ -362,5 +440,4 @@ def _read(
         ordinal=ordinal,
         mentions=_mentions(toks, names, description),
     )
-    return parsed, _context(toks, phrases, description)
-    return parsed, _context(toks, phrases, description)
+    return parsed, _context(toks, phrases, target, description), _regions(toks)

@@ -155,13 +155,16 @@ class Count:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextObject:
-    """An unnamed object of a target class that the description places the target against
-    ("in a parking lot", "next to a car park"): its class, the target's relation to it
-    (:data:`RELATIONS`) and the words that said so. Not a field of :class:`Parse` (whose
+    """An unnamed object of a target class that the description places the target against:
+    its class, its colours, the relation (:data:`RELATIONS`) — of the target to it ("in a
+    parking lot", "behind a white van"), or with ``reverse`` of it to the target ("with a red
+    car in front of it") — and the words that said so. Not a field of :class:`Parse` (whose
     mentions are named landmarks); :func:`urbex.language.context_objects` reads them."""
 
     cls: str
     relation: str
+    colours: tuple[str, ...] = ()
+    reverse: bool = False
     text: str = ""
 
     def __post_init__(self) -> None:
