@@ -36,11 +36,12 @@ _DROP = frozenset({"the"})
 _QUALIFIERS = frozenset("north south east west upper lower great little".split())
 
 
-def _positional(tok: str, i: int, toks: list[str]) -> str:
-    """ "st" → saint/street and "dr" → doctor/drive by position (see :func:`normalize_name`)."""
+def _positional(tok: str, i: int, toks: list[str], ends_clause: bool = False) -> str:
+    """ "st" → saint/street and "dr" → doctor/drive by position (see :func:`normalize_name`);
+    ``ends_clause``: punctuation (``,;:)``) follows it, as the last word of a name does."""
     if tok not in ("st", "dr"):
         return tok
-    street_like = i > 0 and (i == len(toks) - 1 or toks[i + 1] in _QUALIFIERS)
+    street_like = i > 0 and (i == len(toks) - 1 or toks[i + 1] in _QUALIFIERS or ends_clause)
     if tok == "st":
         return "street" if street_like else "saint"
     return "drive" if i > 0 else "doctor"
@@ -60,6 +61,8 @@ _APOSTROPHES = re.compile(r"['’‘`´]")
 #: A word of a text: letters/digits with inner apostrophes ("King's"), or an ampersand.
 _WORD = re.compile(r"[^\W_]+(?:['’‘`´][^\W_]+)*|&")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+#: Punctuation that ends a clause right after a word ("Bishop St, in ..." is a street).
+_CLAUSE_END = re.compile(r"\.?\s*[,;:)]")
 
 
 class Word(NamedTuple):
@@ -88,12 +91,19 @@ def words_of(text: str) -> list[Word]:
 
     >>> [w.norm for w in words_of("The Red Lion, St. Mary's Rd & Co")]
     ['the', 'red', 'lion', 'saint', 'marys', 'road', 'and', 'co']
+    >>> [w.norm for w in words_of("along Bishop St, in front")][2]
+    'street'
     >>> words_of("Café!")[0]
     Word(norm='cafe', start=0, end=4)
     """
-    raw = [(t, m.start(), m.end()) for m in _WORD.finditer(str(text)) for t in _fold(m.group())]
+    text = str(text)
+    raw = [(t, m.start(), m.end()) for m in _WORD.finditer(text) for t in _fold(m.group())]
     toks = [_ABBREV.get(t, t) for t, _, _ in raw]
-    return [Word(_positional(t, i, toks), a, b) for i, (t, (_, a, b)) in enumerate(zip(toks, raw))]
+    ends = [bool(_CLAUSE_END.match(text, b)) for _, _, b in raw]
+    return [
+        Word(_positional(t, i, toks, e), a, b)
+        for i, (t, (_, a, b), e) in enumerate(zip(toks, raw, ends))
+    ]
 
 
 def normalize_name(name: str) -> str:
@@ -101,8 +111,8 @@ def normalize_name(name: str) -> str:
 
     Unicode accents are stripped, case is folded, possessives lose their apostrophe
     ("King's" → "kings"), punctuation becomes space, "&" becomes "and", common abbreviations take
-    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word or
-    before a qualifier such as "North", and "saint" elsewhere; "Dr" is "doctor" as the first word
+    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word,
+    before a qualifier such as "North" or before a comma, and "saint" elsewhere; "Dr" is "doctor" as the first word
     and "drive" elsewhere) and "the" is dropped (:func:`words_of` keeps it).
 
     Examples

@@ -286,10 +286,10 @@ def parse(
 
     Examples
     --------
-    >>> p = parse("On Regina Drive in the parking lot of the McDonald's this gray car is parked",
-    ...           ["Regina Drive", "McDonald's"])
+    >>> p = parse("Along Bishop St, in the car park of the Tesco, there's a gray hatchback",
+    ...           ["Bishop Street", "Tesco"])
     >>> p.target_class, p.target_colours, [(m.name, m.relation) for m in p.mentions]
-    ('Car', ('grey',), [('Regina Drive', 'on'), ("McDonald's", 'in')])
+    ('Car', ('grey',), [('Bishop Street', 'on'), ('Tesco', 'in')])
     >>> p = parse("a white house with a red car in front of it, across the street from Red Lion",
     ...           ["Red Lion"])
     >>> p.target_class, p.target_colours, p.mentions[0].relation, p.mentions[0].text
