@@ -4,7 +4,8 @@ The figures in ``data/pinned_episodes.json`` were written by the code *before* t
 the trajectory record and the metrics were unified (issue 9), on the two-scene synthetic project
 of :func:`tests.fixtures.city.build_eval_project`, and rewritten once on purpose since (issue 12:
 the generator's paraphrase families and noise change every description; the answer lift no longer
-reads a class noun inside a landmark name). Every per-episode figure must stay the same: a
+reads a class noun inside a landmark name; issue 23: the rules and the landmark prior read the one
+parse of a description). Every per-episode figure must stay the same: a
 refactor that changes one number changed behaviour.
 
 Regenerate only on purpose (a deliberate behaviour change, named in the commit)::
