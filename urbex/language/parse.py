@@ -40,6 +40,7 @@ from functools import lru_cache
 from urbex.language.phrases import (
     Phrase,
     assign_roles,
+    governor,
     phrases_of,
     said_of_target,
     target_phrase,
@@ -48,6 +49,7 @@ from urbex.language.records import ContextObject, Count, Mention, Ordinal, Parse
 from urbex.language.relations import relation_after, relation_before
 from urbex.language.tokens import (
     ADJECTIVAL,
+    COPULA,
     DETS,
     DIRECTIONAL,
     ORDINAL_RE,
@@ -103,6 +105,8 @@ def _ordinal(
         h = toks[p.head] if p.head >= 0 else None
         if p.number is None or h is None or h.kind not in ("class", "part") or p.b >= len(toks):
             continue
+        if p.has_det or toks[p.a].kind != "number" or governor(toks, p)[0] in ("of", *COPULA):
+            continue  # "the three houses north of X", "there are 3 houses ...": a count
         rest = [t for t in toks[p.b : p.b + 7] if t.sent == toks[p.a].sent]
         mk = next((i for i, t in enumerate(rest) if t.kind == "m"), None)
         before = mk - 1 if mk is not None else -1

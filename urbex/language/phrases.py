@@ -302,8 +302,8 @@ def said_of_target(toks: list[Token], phrases: list[Phrase], target: Phrase | No
             h.kind == "class" and p.role == "predicate" and (target is None or p.cls == target.cls)
         ):
             _, j = governor(toks, p)
-            if j > 0 and toks[j - 1].norm in ("there", "theres"):
-                continue
+            if p.cue < 1 or (j > 0 and toks[j - 1].norm in ("there", "theres")):
+                continue  # "... and a red house next to it", "there is a car ..."
             if _subject(toks, phrases, j, target) == "target":
                 out.append(p)
     return out

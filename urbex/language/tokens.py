@@ -117,7 +117,7 @@ def _spelled(word: str) -> str:
     """``word``, or the one word of the reading vocabulary one edit away from it (a letter
     dropped, added, changed or two swapped: "besidde", "frist", "builing"); words of five or
     more letters only, never a word the vocabulary knows."""
-    if len(word) < 5 or word in KNOWN or not word.isalpha():
+    if len(word) < 5 or word in KNOWN or word in _PLURALS or not word.isalpha():
         return word
     from rapidfuzz import process
     from rapidfuzz.distance import OSA
@@ -231,7 +231,12 @@ KNOWN = frozenset(
     | RELATION_WORDS
     | {"horse", "mouse", "power", "ditch", "trunk", "sorry", "towel", "score", "shore", "stove"}
 )
-_SPELLABLE = sorted(w for w in KNOWN if len(w) >= 5)
+#: Plurals of the nouns: known too ("houses"), and what "housses" may be read as.
+_PLURALS = frozenset(
+    w + ("es" if w.endswith(("s", "sh", "ch", "x")) else "s")
+    for w in {k[-1] for k in CLASS_NOUNS} | PART_NOUNS | CONTEXT_NOUNS
+)
+_SPELLABLE = sorted(w for w in KNOWN | _PLURALS if len(w) >= 5)
 NOUNISH = frozenset({"class", "part", "context", "material", "m", "one"})
 ADJECTIVAL = frozenset(
     {"colour", "shade", "size", "shape", "number", "ordinal", "participle", "adv"}
