@@ -74,3 +74,11 @@ def test_parse_json_round_of_every_field():
         "mentions": [{"name": "Mill Lane", "relation": "on", "text": "on"}],
     }  # fmt: skip
     assert len(RELATIONS) == 19
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [("This is", True), ("I mean", True), ("it's", True), ("Find", False), ("near", False)],
+)
+def test_mention_names_target_after_a_target_cue(text, names):
+    assert Mention(name="X", relation="other", text=text).names_target is names

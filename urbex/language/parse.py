@@ -203,6 +203,9 @@ def _mentions(toks: list[Token], names: Sequence[str], description: str) -> tupl
         elif prev is not None and same and bare in (["meets"], ["meet"], ["crosses"], ["joins"]):
             m = Mention(name=name, relation="corner", text=window[-1].norm)
             out[-1] = Mention(name=prev[1].name, relation="corner", text=prev[1].text or "where")
+        elif " ".join(bare) in _NAMING_CUES and toks[k].brk not in (".", ","):
+            text = description[window[0].start : window[-1].end]
+            m = Mention(name=name, relation="other", text=text)  # "This is Merton Hall, a ..."
         else:
             rel = relation_before(words)
             if rel is not None:
@@ -242,6 +245,8 @@ def _mentions(toks: list[Token], names: Sequence[str], description: str) -> tupl
     return tuple(out)
 
 
+#: Words before a name that say the target *is* that place ("This is Merton Hall, ...").
+_NAMING_CUES = frozenset({"this is", "it is", "its", "i mean", "target is"})
 _ACROSS = re.compile(r"(?:across|over|(?:other|opposite|far) side of)$")
 
 

@@ -44,6 +44,7 @@ _UNIT = {
 #: Words of a mention's text that say the description *names* the target ("called X").
 _NAMING = frozenset({"called", "named", "known", "labelled", "labeled", "marked", "name"})
 _APPOSITION = frozenset({",", ":", "is", "-"})
+_CUES = frozenset({"this is", "it is", "its", "i mean", "the target is", "target is"})
 
 
 def _unit(x: float, y: float) -> tuple[float, float]:
@@ -105,11 +106,14 @@ class Mention:
     @property
     def names_target(self) -> bool:
         """The description names the target itself ("the building called X", "X, the red
-        building"): ``other`` with naming words or an apposition."""
+        building", "This is X, a ..."): ``other`` with naming words, an apposition or a
+        target cue."""
         if self.relation != "other":
             return False
-        t = self.text.lower().split()
-        return bool(t) and (t[0] in _NAMING or self.text.strip() in _APPOSITION)
+        t = self.text.lower().replace("'", "").split()
+        return bool(t) and (
+            t[0] in _NAMING or self.text.strip() in _APPOSITION or " ".join(t) in _CUES
+        )
 
     def to_json(self) -> dict[str, str]:
         return {"name": self.name, "relation": self.relation, "text": self.text}
