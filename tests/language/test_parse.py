@@ -401,3 +401,13 @@ def test_context_objects_their_colours_and_direction(text, context):
 )
 def test_map_regions(text, regions):
     assert map_regions(text, N) == regions
+
+
+def test_parse_counted_group_is_a_count_not_an_ordinal():
+    p = parse("Look at the three houses just south of Elm Tower. I mean the tallest one, which has "
+              "grey walls and a brown-roofed shed just behind it.", N)  # fmt: skip
+    assert (p.target_class, p.target_colours, p.sizes) == ("Building", ("grey",), ("tallest",))
+    assert p.ordinal is None and [(c.n, c.noun) for c in p.counts] == [(3, "house")]
+    p = parse("There are 3 housses just north of Elm Tower. I mean the smallest one.", N)
+    assert (p.target_class, p.ordinal, p.sizes) == ("Building", None, ("smallest",))
+    assert parse("4 houses to the left of Elm Tower", N).ordinal == Ordinal(k=4, from_="Elm Tower")
