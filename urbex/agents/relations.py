@@ -23,7 +23,7 @@ Relations, with the tolerance past which a violation grows (in tolerance units):
   to its centreline ≤ a class tolerance (:data:`ROAD_TOL`);
 * ``corner`` of two landmarks: gap to where they cross ≤ :data:`CORNER_TOL`; ``between`` two:
   gap to A + gap to B − gap between A and B ≤ :data:`NEXT_M`; ``across_from`` L (across road
-  R): near L and on the other side of R;
+  R; or ``facing`` L across R): near L and on the other side of R;
 * a description that *names* the target ("called X", "X, the red building"): the candidate is X;
 * an unnamed context object ("in a parking lot", "with a red car parked in front of it",
   "behind a white van"): the relation to the best-placed other candidate of its class and
@@ -261,7 +261,7 @@ def relation_terms(
             inside = np.all((centre > a.box[:2]) & (centre < a.box[2:]), axis=1)
             out_d = _gap(np.concatenate([centre, centre], axis=1), a.box)
             add("in", (~inside) * (1.0 + out_d / 5.0), a, g)
-        elif m.relation == "across_from":
+        elif m.relation == "across_from" or (m.relation == "facing" and across):
             v = over(g, NEAR_M) + 0.1 * g / NEAR_M
             for r in across:  # strictly on the other side of the road
                 v = v + (_side(centre, r) * _side(_centre(a.box), r) >= 0)
@@ -311,15 +311,16 @@ def _front_violation(
 
 
 def _colour_ok(candidates: Candidates, colours: Sequence[str]) -> NDArray[np.bool_]:
-    """Candidates whose mean colour is nearest (in the palette, exposure-corrected) to one of
-    ``colours`` (every candidate when none is said or colours are unknown)."""
+    """Candidates whose mean colour (exposure-corrected) is nearest to one of ``colours`` or at
+    least a 1 in 4 chance of one (every candidate when none is said or colours are unknown)."""
     if not colours:
         return np.ones(len(candidates), dtype=bool)
     rgb = candidates.rgb * exposure_gain(candidates.rgb)
     ll = np.stack([colour_log_likelihood(w, rgb) for w in PALETTE], axis=1)
     best = np.array(list(PALETTE))[np.argmax(ll, axis=1)]
+    said = ll[:, [list(PALETTE).index(w) for w in colours if w in PALETTE]].max(axis=1)
     unknown = np.isnan(candidates.rgb).any(axis=1)
-    return np.isin(best, list(colours)) | unknown
+    return np.isin(best, list(colours)) | (said >= np.log(0.25)) | unknown
 
 
 def _context_term(c: ContextObject, candidates: Candidates, roads: Sequence[Anchor]) -> list[Term]:
