@@ -146,8 +146,7 @@ def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> 
         raise ValueError(f"colour: expected one of {sorted(PALETTE)}, got {word!r}")
     c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
     de_all = np.linalg.norm(srgb_to_lab(np.nan_to_num(c))[:, None, :] - _PAL_LAB[None], axis=-1)
-    de = np.full((len(c), len(_PAL_NAMES)), np.inf)
-    np.minimum.at(de, (slice(None), _ANCHOR_OF), de_all)
+    de = np.stack([de_all[:, _ANCHOR_OF == i].min(axis=1) for i in range(len(_PAL_NAMES))], 1)
     logits = -de / t
     lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
     out = logits[:, _PAL_NAMES.index(w)] - lse
