@@ -8,12 +8,13 @@ the Without-GT ranker and the class-aware answer lift.
 
 How it reads:
 
-1. **Words and names.** The description's words are normalised
-   (:func:`urbex.landmarks.names.words_of`) and the landmark names found in them with the
+1. **Words and names** (:func:`urbex.language.tokens.tokenize`). The description's words are
+   normalised (:func:`urbex.landmarks.names.words_of`), one-letter misspellings of known words
+   corrected ("besidde", "frist"), and the landmark names found in them with the
    landmark index's own fuzzy finder (:func:`urbex.landmarks.mentions.mention_spans`,
    misspellings included); each mention becomes one opaque token, so a name's words ("Green
    Park", "Red Lion", "White Hart Lane") are never read as a class or a colour.
-2. **Noun phrases.** Words are chunked into noun phrases (determiner, adjectives, colours,
+2. **Noun phrases** (:mod:`urbex.language.phrases`). Words are chunked into noun phrases (determiner, adjectives, colours,
    sizes, numbers, nouns); a phrase's head is its last noun ("school bus" is a bus, "bus
    station" a station). Nouns come from :mod:`urbex.language.vocabulary`: class nouns, parts
    (roof, walls), context objects (trees, driveways), materials.
@@ -29,6 +30,9 @@ How it reads:
    (:func:`urbex.language.relations.relation_before`), inherited across "A and B", or turned
    round from the words after it; an ordinal ("the third house from the left", "8 houses to
    the right of X", "the northernmost car") with what it counts from.
+
+Beside the parse (whose fields are fixed), :func:`context_objects` reads the unnamed objects
+the target is placed against and :func:`map_regions` the parts of the map it names.
 """
 
 from __future__ import annotations
@@ -66,9 +70,7 @@ from urbex.language.vocabulary import (
     singular,
 )
 
-__all__ = ["context_objects", "parse"]
-
-#: Mention threshold of :func:`parse` (the landmark index's default).
+__all__ = ["MENTION_THRESHOLD", "context_objects", "map_regions", "parse"]
 
 #: Mention threshold of :func:`parse` (the landmark index's default).
 MENTION_THRESHOLD = 0.9

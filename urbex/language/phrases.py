@@ -74,6 +74,15 @@ def _noun_ahead(toks: list[Token], k: int, limit: int = 3) -> bool:
 
 
 def phrases_of(toks: list[Token]) -> list[Phrase]:
+    """The noun phrases (and adjective phrases) of a tokenized description, left to right;
+    a phrase runs through determiners, adjectives, colours, numbers and nouns, and ends after
+    its last noun (a compound: "car park entrance") or at a break or another word.
+
+    >>> from urbex.language.tokens import tokenize
+    >>> toks = tokenize("the big red brick house with a grey roof", (), 0.9)
+    >>> [" ".join(t.norm for t in toks[p.a : p.b]) for p in phrases_of(toks)]
+    ['the big red brick house', 'a grey roof']
+    """
     out: list[Phrase] = []
     k = 0
     while k < len(toks):
@@ -172,6 +181,8 @@ def _cue(toks: list[Token], j: int) -> int:
 
 
 def assign_roles(toks: list[Token], phrases: list[Phrase]) -> None:
+    """Set each phrase's ``role`` and ``cue`` from the word governing it (see the module
+    docstring); a phrase after "and"/"or" takes the role of the phrase before."""
     ends = {p.b: p for p in phrases}
     for p in phrases:
         g, j = governor(toks, p)
@@ -244,6 +255,7 @@ def _subject(toks: list[Token], phrases: list[Phrase], j: int, target: Phrase | 
 
 
 def _whose(p: Phrase, target: Phrase | None) -> str:
+    """``target`` when phrase ``p`` is (or may be) the target, else ``other``."""
     if (
         p is target
         or p.cls is None

@@ -100,6 +100,7 @@ class Token:
 
 
 def _break(gap: str, prev_raw: str, prev: str, nxt: str) -> str:
+    """The break the punctuation ``gap`` between two words makes (see :class:`Token`)."""
     if re.search(r"[!?;]", gap) or (
         "." in gap
         and prev_raw.lower() not in ("st", "dr", "mr", "mrs", "ms", "rd", "ave", "no", "approx")
@@ -127,6 +128,21 @@ def _spelled(word: str) -> str:
 
 
 def tokenize(description: str, names: Sequence[str], threshold: float) -> list[Token]:
+    """The tokens of a description (see the module docstring).
+
+    Parameters
+    ----------
+    description
+        Free text.
+    names
+        Landmark names it may mention; a mention is one token of kind ``m`` whose ``mention``
+        is the name's index here.
+    threshold
+        Smallest fuzzy score (0–1) of a mention.
+
+    >>> [(t.norm, t.kind) for t in tokenize("the red car park by Mill Ln.", ["Mill Lane"], 0.9)]
+    [('the', 'det'), ('red', 'colour'), ('car park', 'class'), ('by', 'prep'), ('<m0>', 'm')]
+    """
     words = words_of(description)
     keep = [i for i, w in enumerate(words) if w.norm != "the"]
     spans = mention_spans(
@@ -245,6 +261,7 @@ _CONTEXT_SINGULAR = frozenset(CONTEXT_NOUNS - {"one"})
 
 
 def _kind(w: str) -> str:
+    """A word's kind out of context (:func:`_merge_nouns` settles the ambiguous ones)."""
     if w in COLOURS and w != "dark":
         return "colour"
     if w in SHADE_WORDS:
