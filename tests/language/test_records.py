@@ -20,7 +20,8 @@ from urbex.language import RELATIONS, ContextObject, Count, Mention, Ordinal, Pa
         ("left_of", "to the left of", (-1.0, 0.0)),
         ("right_of", "on the right hand side of", (1.0, 0.0)),
         ("next_to", "next to", None),
-        ("at_end_of", "at the north end of", None),
+        ("at_end_of", "at the north end of", (0.0, 1.0)),  # towards the end it names
+        ("at_end_of", "at the far end of", None),
     ],
 )
 def test_mention_bearing_map_frame(relation, text, bearing):

@@ -412,7 +412,7 @@ def ordinal_positions(
     end = next((m for m in parse.mentions if m.relation == "at_end_of"), None)
     bearing = o.bearing if o is not None else None
     if bearing is None and end is not None and (o is None or o.from_ is None):
-        bearing = _end_bearing(end.text)
+        bearing = end.bearing
         if o is None and bearing is None:
             return None
     elif o is None:
@@ -434,13 +434,3 @@ def ordinal_positions(
     pos = np.empty(rows.size, dtype=np.float64)
     pos[np.argsort(key, kind="stable")] = np.arange(1, rows.size + 1)
     return pos
-
-
-def _end_bearing(text: str) -> tuple[float, float] | None:
-    """The end a phrase names ("at the north end of"), as a unit vector, or None."""
-    m = Mention(name="_", relation="north_of", text=text)
-    words = text.lower().replace("-", " ").split()
-    if not any(w.startswith(("north", "south", "east", "west")) for w in words):
-        side = {"top": (0.0, 1.0), "bottom": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
-        return next((side[w] for w in words if w in side), None)
-    return m.bearing

@@ -80,20 +80,23 @@ class Mention:
     @property
     def bearing(self) -> tuple[float, float] | None:
         """Unit vector ``(east, north)`` from the landmark to the target for a directional
-        relation (compass, or the map frame's left/right/behind/in front), else None. A
-        diagonal written in the text ("north-east of") is kept.
+        relation (compass, or the map frame's left/right/behind/in front), or towards the end
+        ``at_end_of`` names ("at the north end of"); else None. A diagonal written in the text
+        ("north-east of") is kept.
 
         >>> Mention(name="X", relation="north_of", text="north-east of").bearing
         (0.707107, 0.707107)
         >>> Mention(name="X", relation="left_of", text="to the left of").bearing
         (-1.0, 0.0)
-        >>> Mention(name="X", relation="near").bearing is None
-        True
+        >>> Mention(name="X", relation="at_end_of", text="at the top end of").bearing
+        (0.0, 1.0)
+        >>> Mention(name="X", relation="near").bearing, Mention(name="X", relation="at_end_of").bearing
+        (None, None)
         """
-        if self.relation not in _UNIT:
+        if self.relation not in _UNIT and self.relation != "at_end_of":
             return None
-        if self.relation in ("north_of", "south_of", "east_of", "west_of"):
-            words = self.text.lower().replace("-", " ").split()
+        words = self.text.lower().replace("-", " ").split()
+        if self.relation in ("north_of", "south_of", "east_of", "west_of", "at_end_of"):
             x = y = 0.0
             for w in words:
                 for c in _COMPASS:
@@ -101,6 +104,8 @@ class Mention:
                         x, y = x + _UNIT[c][0], y + _UNIT[c][1]
             if x or y:
                 return _unit(x, y)
+        if self.relation == "at_end_of":
+            return next((_UNIT[w] for w in words if w in MAP_SIDES), None)
         return _UNIT[self.relation]
 
     @property
