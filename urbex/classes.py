@@ -4,7 +4,7 @@ The targets are CityRefer's four object classes (``Building``, ``Car``, ``Parkin
 ``Ground``). A scene's points carry semantic ids of a class scheme
 (:data:`urbex.pointcloud.CLASS_SCHEMES`), and :func:`semantic_ids` says which ids make up each
 target class in each scheme (the class-aware answer lift, :mod:`urbex.env.lift`, and the
-rankers use it). A description's words for the classes are :mod:`urbex.language.target`'s.
+rankers use it). A description's words for the classes are :mod:`urbex.language.vocabulary`'s.
 """
 
 from __future__ import annotations

@@ -6,49 +6,61 @@ import numpy as np
 import pytest
 
 from tests.fixtures.city import play_scored
-from urbex.agents.heuristics import LandmarkPriorPolicy, compass_vector, infer_class, prior_box
+from urbex.agents.heuristics import LandmarkPriorPolicy, prior_box, shift_signs
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv, Query
+from urbex.language import parse
 
 
 @pytest.mark.parametrize(
-    ("text", "cls"),
-    [
-        ("the red car north of Merton Hall", "Car"),
-        ("the parking lot next to the church", "Parking"),
-        ("the car park beside Mill Lane", "Parking"),
-        ("the largest house on Mill Lane", "Building"),
-        ("the open green space east of the hall", "Ground"),
-    ],
-)
-def test_infer_class_earliest_noun(text, cls):
-    assert infer_class(text) == cls
-
-
-@pytest.mark.parametrize(
-    ("text", "vec"),
+    ("text", "signs"),
     [
         ("south of X", (0.0, -1.0)),
         ("to the west of X", (-1.0, 0.0)),
         ("north west of X", (-1.0, 1.0)),
+        ("behind X", (0.0, 1.0)),  # the map frame: behind is up the map
+        ("to the right of X", (1.0, 0.0)),
         ("next to X", (0.0, 0.0)),
+        ("the second car from the east end of Mill Lane, north of X", (0.0, 0.0)),
     ],
 )
-def test_compass_vector_words(text, vec):
-    assert compass_vector(text) == vec
+def test_shift_signs_follow_the_first_mention(text, signs):
+    assert shift_signs(parse(text, ["X", "Mill Lane"])) == signs
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("the red car north of Hall", (4.0, 4.0)),
+        ("the parking lot north of Hall, next to a white car", (30.0, 30.0)),
+        ("On Mill Lane in the car park of Hall this grey van", (4.0, 4.0)),
+        ("something north of Hall", (12.0, 12.0)),  # no class noun: the default class
+    ],
+)
+def test_prior_box_size_is_the_parse_target_class(text, size):
+    sizes = {"Car": (4.0, 4.0), "Parking": (30.0, 30.0), "Building": (12.0, 12.0)}
+    b = prior_box(parse(text, ["Hall", "Mill Lane"]), anchor_xy=(50, 50), anchor_box=(45, 45, 55, 55),
+                  scene_box=(0, 0, 200, 200), class_sizes=sizes)  # fmt: skip
+    assert (b[2] - b[0], b[3] - b[1]) == size
 
 
 def test_prior_box_shifts_beside_landmark_and_clips_into_scene():
     # west of a landmark at the scene's west edge: shifted back inside, size kept
     b = prior_box(
-        "a car west of Hall",
+        parse("a car west of Hall", ["Hall"]),
         anchor_xy=(5, 50),
         anchor_box=(0, 45, 10, 55),
-        anchor_name="Hall",
         scene_box=(0, 0, 100, 100),
         class_sizes={"Car": (4, 4)},
     )
     assert b.tolist() == [0.0, 48.0, 4.0, 52.0]
+
+
+def test_prior_box_of_a_named_target_is_its_footprint():
+    for text in ("the building called Hall", "Hall, the red building", "Hall is a big building"):
+        b = prior_box(parse(text, ["Hall"]), anchor_xy=(5, 50), anchor_box=(0, 45, 10, 55),
+                      scene_box=(0, 0, 100, 100))  # fmt: skip
+        assert b.tolist() == [0.0, 45.0, 10.0, 55.0], text
 
 
 def test_landmark_prior_ignores_ground_truth(synth_city):

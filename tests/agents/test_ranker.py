@@ -1,5 +1,4 @@
-"""The trained With-GT ranker (``ranking``): features, the conditional-logit fit, the saved
-model, and the issue-12 target (beats landmark_prior on Hit@1 on both test splits, on the
+"""The trained With-GT ranker (``ranking``): the conditional-logit fit, the saved model, and the issue-12 target (beats landmark_prior on Hit@1 on both test splits, on the
 synthetic project and on the untidy independent city)."""
 
 from __future__ import annotations
@@ -16,49 +15,10 @@ from urbex.agents.ranker import (
     TrainingQuery,
     fit_ranker,
     fit_ranker_from_params,
-    pair_features,
 )
-from urbex.agents.ranking import Anchor, Candidates
 from urbex.config import Params
 from urbex.errors import ConfigError
 from urbex.eval.runspec import RunSpec
-
-F = {n: i for i, n in enumerate(FEATURE_NAMES)}
-HALL = Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]), kind="building")
-
-
-def _cars() -> Candidates:
-    """Three cars north, east and south of the hall, and the hall itself."""
-    return Candidates.build(
-        class_name=["Car", "Car", "Car", "Building"],
-        box=[[0, 20, 4, 22], [20, 0, 24, 2], [0, -22, 4, -20], [-5, -5, 5, 5]],
-        rgb=[[200, 30, 30], [30, 60, 200], [200, 30, 30], [120, 120, 120]],
-        height=[1.5, 1.5, 1.5, 10.0],
-        landmark_name=["", "", "", "Merton Hall"],
-    )
-
-
-def test_pair_features_compass_relates_to_the_landmark_it_precedes():
-    f = pair_features("the red car south of Merton Hall", _cars(), [HALL])
-    agree = f[:, F["compass_agree"]]
-    assert int(np.argmax(agree[:3])) == 2 and agree[0] < 0
-    assert f[:, F["class_match"]].tolist() == [1, 1, 1, 0]
-    assert f[:, F["lm_is_it"]].tolist() == [0, 0, 0, 1]
-    assert f[0, F["colour_ll"]] > f[1, F["colour_ll"]]
-
-
-def test_pair_features_ordinal_counts_from_the_named_end():
-    c = Candidates.build(class_name=["Car"] * 3, box=[[0, 0, 4, 2], [10, 0, 14, 2], [20, 0, 24, 2]])
-    road = Anchor(name="Soho Street", box=np.array([-5.0, 3.0, 30.0, 3.0]), kind="road")
-    f = pair_features("the second car from the east end of Soho Street", c, [road])
-    assert f[:, F["ordinal_match"]].tolist() == [0, 1, 0]
-
-
-def test_pair_features_of_no_candidate_is_empty():
-    assert pair_features("x", Candidates.build(class_name=[], box=np.zeros((0, 4)))).shape == (
-        0,
-        len(FEATURE_NAMES),
-    )
 
 
 def _toy(rng: np.random.Generator, n: int) -> list[TrainingQuery]:

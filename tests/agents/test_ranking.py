@@ -24,10 +24,17 @@ from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv, Query
 from urbex.errors import CacheError, PolicyError
 from urbex.eval.runspec import RunSpec
+from urbex.language import context_objects, parse
+
+
+def _score(desc: str, c: Candidates, anchors=()) -> np.ndarray:
+    names = [a.name for a in anchors]
+    return score_candidates(parse(desc, names), c, {a.name: a for a in anchors},
+                            context_objects(desc, names))  # fmt: skip
 
 
 def _best(desc: str, c: Candidates, anchors=()) -> int:
-    return int(np.argmax(score_candidates(desc, c, anchors)))
+    return int(np.argmax(_score(desc, c, anchors)))
 
 
 @pytest.fixture()
@@ -108,16 +115,49 @@ def test_score_candidates_corner_and_superlatives(street):
 
 def test_score_candidates_is_vectorised_and_empty_safe(street):
     c, a = street
-    s = score_candidates("the red car north of Merton Hall", c, a)
+    s = _score("the red car north of Merton Hall", c, a)
     assert s.shape == (len(c),) and s.dtype == np.float64 and np.all(np.isfinite(s))
     empty = Candidates.build(class_name=[], box=np.zeros((0, 4)))
-    assert score_candidates("the red car", empty).shape == (0,)
+    assert score_candidates(parse("the red car"), empty).shape == (0,)
+
+
+def test_score_candidates_map_frame_relations(street):
+    c, a = street
+    assert _best("the car behind Merton Hall", c, a[:1]) == 0  # up the map: north
+    assert _best("the car in front of Merton Hall", c, a[:1]) == 1
+    assert _best("the car to the right of the red car on Mill Lane", c, a[1:2]) in (2, 3)
+    assert _best("the car on Mill Lane, to the left of Hill Road", c, a[1:]) == 3
+
+
+def test_score_candidates_between_and_end_of_a_road(street):
+    c, a = street
+    # the white car lies between the hall and Mill Lane; the red one north of the hall does not
+    assert _best("the car between Merton Hall and Mill Lane", c, a[:2]) == 1
+    assert _best("the car at the east end of Mill Lane", c, a[1:2]) == 3
+    assert _best("the car at the west end of Mill Lane", c, a[1:2]) == 2
+
+
+def test_score_candidates_colours_of_context_objects_do_not_count(street):
+    c, _ = street
+    # the car's colours are "white"; the red belongs to the house
+    assert _best("a white car parked next to a red house", c) == 1
+    assert _best("the car, dark grey or white", c) == 1
+
+
+def test_score_candidates_context_object_in_a_parking_lot():
+    c = Candidates.build(
+        class_name=["Car", "Car", "Parking"],
+        box=[[0, 0, 4, 2], [50, 50, 54, 52], [45, 45, 70, 70]],
+        rgb=[[200, 200, 40]] * 2 + [[90, 90, 90]],
+    )
+    assert _best("In a parking area: the yellow automobile.", c) == 1
+    assert _best("the yellow car", c) == 0
 
 
 def test_colour_log_likelihood_unknown_word_and_nan_colour():
     with pytest.raises(ValueError, match="expected one of"):
         colour_log_likelihood("mauve", [[1, 2, 3]])
-    ll = colour_log_likelihood("gray", [[np.nan, np.nan, np.nan], [128, 128, 128]])
+    ll = colour_log_likelihood("grey", [[np.nan, np.nan, np.nan], [128, 128, 128]])
     assert ll[1] > ll[0]
 
 

@@ -5,7 +5,8 @@ the trajectory record and the metrics were unified (issue 9), on the two-scene s
 of :func:`tests.fixtures.city.build_eval_project`, and rewritten on purpose since (issue 12:
 the generator's paraphrase families and noise change every description; the answer lift no longer
 reads a class noun inside a landmark name; issue 23: the generator's people-like phrasing and
-shades change the descriptions and the shaded objects' colours). Every per-episode figure must stay the same: a
+shades change the descriptions and the shaded objects' colours, and the rules and the landmark
+prior read the one parse of a description). Every per-episode figure must stay the same: a
 refactor that changes one number changed behaviour.
 
 Regenerate only on purpose (a deliberate behaviour change, named in the commit)::

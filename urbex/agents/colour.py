@@ -1,7 +1,9 @@
 """A small colour-name model for mean point colours (sRGB → CIELAB, soft nearest palette).
 
-Used by the ``ranking`` baseline to score "the red car" against an instance's mean RGB. The
-palette holds generic (CSS-like) anchors, not values fitted to any data set.
+Used by the rankers to score "the red car" against an instance's mean RGB. The palette holds
+one generic (CSS-like) anchor per basic colour name of the parse
+(:data:`urbex.language.vocabulary.COLOUR_NAMES`: shades are folded there), not values fitted to
+any data set.
 """
 
 from __future__ import annotations
@@ -9,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["COLOUR_T", "PALETTE", "colour_log_likelihood", "exposure_gain", "srgb_to_lab"]
+__all__ = [
+    "COLOUR_T",
+    "PALETTE",
+    "SHADES",
+    "colour_log_likelihood",
+    "exposure_gain",
+    "srgb_to_lab",
+]
 
 #: Temperature (ΔE76 units) of the colour model.
 COLOUR_T = 12.0
@@ -26,8 +35,11 @@ PALETTE: dict[str, tuple[int, int, int]] = {
     "silver": (180, 180, 185),
     "grey": (120, 120, 120),
     "black": (25, 25, 28),
+    "purple": (120, 50, 150),
+    "pink": (235, 150, 180),
+    "beige": (220, 205, 165),
+    "tan": (200, 160, 110),
 }
-_COLOUR_ALIASES = {"gray": "grey", "golden": "yellow", "dark": "black"}
 
 
 def srgb_to_lab(rgb: ArrayLike) -> NDArray[np.float64]:
@@ -75,17 +87,43 @@ def exposure_gain(rgb: ArrayLike, *, white: float = 235.0, max_gain: float = 1.4
     return float(np.clip(white / max(p, 1.0), 1.0, max_gain))
 
 
+#: Other shades each colour name covers (the parse folds "navy", "turquoise", "maroon", "light
+#: grey" ... onto the basic names): generic CSS-like anchors, not fitted to any data. A colour's
+#: distance to a name is its distance to the nearest of the name's shades.
+SHADES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "red": ((139, 0, 0), (128, 0, 0), (220, 20, 60)),
+    "orange": ((255, 140, 0), (204, 85, 0)),
+    "yellow": ((255, 215, 0), (240, 230, 140)),
+    "green": ((0, 100, 0), (144, 238, 144), (50, 205, 50)),
+    "blue": ((0, 0, 128), (0, 0, 139), (173, 216, 230), (135, 206, 235), (64, 224, 208),
+             (0, 128, 128)),
+    "brown": ((92, 64, 51), (160, 82, 45), (181, 101, 29)),
+    "white": ((250, 250, 240),),
+    "silver": ((192, 192, 192),),
+    "grey": ((64, 64, 64), (90, 90, 95), (169, 169, 169), (211, 211, 211)),
+    "black": ((10, 10, 10),),
+    "purple": ((75, 0, 130), (238, 130, 238), (128, 0, 128)),
+    "pink": ((255, 105, 180), (255, 182, 193)),
+    "beige": ((245, 245, 220), (255, 253, 208)),
+    "tan": ((210, 180, 140),),
+}  # fmt: skip
+
 _PAL_NAMES = tuple(PALETTE)
-_PAL_LAB = srgb_to_lab(np.array([PALETTE[n] for n in _PAL_NAMES], dtype=np.float64))
+_ANCHORS = [(n, PALETTE[n]) for n in _PAL_NAMES] + [
+    (n, c) for n in _PAL_NAMES for c in SHADES.get(n, ())
+]
+_ANCHOR_OF = np.array([_PAL_NAMES.index(n) for n, _ in _ANCHORS])
+_PAL_LAB = srgb_to_lab(np.array([c for _, c in _ANCHORS], dtype=np.float64))
 
 
 def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> NDArray[np.float64]:
-    """``log p(word | rgb)`` under a soft nearest-palette model in CIELAB (``p ∝ exp(−ΔE76/t)``).
+    """``log p(word | rgb)`` under a soft nearest-palette model in CIELAB: ``p ∝ exp(−ΔE76/t)``,
+    ΔE76 to the nearest of the name's shades (:data:`PALETTE`, :data:`SHADES`).
 
     Parameters
     ----------
     word : str
-        A :data:`PALETTE` name or alias (``gray``).
+        A :data:`PALETTE` name (a basic colour of :func:`urbex.language.parse`).
     rgb : array_like, shape (K, 3)
         Mean colours 0–255; a NaN row gets the uninformative ``log(1/len(PALETTE))``.
 
@@ -96,14 +134,19 @@ def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> 
     Examples
     --------
     >>> ll = colour_log_likelihood("red", [[200, 30, 30], [30, 60, 200], [240, 240, 240]])
-    >>> int(np.argmax(ll)), bool(ll[0] > -0.1)
+    >>> int(np.argmax(ll)), bool(ll[0] > -0.5)
     (0, True)
+    >>> turquoise, maroon = [64, 224, 208], [120, 10, 20]
+    >>> ll = colour_log_likelihood("blue", [turquoise, maroon])
+    >>> bool(ll[0] > colour_log_likelihood("green", [turquoise])[0]), bool(ll[1] < -3)
+    (True, True)
     """
-    w = _COLOUR_ALIASES.get(word, word)
+    w = word
     if w not in PALETTE:
         raise ValueError(f"colour: expected one of {sorted(PALETTE)}, got {word!r}")
     c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
-    de = np.linalg.norm(srgb_to_lab(np.nan_to_num(c))[:, None, :] - _PAL_LAB[None], axis=-1)
+    de_all = np.linalg.norm(srgb_to_lab(np.nan_to_num(c))[:, None, :] - _PAL_LAB[None], axis=-1)
+    de = np.stack([de_all[:, _ANCHOR_OF == i].min(axis=1) for i in range(len(_PAL_NAMES))], 1)
     logits = -de / t
     lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
     out = logits[:, _PAL_NAMES.index(w)] - lse

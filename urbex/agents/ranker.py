@@ -2,27 +2,9 @@
 
 Where :mod:`urbex.agents.ranking` (``ranking_rules``) scores candidates with hand-written rules,
 this ranker *learns* how much each piece of evidence counts, on the data set's own train split
-(val for model selection), so it is not tuned by looking at one generator's phrasing.
-
-Features of a (description, candidate) pair (:func:`pair_features`; world metres):
-
-* **class** — the candidate's class (one-hot over :data:`urbex.classes.TARGET_CLASSES`) and
-  whether it is the class the description names (:func:`urbex.language.target.class_of_text`);
-* **colour** — CIELAB of the candidate's mean colour, and ``log p(word | rgb)`` of the colour
-  words (:func:`urbex.agents.colour.colour_log_likelihood`), absolute and relative to the best
-  candidate;
-* **size** — log BEV area and height, their percentiles within the candidate's class, and these
-  percentiles times the size words (big / small / tall);
-* **landmarks and roads the description mentions** (:func:`urbex.agents.ranking.anchors_for`) —
-  log BEV gap and centre distance to the nearest and the second mentioned one, the rank of that
-  gap among same-class candidates, inside its footprint, *is* it (a named landmark), and the
-  agreement of the bearing landmark → candidate with the description's compass word;
-* **same-class neighbours** within 15 m (log count), and the **ordinal position** among the
-  same-class candidates near the first landmark, counted from the end the description names
-  ("the second car from the east end");
-* a **hashed bag of words** of the description (landmark names masked; unigrams and bigrams,
-  :data:`HASH_DIM` buckets) crossed with the candidate's class one-hot (a sentence embedding
-  would need a model download; none ships offline in the environment).
+(val for model selection), so it is not tuned by looking at one generator's phrasing. Both read
+the description through the one parse (:func:`urbex.agents.ranking.read_description`); the
+features of a (description, candidate) pair are :mod:`urbex.agents.ranker_features`'.
 
 The learner is a conditional logit (a softmax over each query's candidates, L2-regularised,
 fitted by L-BFGS with :func:`scipy.optimize.minimize`): the standard discrete-choice model,
@@ -32,11 +14,8 @@ a versioned JSON asset (:attr:`urbex.layout.AssetLayout.ranker_model`).
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,21 +24,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.agents.colour import (
-    _COLOUR_ALIASES,
-    PALETTE,
-    colour_log_likelihood,
-    exposure_gain,
-    srgb_to_lab,
-)
-from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
+from urbex.agents.ranker_features import FEATURE_NAMES, HASH_DIM, pair_features
+from urbex.agents.ranking import Candidates, RankingPolicy, Reading, read_description
 from urbex.atomic import atomic_write
-from urbex.classes import TARGET_CLASSES
 from urbex.env.world import World
 from urbex.errors import ConfigError
-from urbex.geometry import gap_2d
-from urbex.landmarks.names import mask_names, normalize_name
-from urbex.language.target import class_of_text
 from urbex.layout import RANKER_VERSION, TIMINGS_DIR
 
 if TYPE_CHECKING:
@@ -83,241 +52,10 @@ __all__ = [
     "training_queries",
 ]
 
-#: Hashed bag-of-words buckets (crossed with the 4 class one-hots).
-HASH_DIM = 32
 #: The fit's measured seconds in ``info``: saved beside the model, in ``timings/``.
 TIMING_INFO: tuple[str, ...] = ("fit_s", "features_s")
 #: L2 strengths tried; the best val Hit@1 wins (ties: the stronger regularisation).
 L2_GRID: tuple[float, ...] = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)
-
-_COLOUR_RE = re.compile(r"\b(" + "|".join([*PALETTE, *_COLOUR_ALIASES]) + r")\b")
-_BIG = re.compile(r"\b(largest|biggest|big|large|huge|wide)\b")
-_SMALL = re.compile(r"\b(smallest|small|little|tiny)\b")
-_TALL = re.compile(r"\b(tallest|highest|tall|high)\b")
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2,
-             "3rd": 3, "4th": 4, "5th": 5}  # fmt: skip
-_ORD_RE = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\b")
-_END_RE = re.compile(r"\b(north|south|east|west)(?:ern)?\s+(?:end|side|edge)\b")
-_COMPASS_RE = re.compile(
-    r"\b(north|south)[\s-]?(east|west)(?:ern)?\b|\b(north|south|east|west)(?:ern|wards?)?\b"
-)
-_UNIT = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
-
-_BASE_FEATURES: tuple[str, ...] = (
-    *(f"is_{c}" for c in TARGET_CLASSES),
-    "class_match",
-    "lab_l",
-    "lab_a",
-    "lab_b",
-    "colour_ll",
-    "colour_ll_rel",
-    "log_area",
-    "log_height",
-    "area_pct",
-    "height_pct",
-    "big_x_area",
-    "small_x_area",
-    "tall_x_height",
-    "is_named",
-    "lm_is_it",
-    "lm_inside",
-    "lm_log_gap",
-    "lm_log_dist",
-    "lm_gap_rank",
-    "lm_mean_log_gap",
-    "compass_agree",
-    "compass_log_gap",
-    "log_neighbours",
-    "ordinal_match",
-    "ordinal_gap",
-)
-#: Base features also crossed with the candidate's class one-hot (a weight per class: a car is
-#: "on" a road at 0 m, a building at several metres).
-_CROSSED: tuple[str, ...] = (
-    "lm_log_gap",
-    "lm_mean_log_gap",
-    "lm_log_dist",
-    "compass_agree",
-    "log_area",
-    "log_height",
-    "class_match",
-)
-#: Every feature, in column order.
-FEATURE_NAMES: tuple[str, ...] = (
-    *_BASE_FEATURES,
-    *(f"{f}_x_{c}" for c in TARGET_CLASSES for f in _CROSSED),
-    *(f"bow{h}_x_{c}" for c in TARGET_CLASSES for h in range(HASH_DIM)),
-)
-
-
-def _compass(text: str) -> NDArray[np.float64]:
-    m = _COMPASS_RE.search(text)
-    if not m:
-        return np.zeros(2)
-    if m.group(1):
-        v = np.add(_UNIT[m.group(1)], _UNIT[m.group(2)])
-    else:
-        v = np.asarray(_UNIT[m.group(3)], dtype=np.float64)
-    return v / np.linalg.norm(v)
-
-
-def _pct(values: NDArray[np.float64], groups: NDArray[np.str_]) -> NDArray[np.float64]:
-    """Percentile rank (0 smallest … 1 largest) of each value within its group."""
-    out = np.full(values.shape, 0.5)
-    for g in np.unique(groups):
-        idx = np.flatnonzero(groups == g)
-        if idx.size > 1:
-            r = np.argsort(np.argsort(values[idx], kind="stable"), kind="stable")
-            out[idx] = r / (idx.size - 1)
-    return out
-
-
-def _hashed_bow(text: str) -> NDArray[np.float64]:
-    """Unigram + bigram counts hashed (crc32) into :data:`HASH_DIM` buckets, L2-normalised."""
-    words = [w for w in text.split() if not w.startswith("_")]
-    v = np.zeros(HASH_DIM)
-    for tok in [*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))]:
-        v[zlib.crc32(tok.encode()) % HASH_DIM] += 1.0
-    n = np.linalg.norm(v)
-    return v / n if n else v
-
-
-def _masked_text(description: str, anchors: Sequence[Anchor]) -> str:
-    """Normalised description with each mentioned landmark's name replaced by ``_<i>`` (its
-    index in ``anchors``): :func:`urbex.landmarks.names.mask_names`."""
-    return mask_names(description, [a.name for a in anchors])
-
-
-def _compass_before(words: list[str], i: int) -> NDArray[np.float64]:
-    """The compass direction written in the 6 words before anchor ``i``'s placeholder."""
-    tag = f"_{i}"
-    if tag not in words:
-        return np.zeros(2)
-    at = words.index(tag)
-    return _compass(" ".join(words[max(0, at - 6) : at]))
-
-
-def pair_features(
-    description: str, candidates: Candidates, anchors: Sequence[Anchor] = ()
-) -> NDArray[np.float64]:
-    """The feature matrix of one description against a scene's candidates.
-
-    Parameters
-    ----------
-    description : str
-    candidates : Candidates
-        K candidates (world-metre BEV boxes).
-    anchors : sequence of Anchor
-        The landmarks the description mentions (:func:`urbex.agents.ranking.anchors_for`).
-
-    Returns
-    -------
-    ndarray, shape (K, len(FEATURE_NAMES)), float64
-
-    Examples
-    --------
-    >>> c = Candidates.build(class_name=["Car", "Building"], box=[[0, 0, 4, 2], [10, 0, 30, 20]],
-    ...                      rgb=[[200, 30, 30], [90, 90, 90]], height=[1.5, 12.0])
-    >>> f = pair_features("the red car", c)
-    >>> f.shape == (2, len(FEATURE_NAMES))
-    True
-    >>> f[:, FEATURE_NAMES.index("class_match")].tolist()
-    [1.0, 0.0]
-    >>> bool(f[0, FEATURE_NAMES.index("colour_ll")] > f[1, FEATURE_NAMES.index("colour_ll")])
-    True
-    """
-    k = len(candidates)
-    out = np.zeros((k, len(FEATURE_NAMES)))
-    if k == 0:
-        return out
-    col = {n: i for i, n in enumerate(_BASE_FEATURES)}
-    text = _masked_text(description, anchors)
-    cls = candidates.class_name
-    onehot = np.stack([(cls == c).astype(np.float64) for c in TARGET_CLASSES], axis=1)
-    out[:, : len(TARGET_CLASSES)] = onehot
-    want = class_of_text(text)
-    if want is not None:
-        out[:, col["class_match"]] = cls == want
-    rgb = np.nan_to_num(candidates.rgb * exposure_gain(candidates.rgb), nan=128.0)
-    lab = srgb_to_lab(rgb)
-    out[:, col["lab_l"] : col["lab_b"] + 1] = lab / 100.0
-    words = [m.group(1) for m in _COLOUR_RE.finditer(text)]
-    if words:
-        ll = np.sum([colour_log_likelihood(w, rgb) for w in words], axis=0)
-        out[:, col["colour_ll"]] = ll
-        out[:, col["colour_ll_rel"]] = ll - ll.max()
-    box = candidates.box
-    ext = np.maximum(box[:, 2:] - box[:, :2], 0.1)
-    area = ext[:, 0] * ext[:, 1]
-    height = np.maximum(candidates.height, 0.05)
-    out[:, col["log_area"]] = np.log(area)
-    out[:, col["log_height"]] = np.log(height)
-    apct, hpct = _pct(area, cls), _pct(height, cls)
-    out[:, col["area_pct"]] = apct
-    out[:, col["height_pct"]] = hpct
-    out[:, col["big_x_area"]] = apct * bool(_BIG.search(text))
-    out[:, col["small_x_area"]] = (1 - apct) * bool(_SMALL.search(text))
-    out[:, col["tall_x_height"]] = hpct * bool(_TALL.search(text))
-    out[:, col["is_named"]] = candidates.landmark_name != ""
-    centre = (box[:, :2] + box[:, 2:]) / 2
-    same = cls[:, None] == cls[None, :]
-    d_cc = np.hypot(*(centre[:, None, :] - centre[None, :, :]).transpose(2, 0, 1))
-    out[:, col["log_neighbours"]] = np.log1p(((d_cc < 15.0) & same).sum(axis=1) - 1)
-    if anchors:
-        gaps = np.asarray(gap_2d(box[:, None], np.stack([a.box for a in anchors])))  # (K, A) m
-        g0 = gaps.min(axis=1)
-        first = anchors[0]
-        ac = (first.box[:2] + first.box[2:]) / 2
-        out[:, col["lm_log_gap"]] = np.log1p(g0)
-        out[:, col["lm_mean_log_gap"]] = np.log1p(gaps).mean(axis=1)
-        out[:, col["lm_log_dist"]] = np.log1p(np.hypot(*(centre - ac).T))
-        names = {normalize_name(a.name) for a in anchors}
-        out[:, col["lm_is_it"]] = [normalize_name(n) in names for n in candidates.landmark_name]
-        inside = np.zeros(k, bool)
-        for a in anchors:
-            inside |= np.all((centre >= a.box[:2]) & (centre <= a.box[2:]), axis=1)
-        out[:, col["lm_inside"]] = inside
-        rank = np.zeros(k)
-        for c in np.unique(cls):
-            idx = np.flatnonzero(cls == c)
-            rank[idx] = np.argsort(np.argsort(g0[idx], kind="stable"), kind="stable")
-        out[:, col["lm_gap_rank"]] = 1.0 / (1.0 + rank)
-        tokens = text.split()
-        for i, a in enumerate(anchors):  # the compass word in front of the landmark it relates to
-            v = _compass_before(tokens, i)
-            if v.any():
-                d = centre - (a.box[:2] + a.box[2:]) / 2
-                n = np.linalg.norm(d, axis=1)
-                out[:, col["compass_agree"]] = np.where(n > 0, d @ v / np.maximum(n, 1e-9), 0.0)
-                out[:, col["compass_log_gap"]] = np.log1p(gaps[:, i])
-                break
-        local = g0 <= 40.0
-        for c in np.unique(cls):  # size percentiles among the same-class candidates near it
-            idx = np.flatnonzero((cls == c) & local)
-            if idx.size > 1:
-                apct[idx] = _pct(area[idx], cls[idx])
-                hpct[idx] = _pct(height[idx], cls[idx])
-        out[:, col["big_x_area"]] = apct * bool(_BIG.search(text))
-        out[:, col["small_x_area"]] = (1 - apct) * bool(_SMALL.search(text))
-        out[:, col["tall_x_height"]] = hpct * bool(_TALL.search(text))
-        om, em = _ORD_RE.search(text), _END_RE.search(text)
-        if om and em:
-            kth = _ORDINALS[om.group(1)]
-            axis = np.asarray(_UNIT[em.group(1)])
-            pos = np.zeros(k)
-            for c in np.unique(cls):
-                idx = np.flatnonzero((cls == c) & (g0 <= 40.0))
-                order = np.argsort(-(centre[idx] @ axis), kind="stable")
-                pos[idx[order]] = np.arange(1, idx.size + 1)
-            gap = np.where(pos > 0, np.abs(pos - kth), 5.0)
-            out[:, col["ordinal_match"]] = gap == 0
-            out[:, col["ordinal_gap"]] = np.minimum(gap, 5.0) / 5.0
-    nb, nc = len(_BASE_FEATURES), len(_CROSSED) * len(TARGET_CLASSES)
-    base = out[:, [col[f] for f in _CROSSED]]
-    out[:, nb : nb + nc] = (onehot[:, :, None] * base[:, None, :]).reshape(k, -1)
-    bow = _hashed_bow(text)
-    out[:, nb + nc :] = (onehot[:, :, None] * bow[None, None, :]).reshape(k, -1)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,12 +268,9 @@ def training_queries(
         hit = np.flatnonzero(c.object_id == str(r["object_id"]))
         if hit.size != 1:
             continue
-        anchors = anchors_for(str(r["description"]), str(r["scene_id"]), landmarks)
-        out.append(
-            TrainingQuery(
-                features=pair_features(str(r["description"]), c, anchors), target=int(hit[0])
-            )
-        )
+        d = str(r["description"])
+        f = reading_features(d, read_description(d, str(r["scene_id"]), landmarks), c)
+        out.append(TrainingQuery(features=f, target=int(hit[0])))
     return out
 
 
@@ -594,8 +329,16 @@ class RankerPolicy(RankingPolicy):
 
     def scores(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """Learned scores of the scene's candidates, shape (K,) (features extracted here)."""
-        anchors = anchors_for(description, scene_id, self.env.landmarks)
-        return self.model.score(pair_features(description, self.candidates(scene_id), anchors))
+        rd = read_description(description, scene_id, self.env.landmarks)
+        return self.model.score(reading_features(description, rd, self.candidates(scene_id)))
+
+
+def reading_features(
+    description: str, reading: Reading, candidates: Candidates
+) -> NDArray[np.float64]:
+    """:func:`~urbex.agents.ranker_features.pair_features` of a :class:`Reading`."""
+    return pair_features(description, reading.parse, candidates, reading.anchors, reading.context,
+                         roads=reading.roads, regions=reading.regions)  # fmt: skip
 
 
 def ranker_summary(model: RankerModel) -> Mapping[str, Any]:

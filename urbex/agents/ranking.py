@@ -10,24 +10,23 @@ candidate's box in the global view on turn 1. It never reads the query's ``objec
 ``target_box_*``: it is privileged only in knowing the candidate boxes (With-GT), which is what
 makes it a ranking baseline rather than a search policy.
 
-Scoring (all terms are ≤ 0, 0 = the candidate satisfies the phrase; summed per candidate):
+Scoring reads the description's parse (:func:`urbex.language.parse`: target class, colours,
+sizes, ordinal, mentions with relations; and its unnamed context objects); all terms are ≤ 0,
+0 = the candidate satisfies the phrase, summed per candidate:
 
-* **class** — the earliest class noun (``car``/``vehicle`` → Car, ``building``/``house``/
-  ``hall``/``structure`` → Building, ``parking lot``/``car park`` → Parking, ``ground``/
-  ``field``/``park``/``green`` → Ground; landmark names are masked out first): ``-W_CLASS``
-  for another class.
-* **colour** — each colour word vs the candidate's mean RGB: ``log p(word | rgb)`` of a soft
-  nearest-palette model in CIELAB (D65), ``p ∝ exp(−ΔE76 / T)`` over :data:`PALETTE`.
-* **landmarks** — each mentioned landmark with the relation phrase just before it: compass
-  (``north of``, ``on the south side of``: centre-to-centre bearing within ±45°, BEV gap ≤
-  35 m), ``next to``/``beside`` (gap ≤ 6 m), ``near``/``opposite`` (gap ≤ 35 m), ``in`` (centre
-  inside the footprint), ``on``/``along``/``facing`` a road (gap to its centreline ≤ a class
-  tolerance), ``corner of A and B`` / ``where A meets B`` (gap to the crossing point),
-  ``called``/``known as`` (the instance's landmark name). Penalties grow linearly past the
-  tolerance, in units of the tolerance.
-* **selectors** — ``largest``/``smallest``/``tallest`` (and ``big``/``small``/``tall``) and
-  ordinals (``the second car from the east end of X Road``) pick within the *plausible set*:
-  candidates whose filter score is within :data:`PLAUSIBLE_MARGIN` of the best.
+* **class** — ``-W_CLASS`` for a candidate of another class than the parse's target class.
+* **colour** — the target's colours (parts included, shades folded) vs the candidate's mean RGB:
+  the best ``log p(colour | rgb)`` of a soft nearest-palette model in CIELAB (D65),
+  ``p ∝ exp(−ΔE76 / T)`` over :data:`PALETTE`.
+* **relations** — every mention's relation and every context object's, measured by
+  :func:`urbex.agents.relations.relation_terms` (compass and map-frame directions, next to,
+  near, in, on a road, the corner of A and B, between A and B, across R from L, at the end of,
+  facing, "called X"): ``-W_REL`` per tolerance unit past the tolerance, ``-W_SELF`` for the
+  landmark itself, ``-W_CLASS`` for anything but X when the description names X.
+* **selectors** — an ordinal (the k-th from a compass end, a map side, the corner or a named
+  place: :func:`urbex.agents.relations.ordinal_positions`), else the target's size word
+  (``largest``/``small``/``tall``...) pick within the *plausible set*: candidates whose score
+  is within :data:`PLAUSIBLE_MARGIN` of the best.
 
 Frames: boxes are BEV ``[x_min, y_min, x_max, y_max]`` in **world metres** (x east, y north)
 until the final conversion to global-view units (0–1000).
@@ -35,29 +34,22 @@ until the final conversion to global-view units (0–1000).
 
 from __future__ import annotations
 
+import functools
 import json
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.colour import (
-    _COLOUR_ALIASES,
-    PALETTE,
-    colour_log_likelihood,
-    exposure_gain,
-    srgb_to_lab,
-)
+from urbex.agents.colour import PALETTE, colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.agents.heuristics import _to_units
+from urbex.agents.relations import ordinal_positions, relation_terms
 from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
-from urbex.geometry import gap_2d, overlap_bounds_2d
-from urbex.landmarks.names import normalize_name
 from urbex.landmarks.table import footprint_bounds
-from urbex.language.target import CLASS_WORDS, class_of_text
+from urbex.language import ContextObject, Parse, context_objects, map_regions, parse
 
 if TYPE_CHECKING:
     import polars as pl
@@ -72,54 +64,31 @@ __all__ = [
     "Anchor",
     "Candidates",
     "RankingPolicy",
+    "Reading",
     "anchors_for",
     "colour_log_likelihood",
     "exposure_gain",
+    "read_description",
+    "scene_roads",
     "score_candidates",
     "srgb_to_lab",
 ]
 
-#: Penalty for a candidate of another class than the description's class noun.
+#: Penalty for a candidate of another class than the parse's target class.
 W_CLASS = 10.0
 #: Penalty for answering the landmark itself to "north of / next to / in X" (never X).
 W_SELF = 100.0
-#: Weight of each landmark relation penalty (per tolerance unit past the tolerance).
+#: Weight of each relation's violation (per tolerance unit past the tolerance).
 W_REL = 2.0
 #: Candidates within this margin of the best filter score form the plausible set of a selector.
 PLAUSIBLE_MARGIN = 0.3
-# Class nouns: the one vocabulary of urbex.language.target (longest alternatives first at one position).
-_NOUN_RE = re.compile(  # class nouns that hide a colour word ("green field"), not bare "green"
-    r"\b(" + "|".join(re.escape(w) for w, _ in CLASS_WORDS if w != "green") + r")\b"
-)
-_COLOUR_RE = re.compile(r"\b(" + "|".join([*PALETTE, *_COLOUR_ALIASES]) + r")\b")
-_SIZE_RE = re.compile(r"\b(largest|biggest|big|large|smallest|small|little|tallest|highest|tall)\b")
-_SIZE_OF = {"largest": "area", "biggest": "area", "big": "area", "large": "area",
-            "smallest": "-area", "small": "-area", "little": "-area",
-            "tallest": "height", "highest": "height", "tall": "height"}  # fmt: skip
-_ORD_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6}
-_ORDINAL_RE = re.compile(r"\b(first|second|third|fourth|fifth|sixth|(\d+)(?:st|nd|rd|th))\b")
-_UNIT = {"north": (0.0, 1.0), "south": (0.0, -1.0), "east": (1.0, 0.0), "west": (-1.0, 0.0)}
-_ANY_LOT_RE = re.compile(r"\bin (?:a|any) (?:parking lot|car park|parking area)\b")
-
-# Relation phrases that end right before a landmark mention (normalised text: no "the").
-_REL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("named", re.compile(r"\b(?:called|known as|named)\s*$")),
-    ("end", re.compile(r"\bfrom (north|south|east|west) end of\s*$")),
-    ("corner", re.compile(r"\b(?:corner of|junction of|intersection of|where)\s*$")),
-    ("pair", re.compile(r"^\s*(?:and|meets)\s*$")),
-    ("compass", re.compile(
-        r"\b(north|south)?\s*-?\s*(north|south|east|west)(?:ern)?\s+(?:side\s+)?of\s*$")),
-    ("next", re.compile(r"\b(?:next to|beside|adjacent to|by|alongside)\s*$")),
-    ("near", re.compile(r"\b(?:near|close to|opposite|across from|around)\s*$")),
-    ("in", re.compile(r"\b(?:in|inside|within|parked in)\s*$")),
-    ("on", re.compile(r"\b(?:on|along|facing|on road|at)\s*$")),
-)  # fmt: skip
-
-#: Tolerances (metres): compass/near gap, next-to gap, corner gap per class, road gap per class.
-NEAR_M, NEXT_M = 35.0, 6.0
-_CORNER_TOL = {"Car": 10.0}
-_ROAD_TOL = {"Car": 5.0}  # half a carriageway (~5 m) from the centreline
-_CORNER_DEFAULT, _ROAD_DEFAULT = 15.0, 15.0
+#: Size words of the parse → (measure, sign): what a size selector ranks by.
+_SIZE_OF: dict[str, tuple[str, float]] = {
+    "largest": ("area", 1.0), "large": ("area", 1.0), "smallest": ("area", -1.0),
+    "small": ("area", -1.0), "tallest": ("height", 1.0), "tall": ("height", 1.0),
+    "lowest": ("height", -1.0), "low": ("height", -1.0), "longest": ("length", 1.0),
+    "long": ("length", 1.0),
+}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,80 +238,37 @@ class Anchor:
 
 
 # ---------------------------------------------------------------------------------------------
-# geometry helpers (world metres)
-# ---------------------------------------------------------------------------------------------
-
-
-def _gap(boxes: NDArray[np.float64], other: ArrayLike) -> NDArray[np.float64]:
-    """BEV gap (m, 0 when touching/overlapping) from each box (K, 4) to one box (4,):
-    :func:`urbex.geometry.gap_2d` as an array."""
-    return np.asarray(gap_2d(boxes, other), dtype=np.float64)
-
-
-def _over(x: NDArray[np.float64], tol: float | NDArray[np.float64]) -> NDArray[np.float64]:
-    """Penalty in tolerance units past the tolerance (0 inside)."""
-    return np.maximum(0.0, x - tol) / tol
-
-
-def _per_class(
-    table: dict[str, float], default: float, cls: NDArray[np.str_]
-) -> NDArray[np.float64]:
-    return np.array([table.get(str(c), default) for c in cls], dtype=np.float64)
-
-
-def _crossing(a: Anchor, b: Anchor) -> NDArray[np.float64]:
-    """The point where two anchors meet: centre of their bounds' overlap (or of the gap)."""
-    o = overlap_bounds_2d(a.box, b.box)
-    p = (o[:2] + o[2:]) / 2
-    return np.concatenate([p, p])
-
-
-# ---------------------------------------------------------------------------------------------
-# parsing
-# ---------------------------------------------------------------------------------------------
-
-
-def _locate(words: list[str], name: str) -> tuple[int, int] | None:
-    """Token span of ``name`` (normalised) in ``words``; None when not there verbatim."""
-    toks = normalize_name(name).split()
-    n = len(toks)
-    if n == 0:
-        return None
-    for a in range(len(words) - n + 1):
-        if words[a : a + n] == toks:
-            return a, a + n
-    return None
-
-
-def _relation(context: str) -> tuple[str, re.Match[str] | None]:
-    for rel, pat in _REL_PATTERNS:
-        m = pat.search(context)
-        if m:
-            return rel, m
-    return "near", None
-
-
-# ---------------------------------------------------------------------------------------------
 # scoring
 # ---------------------------------------------------------------------------------------------
 
 
 def score_candidates(
-    description: str, candidates: Candidates, landmarks: Sequence[Anchor] = ()
+    parse: Parse,
+    candidates: Candidates,
+    anchors: Mapping[str, Anchor] | None = None,
+    context: Sequence[ContextObject] = (),
+    *,
+    roads: Sequence[Anchor] = (),
+    regions: Sequence[str] = (),
 ) -> NDArray[np.float64]:
-    """Score every candidate against the description (higher is better; see the module docstring).
+    """Score every candidate against a description's parse (higher is better; see the module
+    docstring).
 
     Parameters
     ----------
-    description : str
-        The referring expression.
+    parse : Parse
+        The description's parse (:func:`urbex.language.parse`).
     candidates : Candidates
         The scene's instances (K rows), world metres.
-    landmarks : sequence of Anchor
-        The landmarks the description mentions (e.g. from
-        :meth:`urbex.landmarks.LandmarkIndex.mentions`), in any order; each is located in the
-        description to read the relation phrase in front of it (one that cannot be located
-        counts as "near").
+    anchors : mapping of str to Anchor
+        Each mentioned landmark's name → its location (:func:`anchors_for`); a mention without
+        one is not scored.
+    context : sequence of ContextObject
+        The description's unnamed context objects (:func:`urbex.language.context_objects`).
+    roads : sequence of Anchor
+        The scene's roads (what "in front of" an object is measured from).
+    regions : sequence of str
+        The parts of the map the description names (:func:`urbex.language.map_regions`).
 
     Returns
     -------
@@ -353,132 +279,49 @@ def score_candidates(
     --------
     A red and a blue car, and a red building; a landmark hall at the origin:
 
+    >>> from urbex.language import parse
     >>> c = Candidates.build(class_name=["Car", "Car", "Building"],
     ...     box=[[0, 20, 4, 22], [0, -22, 4, -20], [30, 0, 50, 20]],
     ...     rgb=[[200, 30, 30], [30, 60, 200], [200, 30, 30]])
-    >>> hall = Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]), kind="building")
-    >>> int(np.argmax(score_candidates("the red car", c)))
+    >>> hall = {"Merton Hall": Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]),
+    ...                               kind="building")}
+    >>> int(np.argmax(score_candidates(parse("the red car"), c)))
     0
-    >>> int(np.argmax(score_candidates("the car south of Merton Hall", c, [hall])))
+    >>> int(np.argmax(score_candidates(parse("the car south of Merton Hall", ["Merton Hall"]), c, hall)))
     1
-    >>> int(np.argmax(score_candidates("the red house", c)))
+    >>> int(np.argmax(score_candidates(parse("the red house"), c)))
     2
     """
     k = len(candidates)
     score = np.zeros(k, dtype=np.float64)
     if k == 0:
         return score
-    words = normalize_name(description).split()
-    spans: list[tuple[int, int, Anchor]] = []
-    floating: list[Anchor] = []
-    for a in landmarks:
-        s = _locate(words, a.name)
-        (floating.append(a) if s is None else spans.append((s[0], s[1], a)))
-    spans.sort(key=lambda t: t[0])
-    masked = list(words)
-    for s0, s1, _ in spans:
-        masked[s0:s1] = ["_"] * (s1 - s0)
-    text = " ".join(masked)
-
-    # class
-    cls = class_of_text(text)
-    if cls is not None:
-        score -= W_CLASS * (candidates.class_name != cls)
-    # colours (class nouns removed first: "green field" is a class, not a colour), after the
-    # scene's exposure correction (see :func:`exposure_gain`)
-    colour_words = [m.group(1) for m in _COLOUR_RE.finditer(_NOUN_RE.sub(" ", text))]
-    if colour_words:
+    anchors = anchors or {}
+    if parse.target_class is not None:
+        score -= W_CLASS * (candidates.class_name != parse.target_class)
+    if parse.target_colours:  # after the scene's exposure correction (:func:`exposure_gain`)
         rgb = candidates.rgb * exposure_gain(candidates.rgb)
-        for w in colour_words:
-            score += colour_log_likelihood(w, rgb)
-
-    box, cls_arr = candidates.box, candidates.class_name
-    centre = (box[:, :2] + box[:, 2:]) / 2
-    norm_lm = np.array([normalize_name(n) for n in candidates.landmark_name], dtype=str)
-    ordinal_road: tuple[Anchor, str] | None = None
-    prev_end = 0
-    pending_corner: Anchor | None = None
-    for s0, s1, a in spans:
-        ctx = " ".join(words[prev_end:s0])
-        prev_end = s1
-        rel, m = _relation(ctx)
-        if rel == "pair" and pending_corner is not None:
-            p = _crossing(pending_corner, a)
-            tol = _per_class(_CORNER_TOL, _CORNER_DEFAULT, cls_arr)
-            score -= W_REL * _over(_gap(box, p), tol)
-            pending_corner = None
-            continue
-        if rel == "pair":
-            rel = "near"
-        pending_corner = None
-        is_self = (norm_lm == normalize_name(a.name)) & (norm_lm != "")
-        gap = _gap(box, a.box)
-        if rel == "named":
-            score -= W_CLASS * ~is_self
-        elif rel == "corner":
-            pending_corner = a  # scored with its partner ("... and B", "... meets B")
-        elif rel == "end":
-            assert m is not None
-            ordinal_road = (a, m.group(1))
-            score -= W_REL * _over(gap, _per_class(_ROAD_TOL, _ROAD_DEFAULT, cls_arr))
-        elif a.is_line and rel in ("on", "next", "near", "in"):
-            score -= W_REL * _over(gap, _per_class(_ROAD_TOL, _ROAD_DEFAULT, cls_arr))
-        elif rel == "compass":
-            assert m is not None
-            u = np.array(_UNIT[m.group(2)])
-            if m.group(1) and m.group(2) in ("east", "west"):
-                u = u + np.array(_UNIT[m.group(1)])
-            u = u / np.linalg.norm(u)
-            if a.is_line:  # the side of a road: displacement from its nearest point
-                d = centre - np.clip(centre, a.box[:2], a.box[2:])
-            else:
-                d = centre - (a.box[:2] + a.box[2:]) / 2
-            ang = np.degrees(np.arccos(np.clip(d @ u / np.maximum(np.hypot(*d.T), 1e-9), -1, 1)))
-            score -= W_REL * (_over(ang, 45.0) + _over(gap, NEAR_M) + 0.1 * gap / NEAR_M)
-            score -= W_SELF * is_self
-        elif rel == "next":
-            score -= W_REL * (_over(gap, NEXT_M) + 0.1 * gap / NEXT_M) + W_SELF * is_self
-        elif rel == "in":
-            inside = np.all((centre > a.box[:2]) & (centre < a.box[2:]), axis=1)
-            out_d = _gap(np.concatenate([centre, centre], axis=1), a.box)  # centre to box
-            score -= W_REL * (~inside) * (1.0 + out_d / 5.0) + W_SELF * is_self
-        else:  # near / opposite / on a non-road / unknown phrase
-            score -= W_REL * (_over(gap, NEAR_M) + 0.1 * gap / NEAR_M) + W_SELF * is_self
-    if pending_corner is not None:  # "at the corner of A" without a partner: near A
-        score -= W_REL * _over(_gap(box, pending_corner.box), NEAR_M)
-    for a in floating:
-        score -= W_REL * _over(_gap(box, a.box), NEAR_M)
-    if _ANY_LOT_RE.search(text):  # "in a parking lot": inside any Parking candidate
-        lots = box[cls_arr == "Parking"]
-        if len(lots):
-            inside = (
-                (centre[:, None, 0] > lots[None, :, 0]) & (centre[:, None, 0] < lots[None, :, 2])
-                & (centre[:, None, 1] > lots[None, :, 1]) & (centre[:, None, 1] < lots[None, :, 3])
-            ).any(1) & (cls_arr != "Parking")  # fmt: skip
-            score -= W_REL * ~inside
+        score += np.max([colour_log_likelihood(c, rgb) for c in parse.target_colours], axis=0)
+    for t in relation_terms(parse, candidates, anchors, context, roads=roads, regions=regions):
+        if t.kind == "named":
+            score -= W_CLASS * t.violation
+        else:
+            score -= W_REL * t.violation + W_SELF * t.is_self
 
     # selectors, within the plausible set
-    plausible = score >= score.max() - PLAUSIBLE_MARGIN
-    rows = np.flatnonzero(plausible)
+    rows = np.flatnonzero(score >= score.max() - PLAUSIBLE_MARGIN)
     top = score.max()
-    om = _ORDINAL_RE.search(text)
-    if ordinal_road is not None and om is not None:
-        rank = _ORD_WORDS.get(om.group(1)) or int(om.group(2))
-        a, end = ordinal_road
-        along = centre[rows, 0 if end in ("east", "west") else 1]
-        if end in ("east", "north"):
-            along = -along
-        pos = np.empty(rows.size, dtype=np.float64)
-        pos[np.argsort(along, kind="stable")] = np.arange(1, rows.size + 1)
+    pos = ordinal_positions(parse, candidates, anchors, rows)
+    if pos is not None:
+        rank = parse.ordinal.k if parse.ordinal is not None else 1
         score[rows] = top + 1.0 / (1.0 + np.abs(pos - rank))
         return score
-    sm = _SIZE_RE.search(text)
-    if sm is not None and rows.size > 1:
-        measure = _SIZE_OF[sm.group(1)]
-        area = np.prod(box[:, 2:] - box[:, :2], axis=1)
-        v = candidates.height if measure == "height" else area
-        v = -v[rows] if measure == "-area" else v[rows]
-        order = np.argsort(-v, kind="stable")
+    size = next((s for s in parse.sizes if s in _SIZE_OF), None)
+    if size is not None and rows.size > 1:
+        measure, sign = _SIZE_OF[size]
+        ext = candidates.box[:, 2:] - candidates.box[:, :2]
+        v = {"area": np.prod(ext, axis=1), "height": candidates.height, "length": ext.max(axis=1)}
+        order = np.argsort(-sign * v[measure][rows], kind="stable")
         z = np.empty(rows.size, dtype=np.float64)
         z[order] = 1.0 - np.arange(rows.size) / rows.size
         score[rows] = top + z
@@ -496,19 +339,69 @@ def _anchor_box(row: dict[str, Any], x: float, y: float) -> NDArray[np.float64]:
     return b if b is not None else np.array([x, y, x, y], dtype=np.float64)
 
 
-def anchors_for(description: str, scene_id: str, index: Any) -> list[Anchor]:
-    """The :class:`Anchor` of each landmark ``index`` finds mentioned in ``description``."""
+def anchors_for(parse: Parse, scene_id: str, index: Any) -> dict[str, Anchor]:
+    """Each mentioned landmark's name → its :class:`Anchor` (``index``'s lookup of the name in
+    the scene; a name it cannot place is left out)."""
     if index is None:
-        return []
-    out = []
-    for name in index.mentions(description, scene_id):
+        return {}
+    out: dict[str, Anchor] = {}
+    for name in dict.fromkeys(m.name for m in parse.mentions):
         res = index.lookup(name, scene_id=scene_id, limit=1)
         best = res.best or (res.candidates[0] if res.candidates else None)
         if best is None:
             continue
         box = _anchor_box(best.row, best.x, best.y)
-        out.append(Anchor(name=best.name, box=box, kind=str(best.row.get("kind") or "")))
+        out[name] = Anchor(name=best.name, box=box, kind=str(best.row.get("kind") or ""))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A description as the rankers read it (:func:`read_description`): its parse, context
+    objects and map regions, its mentions located, and the scene's roads."""
+
+    parse: Parse
+    context: tuple[ContextObject, ...] = ()
+    regions: tuple[str, ...] = ()
+    anchors: dict[str, Anchor] = field(default_factory=dict)
+    roads: tuple[Anchor, ...] = ()
+
+    def score(self, candidates: Candidates) -> NDArray[np.float64]:
+        """:func:`score_candidates` of this reading."""
+        return score_candidates(self.parse, candidates, self.anchors, self.context,
+                                roads=self.roads, regions=self.regions)  # fmt: skip
+
+
+def scene_roads(index: Any, scene_id: str) -> tuple[Anchor, ...]:
+    """The scene's roads (landmarks of kind ``road``) as anchors, world metres."""
+    if index is None or "kind" not in index.table.columns:
+        return ()
+    return _roads(index, scene_id)
+
+
+@functools.lru_cache(maxsize=64)
+def _roads(index: Any, scene_id: str) -> tuple[Anchor, ...]:
+    t = index.table
+    rows = t.filter((t["scene_id"] == scene_id) & (t["kind"] == "road")).to_dicts()
+    return tuple(
+        Anchor(name=str(r["name"]), box=_anchor_box(r, float(r["x"]), float(r["y"])), kind="road")
+        for r in rows
+    )
+
+
+def read_description(description: str, scene_id: str, index: Any) -> Reading:
+    """The parse of ``description`` against ``scene_id``'s landmark names, its context objects
+    and map regions, its located anchors and the scene's roads: what both rankers score."""
+    names = index.names(scene_id) if index is not None else []
+    th = getattr(index, "mention_threshold", 0.9)
+    p = parse(description, names, threshold=th)
+    return Reading(
+        parse=p,
+        context=context_objects(description, names, threshold=th),
+        regions=map_regions(description, names, threshold=th),
+        anchors=anchors_for(p, scene_id, index),
+        roads=scene_roads(index, scene_id),
+    )
 
 
 class RankingPolicy(PolicyBase):
@@ -571,8 +464,9 @@ class RankingPolicy(PolicyBase):
 
     def scores(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """:func:`score_candidates` over the scene's candidates, shape (K,)."""
-        anchors = anchors_for(description, scene_id, self.env.landmarks)
-        return score_candidates(description, self.candidates(scene_id), anchors)
+        return read_description(description, scene_id, self.env.landmarks).score(
+            self.candidates(scene_id)
+        )
 
     def predict(self, description: str, scene_id: str) -> NDArray[np.float64]:
         """The top candidate's BEV box (world metres), shape (4,)."""

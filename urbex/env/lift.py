@@ -6,8 +6,8 @@ Two lifts:
   all of them. On a flat object (a car park, a lawn) it takes whatever stands on it (cars,
   trees) and the ground under a car, so its 3D IoU mostly measures the lift.
 * ``semantic`` (the default) — the points under the footprint whose semantic class is the
-  target's class: the class named by the description (:func:`urbex.language.target.class_of_text`,
-  the place names it mentions masked), else the class that covers most of the footprint seen from above (among the target classes).
+  target's class: the class of the description's target (:func:`urbex.language.parse`, the place
+  names it mentions read as names), else the class that covers most of the footprint seen from above (among the target classes).
   The 3D box spans those points' z-range; the mask is those points. Without semantic ids, an
   unknown class in the scene's scheme, or no point of the class under the footprint, it falls
   back to ``zrange``. The class's points are gathered a margin beyond the footprint
@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS, semantic_ids
-from urbex.language.target import class_of_text
+from urbex.language import parse
 
 __all__ = ["FLAT_CLASSES", "LIFTS", "Lift", "LiftMode", "dominant_class", "lift_answer"]
 
@@ -174,7 +174,7 @@ def lift_answer(
             raise ValueError(
                 f"semantic: expected one id per point ({p.shape[0]}), got {sem.shape[0]}"
             )
-        cls = class_of_text(description, names=names) or dominant_class(
+        cls = parse(description, names).target_class or dominant_class(
             p[mask], sem[mask], class_scheme
         )
         ids = semantic_ids(cls, class_scheme) if cls is not None else ()

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from urbex.atomic import PUBLIC
 from urbex.config import Params
+from urbex.landmarks.mentions import mention_spans
 from urbex.landmarks.names import (
     GENERIC_WORDS,
     distinctive_tokens,
@@ -337,9 +338,10 @@ class LandmarkIndex:
     def mentions(self, description: str, scene_id: str) -> list[str]:
         """Landmark names of ``scene_id`` that ``description`` mentions, in order of appearance.
 
-        Every n-gram of the normalised description whose length is within one token of a
-        landmark name is compared with it (rapidfuzz ratio); a score of at least
-        ``mention_threshold`` counts. Overlapping mentions keep the best-scoring, longest one.
+        :func:`urbex.landmarks.mentions.mention_spans` over the normalised description and the
+        scene's names and aliases: every n-gram whose length is within one token of a name's is
+        compared with it (rapidfuzz ratio); a score of at least ``mention_threshold`` counts.
+        Overlapping mentions keep the best-scoring, longest one.
 
         Examples
         --------
@@ -348,44 +350,19 @@ class LandmarkIndex:
         >>> LandmarkIndex(t).mentions("the red car on kings pde west of saint marys church", "s")
         ['Kings Parade', "St Mary's Church"]
         """
-        from rapidfuzz import fuzz, process
-
         words = normalize_name(description).split()
         js = np.flatnonzero(self._string_mask(scene_id))
-        if not words or js.size == 0:
-            return []
-        # Prefilter: a landmark string qualifies if one of its distinctive tokens is (fuzzily) there.
-        vocab = sorted({t for j in js for t in distinctive_tokens(self._tokens[j])})
-        present = process.cdist(vocab, sorted(set(words)), scorer=fuzz.ratio).max(axis=1) >= 80
-        have = {t for t, p in zip(vocab, present) if p}
-        js = np.array(
-            [j for j in js if have.intersection(distinctive_tokens(self._tokens[j]))], np.int64
+        spans = mention_spans(
+            words, [self._strings[j] for j in js], threshold=self.mention_threshold
         )
-        if js.size == 0:
-            return []
-        ks = {len(self._tokens[j]) for j in js}
-        sizes = sorted({n for k in ks for n in (k - 1, k, k + 1) if 1 <= n <= len(words)})
-        grams = [(a, n) for n in sizes for a in range(len(words) - n + 1)]
-        texts = [" ".join(words[a : a + n]) for a, n in grams]
-        if not texts:
-            return []
-        scores = process.cdist(texts, [self._strings[j] for j in js], scorer=fuzz.ratio) / 100.0
-        glen = np.array([n for _, n in grams])
-        hits: list[tuple[float, int, int, int]] = []  # (score, n, start, row)
-        for c, j in enumerate(js.tolist()):
-            k = len(self._tokens[j])
-            col = np.where(np.abs(glen - k) <= 1, scores[:, c], 0.0)
-            g = int(np.argmax(col))
-            if col[g] >= self.mention_threshold:
-                hits.append((float(col[g]), grams[g][1], grams[g][0], int(self._owner[j])))
-        taken = np.zeros(len(words), dtype=bool)
-        kept: list[tuple[int, str]] = []
-        for _s, n, a, i in sorted(hits, key=lambda h: (-h[0], -h[1], h[2])):
-            if taken[a : a + n].any():
-                continue
-            taken[a : a + n] = True
-            kept.append((a, self._rows[i]["name"]))
-        return list(dict.fromkeys(name for _, name in sorted(kept)))
+        rows = [int(self._owner[js[s.which]]) for s in spans]
+        return list(dict.fromkeys(self._rows[i]["name"] for i in rows))
+
+    def names(self, scene_id: str) -> list[str]:
+        """Every name and alias of ``scene_id``'s landmarks, as written in the table (what
+        :func:`urbex.language.parse` takes as ``landmark_names``)."""
+        js = np.flatnonzero(self._string_mask(scene_id))
+        return list(dict.fromkeys(self._raw[j] for j in js.tolist()))
 
     def mentions_many(
         self, descriptions: Iterable[str], scene_ids: Iterable[str]

@@ -9,15 +9,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "GENERIC_WORDS",
     "LANDMARK_KINDS",
+    "Word",
     "distinctive_tokens",
     "landmark_kind",
-    "mask_names",
     "normalize_name",
+    "words_of",
 ]
 
 LANDMARK_KINDS: tuple[str, ...] = ("building", "road", "park", "parking", "ground", "other")
@@ -35,11 +36,12 @@ _DROP = frozenset({"the"})
 _QUALIFIERS = frozenset("north south east west upper lower great little".split())
 
 
-def _positional(tok: str, i: int, toks: list[str]) -> str:
-    """ "st" → saint/street and "dr" → doctor/drive by position (see :func:`normalize_name`)."""
+def _positional(tok: str, i: int, toks: list[str], ends_clause: bool = False) -> str:
+    """ "st" → saint/street and "dr" → doctor/drive by position (see :func:`normalize_name`);
+    ``ends_clause``: punctuation (``,;:)``) follows it, as the last word of a name does."""
     if tok not in ("st", "dr"):
         return tok
-    street_like = i > 0 and (i == len(toks) - 1 or toks[i + 1] in _QUALIFIERS)
+    street_like = i > 0 and (i == len(toks) - 1 or toks[i + 1] in _QUALIFIERS or ends_clause)
     if tok == "st":
         return "street" if street_like else "saint"
     return "drive" if i > 0 else "doctor"
@@ -56,7 +58,52 @@ GENERIC_WORDS = frozenset(
     "recreation".split()
 )
 _APOSTROPHES = re.compile(r"['’‘`´]")
+#: A word of a text: letters/digits with inner apostrophes ("King's"), or an ampersand.
+_WORD = re.compile(r"[^\W_]+(?:['’‘`´][^\W_]+)*|&")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+#: Punctuation that ends a clause right after a word ("Bishop St, in ..." is a street).
+_CLAUSE_END = re.compile(r"\.?\s*[,;:)]")
+
+
+class Word(NamedTuple):
+    """One word of a text: its normalised form and its character span in the text."""
+
+    norm: str
+    start: int
+    end: int
+
+
+def _fold(token: str) -> list[str]:
+    """Accents stripped, case folded, apostrophes dropped; "&" → "and" (may split in two)."""
+    if token == "&":
+        return ["and"]
+    s = unicodedata.normalize("NFKD", token)
+    s = "".join(c for c in s if not unicodedata.combining(c)).casefold()
+    return _NON_WORD.sub(" ", _APOSTROPHES.sub("", s)).split()
+
+
+def words_of(text: str) -> list[Word]:
+    """The words of ``text``, normalised as :func:`normalize_name` does, ``the`` kept.
+
+    Each word keeps its character span in ``text`` (a word that folds into two, such as a
+    ligature, gives two words with the same span). Punctuation separates words and is not a
+    word. :func:`normalize_name` is these words without ``the``, joined by spaces.
+
+    >>> [w.norm for w in words_of("The Red Lion, St. Mary's Rd & Co")]
+    ['the', 'red', 'lion', 'saint', 'marys', 'road', 'and', 'co']
+    >>> [w.norm for w in words_of("along Bishop St, in front")][2]
+    'street'
+    >>> words_of("Café!")[0]
+    Word(norm='cafe', start=0, end=4)
+    """
+    text = str(text)
+    raw = [(t, m.start(), m.end()) for m in _WORD.finditer(text) for t in _fold(m.group())]
+    toks = [_ABBREV.get(t, t) for t, _, _ in raw]
+    ends = [bool(_CLAUSE_END.match(text, b)) for _, _, b in raw]
+    return [
+        Word(_positional(t, i, toks, e), a, b)
+        for i, (t, (_, a, b), e) in enumerate(zip(toks, raw, ends))
+    ]
 
 
 def normalize_name(name: str) -> str:
@@ -64,9 +111,9 @@ def normalize_name(name: str) -> str:
 
     Unicode accents are stripped, case is folded, possessives lose their apostrophe
     ("King's" → "kings"), punctuation becomes space, "&" becomes "and", common abbreviations take
-    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word or
-    before a qualifier such as "North", and "saint" elsewhere; "Dr" is "doctor" as the first word
-    and "drive" elsewhere) and "the" is dropped.
+    one canonical form (Rd → "road", Pde → "parade", ...; "St" is "street" as the last word,
+    before a qualifier such as "North" or before a comma, and "saint" elsewhere; "Dr" is "doctor" as the first word
+    and "drive" elsewhere) and "the" is dropped (:func:`words_of` keeps it).
 
     Examples
     --------
@@ -85,35 +132,15 @@ def normalize_name(name: str) -> str:
     >>> normalize_name("")
     ''
     """
-    s = unicodedata.normalize("NFKD", str(name))
-    s = "".join(c for c in s if not unicodedata.combining(c)).casefold()
-    s = _APOSTROPHES.sub("", s).replace("&", " and ")
-    toks = [_ABBREV.get(t, t) for t in _NON_WORD.sub(" ", s).split()]
-    toks = [_positional(t, i, toks) for i, t in enumerate(toks)]
-    return " ".join(t for t in toks if t not in _DROP)
-
-
-def mask_names(text: str, names: Sequence[str]) -> str:
-    """``text`` normalised (:func:`normalize_name`) with each of ``names`` replaced by ``_<i>``
-    (its index in ``names``; longer names first, so a name inside another stays whole).
-
-    What a parser of the description should read: a class noun or compass word inside a place
-    name ("Northfield Park", "Station Road North") is not one of the description's own.
-
-    >>> mask_names("The car park next to Northfield Park", ["Northfield Park"])
-    'car park next to _0'
-    >>> mask_names("across Mill Lane from Mill Lane Car Park", ["Mill Lane", "Mill Lane Car Park"])
-    'across _0 from _1'
-    """
-    out = f" {normalize_name(text)} "
-    for i in sorted(range(len(names)), key=lambda i: -len(names[i])):
-        name = normalize_name(names[i])
-        if name:
-            out = out.replace(f" {name} ", f" _{i} ")
-    return " ".join(out.split())
+    return " ".join(w.norm for w in words_of(name) if w.norm not in _DROP)
 
 
 def distinctive_tokens(tokens: Sequence[str]) -> list[str]:
+    """The tokens of a name that are not :data:`GENERIC_WORDS` (all of them when none is).
+
+    >>> distinctive_tokens(["merton", "hall"]), distinctive_tokens(["car", "park"])
+    (['merton'], ['car', 'park'])
+    """
     d = [t for t in tokens if t not in GENERIC_WORDS]
     return d if d else list(tokens)
 

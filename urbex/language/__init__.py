@@ -1,9 +1,31 @@
-"""Reading descriptions: what people write about the target (its class) and its context.
+"""Reading descriptions: the one parse every reader shares, and user text made chat-safe.
 
-Above :mod:`urbex.landmarks` (place names are masked before a description's own words are
-read), below everything that reads a description (the lift, the rankers, the baselines).
+:func:`parse` reads a referring expression into a :class:`Parse` (target class, colours, sizes,
+shape, counts, ordinal, landmark mentions with their relations). It stands beside
+:mod:`urbex.landmarks` (whose fuzzy name finder it uses) and below everything that reads a
+description (the lift, the rankers, the baselines, ``urbex parse``).
 """
 
-from urbex.language.target import class_of_text
+from urbex.language.parse import context_objects, map_regions, parse
+from urbex.language.records import (
+    MAP_SIDES,
+    RELATIONS,
+    ContextObject,
+    Count,
+    Mention,
+    Ordinal,
+    Parse,
+)
 
-__all__ = ["class_of_text"]
+__all__ = [
+    "MAP_SIDES",
+    "RELATIONS",
+    "ContextObject",
+    "Count",
+    "Mention",
+    "Ordinal",
+    "Parse",
+    "context_objects",
+    "map_regions",
+    "parse",
+]
