@@ -55,6 +55,7 @@ __all__ = [
     "GRPO_SUMMARY_FILE",
     "GRPO_TRAINER_LOG_FILE",
     "INSTANCES_FILE",
+    "PROPOSALS_FILE",
     "META_FILE",
     "RANKER_VERSION",
     "SAFE_NAME_MAX",
@@ -91,6 +92,7 @@ DEFAULT_BENCHMARK = "cityrefer"
 #: Files of a scene cache directory (the builder writes them into a staging directory first).
 META_FILE = "meta.json"
 INSTANCES_FILE = "instances.parquet"
+PROPOSALS_FILE = "proposals.parquet"
 SCENE_ROW_FILE = "scene.parquet"
 GLOBAL_VIEW_FILE = "global_view.png"
 #: Files of a trained checkpoint directory, beside the model and its processor.

@@ -36,10 +36,11 @@ from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
 from urbex.io._checks import MAX_ABS_COORD
-from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
+from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE, PROPOSALS_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
 from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
+from urbex.scene.proposals import PROPOSALS_VERSION, build_proposals, write_proposals
 from urbex.scene.meta import (
     BEV_LAYERS,
     CACHE_FORMAT_VERSION,
@@ -141,6 +142,7 @@ def content_hash(cloud: PointCloud, params: SceneParams, input_hash: str = "") -
     arrays.update(f"scheme:{cloud.class_scheme};crs:{cloud.crs};".encode())
     h = hashlib.sha256()
     h.update(f"urbex-scene-cache-v{CACHE_FORMAT_VERSION}\n".encode())
+    h.update(f"proposals-v{PROPOSALS_VERSION}\n".encode())
     h.update(f"input:{input_hash}\n".encode())
     h.update(f"cloud:{arrays.hexdigest()}\n".encode())
     h.update(("params:" + json.dumps(params.model_dump(mode="json"), sort_keys=True)).encode())
@@ -164,6 +166,10 @@ def cache_is_fresh(out_dir: str | Path, content_hash: str) -> bool:
 
 def _required_files(meta: CacheMeta) -> list[str]:
     files = ["points/xyz.npy", "points/cell_offsets.npy", GLOBAL_VIEW_FILE, INSTANCES_FILE]
+    if meta.n_proposals is not None:
+        files.append(PROPOSALS_FILE)
+        if meta.has_semantic:
+            files.append("points/proposal.npy")
     files += [
         f"points/{n}.npy"
         for n, has in (
@@ -405,6 +411,17 @@ def _build(
         boxes=boxes,
     )
     write_parquet_deterministic(table, tmp / INSTANCES_FILE)
+    proposals, proposal_of = build_proposals(
+        xyz,
+        sem if has_sem else None,
+        rgb if has_rgb else None,
+        class_scheme=cloud.class_scheme,
+        origin_m=origin,
+    )
+    write_proposals(proposals, tmp / PROPOSALS_FILE)
+    if has_sem:
+        save_npy(tmp / "points" / "proposal.npy", proposal_of)
+    del proposal_of
     hist: dict[str, int] = {}
     if has_sem:
         ids, counts, _ = compact_ids(sem)
@@ -443,6 +460,7 @@ def _build(
         global_view_transform=gv_t.to_tuple(),
         class_histogram=hist,
         n_instances=table.height,
+        n_proposals=len(proposals),
         content_hash=chash,
         input_hash=input_hash,
         params=params.model_dump(mode="json"),
