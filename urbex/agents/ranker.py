@@ -9,7 +9,7 @@ Features of a (description, candidate) pair (:func:`pair_features`; world metres
 * **class** — the candidate's class (one-hot over :data:`urbex.classes.TARGET_CLASSES`) and
   whether it is the class the description names (:func:`urbex.language.target.class_of_text`);
 * **colour** — CIELAB of the candidate's mean colour, and ``log p(word | rgb)`` of the colour
-  words (:func:`urbex.agents.colour.colour_log_likelihood`), absolute and relative to the best
+  words (:func:`urbex.colour.colour_log_likelihood`), absolute and relative to the best
   candidate;
 * **size** — log BEV area and height, their percentiles within the candidate's class, and these
   percentiles times the size words (big / small / tall);
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.agents.colour import (
+from urbex.colour import (
     _COLOUR_ALIASES,
     PALETTE,
     colour_log_likelihood,

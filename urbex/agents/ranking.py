@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.colour import (
+from urbex.colour import (
     _COLOUR_ALIASES,
     PALETTE,
     colour_log_likelihood,

@@ -36,10 +36,12 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.lift import Lift, lift_answer
+from urbex.env.marks import MarkState, mark_words
 from urbex.env.protocol import (
     Action,
     Answer,
     Invalid,
+    MarkAnswer,
     ToolCall,
     parse_action,
     user_prompt,
@@ -50,6 +52,7 @@ from urbex.env.tools import TOOLS, ToolResult
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
+from urbex.language.target import class_of_text
 from urbex.scene import SceneCache
 
 __all__ = [
@@ -130,6 +133,7 @@ class _Ctx:
     views: ViewRegistry
     params: EnvParams
     turn: int = 0
+    marks: MarkState | None = None
 
 
 @dataclass(slots=True)
@@ -142,6 +146,7 @@ class _Outcome:
     terminated: bool = False
     error: str | None = None
     view: EpisodeView | None = None
+    snap: dict[str, Any] | None = None
 
 
 class GroundingEnv:
@@ -220,6 +225,19 @@ class GroundingEnv:
         if self._ctx is None:
             raise RuntimeError("GroundingEnv: call reset(query=...) first")
         return self._ctx.scene
+
+    @property
+    def marks(self) -> MarkState | None:
+        """The episode's numbered marks (None with ``env.marks`` off)."""
+        if self._ctx is None:
+            raise RuntimeError("GroundingEnv: call reset(query=...) first")
+        return self._ctx.marks
+
+    @property
+    def marks_shown(self) -> frozenset[int] | None:
+        """Mark ids the views so far have shown (None with ``env.marks`` off)."""
+        m = self.marks
+        return None if m is None else frozenset(m.shown)
 
     @property
     def turn(self) -> int:
@@ -303,12 +321,19 @@ class GroundingEnv:
         scene = self.scene_provider(query.scene_id)
         views = ViewRegistry()
         views.add(self.global_views(query.scene_id, scene))
+        marks = None
+        if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
+            props = scene.proposals
+            words = mark_words(props) if self.params.marks.describe == "attributes" else {}
+            marks = MarkState(proposals=props, params=self.params.marks, words=words)
+            marks.show(views["global"].marks)
         self._ctx = _Ctx(
             scene=scene,
             scene_id=query.scene_id,
             landmarks=self.landmarks,
             views=views,
             params=self.params,
+            marks=marks,
         )
         self._query = query
         self._turn = 0
@@ -357,15 +382,17 @@ class GroundingEnv:
             turns_left=self.params.max_turns - self._turn + 1,
             default_elevation_deg=self.params.oblique_elevation_deg,
             offered_tools=self.params.tools,
+            marks_shown=self.marks_shown,
         )
         return self._play(action, t0, raw=model_text)
 
     def step_action(self, action: Action) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Like :meth:`step` for an action already parsed/validated against this episode
         (:func:`~urbex.env.protocol.validate_tool_call` / ``validate_answer``; trl adapter)."""
-        if not isinstance(action, ToolCall | Answer | Invalid):
+        if not isinstance(action, ToolCall | Answer | MarkAnswer | Invalid):
             raise TypeError(
-                f"step_action: expected ToolCall/Answer/Invalid, got {type(action).__name__}"
+                "step_action: expected ToolCall/Answer/MarkAnswer/Invalid, got "
+                f"{type(action).__name__}"
             )
         t0 = time.perf_counter()
         self._begin_turn()
@@ -412,10 +439,15 @@ class GroundingEnv:
         elif isinstance(action, ToolCall):
             out = self._tool(action)
             tool, args = action.name, _json_native(action.arguments)
+        elif isinstance(action, MarkAnswer):
+            out = self._answer_mark(action)
+            tool, args = "answer", {"mark": action.mark}
         else:
             out = self._answer(action)
             tool = "answer"
             args = {"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)}
+            if out.snap is not None:
+                args["snap"] = out.snap
         self._shaping_total += out.shaping  # first: the budget's outcome counts this turn too
         truncated = False
         if not out.terminated and self._turn >= self.params.max_turns:
@@ -470,6 +502,8 @@ class GroundingEnv:
         if res.view is not None:
             prev = self._shaping_anchor()
             self._ctx.views.add(res.view)
+            if self._ctx.marks is not None:
+                self._ctx.marks.show(res.view.marks)
             out.images, out.view_ids, out.view = [res.view.image], [res.view.view_id], res.view
             out.shaping = self._view_shaping(res.view, prev)
         return out
@@ -503,20 +537,78 @@ class GroundingEnv:
     def _answer(self, ans: Answer) -> _Outcome:
         view = self.views[ans.view_id]
         pred2d = view.to_world_box(ans.bbox_2d)
-        terminal = self._finish(pred2d, "answer", ans)
         text = (
             f'Answer received: box {[round(v) for v in ans.bbox_2d]} in view "{ans.view_id}". '
             "The episode is over."
         )
+        snap: dict[str, Any] | None = None
+        mark: int | None = None
+        if self.params.answer_snap == "proposal":
+            snap = self._snap(pred2d)
+            if "mark" in snap:
+                mark = int(snap["mark"])
+                pred2d = np.asarray(snap["box_2d_m"], dtype=np.float64)
+        terminal = self._finish(pred2d, "answer", ans, mark=mark, snap=snap)
+        return _Outcome(text=text, terminal=terminal, terminated=True, snap=snap)
+
+    def _answer_mark(self, ans: MarkAnswer) -> _Outcome:
+        marks = self._ctx.marks if self._ctx is not None else None
+        if marks is None:  # an action parsed elsewhere, with marks off
+            return self._invalid("marks are off in this episode; answer with a box")
+        if ans.mark not in marks.shown:
+            return self._invalid(
+                f"answer: mark {ans.mark} was never shown; marks shown so far: "
+                f"{sorted(marks.shown)}"
+            )
+        row = marks.proposals.row(ans.mark)
+        pred2d = marks.proposals.box_2d_m[row].copy()
+        terminal = self._finish(pred2d, "answer", mark=ans.mark)
+        text = f"Answer received: mark {ans.mark}. The episode is over."
         return _Outcome(text=text, terminal=terminal, terminated=True)
 
+    def _snap(self, pred2d: NDArray[np.float64]) -> dict[str, Any]:
+        """``env.answer_snap: proposal``: the proposal of the described class that overlaps the
+        box answer best, when their BEV IoU reaches ``env.snap_min_iou``; else why the box
+        stands. The scene's proposals, never its instances."""
+        q = self.query
+        index = self.landmarks
+        names = index.mentions(q.description, q.scene_id) if index is not None else []
+        cls = class_of_text(q.description, names=names)
+        if cls is None:
+            return {"kept": "the description names no target class"}
+        props = self.scene.proposals
+        rows = np.flatnonzero(props.class_name == cls)
+        if rows.size == 0:
+            return {"kept": f"the scene has no {cls} proposal"}
+        ious = np.array([float(iou_2d(pred2d, props.box_2d_m[r])) for r in rows])
+        k = int(np.argmax(ious))
+        if ious[k] < self.params.snap_min_iou:
+            return {
+                "kept": f"no {cls} proposal overlaps the box enough (best BEV IoU "
+                f"{ious[k]:.2f} < env.snap_min_iou {self.params.snap_min_iou:g})"
+            }
+        r = int(rows[k])
+        return {
+            "mark": int(props.mark_id[r]),
+            "iou": round(float(ious[k]), 4),
+            "box_2d_m": [float(v) for v in props.box_2d_m[r]],
+            "answer_box_2d_m": [float(v) for v in pred2d],
+        }
+
     def _finish(
-        self, pred2d: NDArray[np.float64] | None, reason: StopReason, ans: Answer | None = None
+        self,
+        pred2d: NDArray[np.float64] | None,
+        reason: StopReason,
+        ans: Answer | None = None,
+        *,
+        mark: int | None = None,
+        snap: dict[str, Any] | None = None,
     ) -> float:
         """End the episode (``pred2d`` None = no answer): sets :attr:`outcome`; returns R_term.
 
-        The terminal reward's IoU and centre distance (world metres) need ground truth; without
-        it (free-text query) both terms are 0.
+        ``mark``: the answer is that proposal (named, or snapped to): its 3D box and points are
+        the proposal's own, not a lift of the BEV box. The terminal reward's IoU and centre
+        distance (world metres) need ground truth; without it (free-text query) both terms are 0.
         """
         q = self.query
         iou_b, dist = 0.0, float("inf")
@@ -525,21 +617,29 @@ class GroundingEnv:
             tgt = q.target_box_2d
             count = self._point_metrics and tgt is not None
             # one crop: the footprint, or its union with the target's when point F1 is counted
-            m = self.params.answer_lift_margin_m if self.params.answer_lift == "semantic" else 0.0
+            lifted_margin = self.params.answer_lift == "semantic" and mark is None
+            m = self.params.answer_lift_margin_m if lifted_margin else 0.0
             crop_box = pred2d + np.array([-m, -m, m, m])
             if count:
                 assert tgt is not None
                 crop_box = np.concatenate(
                     [np.minimum(crop_box[:2], tgt[:2]), np.maximum(crop_box[2:], tgt[2:])]
                 )
-            pts = self.scene.crop_points(crop_box)
-            lifted = self._lift(pred2d, pts)
-            pred3d, n_pts = lifted.box_3d_m, int(np.count_nonzero(lifted.mask))
+            idx = self.scene.crop_indices(crop_box)
+            pts = self.scene.points_at(idx)
+            if mark is not None:
+                props = self.scene.proposals
+                mask = np.asarray(self.scene.proposal_of(idx) == mark)
+                pred3d = props.box_3d_m(props.row(mark))
+            else:
+                lifted = self._lift(pred2d, pts)
+                mask, pred3d = lifted.mask, lifted.box_3d_m
+            n_pts = int(np.count_nonzero(mask))
             if tgt is not None:
                 iou_b = float(iou_2d(pred2d, tgt))
                 dist = float(center_distance_2d(pred2d, tgt))
                 if count:
-                    counts = self._point_counts(lifted.mask, pts)
+                    counts = self._point_counts(mask, pts)
         terms = R.terminal_terms(iou_b, dist, self._turn, **R.weights(self.params))
         terminal = float(R.terminal_sum(terms))
         box_view = None
@@ -550,6 +650,8 @@ class GroundingEnv:
             stop_reason=reason,
             answer_view_id=None if ans is None else ans.view_id,
             answer_box_view=box_view,
+            answer_mark=mark,
+            snapped=snap is not None and "mark" in snap,
             pred_box_2d_m=pred2d,
             pred_box_3d_m=pred3d,
             n_pred_points=n_pts,

@@ -16,20 +16,26 @@ the horizon.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
 from urbex.config import EnvParams
+from urbex.env.marks import (
+    MarkState,
+    ViewMark,
+    draw_marks,
+    marks_text,
+    marks_under_bev,
+    marks_under_oblique,
+)
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect, view_image
 from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
 from urbex.language.chat import chat_safe
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -44,7 +50,8 @@ __all__ = [
 
 
 class ToolContext(Protocol):
-    """What a handler may use: the scene, the landmark index, the views. No ground truth."""
+    """What a handler may use: the scene, the landmark index, the views, the marks (None when
+    ``env.marks`` is off). No ground truth."""
 
     scene: Any  # urbex.scene.SceneCache
     scene_id: str
@@ -52,6 +59,7 @@ class ToolContext(Protocol):
     views: ViewRegistry
     params: EnvParams
     turn: int
+    marks: MarkState | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,6 +222,7 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         u, v = float(uu), float(vv)
         where = f"world XY ({x:.1f}, {y:.1f}) m"
         fb = footprint_bounds(row, require_area=True)
+        around = _surroundings(ctx, view, fb, x, y)
         if fb is not None:
             ub = view.from_world_box(fb)
             inside = ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000
@@ -228,8 +237,51 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
             where += f'; in view "{view.view_id}": point [{_u(u)}, {_u(v)}]'
         else:
             where += f'; outside view "{view.view_id}"'
+        if around is not None:
+            where += f"; surroundings box {around}"
         lines.append(f"{i}. {m.name!r} ({kind}): {where}")
     return ToolResult(text="\n".join(lines))
+
+
+def _surroundings(
+    ctx: ToolContext, view: EpisodeView, footprint: Any, x: float, y: float
+) -> list[int] | None:
+    """With marks on: the landmark's footprint (or point ``x, y``, world m) grown by
+    ``env.marks.context_m`` metres, in ``view``'s units and clipped to it — a region a
+    ``zoom_in`` can copy to see the marks around the landmark; None without marks or outside."""
+    if ctx.marks is None:
+        return None
+    c = ctx.params.marks.context_m
+    base = np.asarray(footprint if footprint is not None else [x, y, x, y], dtype=np.float64)
+    ub = view.from_world_box(base + np.array([-c, -c, c, c]))
+    if not (ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000):
+        return None
+    box = [max(0, math.floor(ub[0])), max(0, math.floor(ub[1]))]
+    box += [min(1000, max(math.ceil(ub[2]), box[0] + 1)), min(1000, max(math.ceil(ub[3]), box[1] + 1))]
+    return box
+
+
+def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
+    """A tool view with its marks drawn and listed (``env.marks``); unchanged without marks."""
+    state = ctx.marks
+    if state is None:
+        return ToolResult(text=text, view=view)
+    p = ctx.params.marks
+    if view.kind == "oblique":
+        under = marks_under_oblique(state.proposals, view.world_box, view.camera, limit=p.max_listed)
+    else:
+        under = marks_under_bev(
+            state.proposals, view.world_box, view.from_world_box, limit=p.max_listed
+        )
+    if p.describe == "attributes":
+        under = [
+            ViewMark(mark_id=m.mark_id, class_name=m.class_name, box_view=m.box_view,
+                     words=state.words.get(m.mark_id, ()))
+            for m in under
+        ]  # fmt: skip
+    image, marks = draw_marks(view.image, under, p)
+    marked = replace(view, image=image, marks=tuple(marks))
+    return ToolResult(text=f"{text}\n{marks_text(view.view_id, marks, p.describe)}", view=marked)
 
 
 def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
@@ -259,7 +311,7 @@ def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         f"{_units_box(np.asarray(args['bbox_2d']))}, covering {ew:.1f} m x {eh:.1f} m"
         " (widened to the image aspect and a minimum size when needed)."
     )
-    return ToolResult(text=text, view=view)
+    return _with_marks(ctx, view, text)
 
 
 _COMPASS = (
@@ -301,7 +353,7 @@ def _oblique_render(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         f"{_units_box(np.asarray(args['bbox_2d']))} seen from the {compass} (azimuth {az:.0f} deg, "
         f"elevation {el:.0f} deg). Evidence only: boxes and answers cannot use oblique views."
     )
-    return ToolResult(text=text, view=view)
+    return _with_marks(ctx, view, text)
 
 
 #: Every tool, by name.

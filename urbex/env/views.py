@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from PIL import Image
 
 from urbex.config import EnvParams, Params
+from urbex.env.marks import ViewMark, draw_marks, marks_under_bev
 from urbex.geometry import Affine
 
 __all__ = [
@@ -100,6 +101,9 @@ class EpisodeView:
         The turn that created it (0 for the global view).
     camera : object or None
         The oblique camera (renderer-specific), for diagnostics.
+    marks : tuple of ViewMark
+        The numbered marks this view shows (``env.marks``; :mod:`urbex.env.marks`): drawn on
+        ``image`` or listed in the tool text that came with it. Empty without marks.
     """
 
     view_id: str
@@ -110,6 +114,7 @@ class EpisodeView:
     parent: str | None = None
     turn: int = 0
     camera: Any = None
+    marks: tuple[ViewMark, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -247,7 +252,7 @@ def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> Ep
     w, h = p.global_view_size
     world = expand_to_aspect(_scene_box2d(scene), w / h)
     bev = scene.bev_window(world, out_size=(w, h))
-    return EpisodeView(
+    view = EpisodeView(
         view_id="global",
         kind="global",
         image=view_image(bev.image, (w, h)),
@@ -256,6 +261,12 @@ def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> Ep
         parent=None,
         turn=0,
     )
+    if not p.marks.enabled:
+        return view
+    # every proposal is a candidate; the global view shows (and so counts) the legible ones
+    under = marks_under_bev(scene.proposals, view.world_box, view.from_world_box, limit=None)
+    image, marks = draw_marks(view.image, under, p.marks)
+    return replace(view, image=image, marks=tuple(m for m in marks if m.drawn))
 
 
 class GlobalViews:
