@@ -129,5 +129,5 @@ def colour_name(rgb: ArrayLike, *, gain: float = 1.0) -> list[str]:
     lab = srgb_to_lab(np.clip(np.nan_to_num(c) * gain, 0, 255))
     de = np.linalg.norm(lab[:, None, :] - _PAL_LAB[None], axis=-1)
     names = [_PAL_NAMES[int(k)] for k in de.argmin(1)]
-    bad = [bool(v) for v in np.isnan(c).any(axis=1)]
+    bad = np.asarray(np.isnan(c).any(axis=1), dtype=bool).tolist()
     return ["" if b else n for n, b in zip(names, bad, strict=True)]

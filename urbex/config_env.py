@@ -51,7 +51,7 @@ class MarksParams(StrictModel):
         40.0, ge=0, description="landmark_query's surroundings box: footprint grown by this, m"
     )
     max_listed: Int = Field(
-        40, ge=1, description="marks listed per view at most (those nearest its centre first)"
+        12, ge=1, description="marks of each class listed per view at most (nearest its centre)"
     )
     min_label_px: Int = Field(
         12, ge=1, description="a mark is drawn with its number when its box is this wide, px"

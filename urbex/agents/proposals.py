@@ -24,10 +24,10 @@ from urbex.agents.ranker import RankerModel, RankerPolicy
 from urbex.agents.ranking import Candidates
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES
+from urbex.env.marks import landmark_footprints, mark_names
 from urbex.env.world import World
 from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
-from urbex.landmarks.table import footprint_bounds
 from urbex.scene.proposals import ProposalSet, build_proposals
 
 if TYPE_CHECKING:
@@ -56,12 +56,7 @@ def proposal_candidates(
     proposal covering a landmark footprint (``(name, BEV box)``, box IoU ≥ 0.5) takes its name."""
     keep = np.isin(proposals.class_name, list(classes))
     boxes = proposals.box_2d_m[keep]
-    names = []
-    for b in boxes:
-        best = max(
-            ((float(iou_2d(b, lb)), n) for n, lb in landmarks), default=(0.0, ""), key=lambda t: t[0]
-        )
-        names.append(best[1] if best[0] >= 0.5 else "")
+    names = mark_names(boxes, landmarks)
     z = proposals.z_range_m[keep]
     return Candidates.build(
         class_name=proposals.class_name[keep].tolist(),
@@ -102,24 +97,6 @@ def propose_instances(
     return proposal_candidates(props, classes=classes, landmarks=landmarks)
 
 
-def _landmark_boxes(index: Any, scene_id: str) -> list[tuple[str, NDArray[np.float64]]]:
-    """``(name, footprint box)`` of the scene's map landmarks with a footprint."""
-
-    if index is None:
-        return []
-    table = index.table
-    if "scene_id" in table.columns:
-        import polars as pl
-
-        table = table.filter(pl.col("scene_id") == scene_id)
-    out = []
-    for row in table.iter_rows(named=True):
-        b = footprint_bounds(row)
-        if b is not None and b[2] > b[0] and b[3] > b[1]:
-            out.append((str(row["name"]), np.asarray(b, dtype=np.float64)))
-    return out
-
-
 def scene_proposals(
     scene: Any, index: Any = None, classes: Sequence[str] | None = None
 ) -> Candidates:
@@ -128,7 +105,7 @@ def scene_proposals(
     return proposal_candidates(
         scene.proposals,
         classes=tuple(classes) if classes is not None else TARGET_CLASSES,
-        landmarks=_landmark_boxes(index, scene.scene_id),
+        landmarks=landmark_footprints(index, scene.scene_id),
     )
 
 

@@ -45,6 +45,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
+from urbex.atomic import atomic_write
+from urbex.classes import TARGET_CLASSES
 from urbex.colour import (
     _COLOUR_ALIASES,
     PALETTE,
@@ -52,9 +55,6 @@ from urbex.colour import (
     exposure_gain,
     srgb_to_lab,
 )
-from urbex.agents.ranking import Anchor, Candidates, RankingPolicy, anchors_for
-from urbex.atomic import atomic_write
-from urbex.classes import TARGET_CLASSES
 from urbex.env.world import World
 from urbex.errors import ConfigError
 from urbex.geometry import gap_2d

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.agents.heuristics import _to_units
 from urbex.colour import (
     _COLOUR_ALIASES,
     PALETTE,
@@ -51,7 +52,6 @@ from urbex.colour import (
     exposure_gain,
     srgb_to_lab,
 )
-from urbex.agents.heuristics import _to_units
 from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
 from urbex.geometry import gap_2d, overlap_bounds_2d

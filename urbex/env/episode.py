@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.lift import Lift, lift_answer
-from urbex.env.marks import MarkState, mark_words
+from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words
 from urbex.env.protocol import (
     Action,
     Answer,
@@ -325,7 +325,9 @@ class GroundingEnv:
         if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
             props = scene.proposals
             words = mark_words(props) if self.params.marks.describe == "attributes" else {}
-            marks = MarkState(proposals=props, params=self.params.marks, words=words)
+            named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, query.scene_id))
+            names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
+            marks = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
             marks.show(views["global"].marks)
         self._ctx = _Ctx(
             scene=scene,

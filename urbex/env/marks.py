@@ -18,7 +18,7 @@ Frames
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -28,12 +28,17 @@ from PIL import Image, ImageDraw, ImageFont
 
 from urbex.colour import colour_name, exposure_gain
 from urbex.config_env import MarksParams
+from urbex.geometry import iou_2d
+from urbex.landmarks.table import footprint_bounds
+from urbex.language.chat import chat_safe
 from urbex.scene.proposals import ProposalSet
 
 __all__ = [
     "MarkState",
     "ViewMark",
     "draw_marks",
+    "landmark_footprints",
+    "mark_names",
     "mark_words",
     "marks_text",
     "marks_under_bev",
@@ -63,6 +68,8 @@ class ViewMark:
         Its number is drawn on the view's image.
     words : tuple of str
         Attribute words (``env.marks.describe: attributes``), e.g. ``("red", "small")``.
+    name : str
+        The map landmark the proposal covers (:func:`mark_names`), ``""`` for none.
     """
 
     mark_id: int
@@ -70,16 +77,31 @@ class ViewMark:
     box_view: tuple[int, int, int, int]
     drawn: bool = False
     words: tuple[str, ...] = ()
+    name: str = ""
 
 
 @dataclass(slots=True)
 class MarkState:
-    """The marks of one episode: the scene's proposals and the ids shown so far."""
+    """The marks of one episode: the scene's proposals, their map names and attribute words,
+    and the ids shown so far."""
 
     proposals: ProposalSet
     params: MarksParams
     shown: set[int] = field(default_factory=set)
     words: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+
+    def describe(self, marks: Iterable[ViewMark]) -> list[ViewMark]:
+        """``marks`` with their map names and (``describe: attributes``) attribute words."""
+        attrs = self.params.describe == "attributes"
+        return [
+            replace(
+                m,
+                name=self.names.get(m.mark_id, ""),
+                words=self.words.get(m.mark_id, ()) if attrs else (),
+            )
+            for m in marks
+        ]
 
     def show(self, marks: Iterable[ViewMark]) -> None:
         """Record the marks a view the agent received drew or listed."""
@@ -91,11 +113,20 @@ def _clip_units(b: NDArray[np.float64]) -> tuple[int, int, int, int]:
     return (c[0], c[1], c[2], c[3])
 
 
-def _nearest_first(centres: NDArray[np.float64], limit: int) -> NDArray[np.int64]:
-    """Rows of the ``limit`` centres (view units) nearest the view's centre, ascending row."""
+def _nearest_first(
+    centres: NDArray[np.float64], classes: NDArray[np.str_], limit: int | None
+) -> NDArray[np.int64]:
+    """Rows nearest the view's centre first (centres in view units; ties: the lower row, i.e.
+    the lower mark id), at most ``limit`` of each class (None: all)."""
     d = np.hypot(centres[:, 0] - 500.0, centres[:, 1] - 500.0)
-    keep = np.argsort(d, kind="stable")[:limit]
-    return np.sort(keep)
+    order = np.argsort(d, kind="stable")
+    if limit is None:
+        return order
+    rank = np.zeros(len(order), np.int64)
+    seen: dict[str, int] = {}
+    for i in order.tolist():
+        seen[classes[i]] = rank[i] = seen.get(classes[i], 0) + 1
+    return order[rank[order] <= limit]
 
 
 def marks_under_bev(
@@ -116,13 +147,13 @@ def marks_under_bev(
     from_world_box : callable
         World BEV box (m) → view units (the view's :meth:`EpisodeView.from_world_box`).
     limit
-        Most marks returned (those nearest the view's centre; ``env.marks.max_listed``);
-        None: all.
+        Most marks of each class returned (those nearest the view's centre;
+        ``env.marks.max_listed``); None: all.
 
     Returns
     -------
     list of ViewMark
-        Ascending ``mark_id``, not yet drawn.
+        From the view's centre outwards (nearest first), not yet drawn.
     """
     b = proposals.box_2d_m
     w = np.asarray(world_box_m, dtype=np.float64)
@@ -131,7 +162,7 @@ def marks_under_bev(
         return []
     units = np.stack([np.asarray(from_world_box(b[i]), dtype=np.float64) for i in hit])
     centres = (units[:, :2] + units[:, 2:]) / 2
-    rows = _nearest_first(centres, len(hit) if limit is None else limit)
+    rows = _nearest_first(centres, proposals.class_name[hit], limit)
     return [
         ViewMark(
             mark_id=int(proposals.mark_id[hit[r]]),
@@ -169,7 +200,7 @@ def marks_under_oblique(
     if not keep:
         return []
     units = np.stack(out_units)
-    rows = _nearest_first((units[:, :2] + units[:, 2:]) / 2, limit)
+    rows = _nearest_first((units[:, :2] + units[:, 2:]) / 2, proposals.class_name[keep], limit)
     return [
         ViewMark(
             mark_id=int(proposals.mark_id[keep[r]]),
@@ -237,13 +268,7 @@ def draw_marks(
         draw.text((tx + 1 - tb[0], ty + 1 - tb[1]), label, fill=_LABEL_FG, font=font)
         placed.append(tag)
         drawn.add(i)
-    return out, [
-        ViewMark(
-            mark_id=m.mark_id, class_name=m.class_name, box_view=m.box_view, drawn=k in drawn,
-            words=m.words,
-        )
-        for k, m in enumerate(marks)
-    ]  # fmt: skip
+    return out, [replace(m, drawn=k in drawn) for k, m in enumerate(marks)]
 
 
 def mark_words(proposals: ProposalSet) -> dict[int, tuple[str, ...]]:
@@ -275,31 +300,73 @@ def mark_words(proposals: ProposalSet) -> dict[int, tuple[str, ...]]:
     return out
 
 
+def landmark_footprints(index: Any, scene_id: str) -> list[tuple[str, NDArray[np.float64]]]:
+    """``(name, footprint BEV box)`` (world m) of a scene's map landmarks that have an area
+    (``index``: a :class:`urbex.landmarks.LandmarkIndex` or None)."""
+    if index is None:
+        return []
+    table = index.table
+    if "scene_id" in table.columns:
+        table = table.filter(table["scene_id"] == scene_id)
+    out = []
+    for row in table.iter_rows(named=True):
+        b = footprint_bounds(row, require_area=True)
+        if b is not None:
+            out.append((str(row["name"]), np.asarray(b, dtype=np.float64)))
+    return out
+
+
+def mark_names(
+    boxes_m: NDArray[np.float64], footprints: Sequence[tuple[str, NDArray[np.float64]]]
+) -> list[str]:
+    """The map name each box takes: the landmark footprint it covers (BEV box IoU ≥ 0.5, the
+    best one), as an instance table names its landmark instances; ``""`` for none.
+
+    >>> mark_names(np.array([[0.0, 0, 10, 10], [20, 0, 24, 2]]), [("Merton Hall", np.array([1.0, 0, 10, 10]))])
+    ['Merton Hall', '']
+    """
+    out = []
+    for b in np.asarray(boxes_m, dtype=np.float64).reshape(-1, 4):
+        best = max(
+            ((float(iou_2d(b, lb)), n) for n, lb in footprints),
+            default=(0.0, ""),
+            key=lambda t: t[0],
+        )
+        out.append(best[1] if best[0] >= 0.5 else "")
+    return out
+
+
 _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Ground": "ground"}
 
 
 def marks_text(view_id: str, marks: Sequence[ViewMark], describe: str) -> str:
-    """The tool text's list of a view's marks.
+    """The tool text's list of a view's marks, in the order given (from the view's centre
+    outwards, as :func:`marks_under_bev` returns them).
 
     >>> m = [ViewMark(mark_id=7, class_name="Car", box_view=(120, 340, 160, 380), words=("red",))]
     >>> print(marks_text("zoom_1", m, "class"))
-    Marks in "zoom_1" (id: class [x1, y1, x2, y2]):
+    Marks in "zoom_1", from its centre outwards (id: class [x1, y1, x2, y2]):
     7: car [120, 340, 160, 380]
     >>> print(marks_text("zoom_1", m, "attributes").splitlines()[1])
     7: car red [120, 340, 160, 380]
+    >>> n = [ViewMark(mark_id=3, class_name="Building", box_view=(0, 0, 500, 500), name="Merton Hall")]
+    >>> print(marks_text("zoom_1", n, "class").splitlines()[1])
+    3: building "Merton Hall" [0, 0, 500, 500]
     >>> marks_text("zoom_1", [], "class")
     'Marks in "zoom_1": none.'
     """
     if not marks:
         return f'Marks in "{view_id}": none.'
     head = {"none": "id", "class": "id: class", "attributes": "id: class words"}[describe]
-    lines = [f'Marks in "{view_id}" ({head} [x1, y1, x2, y2]):']
-    for m in sorted(marks, key=lambda m: m.mark_id):
+    lines = [f'Marks in "{view_id}", from its centre outwards ({head} [x1, y1, x2, y2]):']
+    for m in marks:
         box = f"[{m.box_view[0]}, {m.box_view[1]}, {m.box_view[2]}, {m.box_view[3]}]"
         if describe == "none":
             lines.append(f"{m.mark_id}: {box}")
             continue
         words = [_CLASS_WORD.get(m.class_name, m.class_name.lower())]
+        if m.name:
+            words.append(f'"{chat_safe(m.name)}"')
         if describe == "attributes":
             words += list(m.words)
         lines.append(f"{m.mark_id}: {' '.join(words)} {box}")

@@ -26,7 +26,6 @@ import numpy as np
 from urbex.config import EnvParams
 from urbex.env.marks import (
     MarkState,
-    ViewMark,
     draw_marks,
     marks_text,
     marks_under_bev,
@@ -257,7 +256,10 @@ def _surroundings(
     if not (ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000):
         return None
     box = [max(0, math.floor(ub[0])), max(0, math.floor(ub[1]))]
-    box += [min(1000, max(math.ceil(ub[2]), box[0] + 1)), min(1000, max(math.ceil(ub[3]), box[1] + 1))]
+    box += [
+        min(1000, max(math.ceil(ub[2]), box[0] + 1)),
+        min(1000, max(math.ceil(ub[3]), box[1] + 1)),
+    ]
     return box
 
 
@@ -268,17 +270,14 @@ def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
         return ToolResult(text=text, view=view)
     p = ctx.params.marks
     if view.kind == "oblique":
-        under = marks_under_oblique(state.proposals, view.world_box, view.camera, limit=p.max_listed)
+        under = marks_under_oblique(
+            state.proposals, view.world_box, view.camera, limit=p.max_listed
+        )
     else:
         under = marks_under_bev(
             state.proposals, view.world_box, view.from_world_box, limit=p.max_listed
         )
-    if p.describe == "attributes":
-        under = [
-            ViewMark(mark_id=m.mark_id, class_name=m.class_name, box_view=m.box_view,
-                     words=state.words.get(m.mark_id, ()))
-            for m in under
-        ]  # fmt: skip
+    under = state.describe(under)
     image, marks = draw_marks(view.image, under, p)
     marked = replace(view, image=image, marks=tuple(marks))
     return ToolResult(text=f"{text}\n{marks_text(view.view_id, marks, p.describe)}", view=marked)

@@ -40,7 +40,6 @@ from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE, PROPOSALS_
 from urbex.pointcloud import PointCloud
 from urbex.scene import _kernels as K
 from urbex.scene.instances import compact_ids, instance_table, write_parquet_deterministic
-from urbex.scene.proposals import PROPOSALS_VERSION, build_proposals, write_proposals
 from urbex.scene.meta import (
     BEV_LAYERS,
     CACHE_FORMAT_VERSION,
@@ -49,6 +48,7 @@ from urbex.scene.meta import (
     write_json_atomic,
     write_scene_row,
 )
+from urbex.scene.proposals import PROPOSALS_VERSION, build_proposals, write_proposals
 from urbex.scene.raster import export_cog, rasterize, save_npy, write_png
 
 if TYPE_CHECKING:

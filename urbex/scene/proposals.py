@@ -167,9 +167,10 @@ def _green_cells(
     flat = ij[:, 0] * shape[1] + ij[:, 1]
     size = shape[0] * shape[1]
     cnt = np.bincount(flat, minlength=size).astype(np.float64)
-    mean = np.stack(
-        [np.bincount(flat, weights=rgb[:, c], minlength=size) for c in range(3)], 1
-    ) / np.maximum(cnt, 1)[:, None]
+    mean = (
+        np.stack([np.bincount(flat, weights=rgb[:, c], minlength=size) for c in range(3)], 1)
+        / np.maximum(cnt, 1)[:, None]
+    )
     return np.asarray((mean[:, 1] > mean[:, 0] + 8) & (mean[:, 1] > mean[:, 2] + 8))
 
 
