@@ -50,7 +50,10 @@ def teacher_trajectories(
 ) -> list[Trajectory]:
     """Teacher trajectories over a split (``sft.split``), ``per_query`` seeded paths per query.
 
-    Only trajectories that end in a valid answer are returned. The teacher's system prompt lists
+    Only trajectories that end in a valid answer are returned — with marks on (``env.marks``),
+    only those that answer by mark: where the target's mark was not among the marks the
+    conversation showed, the teacher's fallback box comes from the ground truth, which the
+    student cannot read. The teacher's system prompt lists
     the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
     conversation is the one the student will see. A share ``sft.rename_rate`` of the episodes
     is played with the scene's landmarks renamed (:func:`urbex.train.rename.renamed_world`: the
@@ -82,7 +85,9 @@ def teacher_trajectories(
                     query, landmarks = world
             env.use_landmarks(landmarks)
             traj = play_episode(env, teacher, query, seed=ep_seed)
-            if traj.outcome.answered:
+            if traj.outcome.answered and (
+                not params.env.marks.enabled or traj.outcome.answer_mark is not None
+            ):
                 out.append(traj)
     if not out:
         raise AnnotationError(
