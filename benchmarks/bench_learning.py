@@ -233,9 +233,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         targets = [
             ("n_val >= 150", out["n_val"] >= 150),
-            ("hit1_val_grpo >= landmark_prior + 0.10",
-             out["hit1_val_grpo"] >= out["hit1_val_landmark_prior"] + 0.10),
-            ("hit1_val_grpo >= hit1_val_sft + 0.05", out["hit1_val_grpo"] >= out["hit1_val_sft"] + 0.05),
+            (
+                "hit1_val_grpo >= landmark_prior + 0.10",
+                out["hit1_val_grpo"] >= out["hit1_val_landmark_prior"] + 0.10,
+            ),
+            (
+                "hit1_val_grpo >= hit1_val_sft + 0.05",
+                out["hit1_val_grpo"] >= out["hit1_val_sft"] + 0.05,
+            ),
             ("valid_rate_grpo >= 0.9", out["valid_rate_grpo"] >= 0.9),
             ("wall_s <= 1500", out["wall_s"] <= 1500),
             ("valid_rate_sft >= 0.8", out["valid_rate_sft"] >= 0.8),

@@ -218,7 +218,9 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     raw = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
     assert raw.pop("base") == "params.yaml"
     assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name"}
-    assert len(changed) == 21 + 3  # + the marks recipe's env.marks keys (anchor_rate was already set)
+    assert (
+        len(changed) == 21 + 3
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set)
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
 

@@ -480,8 +480,8 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     what = "byte tokens, no merges"
     if args.tokenizer == "protocol":
         trajs = []
-        if params.layout.queries.is_file():  # a built project: the teacher's conversations too
-            trajs = teacher_trajectories(params, progress=not args.quiet)
+        if params.layout.queries.is_file():  # a built project: one teacher path per query too
+            trajs = teacher_trajectories(params, per_query=1, progress=not args.quiet)
         corpus = list(protocol_corpus(params, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
     path = make_tiny_model(

@@ -160,8 +160,10 @@ def marks_under_bev(
     hit = np.flatnonzero((b[:, 2] > w[0]) & (b[:, 0] < w[2]) & (b[:, 3] > w[1]) & (b[:, 1] < w[3]))
     if hit.size == 0:
         return []
-    units = np.stack([np.asarray(from_world_box(b[i]), dtype=np.float64) for i in hit])
-    centres = (units[:, :2] + units[:, 2:]) / 2
+    units = np.clip(
+        np.stack([np.asarray(from_world_box(b[i]), dtype=np.float64) for i in hit]), 0, 1000
+    )
+    centres = (units[:, :2] + units[:, 2:]) / 2  # of the part inside the view, as listed
     rows = _nearest_first(centres, proposals.class_name[hit], limit)
     return [
         ViewMark(
@@ -199,7 +201,7 @@ def marks_under_oblique(
         keep.append(i)
     if not keep:
         return []
-    units = np.stack(out_units)
+    units = np.clip(np.stack(out_units), 0, 1000)
     rows = _nearest_first((units[:, :2] + units[:, 2:]) / 2, proposals.class_name[keep], limit)
     return [
         ViewMark(

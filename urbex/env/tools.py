@@ -38,6 +38,7 @@ from urbex.language.chat import chat_safe
 
 __all__ = [
     "ANSWER_SCHEMA",
+    "MARK_ANSWER_SCHEMA",
     "TOOLS",
     "Tool",
     "ToolContext",
@@ -155,6 +156,28 @@ _OBLIQUE_PARAMS = {
         },
     },
     "required": ["view_id", "bbox_2d", "azimuth_deg"],
+    "additionalProperties": False,
+}
+
+#: The final answer's schema with numbered marks on (``env.marks``): a shown mark or a box.
+MARK_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "mark": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "the number of a mark shown so far (give either mark, or view_id "
+            "and bbox_2d)",
+        },
+        "view_id": {"type": "string", "description": 'a BEV view: "global" or "zoom_N"'},
+        "bbox_2d": {
+            "type": "array",
+            "description": "box [x1, y1, x2, y2] in that view, integers 0-1000",
+            "items": {"type": "number", "minimum": 0, "maximum": 1000},
+            "minItems": 4,
+            "maxItems": 4,
+        },
+    },
     "additionalProperties": False,
 }
 
@@ -405,7 +428,7 @@ def offered_tools(names: Collection[str] | None = None) -> dict[str, ToolSpec]:
 
 
 def openai_tool_schemas(
-    *, include_answer: bool = False, tools: Collection[str] | None = None
+    *, include_answer: bool = False, tools: Collection[str] | None = None, marks: bool = False
 ) -> list[dict[str, Any]]:
     """OpenAI-style ``tools=[...]`` for prompted API models.
 
@@ -416,6 +439,9 @@ def openai_tool_schemas(
         through function calls); otherwise the model answers with an ``<answer>`` tag.
     tools
         The tools offered (``env.tools``); None = all.
+    marks
+        Numbered marks are on (``env.marks``): the ``answer`` function also takes a ``mark``
+        (:data:`MARK_ANSWER_SCHEMA`).
 
     Examples
     --------
@@ -423,6 +449,8 @@ def openai_tool_schemas(
     ['landmark_query', 'zoom_in', 'oblique_render', 'answer']
     >>> [t["function"]["name"] for t in openai_tool_schemas(tools=["zoom_in"])]
     ['zoom_in']
+    >>> list(openai_tool_schemas(include_answer=True, marks=True)[-1]["function"]["parameters"]["properties"])
+    ['mark', 'view_id', 'bbox_2d']
     """
     out = [s.openai_schema() for s in offered_tools(tools).values()]
     if include_answer:
@@ -431,9 +459,16 @@ def openai_tool_schemas(
                 "type": "function",
                 "function": {
                     "name": "answer",
-                    "description": "Commit the final box around the target in a BEV view; ends "
-                    "the episode.",
-                    "parameters": json.loads(json.dumps(ANSWER_SCHEMA)),
+                    "description": (
+                        "Commit the final answer: a shown mark's number, or a box around the "
+                        "target in a BEV view; ends the episode."
+                        if marks
+                        else "Commit the final box around the target in a BEV view; ends "
+                        "the episode."
+                    ),
+                    "parameters": json.loads(
+                        json.dumps(MARK_ANSWER_SCHEMA if marks else ANSWER_SCHEMA)
+                    ),
                 },
             }
         )
