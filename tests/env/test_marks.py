@@ -51,7 +51,7 @@ def zoom_on_target(env, q, factor: float = 3.0) -> dict:
 
 def test_marks_off_is_the_papers_protocol(env, city):
     _, _, queries = city
-    obs, _ = env.reset(query=queries[0])
+    env.reset(query=queries[0])
     assert env.marks is None and env.marks_shown is None
     zoom = zoom_on_target(env, queries[0])
     assert "Marks in" not in zoom["text"] and env.views["zoom_1"].marks == ()
@@ -89,7 +89,7 @@ def test_answer_by_mark_takes_the_proposals_boxes_and_points(city):
     env.reset(query=q, options={"point_metrics": True})
     zoom_on_target(env, q)
     mark = best_mark(cache, q)
-    _, r, term, _, info = env.step(f'<answer>{{"mark": {mark}}}</answer>')
+    _, _, term, _, info = env.step(f'<answer>{{"mark": {mark}}}</answer>')
     o = info["outcome"]
     props = cache.proposals
     row = props.row(mark)
@@ -149,7 +149,7 @@ def test_the_global_view_shows_the_legible_marks(city):
 
 
 def test_landmark_query_prints_the_surroundings_box_with_marks_on(city, env):
-    _, index, queries = city
+    _, _, queries = city
     q = next(q for q in queries if "called" in q.description)
     name = q.description.split("called ")[1]
     env.reset(query=q)

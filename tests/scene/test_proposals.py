@@ -15,7 +15,6 @@ from urbex.pointcloud import PointCloud
 from urbex.scene import SceneCache, build_scene_cache
 from urbex.scene.proposals import build_proposals, proposals_from_table
 
-
 P = SceneParams(resolution=0.5, cell_size=4.0, global_view_size=64, hole_fill_iterations=0)
 
 
