@@ -157,8 +157,7 @@ class OraclePolicy(PolicyBase):
         props = self.env.scene.proposals
         if len(props) == 0:
             return None
-        t = self._target()
-        ious = np.array([float(iou_2d(t, b)) for b in props.box_2d_m])
+        ious = np.asarray(iou_2d(self._target()[None], props.box_2d_m)).reshape(-1)
         best = int(np.argmax(ious))
         mark = int(props.mark_id[best])
         return mark if ious[best] > 0 and mark in shown else None

@@ -65,6 +65,9 @@ __all__ = [
     "make_global_view",
 ]
 
+#: Scenes whose marks (proposals, attribute words, map names) an environment keeps.
+_MARK_CACHE = 8
+
 #: A callable scene_id → opened scene cache (``urbex.scene.SceneCache``).
 SceneProvider = Callable[[str], Any]
 
@@ -196,6 +199,7 @@ class GroundingEnv:
         self._terminal: float | None = None
         self._outcome: EpisodeOutcome | None = None
         self._point_metrics = False
+        self._marks_cache: OrderedDict[tuple[str, int, int], tuple[Any, Any, Any]] = OrderedDict()
 
     # ---------------------------------------------------------------- state (read-only)
     @property
@@ -323,10 +327,7 @@ class GroundingEnv:
         views.add(self.global_views(query.scene_id, scene))
         marks = None
         if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
-            props = scene.proposals
-            words = mark_words(props) if self.params.marks.describe == "attributes" else {}
-            named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, query.scene_id))
-            names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
+            props, words, names = self._scene_marks(query.scene_id, scene)
             marks = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
             marks.show(views["global"].marks)
         self._ctx = _Ctx(
@@ -356,6 +357,24 @@ class GroundingEnv:
             "max_turns": self.params.max_turns,
         }
         return obs, info
+
+    def _scene_marks(
+        self, scene_id: str, scene: Any
+    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str]]:
+        """A scene's proposals, attribute words and map names (per scene and landmark index,
+        computed once and kept for the :data:`_MARK_CACHE` most recent)."""
+        key = (scene_id, id(scene), id(self.landmarks))
+        hit = self._marks_cache.get(key)
+        if hit is not None and hit[0] is scene and hit[1] is self.landmarks:
+            return hit[2]
+        props = scene.proposals
+        words = mark_words(props) if self.params.marks.describe == "attributes" else {}
+        named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, scene_id))
+        names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
+        self._marks_cache[key] = (scene, self.landmarks, (props, words, names))
+        while len(self._marks_cache) > _MARK_CACHE:
+            self._marks_cache.popitem(last=False)
+        return props, words, names
 
     def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn: parse ``model_text`` and act on it.
@@ -582,7 +601,7 @@ class GroundingEnv:
         rows = np.flatnonzero(props.class_name == cls)
         if rows.size == 0:
             return {"kept": f"the scene has no {cls} proposal"}
-        ious = np.array([float(iou_2d(pred2d, props.box_2d_m[r])) for r in rows])
+        ious = np.asarray(iou_2d(pred2d[None], props.box_2d_m[rows])).reshape(-1)
         k = int(np.argmax(ious))
         if ious[k] < self.params.snap_min_iou:
             return {

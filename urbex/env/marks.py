@@ -145,7 +145,8 @@ def marks_under_bev(
     world_box_m : ndarray, shape (4,)
         The view's region, world metres.
     from_world_box : callable
-        World BEV box (m) → view units (the view's :meth:`EpisodeView.from_world_box`).
+        World BEV boxes ``(K, 4)`` (m) → view units ``(K, 4)`` (the view's
+        :meth:`EpisodeView.from_world_box`).
     limit
         Most marks of each class returned (those nearest the view's centre;
         ``env.marks.max_listed``); None: all.
@@ -160,9 +161,7 @@ def marks_under_bev(
     hit = np.flatnonzero((b[:, 2] > w[0]) & (b[:, 0] < w[2]) & (b[:, 3] > w[1]) & (b[:, 1] < w[3]))
     if hit.size == 0:
         return []
-    units = np.clip(
-        np.stack([np.asarray(from_world_box(b[i]), dtype=np.float64) for i in hit]), 0, 1000
-    )
+    units = np.clip(np.asarray(from_world_box(b[hit]), dtype=np.float64).reshape(-1, 4), 0, 1000)
     centres = (units[:, :2] + units[:, 2:]) / 2  # of the part inside the view, as listed
     rows = _nearest_first(centres, proposals.class_name[hit], limit)
     return [
@@ -327,15 +326,13 @@ def mark_names(
     >>> mark_names(np.array([[0.0, 0, 10, 10], [20, 0, 24, 2]]), [("Merton Hall", np.array([1.0, 0, 10, 10]))])
     ['Merton Hall', '']
     """
-    out = []
-    for b in np.asarray(boxes_m, dtype=np.float64).reshape(-1, 4):
-        best = max(
-            ((float(iou_2d(b, lb)), n) for n, lb in footprints),
-            default=(0.0, ""),
-            key=lambda t: t[0],
-        )
-        out.append(best[1] if best[0] >= 0.5 else "")
-    return out
+    boxes = np.asarray(boxes_m, dtype=np.float64).reshape(-1, 4)
+    if not footprints or len(boxes) == 0:
+        return [""] * len(boxes)
+    lm = np.stack([np.asarray(b, dtype=np.float64) for _, b in footprints])
+    iou = np.asarray(iou_2d(boxes[:, None, :], lm[None, :, :])).reshape(len(boxes), len(lm))
+    best = iou.argmax(axis=1)  # the first of equal bests, in the footprints' order
+    return [footprints[j][0] if iou[i, j] >= 0.5 else "" for i, j in enumerate(best.tolist())]
 
 
 _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Ground": "ground"}

@@ -287,7 +287,7 @@ class GlobalViews:
         scene's identity cannot be reused by another scene while its view is kept.
     """
 
-    def __init__(self, params: EnvParams, *, maxsize: int = 4) -> None:
+    def __init__(self, params: EnvParams, *, maxsize: int = 32) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize: expected >= 1, got {maxsize}")
         self.params = params
