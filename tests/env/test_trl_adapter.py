@@ -81,6 +81,25 @@ def test_answer_reward_scores_final_answer(city):
     assert r_bad < 0
 
 
+def test_answer_reward_scores_a_mark_answer_with_marks_on(city):
+    """trl's final message may name a mark shown by a tool view (``env.marks``)."""
+    cache, index, queries = city
+    params = SMALL.model_copy(update={"marks": SMALL.marks.model_copy(update={"enabled": True})})
+    env = make_environment_class(params, lambda sid: cache, index)()
+    q = queries[0]
+    env.reset(**q.to_row())
+    g = env.env.views["global"]
+    box = [round(v) for v in np.clip(g.from_world_box(q.target_box_2d), 0, 1000)]
+    out = env.zoom_in(view_id="global", bbox_2d=box)
+    assert "Marks in" in out[-1]["text"]
+    mark = env.env.views["zoom_1"].marks[0].mark_id
+    (r,) = answer_reward(
+        [[{"role": "assistant", "content": f'<answer>{{"mark": {mark}}}</answer>'}]],
+        environments=[env],
+    )
+    assert env.env.outcome.answer_mark == mark and env.env.outcome.answered
+
+
 def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")

@@ -157,6 +157,7 @@ class _Base:
             known_views=env.views.ids,
             oblique_views=env.views.oblique_ids,
             default_elevation_deg=self._params.oblique_elevation_deg,
+            marks_shown=env.marks_shown,
         )
         if isinstance(action, ToolCall):
             action = Invalid(
