@@ -396,7 +396,9 @@ def cmd_ground(args: argparse.Namespace, params: Params) -> int:
         )
     if r.answered and r.pred_box_2d is not None:
         world = ", ".join(f"{v:.1f}" for v in r.pred_box_2d)
-        print(f"answer: {r.answer_view_id} {r.bbox_2d} -> world BEV [{world}] m")
+        said = f"mark {r.answer_mark}" if r.bbox_2d is None else f"{r.answer_view_id} {r.bbox_2d}"
+        snap = f" (snapped to mark {r.answer_mark})" if r.bbox_2d and r.answer_mark else ""
+        print(f"answer: {said}{snap} -> world BEV [{world}] m")
     else:
         print("answer: none (the turn budget ran out)")
     if r.iou_bev is not None:

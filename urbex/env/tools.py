@@ -44,6 +44,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "ToolSpec",
+    "mark_view",
     "offered_tools",
     "openai_tool_schemas",
 ]
@@ -286,12 +287,11 @@ def _surroundings(
     return box
 
 
-def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
-    """A tool view with its marks drawn and listed (``env.marks``); unchanged without marks."""
-    state = ctx.marks
-    if state is None:
-        return ToolResult(text=text, view=view)
-    p = ctx.params.marks
+def mark_view(view: EpisodeView, state: MarkState) -> EpisodeView:
+    """``view`` with the marks under it (``env.marks``) drawn on its image and recorded in
+    :attr:`EpisodeView.marks`: at most ``max_listed`` of each class, nearest its centre first,
+    with their map names and (``describe: attributes``) attribute words."""
+    p = state.params
     if view.kind == "oblique":
         under = marks_under_oblique(
             state.proposals, view.world_box, view.camera, limit=p.max_listed
@@ -300,10 +300,17 @@ def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
         under = marks_under_bev(
             state.proposals, view.world_box, view.from_world_box, limit=p.max_listed
         )
-    under = state.describe(under)
-    image, marks = draw_marks(view.image, under, p)
-    marked = replace(view, image=image, marks=tuple(marks))
-    return ToolResult(text=f"{text}\n{marks_text(view.view_id, marks, p.describe)}", view=marked)
+    image, marks = draw_marks(view.image, state.describe(under), p)
+    return replace(view, image=image, marks=tuple(marks))
+
+
+def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
+    """A tool view with its marks drawn and listed (``env.marks``); unchanged without marks."""
+    if ctx.marks is None:
+        return ToolResult(text=text, view=view)
+    marked = mark_view(view, ctx.marks)
+    listing = marks_text(view.view_id, marked.marks, ctx.params.marks.describe)
+    return ToolResult(text=f"{text}\n{listing}", view=marked)
 
 
 def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
