@@ -331,6 +331,21 @@ class TrainParams(StrictModel):
     bf16: Bool = Field(True, description="bf16 mixed precision (cuda only)")
     gradient_checkpointing: Bool = Field(True, description="activation checkpointing (cuda only)")
     limit: Int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+    query_filter: Literal["all", "solvable"] = Field(
+        "all",
+        description="train on every query, or on those the anchored teacher answers by a shown "
+        "mark (a group can succeed; DeepEyes-style selection by difficulty)",
+    )
+    tool_bonus: Literal["always", "on_hit"] = Field(
+        "always",
+        description="pay the tools' positive shaping always, or only when the answer hits "
+        "(BEV IoU >= 0.5; DeepEyes); penalties are always paid",
+    )
+    mask_budget: Bool = Field(
+        False,
+        description="rollouts that run out of turns get no reward and no advantage (Mini-o3's "
+        "over-turn masking) instead of the budget's penalty",
+    )
     use_vllm: Bool = Field(
         False,
         description="generate rollouts with vLLM in colocate mode (trl use_vllm, vllm_mode "

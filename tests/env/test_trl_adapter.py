@@ -250,3 +250,43 @@ def test_trl_tool_schemas_come_from_the_same_tool_specs():
         assert set(props) == set(spec.parameters["properties"])
         for arg, prop in props.items():
             assert prop["description"] == spec.parameters["properties"][arg]["description"]
+
+
+def test_rollout_rules_pay_the_tool_bonus_on_a_hit_and_mask_rollouts_out_of_turns(city):
+    """``train.tool_bonus: on_hit`` keeps a miss's positive shaping out (penalties stay);
+    ``train.mask_budget`` makes a rollout that ran out of turns unscorable (None everywhere)."""
+    from urbex.env.trl_adapter import RolloutRules
+
+    cache, index, queries = city
+    q = queries[0]
+    row = q.to_row()
+    on_hit = make_environment_class(
+        SMALL, lambda sid: cache, index, rules=RolloutRules(tool_bonus="on_hit")
+    )()
+    always = make_environment_class(SMALL, lambda sid: cache, index)()
+    miss = [
+        {
+            "role": "assistant",
+            "content": '<answer>{"view_id": "global", "bbox_2d": [0, 0, 9, 9]}</answer>',
+        }
+    ]
+    for env in (on_hit, always):
+        env.reset(**row)
+        g = env.env.views["global"]
+        box = [round(v) for v in np.clip(g.from_world_box(q.target_box_2d), 0, 1000)]
+        env.zoom_in(view_id="global", bbox_2d=box)  # zoom progress: positive shaping
+        env.zoom_in(view_id="nope", bbox_2d=box)  # invalid: a penalty
+        answer_reward([miss], environments=[env])
+    assert always.get_reward() > on_hit.get_reward()
+    assert on_hit.get_reward() == pytest.approx(-SMALL.invalid_penalty)
+    masked = make_environment_class(
+        SMALL, lambda sid: cache, index, rules=RolloutRules(mask_budget=True)
+    )()
+    masked.reset(**row)
+    for _ in range(2):
+        masked.landmark_query(name="merton hall", view_id="global")
+    tool_call = [{"role": "assistant", "content": '<tool_call>{"name": "zoom_in"}</tool_call>'}]
+    assert answer_reward([tool_call], environments=[masked]) == [None]
+    assert masked.env.outcome.stop_reason == "budget" and masked.get_reward() is None
+    masked.reset(**row)
+    assert answer_reward([miss], environments=[masked])[0] is not None

@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.env.trajectory import Trajectory
 
-__all__ = ["RecoveryStats", "recovery_round", "recovery_trajectories", "teacher_trajectories"]
+__all__ = [
+    "RecoveryStats",
+    "recovery_round",
+    "recovery_trajectories",
+    "solvable_queries",
+    "teacher_trajectories",
+]
 
 
 def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
@@ -97,6 +103,36 @@ def teacher_trajectories(
             field="sft.split",
         )
     return out
+
+
+def solvable_queries(params: Params, queries: list[Any]) -> list[Any]:
+    """The queries the anchored teacher answers by a mark the conversation showed, with a hit
+    (BEV IoU ≥ 0.5): those on which a GRPO group can succeed (``train.query_filter:
+    solvable``; selection by difficulty, as DeepEyes filters its training queries). Without
+    numbered marks (``env.marks``) every query is kept.
+
+    Raises
+    ------
+    AnnotationError
+        None of the queries is solvable.
+    """
+    if not params.env.marks.enabled:
+        return list(queries)
+    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
+    teacher.p_anchor = 1.0
+    kept = []
+    for q in queries:
+        traj = play_episode(env, teacher, q, seed=episode_seed(params.train.seed, q.query_id))
+        o = traj.outcome
+        if o.answer_mark is not None and o.iou_bev >= 0.5:
+            kept.append(q)
+    if not kept:
+        raise AnnotationError(
+            f"train.query_filter solvable kept none of {len(queries)} queries: the anchored "
+            "teacher answered none by a shown mark; check env.marks (context_m, max_listed)",
+            field="train.query_filter",
+        )
+    return kept
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
