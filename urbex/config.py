@@ -397,6 +397,13 @@ class SFTParams(StrictModel):
         description="share of teacher episodes played with the scene's landmarks renamed "
         "(urbex.train.rename: teaches copying the mentioned name, not memorising names)",
     )
+    mark_shuffle_rate: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of teacher episodes whose numbered marks show shuffled ids (copy the "
+        "ids read, do not memorise a scene's; env.marks)",
+    )
     recovery_at: Float = Field(
         0.0,
         ge=0,

@@ -263,3 +263,23 @@ class _Empty:
     box_2d_m = np.zeros((0, 4))
     mark_id = np.zeros(0, np.int32)
     class_name = np.zeros(0, str)
+
+
+def test_shuffled_mark_ids_are_what_the_agent_sees_and_answers(city):
+    """SFT's augmentation (``sft.mark_shuffle_rate``): the episode shows shuffled ids; an answer
+    names a shown id and the outcome records the scene's own mark."""
+    cache, _, queries = city
+    env = marked_env(city)
+    q = queries[0]
+    env.shuffle_mark_ids(7)
+    env.reset(query=q)
+    zoom_on_target(env, q)
+    z = env.views["zoom_1"]
+    mark = best_mark(cache, q)
+    shown_id = env.marks.display(mark)
+    assert shown_id != mark and shown_id in [m.mark_id for m in z.marks]
+    _, _, term, _, info = env.step(f'<answer>{{"mark": {shown_id}}}</answer>')
+    assert term and info["outcome"].answer_mark == mark
+    env.shuffle_mark_ids(None)
+    env.reset(query=q)
+    assert env.marks.display(mark) == mark

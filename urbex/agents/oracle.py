@@ -159,7 +159,9 @@ class OraclePolicy(PolicyBase):
             return None
         ious = np.asarray(iou_2d(self._target()[None], props.box_2d_m)).reshape(-1)
         best = int(np.argmax(ious))
-        mark = int(props.mark_id[best])
+        marks = self.env.marks
+        assert marks is not None  # shown is not None
+        mark = marks.display(int(props.mark_id[best]))  # the id the agent sees
         return mark if ious[best] > 0 and mark in shown else None
 
     def _landmark_name(self) -> str | None:
@@ -320,10 +322,7 @@ class TeacherPolicy(OraclePolicy):
             return _call("zoom_in", view_id="global", bbox_2d=box)
         inside = _nearest(_into_view(zoom.from_world_box(target)))
         mark = self._target_mark()
-        if self._use_oblique and "oblique_render" not in done:
-            if mark is not None:  # the box of the mark as the zoom listed it (readable)
-                listed = {m.mark_id: m.box_view for m in zoom.marks}
-                inside = list(listed.get(mark, inside))
+        if self._use_oblique and not marks and "oblique_render" not in done:
             return _call(
                 "oblique_render", view_id=zoom.view_id, bbox_2d=inside, azimuth_deg=self._azimuth
             )

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.lift import Lift, lift_answer
-from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words
+from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
 from urbex.env.protocol import (
     Action,
     Answer,
@@ -48,7 +48,7 @@ from urbex.env.protocol import (
     validate_tool_call,
 )
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
-from urbex.env.tools import TOOLS, ToolResult
+from urbex.env.tools import TOOLS, ToolResult, mark_view
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
@@ -105,6 +105,13 @@ class CachedSceneProvider:
             while len(self._open) > self.maxsize:
                 self._open.popitem(last=False)
             return cache
+
+
+def _seed_of(seed: int, query: Query) -> int:
+    """A per-episode seed from a base seed and the query id (stable across processes)."""
+    import zlib
+
+    return (int(seed) * 1_000_003 + zlib.crc32(query.query_id.encode())) % (2**31)
 
 
 def _json_native(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,7 +206,8 @@ class GroundingEnv:
         self._terminal: float | None = None
         self._outcome: EpisodeOutcome | None = None
         self._point_metrics = False
-        self._marks_cache: OrderedDict[tuple[str, int, int], tuple[Any, Any, Any]] = OrderedDict()
+        self._marks_cache: OrderedDict[tuple[str, int, int, int], tuple[Any, ...]] = OrderedDict()
+        self._mark_id_seed: int | None = None
 
     # ---------------------------------------------------------------- state (read-only)
     @property
@@ -324,12 +332,20 @@ class GroundingEnv:
         self._point_metrics = bool(opts.get("point_metrics", False))
         scene = self.scene_provider(query.scene_id)
         views = ViewRegistry()
-        views.add(self.global_views(query.scene_id, scene))
+        glob = self.global_views(query.scene_id, scene)
         marks = None
         if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
-            props, words, names = self._scene_marks(query.scene_id, scene)
-            marks = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
-            marks.show(views["global"].marks)
+            props, words, names, marked = self._scene_marks(query.scene_id, scene, glob)
+            shuffle = None
+            if self._mark_id_seed is not None:
+                shuffle = shuffled_ids(props.mark_id, _seed_of(self._mark_id_seed, query))
+            marks = MarkState(
+                proposals=props, params=self.params.marks, words=words, names=names,
+                to_display=shuffle,
+            )  # fmt: skip
+            glob = marked if shuffle is None else mark_view(glob, marks)
+            marks.show(glob.marks)
+        views.add(glob)
         self._ctx = _Ctx(
             scene=scene,
             scene_id=query.scene_id,
@@ -359,22 +375,31 @@ class GroundingEnv:
         return obs, info
 
     def _scene_marks(
-        self, scene_id: str, scene: Any
-    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str]]:
-        """A scene's proposals, attribute words and map names (per scene and landmark index,
-        computed once and kept for the :data:`_MARK_CACHE` most recent)."""
-        key = (scene_id, id(scene), id(self.landmarks))
+        self, scene_id: str, scene: Any, glob: EpisodeView
+    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str], EpisodeView]:
+        """A scene's proposals, attribute words, map names and marked global view (per scene,
+        landmark index and global view, computed once and kept for the :data:`_MARK_CACHE`
+        most recent)."""
+        key = (scene_id, id(scene), id(self.landmarks), id(glob))
         hit = self._marks_cache.get(key)
-        if hit is not None and hit[0] is scene and hit[1] is self.landmarks:
-            return hit[2]
+        if hit is not None and hit[0] is scene and hit[1] is self.landmarks and hit[2] is glob:
+            return hit[3]
         props = scene.proposals
         words = mark_words(props) if self.params.marks.describe == "attributes" else {}
         named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, scene_id))
         names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
-        self._marks_cache[key] = (scene, self.landmarks, (props, words, names))
+        state = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
+        out = (props, words, names, mark_view(glob, state))
+        self._marks_cache[key] = (scene, self.landmarks, glob, out)
         while len(self._marks_cache) > _MARK_CACHE:
             self._marks_cache.popitem(last=False)
-        return props, words, names
+        return out
+
+    def shuffle_mark_ids(self, seed: int | None) -> None:
+        """From the next :meth:`reset` on, show the marks under ids shuffled per episode
+        (seeded by ``seed`` and the query; SFT's augmentation: a model learns to copy the ids
+        it reads); None: each mark's stable ``mark_id`` (evaluation)."""
+        self._mark_id_seed = seed
 
     def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn: parse ``model_text`` and act on it.
@@ -581,9 +606,10 @@ class GroundingEnv:
                 f"answer: mark {ans.mark} was never shown; marks shown so far: "
                 f"{sorted(marks.shown)}"
             )
-        row = marks.proposals.row(ans.mark)
+        mark = marks.scene(ans.mark)
+        row = marks.proposals.row(mark)
         pred2d = marks.proposals.box_2d_m[row].copy()
-        terminal = self._finish(pred2d, "answer", mark=ans.mark)
+        terminal = self._finish(pred2d, "answer", mark=mark)
         text = f"Answer received: mark {ans.mark}. The episode is over."
         return _Outcome(text=text, terminal=terminal, terminated=True)
 

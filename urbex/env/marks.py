@@ -43,6 +43,7 @@ __all__ = [
     "marks_text",
     "marks_under_bev",
     "marks_under_oblique",
+    "shuffled_ids",
 ]
 
 #: Outline and label colours (yellow on black reads on grass, asphalt and roofs alike).
@@ -83,20 +84,45 @@ class ViewMark:
 @dataclass(slots=True)
 class MarkState:
     """The marks of one episode: the scene's proposals, their map names and attribute words,
-    and the ids shown so far."""
+    the ids the agent sees, and those shown so far.
+
+    The agent sees each proposal under its ``mark_id`` (stable per scene), unless the episode
+    shuffles them (``to_display``: scene id → the id shown; SFT's augmentation, so that a model
+    learns to copy the ids it reads rather than remember a training scene's). ``shown`` holds
+    ids as the agent sees them.
+    """
 
     proposals: ProposalSet
     params: MarksParams
     shown: set[int] = field(default_factory=set)
     words: dict[int, tuple[str, ...]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
+    to_display: dict[int, int] | None = None
+    _to_scene: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.to_display is not None:
+            self._to_scene = {d: s for s, d in self.to_display.items()}
+
+    def display(self, mark_id: int) -> int:
+        """The id the agent sees for the scene's ``mark_id``."""
+        return mark_id if self.to_display is None else self.to_display[mark_id]
+
+    def scene(self, shown_id: int) -> int:
+        """The scene's ``mark_id`` of an id the agent saw (``KeyError``: no such mark)."""
+        if self.to_display is None:
+            self.proposals.row(shown_id)
+            return shown_id
+        return self._to_scene[shown_id]
 
     def describe(self, marks: Iterable[ViewMark]) -> list[ViewMark]:
-        """``marks`` with their map names and (``describe: attributes``) attribute words."""
+        """``marks`` (scene ids) as the agent sees them: its ids, with their map names and
+        (``describe: attributes``) attribute words."""
         attrs = self.params.describe == "attributes"
         return [
             replace(
                 m,
+                mark_id=self.display(m.mark_id),
                 name=self.names.get(m.mark_id, ""),
                 words=self.words.get(m.mark_id, ()) if attrs else (),
             )
@@ -299,6 +325,19 @@ def mark_words(proposals: ProposalSet) -> dict[int, tuple[str, ...]]:
                 words.append("tall")
             out[int(proposals.mark_id[r])] = tuple(words)
     return out
+
+
+def shuffled_ids(mark_ids: NDArray[Any], seed: int) -> dict[int, int]:
+    """A seeded one-to-one map of a scene's mark ids onto ids drawn from ``1..max(2K, 99)``.
+
+    >>> m = shuffled_ids(np.arange(1, 6), seed=0)
+    >>> sorted(m) == [1, 2, 3, 4, 5] and len(set(m.values())) == 5 and max(m.values()) <= 99
+    True
+    """
+    ids = [int(v) for v in np.asarray(mark_ids).tolist()]
+    pool = np.arange(1, max(2 * len(ids), 99) + 1)
+    drawn = np.random.default_rng([seed, 4242]).choice(pool, size=len(ids), replace=False)
+    return dict(zip(ids, (int(v) for v in drawn), strict=True))
 
 
 def landmark_footprints(index: Any, scene_id: str) -> list[tuple[str, NDArray[np.float64]]]:

@@ -289,19 +289,21 @@ def _surroundings(
 
 def mark_view(view: EpisodeView, state: MarkState) -> EpisodeView:
     """``view`` with the marks under it (``env.marks``) drawn on its image and recorded in
-    :attr:`EpisodeView.marks`: at most ``max_listed`` of each class, nearest its centre first,
-    with their map names and (``describe: attributes``) attribute words."""
+    :attr:`EpisodeView.marks`, as the agent sees them (its ids, map names and, with
+    ``describe: attributes``, attribute words). A tool view carries at most ``max_listed`` of
+    each class, nearest its centre first (its tool text lists them all); the global view
+    carries the marks legible at its size (drawn), which the agent can read off the image."""
     p = state.params
     if view.kind == "oblique":
         under = marks_under_oblique(
             state.proposals, view.world_box, view.camera, limit=p.max_listed
         )
     else:
-        under = marks_under_bev(
-            state.proposals, view.world_box, view.from_world_box, limit=p.max_listed
-        )
+        limit = None if view.kind == "global" else p.max_listed
+        under = marks_under_bev(state.proposals, view.world_box, view.from_world_box, limit=limit)
     image, marks = draw_marks(view.image, state.describe(under), p)
-    return replace(view, image=image, marks=tuple(marks))
+    keep = tuple(m for m in marks if m.drawn or view.kind != "global")
+    return replace(view, image=image, marks=keep)
 
 
 def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:

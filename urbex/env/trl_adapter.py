@@ -369,8 +369,12 @@ def grpo_rows(
     sys = system_prompt(p)
     rows = []
     cache: dict[str, Any] = {}
+    env = GroundingEnv(p, scene_provider) if p.marks.enabled else None
     for q in queries:
-        if q.scene_id not in cache:
+        if q.scene_id not in cache and env is not None:  # the global view with its marks
+            env.reset(query=q)
+            cache[q.scene_id] = env.views["global"].image
+        elif q.scene_id not in cache:
             cache[q.scene_id] = make_global_view(scene_provider(q.scene_id), p).image
         rows.append(
             {

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from PIL import Image
 
 from urbex.config import EnvParams, Params
-from urbex.env.marks import ViewMark, draw_marks, marks_under_bev
+from urbex.env.marks import ViewMark
 from urbex.geometry import Affine
 
 __all__ = [
@@ -252,7 +252,7 @@ def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> Ep
     w, h = p.global_view_size
     world = expand_to_aspect(_scene_box2d(scene), w / h)
     bev = scene.bev_window(world, out_size=(w, h))
-    view = EpisodeView(
+    return EpisodeView(
         view_id="global",
         kind="global",
         image=view_image(bev.image, (w, h)),
@@ -261,12 +261,6 @@ def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> Ep
         parent=None,
         turn=0,
     )
-    if not p.marks.enabled:
-        return view
-    # every proposal is a candidate; the global view shows (and so counts) the legible ones
-    under = marks_under_bev(scene.proposals, view.world_box, view.from_world_box, limit=None)
-    image, marks = draw_marks(view.image, under, p.marks)
-    return replace(view, image=image, marks=tuple(m for m in marks if m.drawn))
 
 
 class GlobalViews:

@@ -63,7 +63,9 @@ def teacher_trajectories(
     the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
     conversation is the one the student will see. A share ``sft.rename_rate`` of the episodes
     is played with the scene's landmarks renamed (:func:`urbex.train.rename.renamed_world`: the
-    description and the landmark index both carry the new names; the environment is the real one).
+    description and the landmark index both carry the new names; the environment is the real one),
+    and a share ``sft.mark_shuffle_rate`` with the numbered marks under shuffled ids
+    (:meth:`~urbex.env.episode.GroundingEnv.shuffle_mark_ids`).
 
     Raises
     ------
@@ -90,6 +92,7 @@ def teacher_trajectories(
                 if world is not None:
                     query, landmarks = world
             env.use_landmarks(landmarks)
+            env.shuffle_mark_ids(ep_seed if rng.random() < s.mark_shuffle_rate else None)
             traj = play_episode(env, teacher, query, seed=ep_seed)
             if traj.outcome.answered and (
                 not params.env.marks.enabled or traj.outcome.answer_mark is not None
