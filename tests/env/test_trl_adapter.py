@@ -93,7 +93,7 @@ def test_answer_reward_scores_a_mark_answer_with_marks_on(city):
     out = env.zoom_in(view_id="global", bbox_2d=box)
     assert "Marks in" in out[-1]["text"]
     mark = env.env.views["zoom_1"].marks[0].mark_id
-    (r,) = answer_reward(
+    answer_reward(
         [[{"role": "assistant", "content": f'<answer>{{"mark": {mark}}}</answer>'}]],
         environments=[env],
     )
