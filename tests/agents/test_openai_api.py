@@ -583,7 +583,7 @@ def test_openai_policy_plays_marks_the_request_carries_the_drawn_marks_and_the_l
     second = server.requests[1]["body"]["messages"]
     tool_msgs = [m for m in second if m["role"] == "tool"]
     text = json.dumps(second)
-    assert 'Marks in \\"zoom_1\\"' in text and f"{mark}: " in text and tool_msgs
+    assert 'Marks in \\"zoom_1\\"' in text and f" {mark} " in text and tool_msgs
     urls = [
         part["image_url"]["url"]
         for m in second

@@ -67,8 +67,12 @@ def test_zoom_lists_and_draws_its_marks_nearest_the_centre_first(city):
     obs = zoom_on_target(env, q)
     z = env.views["zoom_1"]
     assert z.marks and obs["images"][0] is z.image
-    listed = [int(m) for m in re.findall(r"^(\d+): ", obs["text"], re.M)]
-    assert listed == [m.mark_id for m in z.marks]
+    listed = [int(m) for m in re.findall(r"(?:^[a-z]+: |; )(\d+) ", obs["text"], re.M)]
+    assert sorted(listed) == sorted(m.mark_id for m in z.marks)
+    for line in obs["text"].splitlines()[2:-1]:  # one line per class, nearest first
+        cls, _, rest = line.partition(": ")
+        ids = [int(e.split()[0]) for e in rest.split("; ")]
+        assert ids == [m.mark_id for m in z.marks if m.class_name.lower() == cls]
     assert best_mark(cache, q) in listed and set(listed) <= env.marks_shown
     centre = [np.hypot(*(np.add(m.box_view[:2], m.box_view[2:]) / 2 - 500)) for m in z.marks]
     assert centre == sorted(centre)  # from the view's centre outwards
@@ -172,7 +176,7 @@ def test_marks_name_the_landmark_they_cover(city):
     env = marked_env(city)
     env.reset(query=q)
     obs = zoom_on_target(env, q)
-    assert f'building "{name}"' in obs["text"]
+    assert re.search(rf'^building: .*\d+ "{name}" \[', obs["text"], re.M)
 
 
 def test_oblique_views_list_their_marks(city):

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, ImageDraw, ImageFont
 
+from urbex.classes import TARGET_CLASSES
 from urbex.colour import colour_name, exposure_gain
 from urbex.config_env import MarksParams
 from urbex.geometry import iou_2d
@@ -378,34 +379,43 @@ _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Grou
 
 
 def marks_text(view_id: str, marks: Sequence[ViewMark], describe: str) -> str:
-    """The tool text's list of a view's marks, in the order given (from the view's centre
-    outwards, as :func:`marks_under_bev` returns them).
+    """The tool text's list of a view's marks: one line per class (``describe`` ``class`` or
+    ``attributes``; classes in :data:`urbex.classes.TARGET_CLASSES` order), each class's marks in
+    the order given (from the view's centre outwards, as :func:`marks_under_bev` returns them),
+    ``id [map name] [words] [x1, y1, x2, y2]`` separated by ``;``. With ``describe: none`` one
+    line holds every mark, ``id [x1, y1, x2, y2]``.
 
-    >>> m = [ViewMark(mark_id=7, class_name="Car", box_view=(120, 340, 160, 380), words=("red",))]
+    >>> m = [ViewMark(mark_id=7, class_name="Car", box_view=(120, 340, 160, 380), words=("red",)),
+    ...      ViewMark(mark_id=3, class_name="Building", box_view=(0, 0, 500, 500), name="Merton Hall"),
+    ...      ViewMark(mark_id=9, class_name="Car", box_view=(600, 340, 640, 380))]
     >>> print(marks_text("zoom_1", m, "class"))
-    Marks in "zoom_1", from its centre outwards (id: class [x1, y1, x2, y2]):
-    7: car [120, 340, 160, 380]
-    >>> print(marks_text("zoom_1", m, "attributes").splitlines()[1])
-    7: car red [120, 340, 160, 380]
-    >>> n = [ViewMark(mark_id=3, class_name="Building", box_view=(0, 0, 500, 500), name="Merton Hall")]
-    >>> print(marks_text("zoom_1", n, "class").splitlines()[1])
-    3: building "Merton Hall" [0, 0, 500, 500]
+    Marks in "zoom_1" by class, each nearest its centre first (id [x1, y1, x2, y2]):
+    building: 3 "Merton Hall" [0, 0, 500, 500]
+    car: 7 [120, 340, 160, 380]; 9 [600, 340, 640, 380]
+    >>> print(marks_text("zoom_1", m, "attributes").splitlines()[2])
+    car: 7 red [120, 340, 160, 380]; 9 [600, 340, 640, 380]
+    >>> print(marks_text("zoom_1", m, "none").splitlines()[1])
+    7 [120, 340, 160, 380]; 3 [0, 0, 500, 500]; 9 [600, 340, 640, 380]
     >>> marks_text("zoom_1", [], "class")
     'Marks in "zoom_1": none.'
     """
     if not marks:
         return f'Marks in "{view_id}": none.'
-    head = {"none": "id", "class": "id: class", "attributes": "id: class words"}[describe]
-    lines = [f'Marks in "{view_id}", from its centre outwards ({head} [x1, y1, x2, y2]):']
-    for m in marks:
+
+    def entry(m: ViewMark) -> str:
         box = f"[{m.box_view[0]}, {m.box_view[1]}, {m.box_view[2]}, {m.box_view[3]}]"
-        if describe == "none":
-            lines.append(f"{m.mark_id}: {box}")
-            continue
-        words = [_CLASS_WORD.get(m.class_name, m.class_name.lower())]
-        if m.name:
-            words.append(f'"{chat_safe(m.name)}"')
+        words = [f'"{chat_safe(m.name)}"'] if m.name and describe != "none" else []
         if describe == "attributes":
             words += list(m.words)
-        lines.append(f"{m.mark_id}: {' '.join(words)} {box}")
+        return " ".join([str(m.mark_id), *words, box])
+
+    if describe == "none":
+        head = f'Marks in "{view_id}", nearest its centre first (id [x1, y1, x2, y2]):'
+        return head + "\n" + "; ".join(entry(m) for m in marks)
+    lines = [f'Marks in "{view_id}" by class, each nearest its centre first (id [x1, y1, x2, y2]):']
+    order = [*TARGET_CLASSES, *sorted({m.class_name for m in marks} - set(TARGET_CLASSES))]
+    for cls in order:
+        mine = [entry(m) for m in marks if m.class_name == cls]
+        if mine:
+            lines.append(f"{_CLASS_WORD.get(cls, cls.lower())}: " + "; ".join(mine))
     return "\n".join(lines)

@@ -157,8 +157,9 @@ def _tool_example(tools: Collection[str]) -> str:
 _MARKS_SECTION = """\
 ## Marks
 Numbered marks outline candidate objects found in the points: a yellow box with its number on \
-the views. Every tool view lists its marks from its centre outwards as "id: class [x1, y1, x2, \
-y2]" (the box in that view). You may answer with a mark shown so far instead of a box.
+the views. Every tool view lists its marks, one line per class, each class nearest the view's \
+centre first: "class: id [x1, y1, x2, y2]; ..." (the box in that view). You may answer with a \
+mark shown so far instead of a box.
 
 """
 _MARK_EXAMPLE = '- or the final answer by mark: <answer>{"mark": 7}</answer>\n'
