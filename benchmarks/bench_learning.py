@@ -1,23 +1,27 @@
-"""Does the policy learn? SFT warm start, then GRPO, on the synthetic default, measured on val.
+"""Does the policy learn to ground? SFT warm start, then GRPO, measured on val beside baselines.
 
-The tiny CPU recipe (``params-cpu.yaml``) end to end in a fresh temporary project: synthetic
-city → scene caches → landmark tables → splits → ``urbex make-tiny-model`` (seeded) → ``urbex
-sft`` → ``urbex train`` (GRPO from the SFT checkpoint), with the ``vlm`` policy (greedy) evaluated
-on the whole val split after each stage (``--quick``: a seeded sample). Peer: the random model
-the recipe starts from (its valid answer rate is the floor the warm start is measured against)
-and the SFT checkpoint (the floor GRPO is measured against).
+The tiny CPU recipe (``params-cpu.yaml``: numbered marks on, answers by mark) end to end in a
+fresh temporary project of its own: a synthetic city of :data:`CITY_SCENES` blocks (so that val
+holds ≥ 150 queries) → scene caches → landmark tables → splits → the trained ranker → ``urbex
+make-tiny-model`` (seeded) → ``urbex sft`` → ``urbex train`` (GRPO from the SFT checkpoint), with
+the ``vlm`` policy (greedy) evaluated on the whole val split after each stage (``--quick``: a
+seeded sample). Peers on the same val queries: ``landmark_prior`` (no vision), the trained
+``ranking`` (With-GT), the random model the recipe starts from and the SFT checkpoint (the floor
+GRPO is measured against). ``--protocol box`` plays today's box protocol (no marks, the
+anchored teacher of the box recipe) on the same city.
 
-    .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~15 min idle 2 cores)
+    .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~25 min idle 2 cores)
     .venv/bin/python benchmarks/bench_learning.py --quick      # a 2-minute plumbing run
 
-Prints the figures, then as its LAST line one JSON object: ``seed``, ``valid_rate_base``,
+Prints the figures, then as its LAST line one JSON object: ``seed``, ``protocol``, ``marks``,
+``n_val``, ``hit1_val_landmark_prior``, ``hit1_val_ranking``, ``valid_rate_base``,
 ``valid_rate_sft``, ``valid_rate_grpo`` (share of val episodes ending in a valid answer),
 ``iou_val_sft``, ``iou_val_grpo``, ``hit1_val_sft``, ``hit1_val_grpo``, ``reward_first10``,
 ``reward_last10`` (mean episode return over the first / last ten GRPO steps), ``reward_sem``
 (standard error of their difference, from the per-step means), ``frac_zero_std`` (share of
 groups whose rollouts all got the same reward, mean over steps), ``s_per_step`` (GRPO),
 ``env_share`` (the environment's share of a GRPO step), plus ``sft_steps``, ``grpo_steps``,
-``sft_s_per_step``, ``sft_recovery_kept`` (episodes the SFT recovery round added), ``n_val`` and
+``sft_s_per_step``, ``sft_recovery_kept`` (episodes the SFT recovery round added) and
 ``wall_s``.
 """
 
@@ -43,6 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Full size: the recipe's own steps; the whole val split evaluated after each stage (n_val None).
 FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": None, "n_base": 8}
+#: Blocks of the recipe's own city: 18 % of them are val scenes (urbex.synth.dataset.scene_split),
+#: ~35 queries each, so val holds ≥ 150 queries (a Hit@1 difference of 0.1 is > 2 s.e.).
+CITY_SCENES = 28
+#: ``--protocol box``: today's box recipe (no marks; 70 % of the teacher's episodes anchored).
+BOX_PROTOCOL = {"env": {"marks": {"enabled": False}}, "sft": {"anchor_rate": 0.7}}
 #: --quick: a small city and a few steps of each (plumbing, not learning).
 QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1}
 #: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.
@@ -50,10 +59,21 @@ TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads"
         "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096"]  # fmt: skip
 
 
-def write_project(root: Path, *, seed: int, quick: bool) -> Path:
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> None:
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = v
+
+
+def write_project(root: Path, *, seed: int, quick: bool, protocol: str = "marks") -> Path:
     """``root/params.yaml``: params-cpu.yaml (merged over its base) with its assets under ``root``
-    (quick: a small city), written as one full file."""
+    and a city of :data:`CITY_SCENES` blocks (quick: a small city), written as one full file;
+    ``protocol="box"`` overlays :data:`BOX_PROTOCOL`."""
     p = read_params_files([REPO / "params-cpu.yaml"], Params).data
+    if protocol == "box":
+        _merge(p, BOX_PROTOCOL)
     p["paths"]["assets"] = "assets"
     p["data"]["scenes"] = None
     p["train"]["seed"] = p["sft"]["seed"] = seed
@@ -68,20 +88,24 @@ def write_project(root: Path, *, seed: int, quick: bool) -> Path:
         p["env"].update(max_turns=3)
         p["vlm"].update(max_new_tokens=32)
     else:
-        p["synth"].update(las_copy=False, stpls3d_scenes=0)
+        p["synth"].update(scenes=CITY_SCENES, las_copy=False, stpls3d_scenes=0)
     root.mkdir(parents=True, exist_ok=True)
     out = root / "params.yaml"
     out.write_text(yaml.safe_dump(p, sort_keys=False))
     return out
 
 
-def val_figures(params: Any, checkpoint: Path, *, n: int, name: str) -> dict[str, float]:
-    """The ``vlm`` policy (greedy) from ``checkpoint`` on a seeded sample of ``n`` val queries."""
+def val_figures(
+    params: Any, checkpoint: Path | None, *, n: int | None, name: str, policy: str = "vlm"
+) -> dict[str, float]:
+    """``policy`` (``vlm``: greedy, from ``checkpoint``) on a seeded sample of ``n`` val queries
+    (None: all)."""
     from urbex.eval.episodes import read_episodes
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
-    r = evaluate(params, RunSpec.from_params(params, policy="vlm", split="val", limit=n, checkpoint=checkpoint), run_id=f"bench-{name}", progress=False)  # fmt: skip
+    spec = RunSpec.from_params(params, policy=policy, split="val", limit=n, checkpoint=checkpoint)
+    r = evaluate(params, spec, run_id=f"bench-{name}", progress=False)
     ep = read_episodes(r.run_dir)
     valid = (~ep["truncated"] & ~ep["timed_out"]).mean()
     row = r.metrics.row(0, named=True)
@@ -112,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="build the project here and keep it")
     ap.add_argument("--sft-steps", type=int, default=None)
     ap.add_argument("--grpo-steps", type=int, default=None)
+    ap.add_argument("--protocol", choices=("marks", "box"), default="marks")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -131,13 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-learning-") as tmp:
         root = args.keep or Path(tmp)
-        pfile = write_project(root, seed=args.seed, quick=args.quick)
+        pfile = write_project(root, seed=args.seed, quick=args.quick, protocol=args.protocol)
         t0 = time.perf_counter()
-        for cmd in ("synth", "cache", "landmarks", "splits"):
+        for cmd in ("synth", "cache", "landmarks", "splits", "fit-ranker"):
             if urbex(["--params", str(pfile), "-q", cmd]) != 0:
                 raise SystemExit(f"bench_learning: `urbex {cmd}` failed")
         params = load_params(pfile)
         print(f"project: {root} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        peers = {
+            name: val_figures(params, None, n=size["n_val"], name=name, policy=name)
+            for name in ("landmark_prior", "ranking")
+        }
+        for name, f in peers.items():
+            print(f"{name}: val Hit@1 {f['hit1']:.3f}  IoU {f['iou']:.3f} "
+                  f"({f['n']:.0f} episodes)", flush=True)  # fmt: skip
 
         t0 = time.perf_counter()
         tiny = params.layout.checkpoint("tiny")
@@ -175,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"curves: {params.layout.train_curves(g.run_name)}", flush=True)
         out = {
             "seed": args.seed,
+            "protocol": args.protocol,
+            "marks": bool(params.env.marks.enabled),
+            "n_val": int(v_grpo["n"]),
+            "hit1_val_landmark_prior": peers["landmark_prior"]["hit1"],
+            "hit1_val_ranking": peers["ranking"]["hit1"],
             "valid_rate_base": base["valid_rate"],
             "valid_rate_sft": v_sft["valid_rate"],
             "valid_rate_grpo": v_grpo["valid_rate"],
@@ -192,10 +229,20 @@ def main(argv: list[str] | None = None) -> int:
             "grpo_steps": g.steps,
             "sft_s_per_step": s.s_per_step,
             "sft_recovery_kept": s.recovery.kept if s.recovery is not None else 0,
-            "n_val": int(v_sft["n"]),
             "wall_s": time.perf_counter() - t_all,
         }
         targets = [
+            ("n_val >= 150", out["n_val"] >= 150),
+            (
+                "hit1_val_grpo >= landmark_prior + 0.10",
+                out["hit1_val_grpo"] >= out["hit1_val_landmark_prior"] + 0.10,
+            ),
+            (
+                "hit1_val_grpo >= hit1_val_sft + 0.05",
+                out["hit1_val_grpo"] >= out["hit1_val_sft"] + 0.05,
+            ),
+            ("valid_rate_grpo >= 0.9", out["valid_rate_grpo"] >= 0.9),
+            ("wall_s <= 1500", out["wall_s"] <= 1500),
             ("valid_rate_sft >= 0.8", out["valid_rate_sft"] >= 0.8),
             ("reward gain > 2 sem", (last - first) > 2 * sem if math.isfinite(sem) else False),
             ("frac_zero_std < 0.5", out["frac_zero_std"] < 0.5),

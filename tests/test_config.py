@@ -188,12 +188,25 @@ def _leaves(d: Any, key: str = "") -> dict[str, Any]:
     return out
 
 
+#: What the marks recipe (issue 22) changed in the CPU recipe since the full copy was replaced.
+MARKS_RECIPE = {
+    "env.marks.enabled": True,
+    "env.marks.describe": "attributes",
+    "env.marks.max_listed": 8,
+    "sft.anchor_rate": 1.0,
+}
+
+
 def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     """params-cpu.yaml (an overlay of params.yaml) merges to the full copy it replaced, leaf for
-    leaf; the copy had lost eval.benchmark, whose default equals params.yaml's value."""
+    leaf, but for the marks recipe's keys (:data:`MARKS_RECIPE`, which the copy predates); the
+    copy had lost eval.benchmark, whose default equals params.yaml's value."""
     before = load_params(repo_root / "tests/data/params-cpu-full-before-overlay.yaml")
     overlay = load_params(repo_root / "params-cpu.yaml")
-    assert _leaves(overlay.model_dump(mode="json")) == _leaves(before.model_dump(mode="json"))
+    now = _leaves(overlay.model_dump(mode="json"))
+    assert {k: now[k] for k in MARKS_RECIPE} == MARKS_RECIPE
+    expected = _leaves(before.model_dump(mode="json")) | MARKS_RECIPE
+    assert now == expected
     assert overlay.base_dir == repo_root
     stacked = load_params([repo_root / "params.yaml", repo_root / "params-cpu.yaml"])
     assert stacked.model_dump() == overlay.model_dump()
@@ -205,7 +218,9 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     raw = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
     assert raw.pop("base") == "params.yaml"
     assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name"}
-    assert len(changed) == 21
+    assert (
+        len(changed) == 21 + 3
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set)
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from urbex.config_env import Bool, EnvParams, Float, Int, MarksParams, StrictModel
 from urbex.errors import ConfigError
 from urbex.layout import AssetLayout, safe_name
 from urbex.params_files import ParamsFiles, describe_errors, read_params_files
@@ -32,6 +33,7 @@ __all__ = [
     "EnvParams",
     "EvalParams",
     "LandmarkParams",
+    "MarksParams",
     "OpenAIParams",
     "Params",
     "PathsParams",
@@ -53,23 +55,11 @@ Benchmark = Literal["cityrefer", "stpls3d_refer"]
 SPLIT_NAMES: tuple[str, ...] = get_args(Split)
 
 
-#: An int field: a bool, a float or a numeric string is an error (never coerced).
-Int = Annotated[int, Strict()]
-#: A float field: an int is accepted (YAML ``density: 20``), a bool or a string is an error.
-Float = Annotated[float, Strict()]
-#: A bool field: ``true``/``false`` only (``1`` or ``"yes"`` in quotes is an error).
-Bool = Annotated[bool, Strict()]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PathsParams(_Strict):
+class PathsParams(StrictModel):
     assets: Path = Path("assets")
 
 
-class DataParams(_Strict):
+class DataParams(StrictModel):
     source: Literal["synthetic", "cityrefer", "stpls3d", "las"] = "synthetic"
     root: Path | None = None
     scenes: list[str] | None = Field(
@@ -77,7 +67,7 @@ class DataParams(_Strict):
     )
 
 
-class SynthParams(_Strict):
+class SynthParams(StrictModel):
     scenes: Int = Field(5, ge=1)
     seed: Int = 0
     density: Float = Field(20.0, gt=0, description="points per m² of horizontal surface")
@@ -86,7 +76,7 @@ class SynthParams(_Strict):
     stpls3d_scenes: Int = Field(1, ge=0)
 
 
-class SceneParams(_Strict):
+class SceneParams(StrictModel):
     resolution: Float = Field(0.1, gt=0, description="BEV metres per pixel")
     cell_size: Float = Field(8.0, gt=0, description="spatial-index cell side, metres")
     global_view_size: Int = Field(1024, ge=64)
@@ -97,61 +87,7 @@ class SceneParams(_Strict):
     )
 
 
-class EnvParams(_Strict):
-    """The interactive grounding environment (``urbex.env``): budget, image sizes, rewards.
-
-    Image sizes are ``[width, height]`` pixels and FIXED per view kind (trl/vLLM need stable
-    image sizes). Distances are world metres; reward weights are dimensionless.
-    """
-
-    max_turns: Int = Field(8, ge=1, description="assistant-turn budget T_max")
-    global_view_size: tuple[Int, Int] = Field(
-        (768, 768), description="[w, h] px of the global view"
-    )
-    zoom_size: tuple[Int, Int] = Field((512, 512), description="[w, h] px of a zoom view")
-    oblique_size: tuple[Int, Int] = Field((512, 512), description="[w, h] px of an oblique view")
-    oblique_elevation_deg: Float = Field(45.0, gt=0, le=90, description="default oblique elevation")
-    min_zoom_extent_m: Float = Field(4.0, gt=0, description="smallest zoom window side, metres")
-    landmark_limit: Int = Field(3, ge=1, description="landmark matches returned per query")
-    lambda_iou: Float = Field(1.0, ge=0, description="terminal IoU weight")
-    lambda_dist: Float = Field(0.5, ge=0, description="terminal exp(-d/tau) weight")
-    tau_m: Float = Field(20.0, gt=0, description="distance scale tau, metres")
-    lambda_step: Float = Field(0.1, ge=0, description="terminal step-cost weight (x T/T_max)")
-    zoom_shaping_scale: Float = Field(0.05, ge=0, description="zoom shaping per tau of progress")
-    zoom_shaping_cap: Float = Field(0.1, ge=0, description="|zoom shaping| cap per call")
-    oblique_shaping_scale: Float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
-    oblique_shaping_cap: Float = Field(0.1, ge=0, description="oblique shaping cap per call")
-    invalid_penalty: Float = Field(0.1, ge=0, description="subtracted per invalid action")
-    tools: list[Literal["landmark_query", "zoom_in", "oblique_render"]] = Field(
-        ["landmark_query", "zoom_in", "oblique_render"],
-        description="the tools offered to the agent (tool ablation; [] = none): schemas, "
-        "system prompt, validator and trl environment; a call to another tool is invalid",
-    )
-    answer_lift: Literal["zrange", "semantic"] = Field(
-        "semantic",
-        description="answer BEV box → 3D box + point mask: the target class's points under the "
-        "footprint (semantic) or every point under it (zrange); urbex.env.lift",
-    )
-    answer_lift_margin_m: Float = Field(
-        0.25, ge=0, description="semantic lift: class points gathered this far past the footprint"
-    )
-
-    @field_validator("tools")
-    @classmethod
-    def _unique_tools(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"expected each tool at most once, got {v}")
-        return v
-
-    @field_validator("global_view_size", "zoom_size", "oblique_size")
-    @classmethod
-    def _size(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if not (16 <= v[0] <= 8192 and 16 <= v[1] <= 8192):
-            raise ValueError(f"expected [width, height] in 16..8192 px, got {list(v)}")
-        return v
-
-
-class LandmarkParams(_Strict):
+class LandmarkParams(StrictModel):
     """Landmark tables and name lookup (``urbex.landmarks``). Scores are 0–1; distances metres."""
 
     threshold: Float = Field(0.85, gt=0, le=1, description="min fuzzy score for found=True")
@@ -167,7 +103,7 @@ class LandmarkParams(_Strict):
 _NON_INFORMATIVE = "n/a|na|none|null|unknown|same as above|see above|no description|todo|test|nothing|xxx|-"  # fmt: skip
 
 
-class AnnotationParams(_Strict):
+class AnnotationParams(StrictModel):
     """Annotation cleaning and the train/val/test_nd/test_no splits (``urbex.annotations``)."""
 
     target_classes: list[str] = Field(
@@ -190,7 +126,7 @@ class AnnotationParams(_Strict):
     )
 
 
-class Stpls3dReferParams(_Strict):
+class Stpls3dReferParams(StrictModel):
     """STPLS3D-Refer construction (``urbex.annotations.stpls3d_refer``). Lengths in metres."""
 
     scenes: list[str] | None = Field(None, description="STPLS3D scene ids (null = all found)")
@@ -219,7 +155,7 @@ class Stpls3dReferParams(_Strict):
     offset: tuple[Float, Float, Float] | None = Field(None, description="scene offset override")
 
 
-class EvalParams(_Strict):
+class EvalParams(StrictModel):
     """The evaluation runner and report (``urbex.eval``). Times are seconds."""
 
     policy: str = Field("landmark_prior", description="default policy of `urbex evaluate`")
@@ -272,7 +208,7 @@ class EvalParams(_Strict):
     landmark_perturbation_seed: Int = Field(0, description="seeds the noise / wrong perturbation")
 
 
-class DiagnoseParams(_Strict):
+class DiagnoseParams(StrictModel):
     """The diagnostic tables of ``urbex diagnose`` (``urbex.report.diagnostics``). Metres."""
 
     distractor_radius_m: Float = Field(
@@ -298,7 +234,7 @@ class DiagnoseParams(_Strict):
         return v
 
 
-class PolicyParams(_Strict):
+class PolicyParams(StrictModel):
     """Policies (``urbex.agents``): which model backs ``workflow``/``no_tools``, heuristic knobs."""
 
     backend: Literal["vlm", "openai"] = Field("vlm", description="model behind workflow / no_tools")
@@ -313,7 +249,7 @@ class PolicyParams(_Strict):
     )
 
 
-class VLMParams(_Strict):
+class VLMParams(StrictModel):
     """The local transformers VLM policy (Qwen3-VL family). Never downloads: local paths only."""
 
     checkpoint: Path | None = Field(
@@ -329,7 +265,7 @@ class VLMParams(_Strict):
     template_tools: Bool = Field(True, description="pass the tool schemas to the chat template")
 
 
-class OpenAIParams(_Strict):
+class OpenAIParams(StrictModel):
     """An OpenAI-compatible chat endpoint (hosted API or a local vLLM server)."""
 
     base_url: str = Field("http://127.0.0.1:8000/v1", description="ends before /chat/completions")
@@ -356,7 +292,7 @@ class OpenAIParams(_Strict):
     )
 
 
-class TrainParams(_Strict):
+class TrainParams(StrictModel):
     """GRPO training of a policy (``urbex train``; :mod:`urbex.train.grpo`).
 
     The grouped fields are the recipe's knobs; :func:`urbex.train.config.make_grpo_config` maps
@@ -399,6 +335,21 @@ class TrainParams(_Strict):
     bf16: Bool = Field(True, description="bf16 mixed precision (cuda only)")
     gradient_checkpointing: Bool = Field(True, description="activation checkpointing (cuda only)")
     limit: Int | None = Field(None, ge=1, description="train on a seeded sample of queries")
+    query_filter: Literal["all", "solvable"] = Field(
+        "all",
+        description="train on every query, or on those the anchored teacher answers by a shown "
+        "mark (a group can succeed; DeepEyes-style selection by difficulty)",
+    )
+    tool_bonus: Literal["always", "on_hit"] = Field(
+        "always",
+        description="pay the tools' positive shaping always, or only when the answer hits "
+        "(BEV IoU >= 0.5; DeepEyes); penalties are always paid",
+    )
+    mask_budget: Bool = Field(
+        False,
+        description="rollouts that run out of turns get no reward and no advantage (Mini-o3's "
+        "over-turn masking) instead of the budget's penalty",
+    )
     use_vllm: Bool = Field(
         False,
         description="generate rollouts with vLLM in colocate mode (trl use_vllm, vllm_mode "
@@ -417,7 +368,7 @@ class TrainParams(_Strict):
         return safe_name(v, what="run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
-class SFTParams(_Strict):
+class SFTParams(StrictModel):
     """SFT warm start on teacher trajectories (``urbex sft``; :mod:`urbex.train.sft`).
 
     The paper trains no SFT stage; the tiny CPU recipe (``params-cpu.yaml``) does, so that GRPO
@@ -449,6 +400,13 @@ class SFTParams(_Strict):
         le=1,
         description="share of teacher episodes played with the scene's landmarks renamed "
         "(urbex.train.rename: teaches copying the mentioned name, not memorising names)",
+    )
+    mark_shuffle_rate: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of teacher episodes whose numbered marks show shuffled ids (copy the "
+        "ids read, do not memorise a scene's; env.marks)",
     )
     recovery_at: Float = Field(
         0.0,
@@ -488,7 +446,7 @@ class SFTParams(_Strict):
         return safe_name(v, what="sft.run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
-class Params(_Strict):
+class Params(StrictModel):
     """All parameters. ``base_dir`` is the directory relative paths are resolved against."""
 
     paths: PathsParams = PathsParams()

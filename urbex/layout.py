@@ -56,6 +56,7 @@ __all__ = [
     "GRPO_TRAINER_LOG_FILE",
     "INSTANCES_FILE",
     "META_FILE",
+    "PROPOSALS_FILE",
     "RANKER_VERSION",
     "SAFE_NAME_MAX",
     "SCENE_ROW_FILE",
@@ -99,6 +100,7 @@ DEFAULT_BENCHMARK = "cityrefer"
 #: Files of a scene cache directory (the builder writes them into a staging directory first).
 META_FILE = "meta.json"
 INSTANCES_FILE = "instances.parquet"
+PROPOSALS_FILE = "proposals.parquet"
 SCENE_ROW_FILE = "scene.parquet"
 GLOBAL_VIEW_FILE = "global_view.png"
 #: Files of a trained checkpoint directory, beside the model and its processor.

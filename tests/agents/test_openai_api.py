@@ -540,3 +540,58 @@ def test_openai_image_encoded_once_for_every_thread_and_forgotten_with_it(monkey
     msgs, images = _conversation()
     pol.request_body(msgs, images)  # the next encoding purges the entries of images gone
     assert [ref() for ref, _ in pol._urls.values()] == images
+
+
+def test_openai_policy_plays_marks_the_request_carries_the_drawn_marks_and_the_list(server, city):
+    """With ``env.marks`` on, the openai policy's second request holds the zoom view with its
+    marks drawn (yellow tags) and the tool text listing them; an ``answer`` function call that
+    names a mark ends the episode on that proposal."""
+    import base64
+    import io
+
+    import numpy as np
+
+    from urbex.config import EnvParams
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.play import play_episode
+    from urbex.geometry import iou_2d
+
+    cache, index, queries = city
+    q = queries[0]
+    params = EnvParams(
+        global_view_size=(256, 256), zoom_size=(256, 256), oblique_size=(96, 96),
+        marks={"enabled": True},
+    )  # fmt: skip
+    env = GroundingEnv(params, lambda sid: cache, index)
+    env.reset(query=q)
+    box = np.clip(np.rint(env.views["global"].from_world_box(q.target_box_2d)), 0, 1000)
+    box = [int(v) for v in box]
+    box = [max(box[0] - 60, 0), max(box[1] - 60, 0), min(box[2] + 60, 1000), min(box[3] + 60, 1000)]
+    props = cache.proposals
+    mark = int(props.mark_id[int(np.argmax(iou_2d(q.target_box_2d[None], props.box_2d_m)))])
+    call = {"name": "zoom_in", "arguments": json.dumps({"view_id": "global", "bbox_2d": box})}
+    answer = {"name": "answer", "arguments": json.dumps({"mark": mark})}
+    for fn in (call, answer):
+        msg = {"role": "assistant", "content": None,
+               "tool_calls": [{"id": "c", "type": "function", "function": fn}]}  # fmt: skip
+        server.replies.append((200, _reply(msg), 0))
+    pol = OpenAIPolicy(base_url=server.url, model="m", api_key_env=None, marks=True)
+    traj = play_episode(env, pol, q, seed=0)
+    assert traj.outcome.answer_mark == mark and traj.outcome.answered
+    tools = {t["function"]["name"]: t for t in server.requests[0]["body"]["tools"]}
+    assert "mark" in tools["answer"]["function"]["parameters"]["properties"]
+    second = server.requests[1]["body"]["messages"]
+    tool_msgs = [m for m in second if m["role"] == "tool"]
+    text = json.dumps(second)
+    assert 'Marks in \\"zoom_1\\"' in text and f" {mark} " in text and tool_msgs
+    urls = [
+        part["image_url"]["url"]
+        for m in second
+        if isinstance(m.get("content"), list)
+        for part in m["content"]
+        if part.get("type") == "image_url"
+    ]
+    zoom_png = Image.open(io.BytesIO(base64.b64decode(urls[-1].split(",", 1)[1]))).convert("RGB")
+    px = np.asarray(zoom_png).reshape(-1, 3)
+    yellow = (px[:, 0] > 230) & (px[:, 1] > 200) & (px[:, 2] < 40)  # the marks' outline/tags
+    assert yellow.sum() > 20

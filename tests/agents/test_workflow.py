@@ -103,3 +103,18 @@ def test_workflow_forwards_episode_seed_and_deadline():
     assert inner.seed == 11 and inner.deadline is None
     WorkflowPolicy(inner).begin_episode(seed=12, deadline=123.0)
     assert (inner.seed, inner.deadline) == (12, 123.0)
+
+
+def test_workflow_answer_step_offers_a_mark_with_marks_on():
+    """With numbered marks on, the answer step's hint names the mark answer, and a mark answer
+    is an answer step."""
+    mark = '<answer>{"mark": 7}</answer>'
+    assert action_name(mark) == "answer"
+    inner = Scripted(mark)
+    wf = WorkflowPolicy(inner, steps=("answer",), marks=True)
+    assert wf.act(_start(), []) == mark
+    shown = inner.seen[0][-1]["content"][-1]["text"]
+    assert '{"mark": N}' in shown
+    plain = Scripted(mark)
+    WorkflowPolicy(plain, steps=("answer",)).act(_start(), [])
+    assert '"mark"' not in plain.seen[0][-1]["content"][-1]["text"]

@@ -81,6 +81,25 @@ def test_answer_reward_scores_final_answer(city):
     assert r_bad < 0
 
 
+def test_answer_reward_scores_a_mark_answer_with_marks_on(city):
+    """trl's final message may name a mark shown by a tool view (``env.marks``)."""
+    cache, index, queries = city
+    params = SMALL.model_copy(update={"marks": SMALL.marks.model_copy(update={"enabled": True})})
+    env = make_environment_class(params, lambda sid: cache, index)()
+    q = queries[0]
+    env.reset(**q.to_row())
+    g = env.env.views["global"]
+    box = [round(v) for v in np.clip(g.from_world_box(q.target_box_2d), 0, 1000)]
+    out = env.zoom_in(view_id="global", bbox_2d=box)
+    assert "Marks in" in out[-1]["text"]
+    mark = env.env.views["zoom_1"].marks[0].mark_id
+    answer_reward(
+        [[{"role": "assistant", "content": f'<answer>{{"mark": {mark}}}</answer>'}]],
+        environments=[env],
+    )
+    assert env.env.outcome.answer_mark == mark and env.env.outcome.answered
+
+
 def test_grpo_trainer_runs_one_step_with_tools(city, tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")
@@ -231,3 +250,43 @@ def test_trl_tool_schemas_come_from_the_same_tool_specs():
         assert set(props) == set(spec.parameters["properties"])
         for arg, prop in props.items():
             assert prop["description"] == spec.parameters["properties"][arg]["description"]
+
+
+def test_rollout_rules_pay_the_tool_bonus_on_a_hit_and_mask_rollouts_out_of_turns(city):
+    """``train.tool_bonus: on_hit`` keeps a miss's positive shaping out (penalties stay);
+    ``train.mask_budget`` makes a rollout that ran out of turns unscorable (None everywhere)."""
+    from urbex.env.trl_adapter import RolloutRules
+
+    cache, index, queries = city
+    q = queries[0]
+    row = q.to_row()
+    on_hit = make_environment_class(
+        SMALL, lambda sid: cache, index, rules=RolloutRules(tool_bonus="on_hit")
+    )()
+    always = make_environment_class(SMALL, lambda sid: cache, index)()
+    miss = [
+        {
+            "role": "assistant",
+            "content": '<answer>{"view_id": "global", "bbox_2d": [0, 0, 9, 9]}</answer>',
+        }
+    ]
+    for env in (on_hit, always):
+        env.reset(**row)
+        g = env.env.views["global"]
+        box = [round(v) for v in np.clip(g.from_world_box(q.target_box_2d), 0, 1000)]
+        env.zoom_in(view_id="global", bbox_2d=box)  # zoom progress: positive shaping
+        env.zoom_in(view_id="nope", bbox_2d=box)  # invalid: a penalty
+        answer_reward([miss], environments=[env])
+    assert always.get_reward() > on_hit.get_reward()
+    assert on_hit.get_reward() == pytest.approx(-SMALL.invalid_penalty)
+    masked = make_environment_class(
+        SMALL, lambda sid: cache, index, rules=RolloutRules(mask_budget=True)
+    )()
+    masked.reset(**row)
+    for _ in range(2):
+        masked.landmark_query(name="merton hall", view_id="global")
+    tool_call = [{"role": "assistant", "content": '<tool_call>{"name": "zoom_in"}</tool_call>'}]
+    assert answer_reward([tool_call], environments=[masked]) == [None]
+    assert masked.env.outcome.stop_reason == "budget" and masked.get_reward() is None
+    masked.reset(**row)
+    assert answer_reward([miss], environments=[masked])[0] is not None

@@ -23,7 +23,8 @@ from urbex.eval.episodes import (
 def _ep(qid: str, **kw) -> EpisodeRecord:
     base = dict(
         run_id="r", policy="p", split="test_no", query_id=qid, scene_id="s", object_id="1",
-        class_name="Car", seed=0, valid_answer=False, answer_view_id=None, pred_x_min=None,
+        class_name="Car", seed=0, valid_answer=False, answer_view_id=None, answer_mark=None,
+        snapped=False, pred_x_min=None,
         pred_y_min=None, pred_z_min=None, pred_x_max=None, pred_y_max=None, pred_z_max=None,
         iou_bev=0.0, iou_3d=0.0, point_precision=0.0, point_recall=0.0, point_f1=0.0,
         center_dist_m=math.nan, target_rank=0, target_rank_nz=0, target_rank_ciou=0, hit1=False,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from urbex.agents.colour import PALETTE
 from urbex.classes import TARGET_CLASSES
+from urbex.colour import PALETTE
 from urbex.language.vocabulary import (
     CLASS_NOUNS,
     COLOUR_NAMES,

@@ -130,6 +130,7 @@ class OpenAIPolicy(PolicyBase):
         tool_names: tuple[str, ...] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         concurrency: int = 1,
+        marks: bool = False,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
@@ -150,6 +151,7 @@ class OpenAIPolicy(PolicyBase):
         self.temperature = float(temperature)
         self.image_format = image_format
         self.tool_names = tool_names
+        self.marks = bool(marks)
         self.max_concurrency = int(concurrency)
         self._sleep = sleep
         self._local = threading.local()  # per thread: seed, deadline
@@ -218,6 +220,7 @@ class OpenAIPolicy(PolicyBase):
 
         p: OpenAIParams = params.openai if isinstance(params, Params) else params
         kw: dict[str, Any] = {
+            "marks": isinstance(params, Params) and params.env.marks.enabled,
             "base_url": p.base_url,
             "model": p.model,
             "api_key_env": p.api_key_env,
@@ -290,7 +293,7 @@ class OpenAIPolicy(PolicyBase):
 
     def _tools(self) -> list[dict[str, Any]]:
 
-        tools = openai_tool_schemas(include_answer=True)
+        tools = openai_tool_schemas(include_answer=True, marks=self.marks)
         if self.tool_names is not None:
             keep = {*self.tool_names, "answer"}
             tools = [t for t in tools if t["function"]["name"] in keep]

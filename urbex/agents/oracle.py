@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from urbex.env.policy import PolicyBase
 from urbex.env.protocol import Invalid, parse_action
 from urbex.errors import PolicyError
+from urbex.geometry import iou_2d
 from urbex.landmarks.table import footprint_bounds
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ __all__ = ["OraclePolicy", "RecoveryTeacher", "TeacherPolicy"]
 
 def _call(tool: str, **arguments: Any) -> str:
     return f"<tool_call>{json.dumps({'name': tool, 'arguments': arguments})}</tool_call>"
+
+
+def _mark_answer(mark: int) -> str:
+    return f"<answer>{json.dumps({'mark': int(mark)})}</answer>"
 
 
 def _outward(units: NDArray[np.float64]) -> list[int]:
@@ -136,9 +141,28 @@ class OraclePolicy(PolicyBase):
             if "oblique_render" not in done:
                 box = _outward(zoom.from_world_box(target))
                 return _call("oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=180)
+        mark = self._target_mark()
+        if mark is not None:
+            return _mark_answer(mark)
         view = zoom if (self.answer_view == "zoom" and zoom is not None) else env.views["global"]
         box = _nearest(view.from_world_box(target))
         return f"<answer>{json.dumps({'view_id': view.view_id, 'bbox_2d': box})}</answer>"
+
+    def _target_mark(self) -> int | None:
+        """With marks on: the target's mark — the proposal with the best BEV IoU with the
+        ground truth — when a view has shown it and it overlaps the target at all; else None."""
+        shown = self.env.marks_shown
+        if not shown:
+            return None
+        props = self.env.scene.proposals
+        if len(props) == 0:
+            return None
+        ious = np.asarray(iou_2d(self._target()[None], props.box_2d_m)).reshape(-1)
+        best = int(np.argmax(ious))
+        marks = self.env.marks
+        assert marks is not None  # shown is not None
+        mark = marks.display(int(props.mark_id[best]))  # the id the agent sees
+        return mark if ious[best] > 0 and mark in shown else None
 
     def _landmark_name(self) -> str | None:
         env = self.env
@@ -258,6 +282,9 @@ class TeacherPolicy(OraclePolicy):
             return _call(
                 "oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=self._azimuth
             )
+        mark = self._target_mark()
+        if mark is not None:
+            return _mark_answer(mark)
         box = _nearest(zoom.from_world_box(target))
         return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': box})}</answer>"
 
@@ -278,23 +305,29 @@ class TeacherPolicy(OraclePolicy):
         target = self._target()
         done = {r.tool for r in env.steps if r.valid}
         zoom = env.views.last("zoom")
+        marks = env.marks is not None
         if "landmark_query" not in done:
             name = self._area_landmark()
+            if name is None and marks:  # marks: a road's surroundings are worth a look too
+                name = self._landmark_name()
             if name is None:
                 return None
             return _call("landmark_query", name=name, view_id="global")
         if zoom is None:
-            box = _printed_box(messages)
+            box = _printed_box(messages, surroundings=marks)
             if box is None:
                 return None
             if self._mistake and not any(not r.valid for r in env.steps):
                 return _call("zoom_in", view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]])
             return _call("zoom_in", view_id="global", bbox_2d=box)
         inside = _nearest(_into_view(zoom.from_world_box(target)))
-        if self._use_oblique and "oblique_render" not in done:
+        mark = self._target_mark()
+        if self._use_oblique and not marks and "oblique_render" not in done:
             return _call(
                 "oblique_render", view_id=zoom.view_id, bbox_2d=inside, azimuth_deg=self._azimuth
             )
+        if mark is not None:
+            return _mark_answer(mark)
         return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': inside})}</answer>"
 
     def _area_landmark(self) -> str | None:
@@ -370,6 +403,7 @@ class RecoveryTeacher(PolicyBase):
                 turns_left=env.turns_left,
                 default_elevation_deg=env.params.oblique_elevation_deg,
                 offered_tools=env.params.tools,
+                marks_shown=env.marks_shown,
             )
             if isinstance(action, Invalid):
                 self.errors += 1
@@ -378,16 +412,18 @@ class RecoveryTeacher(PolicyBase):
 
 
 _PRINTED_BOX = re.compile(r'^1\. .*in view "global": box \[(\d+), (\d+), (\d+), (\d+)\]', re.M)
+_SURROUNDINGS = re.compile(r"^1\. .*; surroundings box \[(\d+), (\d+), (\d+), (\d+)\]", re.M)
 
 
-def _printed_box(messages: list[dict[str, Any]]) -> list[int] | None:
-    """The first match's box (global view units) in the last ``landmark_query`` response."""
+def _printed_box(messages: list[dict[str, Any]], *, surroundings: bool = False) -> list[int] | None:
+    """The first match's box (global view units) in the last ``landmark_query`` response
+    (``surroundings``: its surroundings box, printed with marks on)."""
     for m in reversed(messages):
         if m.get("role") == "tool" and m.get("name") == "landmark_query":
             content = m.get("content")
             parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
             text = "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
-            found = _PRINTED_BOX.search(text)
+            found = (_SURROUNDINGS if surroundings else _PRINTED_BOX).search(text)
             if found is None:
                 return None
             box = [int(v) for v in found.groups()]

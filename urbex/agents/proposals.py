@@ -1,15 +1,10 @@
 """``ranking_proposals``: the **Without-GT** ranker — instance proposals from the scene's points.
 
 CityAnchor's "Without-GT" protocol (paper Table 11) ranks *predicted* instances instead of the
-ground-truth ones. Here the proposals come from the scene cache alone — the points' semantic
-classes, positions and colours, **never** their instance ids: for each target class
-(:data:`urbex.classes.TARGET_SEMANTICS`), the class's points are binned into a BEV cell grid
-and the occupied cells split into 8-connected components (:func:`scipy.ndimage.label`); each
-component large enough is a proposal with its points' BEV box, height and mean colour. Terrain
-(``Ground``) is one connected sheet, so its cells are split first into *vegetated* ones (green
-dominant mean colour — lawns, pitches) and the rest, and only the vegetated components are
-proposed: a heuristic, measured by :func:`proposal_recall`. A proposal that covers a landmark
-footprint of the public map (box IoU ≥ 0.5) takes its name, as an instance table would.
+ground-truth ones. Here the candidates are the scene cache's instance proposals
+(:mod:`urbex.scene.proposals`: connected components of each target class's points, never their
+instance ids — the same proposals the agent's numbered marks show). A proposal that covers a
+landmark footprint of the public map (box IoU ≥ 0.5) takes its name, as an instance table would.
 
 The proposals are ranked by the trained scorer of :mod:`urbex.agents.ranker` (the one fitted on
 GT candidates), the answer is the best proposal's box.
@@ -28,11 +23,12 @@ from numpy.typing import NDArray
 from urbex.agents.ranker import RankerModel, RankerPolicy
 from urbex.agents.ranking import Candidates
 from urbex.atomic import atomic_path
-from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
+from urbex.classes import TARGET_CLASSES
+from urbex.env.marks import landmark_footprints, mark_names
 from urbex.env.world import World
 from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
-from urbex.landmarks.table import footprint_bounds
+from urbex.scene.proposals import ProposalSet, build_proposals
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,38 +37,35 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
 
 __all__ = [
-    "CELL_M",
-    "MIN_POINTS",
     "ProposalRankerPolicy",
+    "proposal_candidates",
     "proposal_recall",
     "proposal_recall_table",
     "propose_instances",
     "scene_proposals",
 ]
 
-#: BEV cell side (metres) of the connected components, per class.
-CELL_M: dict[str, float] = {"Building": 0.75, "Car": 0.4, "Parking": 1.0, "Ground": 1.0}
-#: Fewest points of a proposal, per class.
-MIN_POINTS: dict[str, int] = {"Building": 200, "Car": 40, "Parking": 200, "Ground": 400}
-#: Smallest BEV box area (m²) of a proposal, per class.
-MIN_AREA_M2: dict[str, float] = {"Building": 20.0, "Car": 3.0, "Parking": 50.0, "Ground": 100.0}
 
-
-def _components(
-    xy: NDArray[np.float64], cell_m: float, keep_cell: Callable[[NDArray[np.int64]], Any] | None
-) -> tuple[NDArray[np.int64], int]:
-    """Component label (−1 = none) of each point, and the number of components."""
-    from scipy import ndimage
-
-    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.int64)
-    shape = tuple(int(v) + 1 for v in ij.max(axis=0))
-    flat = ij[:, 0] * shape[1] + ij[:, 1]
-    occ = np.zeros(shape[0] * shape[1], bool)
-    occ[flat] = True
-    if keep_cell is not None:
-        occ &= keep_cell(np.arange(occ.size))
-    lab, n = ndimage.label(occ.reshape(shape), structure=np.ones((3, 3), bool))
-    return lab.reshape(-1)[flat].astype(np.int64) - 1, int(n)
+def proposal_candidates(
+    proposals: ProposalSet,
+    *,
+    classes: Sequence[str] = TARGET_CLASSES,
+    landmarks: Sequence[tuple[str, NDArray[np.float64]]] = (),
+) -> Candidates:
+    """Proposals (of ``classes``) as ranking candidates; ``object_id`` ``p<mark_id>``, a
+    proposal covering a landmark footprint (``(name, BEV box)``, box IoU ≥ 0.5) takes its name."""
+    keep = np.isin(proposals.class_name, list(classes))
+    boxes = proposals.box_2d_m[keep]
+    names = mark_names(boxes, landmarks)
+    z = proposals.z_range_m[keep]
+    return Candidates.build(
+        class_name=proposals.class_name[keep].tolist(),
+        box=boxes,
+        rgb=proposals.rgb[keep] if keep.any() else None,
+        height=z[:, 1] - z[:, 0],
+        landmark_name=names,
+        object_id=[f"p{m}" for m in proposals.mark_id[keep].tolist()],
+    )
 
 
 def propose_instances(
@@ -84,24 +77,8 @@ def propose_instances(
     classes: Sequence[str] = TARGET_CLASSES,
     landmarks: Sequence[tuple[str, NDArray[np.float64]]] = (),
 ) -> Candidates:
-    """Instance proposals of a scene's points (no instance ids used).
-
-    Parameters
-    ----------
-    xyz_m : ndarray, shape (N, 3)
-        World metres.
-    semantic : ndarray, shape (N,)
-        Semantic ids in ``class_scheme``.
-    rgb : ndarray, shape (N, 3), uint8, or None
-    classes
-        Target classes to propose.
-    landmarks
-        ``(name, footprint BEV box)`` of the public landmark map (world metres).
-
-    Returns
-    -------
-    Candidates
-        One per proposal; ``object_id`` ``p<k>``, ``height`` the points' z extent.
+    """Instance proposals of points (no instance ids used), as ranking candidates
+    (:func:`urbex.scene.proposals.build_proposals`, then :func:`proposal_candidates`).
 
     Examples
     --------
@@ -116,100 +93,19 @@ def propose_instances(
     >>> sorted(p.class_name.tolist())
     ['Car', 'Car', 'Parking']
     """
-    xyz = np.asarray(xyz_m, dtype=np.float64).reshape(-1, 3)
-    sem = np.asarray(semantic).reshape(-1)
-    col = None if rgb is None else np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
-    names, boxes, heights, colours = [], [], [], []
-    scheme = TARGET_SEMANTICS.get(class_scheme, {})
-    for cls in classes:
-        ids = scheme.get(cls, ())
-        if not ids:
-            continue
-        pick = np.flatnonzero(np.isin(sem, ids))
-        if pick.size == 0:
-            continue
-        xy = xyz[pick, :2]
-        keep_cell = None
-        if cls == "Ground" and col is not None:  # lawns: green-dominant cells of the terrain
-            cell = CELL_M[cls]
-            ij = np.floor((xy - xy.min(axis=0)) / cell).astype(np.int64)
-            ncol = int(ij[:, 1].max()) + 1
-            flat = ij[:, 0] * ncol + ij[:, 1]
-            size = (int(ij[:, 0].max()) + 1) * ncol
-            cnt = np.bincount(flat, minlength=size).astype(np.float64)
-            mean = (
-                np.stack(
-                    [np.bincount(flat, weights=col[pick, c], minlength=size) for c in range(3)], 1
-                )
-                / np.maximum(cnt, 1)[:, None]
-            )
-            green = (mean[:, 1] > mean[:, 0] + 8) & (mean[:, 1] > mean[:, 2] + 8)
-            keep_cell = green.__getitem__
-        lab, n = _components(xy, CELL_M.get(cls, 1.0), keep_cell)
-        for k in range(n):
-            m = pick[lab == k]
-            if m.size < MIN_POINTS.get(cls, 50):
-                continue
-            lo, hi = xyz[m].min(axis=0), xyz[m].max(axis=0)
-            box = np.array([lo[0], lo[1], hi[0], hi[1]])
-            if (box[2] - box[0]) * (box[3] - box[1]) < MIN_AREA_M2.get(cls, 0.0):
-                continue
-            names.append(cls)
-            boxes.append(box)
-            heights.append(float(hi[2] - lo[2]))
-            colours.append(col[m].mean(axis=0) if col is not None else np.full(3, np.nan))
-    k = len(names)
-    lm = [""] * k
-    for i in range(k):
-        best = max(
-            ((float(iou_2d(boxes[i], b)), n) for n, b in landmarks),
-            default=(0.0, ""),
-            key=lambda t: t[0],
-        )
-        if best[0] >= 0.5:
-            lm[i] = best[1]
-    return Candidates.build(
-        class_name=names,
-        box=np.array(boxes).reshape(-1, 4),
-        rgb=np.array(colours).reshape(-1, 3) if k else None,
-        height=np.array(heights),
-        landmark_name=lm,
-        object_id=[f"p{i}" for i in range(k)],
-    )
-
-
-def _landmark_boxes(index: Any, scene_id: str) -> list[tuple[str, NDArray[np.float64]]]:
-    """``(name, footprint box)`` of the scene's map landmarks with a footprint."""
-
-    if index is None:
-        return []
-    table = index.table
-    if "scene_id" in table.columns:
-        import polars as pl
-
-        table = table.filter(pl.col("scene_id") == scene_id)
-    out = []
-    for row in table.iter_rows(named=True):
-        b = footprint_bounds(row)
-        if b is not None and b[2] > b[0] and b[3] > b[1]:
-            out.append((str(row["name"]), np.asarray(b, dtype=np.float64)))
-    return out
+    props, _ = build_proposals(xyz_m, semantic, rgb, class_scheme=class_scheme, classes=classes)
+    return proposal_candidates(props, classes=classes, landmarks=landmarks)
 
 
 def scene_proposals(
     scene: Any, index: Any = None, classes: Sequence[str] | None = None
 ) -> Candidates:
-    """:func:`propose_instances` over every point of an opened scene cache."""
-    pts = scene.points_at(np.arange(scene.n_points))
-    if pts.semantic is None:
-        return Candidates.build(class_name=[], box=np.zeros((0, 4)))
-    return propose_instances(
-        pts.world_xyz(),
-        pts.semantic,
-        pts.rgb,
-        class_scheme=pts.class_scheme,
+    """An opened scene cache's stored proposals (``SceneCache.proposals``) as candidates,
+    named after the map landmarks of ``index`` they cover."""
+    return proposal_candidates(
+        scene.proposals,
         classes=tuple(classes) if classes is not None else TARGET_CLASSES,
-        landmarks=_landmark_boxes(index, scene.scene_id),
+        landmarks=landmark_footprints(index, scene.scene_id),
     )
 
 

@@ -7,7 +7,7 @@ candidate (world metres):
 * **class** — the candidate's class (one-hot over :data:`urbex.classes.TARGET_CLASSES`) and
   whether it is the parse's target class;
 * **colour** — CIELAB of the candidate's mean colour, and the best ``log p(colour | rgb)`` of
-  the target's colours (:func:`urbex.agents.colour.colour_log_likelihood`), absolute and
+  the target's colours (:func:`urbex.colour.colour_log_likelihood`), absolute and
   relative to the best candidate;
 * **size** — log BEV area and height, their percentiles within the candidate's class (among
   those near the landmarks when there are some), and these percentiles times the target's size
@@ -37,10 +37,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.agents.colour import colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.agents.ranking import Anchor, Candidates
 from urbex.agents.relations import ordinal_positions, relation_terms
 from urbex.classes import TARGET_CLASSES
+from urbex.colour import colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.geometry import gap_2d
 from urbex.landmarks.names import normalize_name, words_of
 from urbex.language import ContextObject, Parse

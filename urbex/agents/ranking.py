@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.colour import PALETTE, colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.agents.heuristics import _to_units
 from urbex.agents.relations import ordinal_positions, relation_terms
+from urbex.colour import PALETTE, colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.env.policy import PolicyBase
 from urbex.errors import CacheError, PolicyError
 from urbex.landmarks.table import footprint_bounds

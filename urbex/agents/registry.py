@@ -172,6 +172,7 @@ def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
         steps=steps,
         max_turns=params.env.max_turns,
         redirects=params.policy.workflow_redirects,
+        marks=params.env.marks.enabled,
     )
 
 

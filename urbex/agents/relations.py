@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from urbex.agents.colour import PALETTE, colour_log_likelihood, exposure_gain
+from urbex.colour import PALETTE, colour_log_likelihood, exposure_gain
 from urbex.geometry import gap_2d, overlap_bounds_2d
 from urbex.landmarks.names import normalize_name
 from urbex.language import ContextObject, Mention, Parse

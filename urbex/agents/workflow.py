@@ -47,6 +47,10 @@ _HINTS = {
     "oblique_render": "call oblique_render on the candidate in your latest zoom view",
     "answer": "give the final <answer> with a box in a global or zoom view",
 }
+#: The answer step's hint with numbered marks on (``env.marks``).
+_MARK_ANSWER_HINT = (
+    'give the final <answer>: a mark shown so far ({"mark": N}) or a box in a global or zoom view'
+)
 
 
 def action_name(text: str) -> str | None:
@@ -127,6 +131,8 @@ class WorkflowPolicy(PolicyBase):
         The environment's turn budget (``params.env.max_turns``).
     redirects
         Re-asks with a correction before a disobeying turn is rejected.
+    marks
+        Numbered marks are on (``env.marks``): the answer step's hint offers a mark.
     """
 
     def __init__(
@@ -136,6 +142,7 @@ class WorkflowPolicy(PolicyBase):
         steps: Sequence[str] = PAPER_WORKFLOW,
         max_turns: int = 8,
         redirects: int = 1,
+        marks: bool = False,
     ) -> None:
         steps = tuple(steps)
         if not steps or steps[-1] != "answer" or not set(steps) <= _STEPS:
@@ -148,6 +155,7 @@ class WorkflowPolicy(PolicyBase):
         self.steps = steps
         self.max_turns = int(max_turns)
         self.redirects = int(redirects)
+        self.marks = bool(marks)
         self.n_redirects = 0
         self.n_rejected = 0
         self._lock = threading.Lock()  # the counters, when threads share this wrapper
@@ -182,7 +190,8 @@ class WorkflowPolicy(PolicyBase):
         out = [dict(m) for m in messages]
         if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
             out[0]["content"] = out[0]["content"] + self._system_note()
-        note = f"\nWorkflow step {n}/{len(self.steps)}: {_HINTS[step]}."
+        hint = _MARK_ANSWER_HINT if step == "answer" and self.marks else _HINTS[step]
+        note = f"\nWorkflow step {n}/{len(self.steps)}: {hint}."
         for m in reversed(out):
             if m.get("role") in ("user", "tool"):
                 c = m.get("content")

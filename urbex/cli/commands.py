@@ -396,7 +396,9 @@ def cmd_ground(args: argparse.Namespace, params: Params) -> int:
         )
     if r.answered and r.pred_box_2d is not None:
         world = ", ".join(f"{v:.1f}" for v in r.pred_box_2d)
-        print(f"answer: {r.answer_view_id} {r.bbox_2d} -> world BEV [{world}] m")
+        said = f"mark {r.answer_mark}" if r.bbox_2d is None else f"{r.answer_view_id} {r.bbox_2d}"
+        snap = f" (snapped to mark {r.answer_mark})" if r.bbox_2d and r.answer_mark else ""
+        print(f"answer: {said}{snap} -> world BEV [{world}] m")
     else:
         print("answer: none (the turn budget ran out)")
     if r.iou_bev is not None:
@@ -480,8 +482,8 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     what = "byte tokens, no merges"
     if args.tokenizer == "protocol":
         trajs = []
-        if params.layout.queries.is_file():  # a built project: the teacher's conversations too
-            trajs = teacher_trajectories(params, progress=not args.quiet)
+        if params.layout.queries.is_file():  # a built project: one teacher path per query too
+            trajs = teacher_trajectories(params, per_query=1, progress=not args.quiet)
         corpus = list(protocol_corpus(params, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
     path = make_tiny_model(

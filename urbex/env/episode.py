@@ -36,20 +36,23 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, Params
 from urbex.env import rewards as R
 from urbex.env.lift import Lift, lift_answer
+from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
 from urbex.env.protocol import (
     Action,
     Answer,
     Invalid,
+    MarkAnswer,
     ToolCall,
     parse_action,
     user_prompt,
     validate_tool_call,
 )
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
-from urbex.env.tools import TOOLS, ToolResult
+from urbex.env.tools import TOOLS, ToolResult, mark_view
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
+from urbex.language import parse
 from urbex.scene import SceneCache
 
 __all__ = [
@@ -61,6 +64,9 @@ __all__ = [
     "Step",
     "make_global_view",
 ]
+
+#: Scenes whose marks (proposals, attribute words, map names) an environment keeps.
+_MARK_CACHE = 8
 
 #: A callable scene_id → opened scene cache (``urbex.scene.SceneCache``).
 SceneProvider = Callable[[str], Any]
@@ -101,6 +107,13 @@ class CachedSceneProvider:
             return cache
 
 
+def _seed_of(seed: int, query: Query) -> int:
+    """A per-episode seed from a base seed and the query id (stable across processes)."""
+    import zlib
+
+    return (int(seed) * 1_000_003 + zlib.crc32(query.query_id.encode())) % (2**31)
+
+
 def _json_native(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Validated tool arguments as JSON-native values (tuples → lists), as the agent wrote them.
 
@@ -130,6 +143,7 @@ class _Ctx:
     views: ViewRegistry
     params: EnvParams
     turn: int = 0
+    marks: MarkState | None = None
 
 
 @dataclass(slots=True)
@@ -142,6 +156,7 @@ class _Outcome:
     terminated: bool = False
     error: str | None = None
     view: EpisodeView | None = None
+    snap: dict[str, Any] | None = None
 
 
 class GroundingEnv:
@@ -191,6 +206,8 @@ class GroundingEnv:
         self._terminal: float | None = None
         self._outcome: EpisodeOutcome | None = None
         self._point_metrics = False
+        self._marks_cache: OrderedDict[tuple[str, int, int, int], tuple[Any, ...]] = OrderedDict()
+        self._mark_id_seed: int | None = None
 
     # ---------------------------------------------------------------- state (read-only)
     @property
@@ -220,6 +237,19 @@ class GroundingEnv:
         if self._ctx is None:
             raise RuntimeError("GroundingEnv: call reset(query=...) first")
         return self._ctx.scene
+
+    @property
+    def marks(self) -> MarkState | None:
+        """The episode's numbered marks (None with ``env.marks`` off)."""
+        if self._ctx is None:
+            raise RuntimeError("GroundingEnv: call reset(query=...) first")
+        return self._ctx.marks
+
+    @property
+    def marks_shown(self) -> frozenset[int] | None:
+        """Mark ids the views so far have shown (None with ``env.marks`` off)."""
+        m = self.marks
+        return None if m is None else frozenset(m.shown)
 
     @property
     def turn(self) -> int:
@@ -302,13 +332,27 @@ class GroundingEnv:
         self._point_metrics = bool(opts.get("point_metrics", False))
         scene = self.scene_provider(query.scene_id)
         views = ViewRegistry()
-        views.add(self.global_views(query.scene_id, scene))
+        glob = self.global_views(query.scene_id, scene)
+        marks = None
+        if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
+            props, words, names, marked = self._scene_marks(query.scene_id, scene, glob)
+            shuffle = None
+            if self._mark_id_seed is not None:
+                shuffle = shuffled_ids(props.mark_id, _seed_of(self._mark_id_seed, query))
+            marks = MarkState(
+                proposals=props, params=self.params.marks, words=words, names=names,
+                to_display=shuffle,
+            )  # fmt: skip
+            glob = marked if shuffle is None else mark_view(glob, marks)
+            marks.show(glob.marks)
+        views.add(glob)
         self._ctx = _Ctx(
             scene=scene,
             scene_id=query.scene_id,
             landmarks=self.landmarks,
             views=views,
             params=self.params,
+            marks=marks,
         )
         self._query = query
         self._turn = 0
@@ -329,6 +373,33 @@ class GroundingEnv:
             "max_turns": self.params.max_turns,
         }
         return obs, info
+
+    def _scene_marks(
+        self, scene_id: str, scene: Any, glob: EpisodeView
+    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str], EpisodeView]:
+        """A scene's proposals, attribute words, map names and marked global view (per scene,
+        landmark index and global view, computed once and kept for the :data:`_MARK_CACHE`
+        most recent)."""
+        key = (scene_id, id(scene), id(self.landmarks), id(glob))
+        hit = self._marks_cache.get(key)
+        if hit is not None and hit[0] is scene and hit[1] is self.landmarks and hit[2] is glob:
+            return hit[3]
+        props = scene.proposals
+        words = mark_words(props) if self.params.marks.describe == "attributes" else {}
+        named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, scene_id))
+        names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
+        state = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
+        out = (props, words, names, mark_view(glob, state))
+        self._marks_cache[key] = (scene, self.landmarks, glob, out)
+        while len(self._marks_cache) > _MARK_CACHE:
+            self._marks_cache.popitem(last=False)
+        return out
+
+    def shuffle_mark_ids(self, seed: int | None) -> None:
+        """From the next :meth:`reset` on, show the marks under ids shuffled per episode
+        (seeded by ``seed`` and the query; SFT's augmentation: a model learns to copy the ids
+        it reads); None: each mark's stable ``mark_id`` (evaluation)."""
+        self._mark_id_seed = seed
 
     def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Play one assistant turn: parse ``model_text`` and act on it.
@@ -357,15 +428,17 @@ class GroundingEnv:
             turns_left=self.params.max_turns - self._turn + 1,
             default_elevation_deg=self.params.oblique_elevation_deg,
             offered_tools=self.params.tools,
+            marks_shown=self.marks_shown,
         )
         return self._play(action, t0, raw=model_text)
 
     def step_action(self, action: Action) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Like :meth:`step` for an action already parsed/validated against this episode
         (:func:`~urbex.env.protocol.validate_tool_call` / ``validate_answer``; trl adapter)."""
-        if not isinstance(action, ToolCall | Answer | Invalid):
+        if not isinstance(action, ToolCall | Answer | MarkAnswer | Invalid):
             raise TypeError(
-                f"step_action: expected ToolCall/Answer/Invalid, got {type(action).__name__}"
+                "step_action: expected ToolCall/Answer/MarkAnswer/Invalid, got "
+                f"{type(action).__name__}"
             )
         t0 = time.perf_counter()
         self._begin_turn()
@@ -412,10 +485,15 @@ class GroundingEnv:
         elif isinstance(action, ToolCall):
             out = self._tool(action)
             tool, args = action.name, _json_native(action.arguments)
+        elif isinstance(action, MarkAnswer):
+            out = self._answer_mark(action)
+            tool, args = "answer", {"mark": action.mark}
         else:
             out = self._answer(action)
             tool = "answer"
             args = {"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)}
+            if out.snap is not None:
+                args["snap"] = out.snap
         self._shaping_total += out.shaping  # first: the budget's outcome counts this turn too
         truncated = False
         if not out.terminated and self._turn >= self.params.max_turns:
@@ -470,6 +548,8 @@ class GroundingEnv:
         if res.view is not None:
             prev = self._shaping_anchor()
             self._ctx.views.add(res.view)
+            if self._ctx.marks is not None:
+                self._ctx.marks.show(res.view.marks)
             out.images, out.view_ids, out.view = [res.view.image], [res.view.view_id], res.view
             out.shaping = self._view_shaping(res.view, prev)
         return out
@@ -503,20 +583,79 @@ class GroundingEnv:
     def _answer(self, ans: Answer) -> _Outcome:
         view = self.views[ans.view_id]
         pred2d = view.to_world_box(ans.bbox_2d)
-        terminal = self._finish(pred2d, "answer", ans)
         text = (
             f'Answer received: box {[round(v) for v in ans.bbox_2d]} in view "{ans.view_id}". '
             "The episode is over."
         )
+        snap: dict[str, Any] | None = None
+        mark: int | None = None
+        if self.params.answer_snap == "proposal":
+            snap = self._snap(pred2d)
+            if "mark" in snap:
+                mark = int(snap["mark"])
+                pred2d = np.asarray(snap["box_2d_m"], dtype=np.float64)
+        terminal = self._finish(pred2d, "answer", ans, mark=mark, snap=snap)
+        return _Outcome(text=text, terminal=terminal, terminated=True, snap=snap)
+
+    def _answer_mark(self, ans: MarkAnswer) -> _Outcome:
+        marks = self._ctx.marks if self._ctx is not None else None
+        if marks is None:  # an action parsed elsewhere, with marks off
+            return self._invalid("marks are off in this episode; answer with a box")
+        if ans.mark not in marks.shown:
+            return self._invalid(
+                f"answer: mark {ans.mark} was never shown; marks shown so far: "
+                f"{sorted(marks.shown)}"
+            )
+        mark = marks.scene(ans.mark)
+        row = marks.proposals.row(mark)
+        pred2d = marks.proposals.box_2d_m[row].copy()
+        terminal = self._finish(pred2d, "answer", mark=mark)
+        text = f"Answer received: mark {ans.mark}. The episode is over."
         return _Outcome(text=text, terminal=terminal, terminated=True)
 
+    def _snap(self, pred2d: NDArray[np.float64]) -> dict[str, Any]:
+        """``env.answer_snap: proposal``: the proposal of the described class that overlaps the
+        box answer best, when their BEV IoU reaches ``env.snap_min_iou``; else why the box
+        stands. The scene's proposals, never its instances."""
+        q = self.query
+        index = self.landmarks
+        names = index.mentions(q.description, q.scene_id) if index is not None else []
+        cls = parse(q.description, names).target_class
+        if cls is None:
+            return {"kept": "the description names no target class"}
+        props = self.scene.proposals
+        rows = np.flatnonzero(props.class_name == cls)
+        if rows.size == 0:
+            return {"kept": f"the scene has no {cls} proposal"}
+        ious = np.asarray(iou_2d(pred2d[None], props.box_2d_m[rows])).reshape(-1)
+        k = int(np.argmax(ious))
+        if ious[k] < self.params.snap_min_iou:
+            return {
+                "kept": f"no {cls} proposal overlaps the box enough (best BEV IoU "
+                f"{ious[k]:.2f} < env.snap_min_iou {self.params.snap_min_iou:g})"
+            }
+        r = int(rows[k])
+        return {
+            "mark": int(props.mark_id[r]),
+            "iou": round(float(ious[k]), 4),
+            "box_2d_m": [float(v) for v in props.box_2d_m[r]],
+            "answer_box_2d_m": [float(v) for v in pred2d],
+        }
+
     def _finish(
-        self, pred2d: NDArray[np.float64] | None, reason: StopReason, ans: Answer | None = None
+        self,
+        pred2d: NDArray[np.float64] | None,
+        reason: StopReason,
+        ans: Answer | None = None,
+        *,
+        mark: int | None = None,
+        snap: dict[str, Any] | None = None,
     ) -> float:
         """End the episode (``pred2d`` None = no answer): sets :attr:`outcome`; returns R_term.
 
-        The terminal reward's IoU and centre distance (world metres) need ground truth; without
-        it (free-text query) both terms are 0.
+        ``mark``: the answer is that proposal (named, or snapped to): its 3D box and points are
+        the proposal's own, not a lift of the BEV box. The terminal reward's IoU and centre
+        distance (world metres) need ground truth; without it (free-text query) both terms are 0.
         """
         q = self.query
         iou_b, dist = 0.0, float("inf")
@@ -524,9 +663,10 @@ class GroundingEnv:
         if pred2d is not None:
             tgt = q.target_box_2d
             count = self._point_metrics and tgt is not None
-            # the points under the footprint (plus the lift's margin); point F1 counts over the
-            # union of that crop with the target's box
-            m = self.params.answer_lift_margin_m if self.params.answer_lift == "semantic" else 0.0
+            # the points under the footprint (plus the lift's margin; none for a proposal's own
+            # points); point F1 counts over the union of that crop with the target's box
+            lifted_margin = self.params.answer_lift == "semantic" and mark is None
+            m = self.params.answer_lift_margin_m if lifted_margin else 0.0
             crop_box = pred2d + np.array([-m, -m, m, m])
             union = None
             if count:
@@ -534,14 +674,21 @@ class GroundingEnv:
                 union = np.concatenate(
                     [np.minimum(crop_box[:2], tgt[:2]), np.maximum(crop_box[2:], tgt[2:])]
                 )
-            pts = self._answer_points(crop_box, union)
-            lifted = self._lift(pred2d, pts)
-            pred3d, n_pts = lifted.box_3d_m, int(np.count_nonzero(lifted.mask))
+            idx = self.scene.crop_indices(self._answer_box(crop_box, union))
+            pts = self.scene.points_at(idx)
+            if mark is not None:
+                props = self.scene.proposals
+                mask = np.asarray(self.scene.proposal_of(idx) == mark)
+                pred3d = props.box_3d_m(props.row(mark))
+            else:
+                lifted = self._lift(pred2d, pts)
+                mask, pred3d = lifted.mask, lifted.box_3d_m
+            n_pts = int(np.count_nonzero(mask))
             if tgt is not None:
                 iou_b = float(iou_2d(pred2d, tgt))
                 dist = float(center_distance_2d(pred2d, tgt))
                 if union is not None:
-                    counts = self._point_counts(lifted.mask, pts, union)
+                    counts = self._point_counts(mask, pts, union)
         terms = R.terminal_terms(iou_b, dist, self._turn, **R.weights(self.params))
         terminal = float(R.terminal_sum(terms))
         box_view = None
@@ -552,6 +699,8 @@ class GroundingEnv:
             stop_reason=reason,
             answer_view_id=None if ans is None else ans.view_id,
             answer_box_view=box_view,
+            answer_mark=mark,
+            snapped=snap is not None and "mark" in snap,
             pred_box_2d_m=pred2d,
             pred_box_3d_m=pred3d,
             n_pred_points=n_pts,
@@ -584,12 +733,12 @@ class GroundingEnv:
             names=names,
         )
 
-    def _answer_points(
+    def _answer_box(
         self, crop_box: NDArray[np.float64], union: NDArray[np.float64] | None
-    ) -> Any:
-        """The points the answer is lifted from: those under ``crop_box`` (world m) or, when
-        point F1 is counted, exactly the points of the ``union`` crop (the crop box's union with
-        the target's) that the lift can keep, without gathering the rest of the union.
+    ) -> NDArray[np.float64]:
+        """The box (world m) whose points the answer is lifted from: ``crop_box`` or, when point
+        F1 is counted, the part of the ``union`` crop (the crop box's union with the target's)
+        that the lift can keep, without gathering the rest of the union.
 
         The lift keeps points inside ``crop_box`` by a world-frame test, the crop selects by a
         cache-frame one; the two may differ by a rounding on the box's edge, so the crop box is
@@ -599,10 +748,10 @@ class GroundingEnv:
         the same order.
         """
         if union is None:
-            return self.scene.crop_points(crop_box)
+            return crop_box
         padded = crop_box + np.array([-1e-3, -1e-3, 1e-3, 1e-3])
-        return self.scene.crop_points(
-            np.concatenate([np.maximum(padded[:2], union[:2]), np.minimum(padded[2:], union[2:])])
+        return np.concatenate(
+            [np.maximum(padded[:2], union[:2]), np.minimum(padded[2:], union[2:])]
         )
 
     def _point_counts(

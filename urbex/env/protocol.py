@@ -4,7 +4,9 @@ A model turn is free text (thoughts, ``<think>`` blocks, code fences, whitespace
 contain **exactly one** action:
 
 * a Qwen3 tool call ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``, or
-* the final answer ``<answer>{"view_id": "...", "bbox_2d": [x1, y1, x2, y2]}</answer>``.
+* the final answer ``<answer>{"view_id": "...", "bbox_2d": [x1, y1, x2, y2]}</answer>``, or,
+  with numbered marks on (``env.marks``), ``<answer>{"mark": 7}</answer>`` naming a mark shown
+  so far.
 
 Coordinates in actions are **view units**: numbers in ``[0, 1000]`` normalised to the view's
 width (x) and height (y), origin top-left, ``0 ≤ x1 < x2 ≤ 1000`` and ``0 ≤ y1 < y2 ≤ 1000``
@@ -29,11 +31,13 @@ __all__ = [
     "Action",
     "Answer",
     "Invalid",
+    "MarkAnswer",
     "ToolCall",
     "parse_action",
     "system_prompt",
     "user_prompt",
     "validate_answer",
+    "validate_mark",
     "validate_tool_call",
 ]
 
@@ -76,6 +80,18 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MarkAnswer:
+    """A validated final answer naming a numbered mark shown so far (``env.marks``); its boxes
+    and points are the mark's proposal's own."""
+
+    mark: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mark, bool) or not isinstance(self.mark, int) or self.mark < 0:
+            raise ValueError(f"MarkAnswer.mark: expected an int >= 0, got {self.mark!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Invalid:
     """An unusable action. ``reason`` is shown to the model; ``tool`` is the tool name if known."""
 
@@ -83,7 +99,7 @@ class Invalid:
     tool: str | None = None
 
 
-Action = ToolCall | Answer | Invalid
+Action = ToolCall | Answer | MarkAnswer | Invalid
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,10 +124,10 @@ oblique views cannot be used for boxes.
 
 ## Tools
 {tools}
-## Actions
+{marks}## Actions
 Each turn, think briefly, then output exactly ONE action:
 {tool_example}- or the final answer: <answer>{{"view_id": "zoom_1", "bbox_2d": [312, 280, 655, 610]}}</answer>
-You have at most {max_turns} turns in total, the answer included. Invalid actions cost a turn. \
+{mark_example}You have at most {max_turns} turns in total, the answer included. Invalid actions cost a turn. \
 Answer before the budget runs out: a box in a BEV view (global or zoom) tightly around the target.\
 """
 
@@ -137,6 +153,17 @@ def _tool_example(tools: Collection[str]) -> str:
         '- a tool call: <tool_call>{"name": "oblique_render", "arguments": {"view_id": '
         '"global", "bbox_2d": [400, 380, 520, 470], "azimuth_deg": 180}}</tool_call>\n'
     )
+
+
+_MARKS_SECTION = """\
+## Marks
+Numbered marks outline candidate objects found in the points: a yellow box with its number on \
+the views. Every tool view lists its marks, one line per class, each class nearest the view's \
+centre first: "class: id [x1, y1, x2, y2]; ..." (the box in that view). You may answer with a \
+mark shown so far instead of a box.
+
+"""
+_MARK_EXAMPLE = '- or the final answer by mark: <answer>{"mark": 7}</answer>\n'
 
 
 def _tool_lines(tools: Collection[str] | None = None) -> str:
@@ -174,20 +201,30 @@ def system_prompt(params: EnvParams | None = None, *, include_tool_schemas: bool
     (True, False, False)
     >>> "<tool_call>" in system_prompt(EnvParams(tools=[]))
     False
+    >>> '{"mark": 7}' in system_prompt(), '{"mark": 7}' in system_prompt(EnvParams(marks={"enabled": True}))
+    (False, True)
     """
     params = params or EnvParams()
-    return _system_prompt(tuple(params.tools), params.max_turns, include_tool_schemas)
+    return _system_prompt(
+        tuple(params.tools), params.max_turns, include_tool_schemas, params.marks.enabled
+    )
 
 
 @functools.lru_cache(maxsize=32)
-def _system_prompt(tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool) -> str:
+def _system_prompt(
+    tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool, marks: bool
+) -> str:
     """:func:`system_prompt` of these settings, built once (every episode starts with it)."""
     text = _SYSTEM_TEMPLATE.format(
-        tools=_tool_lines(list(tools)), tool_example=_tool_example(list(tools)), max_turns=max_turns
+        tools=_tool_lines(list(tools)),
+        tool_example=_tool_example(list(tools)),
+        max_turns=max_turns,
+        marks=_MARKS_SECTION if marks else "",
+        mark_example=_MARK_EXAMPLE if marks else "",
     )
     if include_tool_schemas and tools:
         schemas = "\n".join(
-            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools))
+            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools), marks=marks)
         )
         text += f"\n\n## Tool schemas\n<tools>\n{schemas}\n</tools>"
     return text
@@ -479,6 +516,37 @@ def validate_answer(
     return Answer(view_id=view_id, bbox_2d=box)
 
 
+def _ids(ids: Collection[int], limit: int = 120) -> str:
+    """Sorted ids, at most ``limit`` of them written out."""
+    s = sorted(ids)
+    return str(s) if len(s) <= limit else f"{s[:limit]} … ({len(s)} in all)".replace("] …", ", …]")
+
+
+def validate_mark(mark: Any, *, shown: Collection[int]) -> MarkAnswer | Invalid:
+    """Validate an answer's mark id: an integer ≥ 0 that a view has shown. Never raises.
+
+    >>> validate_mark(7, shown={3, 7})
+    MarkAnswer(mark=7)
+    >>> validate_mark(9, shown={3, 7}).reason
+    'answer: mark 9 was never shown; marks shown so far: [3, 7]'
+    >>> validate_mark(7.0, shown={7}).reason
+    'answer: mark must be an integer mark id, got float 7.0'
+    """
+    if isinstance(mark, bool) or not isinstance(mark, int):
+        return Invalid(
+            reason=f"answer: mark must be an integer mark id, got {_describe(mark)}", tool="answer"
+        )
+    if mark < 0:
+        return Invalid(reason=f"answer: mark must be >= 0, got {mark}", tool="answer")
+    if mark not in shown:
+        seen = _ids(shown) if shown else "none (zoom in to see the marks of a region)"
+        return Invalid(
+            reason=f"answer: mark {mark} was never shown; marks shown so far: {seen}",
+            tool="answer",
+        )
+    return MarkAnswer(mark=mark)
+
+
 def parse_action(
     text: Any,
     *,
@@ -487,6 +555,7 @@ def parse_action(
     turns_left: int | None = None,
     default_elevation_deg: float = 45.0,
     offered_tools: Collection[str] | None = None,
+    marks_shown: Collection[int] | None = None,
 ) -> Action:
     """Parse and validate one model turn. **Never raises.**
 
@@ -504,10 +573,13 @@ def parse_action(
         Filled in when ``oblique_render`` omits ``elevation_deg``.
     offered_tools
         The tools offered (``env.tools``); a call to another is invalid. None = every tool.
+    marks_shown
+        With numbered marks on (``env.marks``): the mark ids shown so far, which an answer
+        ``{"mark": N}`` may name. None = marks off (a ``mark`` key is invalid).
 
     Returns
     -------
-    ToolCall | Answer | Invalid
+    ToolCall | Answer | MarkAnswer | Invalid
 
     Examples
     --------
@@ -523,7 +595,13 @@ def parse_action(
     """
     try:
         return _parse(
-            text, known_views, oblique_views, turns_left, default_elevation_deg, offered_tools
+            text,
+            known_views,
+            oblique_views,
+            turns_left,
+            default_elevation_deg,
+            offered_tools,
+            marks_shown,
         )
     except Exception as exc:  # pragma: no cover - safety net: the parser must never raise
         return Invalid(reason=f"could not parse the action ({type(exc).__name__})")
@@ -536,6 +614,7 @@ def _parse(
     turns_left: int | None,
     default_elevation: float,
     offered: Collection[str] | None = None,
+    marks_shown: Collection[int] | None = None,
 ) -> Action:
     if turns_left is not None and turns_left <= 0:
         return Invalid(reason="the turn budget is used up; no further actions are accepted")
@@ -564,6 +643,20 @@ def _parse(
             return Invalid(
                 reason=f"<answer> must hold a JSON object, got {_describe(obj)}", tool="answer"
             )
+        if marks_shown is not None and "mark" in obj:
+            if "view_id" in obj or "bbox_2d" in obj:
+                return Invalid(
+                    reason='<answer> names a mark or a box, not both: give {"mark": N} or '
+                    '{"view_id": ..., "bbox_2d": [x1, y1, x2, y2]}',
+                    tool="answer",
+                )
+            extra = sorted(str(k)[:40] for k in obj if k != "mark")
+            if extra:
+                return Invalid(
+                    reason=f'<answer> by mark must have exactly the key "mark"; unexpected {extra}',
+                    tool="answer",
+                )
+            return validate_mark(obj["mark"], shown=marks_shown)
         extra = sorted(str(k)[:40] for k in obj if k not in ("view_id", "bbox_2d"))
         if extra or "view_id" not in obj or "bbox_2d" not in obj:
             return Invalid(

@@ -252,6 +252,12 @@ class EpisodeOutcome:
         The view the answer was given in.
     answer_box_view : tuple of 4 float or None
         The answer box in that view, view units 0–1000.
+    answer_mark : int or None
+        The proposal (numbered mark, ``env.marks``) the answer is: named by the agent
+        (``{"mark": N}``), or the one a box answer snapped to (``env.answer_snap``). Its BEV
+        box, 3D box and points are the answer's (no lift).
+    snapped : bool
+        A box answer was replaced by the proposal :attr:`answer_mark` (``env.answer_snap``).
     pred_box_2d_m : ndarray, shape (4,), or None
         The answer's world BEV box, metres.
     pred_box_3d_m : ndarray, shape (6,), or None
@@ -280,6 +286,8 @@ class EpisodeOutcome:
     stop_reason: StopReason
     answer_view_id: str | None = None
     answer_box_view: tuple[float, float, float, float] | None = None
+    answer_mark: int | None = None
+    snapped: bool = False
     pred_box_2d_m: NDArray[np.float64] | None = None
     pred_box_3d_m: NDArray[np.float64] | None = None
     n_pred_points: int = 0

@@ -16,35 +16,43 @@ the horizon.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numpy as np
 
 from urbex.config import EnvParams
+from urbex.env.marks import (
+    MarkState,
+    draw_marks,
+    marks_text,
+    marks_under_bev,
+    marks_under_oblique,
+)
 from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect, view_image
 from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
 from urbex.language.chat import chat_safe
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
     "ANSWER_SCHEMA",
+    "MARK_ANSWER_SCHEMA",
     "TOOLS",
     "Tool",
     "ToolContext",
     "ToolResult",
     "ToolSpec",
+    "mark_view",
     "offered_tools",
     "openai_tool_schemas",
 ]
 
 
 class ToolContext(Protocol):
-    """What a handler may use: the scene, the landmark index, the views. No ground truth."""
+    """What a handler may use: the scene, the landmark index, the views, the marks (None when
+    ``env.marks`` is off). No ground truth."""
 
     scene: Any  # urbex.scene.SceneCache
     scene_id: str
@@ -52,6 +60,7 @@ class ToolContext(Protocol):
     views: ViewRegistry
     params: EnvParams
     turn: int
+    marks: MarkState | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +160,28 @@ _OBLIQUE_PARAMS = {
     "additionalProperties": False,
 }
 
+#: The final answer's schema with numbered marks on (``env.marks``): a shown mark or a box.
+MARK_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "mark": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "the number of a mark shown so far (give either mark, or view_id "
+            "and bbox_2d)",
+        },
+        "view_id": {"type": "string", "description": 'a BEV view: "global" or "zoom_N"'},
+        "bbox_2d": {
+            "type": "array",
+            "description": "box [x1, y1, x2, y2] in that view, integers 0-1000",
+            "items": {"type": "number", "minimum": 0, "maximum": 1000},
+            "minItems": 4,
+            "maxItems": 4,
+        },
+    },
+    "additionalProperties": False,
+}
+
 #: The final answer's schema (an ``<answer>`` tag, or an ``answer`` function for API models).
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -214,6 +245,7 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         u, v = float(uu), float(vv)
         where = f"world XY ({x:.1f}, {y:.1f}) m"
         fb = footprint_bounds(row, require_area=True)
+        around = _surroundings(ctx, view, fb, x, y)
         if fb is not None:
             ub = view.from_world_box(fb)
             inside = ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000
@@ -228,8 +260,59 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
             where += f'; in view "{view.view_id}": point [{_u(u)}, {_u(v)}]'
         else:
             where += f'; outside view "{view.view_id}"'
+        if around is not None:
+            where += f"; surroundings box {around}"
         lines.append(f"{i}. {m.name!r} ({kind}): {where}")
     return ToolResult(text="\n".join(lines))
+
+
+def _surroundings(
+    ctx: ToolContext, view: EpisodeView, footprint: Any, x: float, y: float
+) -> list[int] | None:
+    """With marks on: the landmark's footprint (or point ``x, y``, world m) grown by
+    ``env.marks.context_m`` metres, in ``view``'s units and clipped to it — a region a
+    ``zoom_in`` can copy to see the marks around the landmark; None without marks or outside."""
+    if ctx.marks is None:
+        return None
+    c = ctx.params.marks.context_m
+    base = np.asarray(footprint if footprint is not None else [x, y, x, y], dtype=np.float64)
+    ub = view.from_world_box(base + np.array([-c, -c, c, c]))
+    if not (ub[2] > 0 and ub[0] < 1000 and ub[3] > 0 and ub[1] < 1000):
+        return None
+    box = [max(0, math.floor(ub[0])), max(0, math.floor(ub[1]))]
+    box += [
+        min(1000, max(math.ceil(ub[2]), box[0] + 1)),
+        min(1000, max(math.ceil(ub[3]), box[1] + 1)),
+    ]
+    return box
+
+
+def mark_view(view: EpisodeView, state: MarkState) -> EpisodeView:
+    """``view`` with the marks under it (``env.marks``) drawn on its image and recorded in
+    :attr:`EpisodeView.marks`, as the agent sees them (its ids, map names and, with
+    ``describe: attributes``, attribute words). A tool view carries at most ``max_listed`` of
+    each class, nearest its centre first (its tool text lists them all); the global view
+    carries the marks legible at its size (drawn), which the agent can read off the image."""
+    p = state.params
+    if view.kind == "oblique":
+        under = marks_under_oblique(
+            state.proposals, view.world_box, view.camera, limit=p.max_listed
+        )
+    else:
+        limit = None if view.kind == "global" else p.max_listed
+        under = marks_under_bev(state.proposals, view.world_box, view.from_world_box, limit=limit)
+    image, marks = draw_marks(view.image, state.describe(under), p)
+    keep = tuple(m for m in marks if m.drawn or view.kind != "global")
+    return replace(view, image=image, marks=keep)
+
+
+def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
+    """A tool view with its marks drawn and listed (``env.marks``); unchanged without marks."""
+    if ctx.marks is None:
+        return ToolResult(text=text, view=view)
+    marked = mark_view(view, ctx.marks)
+    listing = marks_text(view.view_id, marked.marks, ctx.params.marks.describe)
+    return ToolResult(text=f"{text}\n{listing}", view=marked)
 
 
 def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
@@ -259,7 +342,7 @@ def _zoom_in(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         f"{_units_box(np.asarray(args['bbox_2d']))}, covering {ew:.1f} m x {eh:.1f} m"
         " (widened to the image aspect and a minimum size when needed)."
     )
-    return ToolResult(text=text, view=view)
+    return _with_marks(ctx, view, text)
 
 
 _COMPASS = (
@@ -301,7 +384,7 @@ def _oblique_render(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         f"{_units_box(np.asarray(args['bbox_2d']))} seen from the {compass} (azimuth {az:.0f} deg, "
         f"elevation {el:.0f} deg). Evidence only: boxes and answers cannot use oblique views."
     )
-    return ToolResult(text=text, view=view)
+    return _with_marks(ctx, view, text)
 
 
 #: Every tool, by name.
@@ -354,7 +437,7 @@ def offered_tools(names: Collection[str] | None = None) -> dict[str, ToolSpec]:
 
 
 def openai_tool_schemas(
-    *, include_answer: bool = False, tools: Collection[str] | None = None
+    *, include_answer: bool = False, tools: Collection[str] | None = None, marks: bool = False
 ) -> list[dict[str, Any]]:
     """OpenAI-style ``tools=[...]`` for prompted API models.
 
@@ -365,6 +448,9 @@ def openai_tool_schemas(
         through function calls); otherwise the model answers with an ``<answer>`` tag.
     tools
         The tools offered (``env.tools``); None = all.
+    marks
+        Numbered marks are on (``env.marks``): the ``answer`` function also takes a ``mark``
+        (:data:`MARK_ANSWER_SCHEMA`).
 
     Examples
     --------
@@ -372,6 +458,8 @@ def openai_tool_schemas(
     ['landmark_query', 'zoom_in', 'oblique_render', 'answer']
     >>> [t["function"]["name"] for t in openai_tool_schemas(tools=["zoom_in"])]
     ['zoom_in']
+    >>> list(openai_tool_schemas(include_answer=True, marks=True)[-1]["function"]["parameters"]["properties"])
+    ['mark', 'view_id', 'bbox_2d']
     """
     out = [s.openai_schema() for s in offered_tools(tools).values()]
     if include_answer:
@@ -380,9 +468,16 @@ def openai_tool_schemas(
                 "type": "function",
                 "function": {
                     "name": "answer",
-                    "description": "Commit the final box around the target in a BEV view; ends "
-                    "the episode.",
-                    "parameters": json.loads(json.dumps(ANSWER_SCHEMA)),
+                    "description": (
+                        "Commit the final answer: a shown mark's number, or a box around the "
+                        "target in a BEV view; ends the episode."
+                        if marks
+                        else "Commit the final box around the target in a BEV view; ends "
+                        "the episode."
+                    ),
+                    "parameters": json.loads(
+                        json.dumps(MARK_ANSWER_SCHEMA if marks else ANSWER_SCHEMA)
+                    ),
                 },
             }
         )

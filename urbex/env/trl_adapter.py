@@ -26,7 +26,8 @@ import functools
 import inspect
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv, Query, SceneProvider, _env_params, make_global_view
@@ -42,6 +43,7 @@ from urbex.env.tools import TOOLS
 
 __all__ = [
     "EpisodeObserver",
+    "RolloutRules",
     "answer_reward",
     "grpo_rows",
     "make_environment_class",
@@ -85,6 +87,33 @@ class EpisodeObserver(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutRules:
+    """How a rollout is paid in GRPO (``train.tool_bonus``, ``train.mask_budget``).
+
+    Attributes
+    ----------
+    tool_bonus : {"always", "on_hit"}
+        ``on_hit``: the tools' positive shaping (zoom progress, oblique overlap) counts only
+        when the final answer hits (BEV IoU ≥ ``hit_iou``; DeepEyes pays its tool bonus only
+        for right answers); negative shaping and invalid penalties always count.
+    mask_budget : bool
+        A rollout that ran out of turns is unscorable (every reward source returns None: trl
+        leaves it out of its group's baseline and gives it no advantage; Mini-o3's over-turn
+        masking) instead of paying the budget's penalty.
+    hit_iou : float
+        The BEV IoU of a hit.
+    """
+
+    tool_bonus: Literal["always", "on_hit"] = "always"
+    mask_budget: bool = False
+    hit_iou: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.tool_bonus not in ("always", "on_hit"):
+            raise ValueError(f"tool_bonus: expected 'always' or 'on_hit', got {self.tool_bonus!r}")
+
+
 class _Base:
     """Shared machinery; the public tool methods are added by :func:`make_environment_class`."""
 
@@ -92,10 +121,12 @@ class _Base:
     _scene_provider: SceneProvider
     _landmarks: Any
     _observer: EpisodeObserver | None = None
+    _rules: RolloutRules = RolloutRules()
 
     def __init__(self) -> None:
         self._env = GroundingEnv(self._params, self._scene_provider, self._landmarks)
         self._tool_reward = 0.0
+        self._tool_bonus = 0.0  # the positive part of _tool_reward
         self._env_s = 0.0
 
     def _reset(self, row: dict[str, Any]) -> None:
@@ -103,7 +134,7 @@ class _Base:
             self._observer.on_reset()
         t0 = time.perf_counter()
         self._env.reset(query=Query.from_row(row))
-        self._tool_reward = 0.0
+        self._tool_reward = self._tool_bonus = 0.0
         self._env_s = time.perf_counter() - t0
 
     @property
@@ -132,12 +163,28 @@ class _Base:
         )
         obs, reward, _, _, _ = env.step_action(action)
         self._tool_reward += reward
+        self._tool_bonus += max(reward, 0.0)
         if not obs["images"]:
             return obs["text"]
         return [
             *({"type": "image", "image": im} for im in obs["images"]),
             {"type": "text", "text": obs["text"]},
         ]
+
+    def _masked(self) -> bool:
+        """The rollout is unscorable (``mask_budget`` and it ran out of turns)."""
+        o = self._env.outcome
+        return self._rules.mask_budget and o is not None and o.stop_reason == "budget"
+
+    def _tool_reward_paid(self) -> float | None:
+        """The tool turns' reward as :class:`RolloutRules` pay it (None: masked)."""
+        if self._masked():
+            return None
+        o = self._env.outcome
+        hit = o is not None and o.iou_bev >= self._rules.hit_iou
+        if self._rules.tool_bonus == "on_hit" and not hit:
+            return float(self._tool_reward - self._tool_bonus)
+        return float(self._tool_reward)
 
     def _finish(self, text: str) -> float:
         """Score the final assistant message; returns the reward of that last turn."""
@@ -157,6 +204,7 @@ class _Base:
             known_views=env.views.ids,
             oblique_views=env.views.oblique_ids,
             default_elevation_deg=self._params.oblique_elevation_deg,
+            marks_shown=env.marks_shown,
         )
         if isinstance(action, ToolCall):
             action = Invalid(
@@ -174,6 +222,7 @@ def make_environment_class(
     landmark_index: Any = None,
     *,
     observer: EpisodeObserver | None = None,
+    rules: RolloutRules | None = None,
 ) -> type:
     """A class for ``GRPOTrainer(environment_factory=Cls)`` bound to these scenes and params.
 
@@ -187,6 +236,8 @@ def make_environment_class(
         ``urbex.landmarks.LandmarkIndex`` (or None).
     observer
         Told of every rollout's reset and end (:class:`EpisodeObserver`).
+    rules
+        How rollouts are paid (:class:`RolloutRules`; default: every reward, always).
 
     Returns
     -------
@@ -203,6 +254,7 @@ def make_environment_class(
         _scene_provider = staticmethod(scene_provider)  # type: ignore[assignment]
         _landmarks = landmark_index
         _observer = observer
+        _rules = rules or RolloutRules()
 
         def reset(self, **row: Any) -> str | None:
             """Start an episode from a dataset row (query fields; see :class:`Query`)."""
@@ -236,9 +288,10 @@ def make_environment_class(
                 },
             )
 
-        def get_reward(self) -> float:
-            """Summed reward of this rollout's tool turns (shaping and invalid penalties)."""
-            return float(self._tool_reward)
+        def get_reward(self) -> float | None:
+            """Summed reward of this rollout's tool turns (shaping and invalid penalties), as
+            the rollout rules pay it (None: an unscorable rollout)."""
+            return self._tool_reward_paid()
 
     # One definition per tool: trl reads each method's schema from its docstring, so the
     # docstrings are generated from the same ToolSpec the OpenAI schemas come from.
@@ -279,7 +332,8 @@ def answer_reward(
     Returns the reward of the final turn: the terminal reward
     ``λ_iou·IoU + λ_dist·exp(−d/τ) − λ_step·T/T_max`` (see :mod:`urbex.env.rewards`), plus the
     invalid penalty when the last message is not a valid answer. ``None`` for rollouts whose
-    environment is not ours (mixed-environment training).
+    environment is not ours (mixed-environment training), and for rollouts the environment's
+    :class:`RolloutRules` mask (``mask_budget``: out of turns).
 
     Examples
     --------
@@ -292,7 +346,11 @@ def answer_reward(
         )
     out: list[float | None] = []
     for comp, env in zip(completions, environments, strict=True):
-        out.append(env._finish(_final_text(comp)) if isinstance(env, _Base) else None)
+        if not isinstance(env, _Base):
+            out.append(None)
+            continue
+        reward = env._finish(_final_text(comp))
+        out.append(None if env._masked() else reward)
     return out
 
 
@@ -311,8 +369,12 @@ def grpo_rows(
     sys = system_prompt(p)
     rows = []
     cache: dict[str, Any] = {}
+    env = GroundingEnv(p, scene_provider) if p.marks.enabled else None
     for q in queries:
-        if q.scene_id not in cache:
+        if q.scene_id not in cache and env is not None:  # the global view with its marks
+            env.reset(query=q)
+            cache[q.scene_id] = env.views["global"].image
+        elif q.scene_id not in cache:
             cache[q.scene_id] = make_global_view(scene_provider(q.scene_id), p).image
         rows.append(
             {

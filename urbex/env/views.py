@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from PIL import Image
 
 from urbex.config import EnvParams, Params
+from urbex.env.marks import ViewMark
 from urbex.geometry import Affine
 
 __all__ = [
@@ -100,6 +101,9 @@ class EpisodeView:
         The turn that created it (0 for the global view).
     camera : object or None
         The oblique camera (renderer-specific), for diagnostics.
+    marks : tuple of ViewMark
+        The numbered marks this view shows (``env.marks``; :mod:`urbex.env.marks`): drawn on
+        ``image`` or listed in the tool text that came with it. Empty without marks.
     """
 
     view_id: str
@@ -110,6 +114,7 @@ class EpisodeView:
     parent: str | None = None
     turn: int = 0
     camera: Any = None
+    marks: tuple[ViewMark, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -276,7 +281,7 @@ class GlobalViews:
         scene's identity cannot be reused by another scene while its view is kept.
     """
 
-    def __init__(self, params: EnvParams, *, maxsize: int = 4) -> None:
+    def __init__(self, params: EnvParams, *, maxsize: int = 32) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize: expected >= 1, got {maxsize}")
         self.params = params

@@ -83,7 +83,9 @@ __all__ = [
 class EpisodeRecord:
     """One evaluated episode (a row of the ``episodes`` table).
 
-    Boxes are world metres; ``pred_*`` are None without a valid answer. Metric fields follow
+    Boxes are world metres; ``pred_*`` are None without a valid answer. ``answer_mark`` is the
+    numbered mark (proposal) the answer named or snapped to (``env.marks``, ``env.answer_snap``;
+    ``snapped``: a box answer replaced by it), else None. Metric fields follow
     :func:`urbex.eval.metrics.episode_metrics` (fractions in [0, 1], rank 0 = unranked → null).
     Times are seconds of *warm online* latency: ``env_s`` (reset + tool execution + answer
     lifting, excluding scene loading), ``policy_s`` (model calls), ``latency_s`` their sum plus
@@ -100,6 +102,8 @@ class EpisodeRecord:
     seed: int
     valid_answer: bool
     answer_view_id: str | None
+    answer_mark: int | None
+    snapped: bool
     pred_x_min: float | None
     pred_y_min: float | None
     pred_z_min: float | None

@@ -86,6 +86,8 @@ class GroundResult:
         The view the answer was given in.
     bbox_2d : list of float or None
         The answer box in that view, view units 0–1000.
+    answer_mark : int or None
+        The numbered mark the answer named or snapped to (``env.marks``, ``env.answer_snap``).
     pred_box_2d, pred_box_3d : list of float or None
         World BEV / 3D box of the answer, metres.
     target_box_2d, target_box_3d : list of float or None
@@ -109,6 +111,7 @@ class GroundResult:
     answered: bool
     answer_view_id: str | None
     bbox_2d: list[float] | None
+    answer_mark: int | None
     pred_box_2d: list[float] | None
     pred_box_3d: list[float] | None
     target_box_2d: list[float] | None
@@ -141,6 +144,7 @@ class GroundResult:
             "answered": self.answered,
             "view_id": self.answer_view_id,
             "bbox_2d": self.bbox_2d,
+            "mark": self.answer_mark,
             "pred_box_2d": self.pred_box_2d,
             "pred_box_3d": self.pred_box_3d,
             "target_box_2d": self.target_box_2d,
@@ -330,6 +334,7 @@ def ground(
         out_dir=Path(out_dir) if out_dir is not None else _default_out(params, scene_id),
         answered=o.answered,
         answer_view_id=o.answer_view_id,
+        answer_mark=o.answer_mark,
         bbox_2d=None if o.answer_box_view is None else list(o.answer_box_view),
         pred_box_2d=None if o.pred_box_2d_m is None else o.pred_box_2d_m.tolist(),
         pred_box_3d=None if o.pred_box_3d_m is None else o.pred_box_3d_m.tolist(),
@@ -352,6 +357,7 @@ def ground(
         pred_box_2d=result.pred_box_2d,
         target_box_2d=result.target_box_2d,
         landmarks=landmark_hits(world.landmarks, scene_id, traj.steps),
+        answer_mark=o.answer_mark,
         subtitle=f"policy {policy}"
         + (f"  |  object {q.object_id} ({q.class_name})" if q.has_target else ""),
     )

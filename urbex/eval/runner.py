@@ -141,8 +141,14 @@ def _fingerprint(
     class_sizes: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues."""
+    env = params.section_dict("env")
+    if not params.env.marks.enabled:  # absent when off: runs started before marks still resume
+        env.pop("marks", None)
+    if params.env.answer_snap == "none":
+        env.pop("answer_snap", None)
+        env.pop("snap_min_iou", None)
     fp: dict[str, Any] = {
-        "env": params.section_dict("env"),
+        "env": env,
         "policy": params.section_dict("policy"),
         "candidate_classes": params.eval.candidate_classes,
         "seed": params.eval.seed,
@@ -282,7 +288,7 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     eps = read_episodes(d)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
-    dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64}
+    dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64, "BOOLEAN": pl.Boolean}
     metrics = aggregate(eps)
     metrics = metrics.with_columns(
         pl.lit(cols.get(name), dtype=dtypes[t]).alias(name)

@@ -59,6 +59,8 @@ SPEC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("repeat_seed", "BIGINT"),
     ("tools", "VARCHAR"),
     ("benchmark", "VARCHAR"),
+    ("marks", "BOOLEAN"),
+    ("answer_snap", "VARCHAR"),
 )
 
 #: The benchmark a spec plays unless it names another (its run ids carry no benchmark tag).
@@ -210,6 +212,10 @@ class RunSpec:
         ``cityrefer`` (the default; no tag, so its run ids never change) or a zero-shot one,
         whose name goes before the split (``oracle-stpls3d_refer-test``). Not in
         :attr:`method`: a policy is one method on every benchmark.
+    marks
+        Numbered marks on (``env.marks.enabled``); adds ``-marks``.
+    answer_snap
+        ``env.answer_snap``: ``none`` or ``proposal`` (adds ``-snap``).
 
     Examples
     --------
@@ -226,6 +232,8 @@ class RunSpec:
     >>> z = RunSpec(policy="oracle", split="test", benchmark="stpls3d_refer")
     >>> z.run_id, z.method
     ('oracle-stpls3d_refer-test', 'oracle')
+    >>> RunSpec(policy="vlm", split="val", checkpoint="grpo", marks=True).run_id
+    'vlm-val-grpo-marks'
     """
 
     policy: str
@@ -236,6 +244,8 @@ class RunSpec:
     repeat_seed: int | None = None
     tools: tuple[str, ...] | None = None
     benchmark: str = DEFAULT_BENCHMARK
+    marks: bool = False
+    answer_snap: str = "none"
 
     def __post_init__(self) -> None:
         for name in ("policy", "split", "benchmark"):
@@ -272,6 +282,11 @@ class RunSpec:
                 )
             norm = tuple(t for t in ALL_TOOLS if t in tools)
             object.__setattr__(self, "tools", None if norm == ALL_TOOLS else norm)
+        if not isinstance(self.marks, bool) or self.answer_snap not in ("none", "proposal"):
+            raise ValueError(
+                "run spec marks/answer_snap: expected a bool and 'none' or 'proposal', got "
+                f"{self.marks!r}, {self.answer_snap!r}"
+            )
 
     # -- construction -----------------------------------------------------------------------
 
@@ -301,6 +316,8 @@ class RunSpec:
             sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
             tools=tuple(params.env.tools),
             benchmark=params.eval.benchmark,
+            marks=params.env.marks.enabled,
+            answer_snap=params.env.answer_snap,
         )
 
     @classmethod
@@ -338,6 +355,7 @@ class RunSpec:
             s += f"-lm_{self.perturbation.tag}"
         if self.tools is not None:
             s += "-tools_" + ("+".join(_TOOL_TAGS[t] for t in self.tools) or "none")
+        s += ("-marks" if self.marks else "") + ("-snap" if self.answer_snap != "none" else "")
         if self.repeat_seed is not None:
             s += f"-rep{self.repeat_seed}"
         return s
@@ -367,9 +385,12 @@ class RunSpec:
         if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
             upd["seed"] = self.repeat_seed
         params = params.with_updates(eval=upd)
+        env: dict[str, Any] = {"answer_snap": self.answer_snap}
         if self.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
-            params = params.with_updates(env={"tools": list(self.tools or ALL_TOOLS)})
-        return params
+            env["tools"] = list(self.tools or ALL_TOOLS)
+        if self.marks != params.env.marks.enabled:
+            env["marks"] = {"enabled": self.marks}
+        return params.with_updates(env=env)
 
     @property
     def run_id(self) -> str:
@@ -405,6 +426,8 @@ class RunSpec:
             "repeat_seed": self.repeat_seed,
             "tools": None if self.tools is None else list(self.tools),
             "benchmark": self.benchmark,
+            "marks": self.marks,
+            "answer_snap": self.answer_snap,
         }
 
     @classmethod
@@ -417,7 +440,7 @@ class RunSpec:
             Unknown or missing keys, or invalid values.
         """
         keys = {"policy", "split", "checkpoint", "perturbation", "sample", "repeat_seed"}
-        optional = {"tools", "benchmark"}  # absent from specs written before they existed
+        optional = {"tools", "benchmark", "marks", "answer_snap"}  # absent from older specs
         if not keys <= set(d) <= keys | optional:
             raise ValueError(
                 f"run spec: expected keys {sorted(keys | optional)}, got {sorted(d)} "
@@ -435,6 +458,8 @@ class RunSpec:
             repeat_seed=d["repeat_seed"],
             tools=None if d.get("tools") is None else tuple(d["tools"]),
             benchmark=d.get("benchmark") or DEFAULT_BENCHMARK,
+            marks=bool(d.get("marks", False)),
+            answer_snap=d.get("answer_snap") or "none",
         )
 
     def columns(self) -> dict[str, Any]:
@@ -453,6 +478,8 @@ class RunSpec:
             "repeat_seed": self.repeat_seed,
             "tools": "all" if self.tools is None else ",".join(self.tools),
             "benchmark": self.benchmark,
+            "marks": self.marks,
+            "answer_snap": self.answer_snap,
         }
 
     @classmethod
@@ -481,6 +508,8 @@ class RunSpec:
             repeat_seed=opt_int("repeat_seed"),
             tools=_tools_of_column(row.get("tools")),
             benchmark=row.get("benchmark") or DEFAULT_BENCHMARK,
+            marks=bool(row.get("marks") or False),
+            answer_snap=row.get("answer_snap") or "none",
         )
 
 

@@ -48,6 +48,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
+from urbex.eval.runspec import read_spec
 from urbex.report.blocks import PLOT_TITLES, Block, Cell, markdown_blocks
 from urbex.report.comparison import METRIC_LABELS, fmt_metric, report_table, split_metric
 from urbex.report.replay import Replayer
@@ -347,6 +348,18 @@ def _descriptions(params: Params) -> dict[str, str]:
     return dict(zip(df["query_id"].to_list(), df["description"].to_list()))
 
 
+def _run_params(params: Params, run_dir: Path) -> Params:
+    """The params a run played with (its spec: numbered marks, tools, ...); the project's for a
+    run without a readable spec or one whose sample seed predates recording."""
+    spec = read_spec(run_dir)
+    if spec is None:
+        return params
+    try:
+        return spec.play_params(params)
+    except ValueError:
+        return params
+
+
 def _write_run_page(
     params: Params, run_id: str, *, n_best: int, n_worst: int, n_random: int
 ) -> int:
@@ -361,7 +374,7 @@ def _write_run_page(
         )
         texts = _descriptions(params)
         shutil.rmtree(run_dir / GALLERY, ignore_errors=True)  # stale picks of an earlier page
-        replay = Replayer(params)
+        replay = Replayer(_run_params(params, run_dir))
         for pick in picks:
             ep = eps.filter(pl.col("query_id") == pick.query_id).row(0, named=True)
             st = steps.filter(pl.col("query_id") == pick.query_id).sort("turn")

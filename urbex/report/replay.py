@@ -24,7 +24,8 @@ from PIL import Image, ImageDraw
 
 from urbex.atomic import atomic_path
 from urbex.env.episode import make_global_view
-from urbex.env.records import Step
+from urbex.env.records import Query, Step
+from urbex.env.tools import mark_view
 from urbex.env.views import EpisodeView
 from urbex.env.world import World
 from urbex.eval.ground import landmark_hits
@@ -48,7 +49,8 @@ class Replayer:
     Parameters
     ----------
     params
-        The project's parameters (``paths.assets``, ``env``); the scenes and landmarks are
+        The run's parameters (``paths.assets``, ``env``: with ``env.marks`` on, the pictures
+        show the run's numbered marks); the scenes and landmarks are
         ``World.from_params(params)``'s, two scene caches open at once.
     """
 
@@ -66,6 +68,12 @@ class Replayer:
             return False, f"no scene cache for {scene_id} (run urbex cache)"
         scene = self.world.scenes(scene_id)
         views = [make_global_view(scene, self.params)]
+        marks = None
+        if self.params.env.marks.enabled:  # the run's marks, as its views showed them
+            env = self.world.env()
+            q = Query(query_id=str(ep["query_id"]), scene_id=scene_id, description=text or "-")
+            env.reset(query=q)
+            views, marks = [env.views["global"]], env.marks
         recs: list[Step] = []
         w, h = self.params.env.zoom_size
         for s in steps.iter_rows(named=True) if steps.height else ():
@@ -80,6 +88,7 @@ class Replayer:
                         image=Image.fromarray(np.asarray(bev.image)), world_box=box,
                         transform=bev.transform, turn=int(s["turn"]),
                     )  # fmt: skip
+                    view = view if marks is None else mark_view(view, marks)
                 elif s["tool"] == "oblique_render":
                     view = EpisodeView(
                         view_id=s["view_id"], kind="oblique", image=oblique_placeholder(),
@@ -111,6 +120,7 @@ class Replayer:
         img = trajectory_picture(
             scene, recs, views, query_text=text, pred_box_2d=pred, target_box_2d=target,
             landmarks=landmark_hits(self.world.landmarks, scene_id, recs),
+            answer_mark=ep.get("answer_mark"),
             subtitle=f"policy {ep['policy']}  |  object {ep['object_id']}",
             panel_px=PANEL_PX, thumb_px=THUMB_PX,
         )  # fmt: skip

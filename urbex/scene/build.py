@@ -38,7 +38,7 @@ from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
 from urbex.io._checks import MAX_ABS_COORD
-from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE
+from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, META_FILE, PROPOSALS_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _points as P
 from urbex.scene.instances import instance_table, label_histogram, write_parquet_deterministic
@@ -51,6 +51,7 @@ from urbex.scene.meta import (
     write_json_atomic,
     write_scene_row,
 )
+from urbex.scene.proposals import PROPOSALS_VERSION, build_proposals, write_proposals
 from urbex.scene.raster import export_cog, rasterize, save_npy, write_png
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ def content_hash(cloud: PointCloud, params: SceneParams, input_hash: str = "") -
     arrays.update(f"scheme:{cloud.class_scheme};crs:{cloud.crs};".encode())
     h = hashlib.sha256()
     h.update(f"urbex-scene-cache-v{CACHE_FORMAT_VERSION}\n".encode())
+    h.update(f"proposals-v{PROPOSALS_VERSION}\n".encode())
     h.update(f"input:{input_hash}\n".encode())
     h.update(f"cloud:{arrays.hexdigest()}\n".encode())
     h.update(("params:" + json.dumps(params.model_dump(mode="json"), sort_keys=True)).encode())
@@ -175,6 +177,10 @@ def cache_is_fresh(out_dir: str | Path, content_hash: str) -> bool:
 
 def _required_files(meta: CacheMeta) -> list[str]:
     files = ["points/xyz.npy", "points/cell_offsets.npy", GLOBAL_VIEW_FILE, INSTANCES_FILE]
+    if meta.n_proposals is not None:
+        files.append(PROPOSALS_FILE)
+        if meta.has_semantic:
+            files.append("points/proposal.npy")
     files += [
         f"points/{n}.npy"
         for n, has in (
@@ -258,7 +264,7 @@ def build_scene_cache(
         remove_stale(out_dir.parent, name=out_dir.name)  # before the freshness check: restores
     # side tasks (the content hash, writing the points, the instance table) run on threads
     # beside the main line; leaving the block waits for them, whatever happened
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="urbex-cache") as side:
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="urbex-cache") as side:
         hashing = side.submit(content_hash, cloud, params, input_hash)
         if not force and (out_dir / META_FILE).is_file():  # else it cannot be fresh
             if cache_is_fresh(out_dir, hashing.result()):
@@ -373,7 +379,8 @@ def _build(
     )
     bar.update()
 
-    # 2. points to disk; instance table and class histogram: on side threads, beside the rasters
+    # 2. points to disk; instance table, class histogram, proposals: on side threads, beside the
+    # rasters
     def write_points() -> None:
         save_npy(tmp / "points" / "xyz.npy", xyz)
         save_npy(tmp / "points" / "cell_offsets.npy", offsets)
@@ -396,8 +403,23 @@ def _build(
         write_parquet_deterministic(table, tmp / INSTANCES_FILE)
         return table.height, label_histogram(sem) if has_sem else {}
 
+    def proposals() -> int:
+        """The scene's Without-GT instance proposals (classes and points, never instance ids)."""
+        found, proposal_of = build_proposals(
+            xyz,
+            sem if has_sem else None,
+            rgb if has_rgb else None,
+            class_scheme=cloud.class_scheme,
+            origin_m=origin.tolist(),
+        )
+        write_proposals(found, tmp / PROPOSALS_FILE)
+        if has_sem:
+            save_npy(tmp / "points" / "proposal.npy", proposal_of)
+        return len(found)
+
     writing = side.submit(write_points)
     tabling = side.submit(instances)
+    proposing = side.submit(proposals)
     bar.update()
 
     # 3. BEV rasters band by band + global view
@@ -425,6 +447,7 @@ def _build(
     # 4. the side tasks' results
     writing.result()
     n_instances, hist = tabling.result()
+    n_proposals = proposing.result()
     chash = hashing.result()
     bar.update()
 
@@ -457,6 +480,7 @@ def _build(
         global_view_transform=gv_t.to_tuple(),
         class_histogram=hist,
         n_instances=n_instances,
+        n_proposals=n_proposals,
         content_hash=chash,
         input_hash=input_hash,
         params=params.model_dump(mode="json"),

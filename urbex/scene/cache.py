@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from urbex.errors import CacheError, EmptyRegionError, StaleCacheError
 from urbex.geometry import Affine
-from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE
+from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, PROPOSALS_FILE
 from urbex.pointcloud import PointCloud
 from urbex.scene import _points as P
 from urbex.scene import _resample as R
@@ -30,6 +30,7 @@ from urbex.scene.build import _required_files
 from urbex.scene.instances import _compact
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
 from urbex.scene.oblique import render_oblique, render_parts, render_threads
+from urbex.scene.proposals import ProposalSet, proposals_from_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -136,6 +137,7 @@ class SceneCache:
         self._arrays: dict[str, NDArray[Any]] = {}
         self._instances: pl.DataFrame | None = None
         self._extents: dict[int, tuple[NDArray[np.float64], NDArray[np.float64], int]] | None = None
+        self._proposals: ProposalSet | None = None
 
     @classmethod
     def open(cls, path: str | Path, *, expected_hash: str | None = None) -> SceneCache:
@@ -216,6 +218,56 @@ class SceneCache:
 
             self._instances = pl.read_parquet(self._path / INSTANCES_FILE, glob=False)
         return self._instances
+
+    @property
+    def has_proposals(self) -> bool:
+        """The cache stores instance proposals (caches built before they existed do not)."""
+        return self._meta.n_proposals is not None
+
+    def _require_proposals(self) -> None:
+        if not self.has_proposals:
+            raise StaleCacheError(
+                "this scene cache was built before urbex stored instance proposals (the "
+                f"agent's marks); rebuild it: `urbex cache --scene {self.scene_id} --force`",
+                path=self._path,
+            )
+
+    @property
+    def proposals(self) -> ProposalSet:
+        """The scene's instance proposals (:mod:`urbex.scene.proposals`), read on first use.
+
+        Raises
+        ------
+        StaleCacheError
+            The cache was built before proposals were stored (names the rebuild command).
+        """
+        if self._proposals is None:
+            self._require_proposals()
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            path = self._path / PROPOSALS_FILE
+            try:
+                self._proposals = proposals_from_table(pq.read_table(path))
+            except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+                raise CacheError(
+                    f"cannot read proposals: {exc}; rebuild the cache", path=path
+                ) from exc
+        return self._proposals
+
+    def proposal_of(self, index: ArrayLike) -> NDArray[np.int32]:
+        """The proposal ``mark_id`` of the points at cache indices ``index`` (0 = none).
+
+        Raises
+        ------
+        StaleCacheError
+            The cache was built before proposals were stored.
+        """
+        self._require_proposals()
+        idx = np.asarray(index, dtype=np.int64)
+        if not self._meta.has_semantic:
+            return np.zeros(idx.shape, np.int32)
+        return np.asarray(self._array("points/proposal.npy")[idx], dtype=np.int32)
 
     # -- arrays ----------------------------------------------------------------------------
     def _array(self, rel: str) -> NDArray[Any]:

@@ -16,6 +16,8 @@ A scene cache is one directory::
       bev/filled.npy            (H, W) bool, True where the value came from hole filling
       global_view.png           the whole BEV, long side ``global_view_size``, area-averaged
       instances.parquet         one row per instance id
+      proposals.parquet         one row per instance proposal (a mark; urbex.scene.proposals)
+      points/proposal.npy       (N,) int32, each point's proposal mark_id, 0 = none (with classes)
       scene.parquet             the warehouse ``scenes`` row (urbex.scene.meta.scene_row)
       bev_cog.tif               optional Cloud-Optimized GeoTIFF of bev/rgb
       timings/build.json        build seconds, the source cloud's path, when (not versioned:
@@ -121,6 +123,9 @@ class CacheMeta:
     class_histogram : dict[str, int]
         Semantic id (as a string) → point count.
     n_instances : int
+    n_proposals : int or None
+        Instance proposals stored (:mod:`urbex.scene.proposals`); None for a cache built
+        before urbex stored them (``urbex cache --force`` rebuilds it).
     content_hash : str
         sha256 hex digest of inputs + params + format version (see ``content_hash``).
     input_hash : str
@@ -157,6 +162,7 @@ class CacheMeta:
     global_view_transform: tuple[float, ...]
     class_histogram: dict[str, int] = field(default_factory=dict)
     n_instances: int = 0
+    n_proposals: int | None = None
     content_hash: str = ""
     input_hash: str = ""
     params: dict[str, Any] = field(default_factory=dict)

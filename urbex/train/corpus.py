@@ -75,6 +75,8 @@ def protocol_corpus(
                 "azimuth_deg": int(rng.choice([0, 90, 180, 270])),
             }
             yield f"<tool_call>{json.dumps({'name': 'oblique_render', 'arguments': args})}</tool_call>"
+        elif kind == 2 and p.marks.enabled and rng.random() < 0.5:
+            yield f"<answer>{json.dumps({'mark': int(rng.integers(1, 200))})}</answer>"
         elif kind == 2:
             yield f"<answer>{json.dumps({'view_id': view, 'bbox_2d': box})}</answer>"
         else:

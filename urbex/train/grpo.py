@@ -44,7 +44,7 @@ from urbex.annotations.splits import load_queries
 from urbex.atomic import PUBLIC
 from urbex.config import Params
 from urbex.env.episode import GroundingEnv
-from urbex.env.trl_adapter import answer_reward, grpo_rows, make_environment_class
+from urbex.env.trl_adapter import RolloutRules, answer_reward, grpo_rows, make_environment_class
 from urbex.env.world import World
 from urbex.errors import CacheError, ConfigError, LandmarkError
 from urbex.layout import (
@@ -63,6 +63,7 @@ from urbex.train.logs import (
     training_log_frame,
 )
 from urbex.train.publish import publish_checkpoint
+from urbex.train.teacher import solvable_queries
 
 __all__ = ["TrainResult", "checkpoint_dir", "train"]
 
@@ -279,6 +280,8 @@ def train(
     base = resolve_checkpoint(params, t.checkpoint, field="train.checkpoint")
     queries = load_queries(params, t.split, limit=t.limit, sample_seed=t.seed)
     _check_inputs(params, sorted({q.scene_id for q in queries}))
+    if t.query_filter == "solvable":
+        queries = solvable_queries(params, queries)
 
     from datasets import Dataset
     from trl import GRPOTrainer
@@ -303,7 +306,10 @@ def train(
     dataset = Dataset.from_list(grpo_rows(queries, provider, params))
     counts: Counter[str] = Counter()
     recorder = TrainingRecorder()
-    env_cls = make_environment_class(params, provider, index, observer=_Counter(counts, recorder))
+    rules = RolloutRules(tool_bonus=t.tool_bonus, mask_budget=t.mask_budget)
+    env_cls = make_environment_class(
+        params, provider, index, observer=_Counter(counts, recorder), rules=rules
+    )
     # fp32 master weights; bf16 (when set) is autocast mixed precision in the trainer
     model, processor = load_local_vlm(base, dtype="float32", field="train.checkpoint")
     trainer = GRPOTrainer(

@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.env.trajectory import Trajectory
 
-__all__ = ["RecoveryStats", "recovery_round", "recovery_trajectories", "teacher_trajectories"]
+__all__ = [
+    "RecoveryStats",
+    "recovery_round",
+    "recovery_trajectories",
+    "solvable_queries",
+    "teacher_trajectories",
+]
 
 
 def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
@@ -50,11 +56,16 @@ def teacher_trajectories(
 ) -> list[Trajectory]:
     """Teacher trajectories over a split (``sft.split``), ``per_query`` seeded paths per query.
 
-    Only trajectories that end in a valid answer are returned. The teacher's system prompt lists
+    Only trajectories that end in a valid answer are returned — with marks on (``env.marks``),
+    only those that answer by mark: where the target's mark was not among the marks the
+    conversation showed, the teacher's fallback box comes from the ground truth, which the
+    student cannot read. The teacher's system prompt lists
     the tool schemas exactly when the ``vlm`` policy's does (``vlm.template_tools`` False), so the
     conversation is the one the student will see. A share ``sft.rename_rate`` of the episodes
     is played with the scene's landmarks renamed (:func:`urbex.train.rename.renamed_world`: the
-    description and the landmark index both carry the new names; the environment is the real one).
+    description and the landmark index both carry the new names; the environment is the real one),
+    and a share ``sft.mark_shuffle_rate`` with the numbered marks under shuffled ids
+    (:meth:`~urbex.env.episode.GroundingEnv.shuffle_mark_ids`).
 
     Raises
     ------
@@ -81,8 +92,11 @@ def teacher_trajectories(
                 if world is not None:
                     query, landmarks = world
             env.use_landmarks(landmarks)
+            env.shuffle_mark_ids(ep_seed if rng.random() < s.mark_shuffle_rate else None)
             traj = play_episode(env, teacher, query, seed=ep_seed)
-            if traj.outcome.answered:
+            if traj.outcome.answered and (
+                not params.env.marks.enabled or traj.outcome.answer_mark is not None
+            ):
                 out.append(traj)
     if not out:
         raise AnnotationError(
@@ -92,6 +106,36 @@ def teacher_trajectories(
             field="sft.split",
         )
     return out
+
+
+def solvable_queries(params: Params, queries: list[Any]) -> list[Any]:
+    """The queries the anchored teacher answers by a mark the conversation showed, with a hit
+    (BEV IoU ≥ 0.5): those on which a GRPO group can succeed (``train.query_filter:
+    solvable``; selection by difficulty, as DeepEyes filters its training queries). Without
+    numbered marks (``env.marks``) every query is kept.
+
+    Raises
+    ------
+    AnnotationError
+        None of the queries is solvable.
+    """
+    if not params.env.marks.enabled:
+        return list(queries)
+    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
+    teacher.p_anchor = 1.0
+    kept = []
+    for q in queries:
+        traj = play_episode(env, teacher, q, seed=episode_seed(params.train.seed, q.query_id))
+        o = traj.outcome
+        if o.answer_mark is not None and o.iou_bev >= 0.5:
+            kept.append(q)
+    if not kept:
+        raise AnnotationError(
+            f"train.query_filter solvable kept none of {len(queries)} queries: the anchored "
+            "teacher answered none by a shown mark; check env.marks (context_m, max_listed)",
+            field="train.query_filter",
+        )
+    return kept
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -275,6 +275,7 @@ def trajectory_picture(
     pred_box_2d: ArrayLike | None = None,
     target_box_2d: ArrayLike | None = None,
     landmarks: Sequence[tuple[str, float, float]] | None = None,
+    answer_mark: int | None = None,
     subtitle: str | None = None,
     panel_px: int = 768,
     thumb_px: int = 256,
@@ -302,6 +303,9 @@ def trajectory_picture(
         Ground-truth world BEV box, metres (green); None for a free-text query.
     landmarks : sequence of (name, x, y) or None
         Landmark hits (world metres) drawn as labelled points.
+    answer_mark : int or None
+        The numbered mark the answer named or snapped to (``env.marks``): the prediction is
+        tagged ``mark N`` and the summary says so.
     subtitle : str or None
         Extra text for the summary line (e.g. scene and policy).
     panel_px, thumb_px : int
@@ -337,6 +341,8 @@ def trajectory_picture(
     summary.append(f"{len(steps)} step(s)")
     if pred is None:
         summary.append("no answer")
+    elif answer_mark is not None:
+        summary.append(f"answer: mark {answer_mark}")
     if pred is not None and tgt is not None:
         summary.append(f"IoU_bev {float(iou_2d(pred, tgt)):.3f}")
     elif tgt is None:
@@ -376,7 +382,8 @@ def trajectory_picture(
     if pred is not None:
         box = _rect(draw, panel.box(pred), COLORS["pred"], 3, clip)
         if box is not None:
-            _tag(draw, (box[2] + 2, box[1]), "pred", COLORS["pred"], f_small)
+            label = "pred" if answer_mark is None else f"pred: mark {answer_mark}"
+            _tag(draw, (box[2] + 2, box[1]), label, COLORS["pred"], f_small)
     for name, lx, ly in landmarks or ():
         px, py = panel.point(float(lx), float(ly))
         if not (clip[0] <= px < clip[2] and clip[1] <= py < clip[3]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbex.agents.colour import PALETTE, colour_log_likelihood, exposure_gain, srgb_to_lab
+from urbex.colour import PALETTE, colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.language.vocabulary import COLOUR_NAMES
 
 

@@ -1,7 +1,8 @@
 """A small colour-name model for mean point colours (sRGB → CIELAB, soft nearest palette).
 
-Used by the rankers to score "the red car" against an instance's mean RGB. The palette holds
-one generic (CSS-like) anchor per basic colour name of the parse
+Used by the rankers to score "the red car" against an instance's mean RGB, and by the agent's
+marks to name a proposal's colour (:func:`colour_name`). The palette holds one generic
+(CSS-like) anchor per basic colour name of the parse
 (:data:`urbex.language.vocabulary.COLOUR_NAMES`: shades are folded there), not values fitted to
 any data set.
 """
@@ -16,6 +17,7 @@ __all__ = [
     "PALETTE",
     "SHADES",
     "colour_log_likelihood",
+    "colour_name",
     "exposure_gain",
     "srgb_to_lab",
 ]
@@ -151,3 +153,18 @@ def colour_log_likelihood(word: str, rgb: ArrayLike, *, t: float = COLOUR_T) -> 
     lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
     out = logits[:, _PAL_NAMES.index(w)] - lse
     return np.where(np.isnan(c).any(1), -np.log(len(PALETTE)), out)
+
+
+def colour_name(rgb: ArrayLike, *, gain: float = 1.0) -> list[str]:
+    """The :data:`PALETTE` name nearest each mean colour (ΔE76 in CIELAB), after the scene's
+    exposure ``gain`` (:func:`exposure_gain`); ``""`` for a NaN colour.
+
+    >>> colour_name([[200, 30, 30], [np.nan, np.nan, np.nan], [236, 236, 236]])
+    ['red', '', 'white']
+    """
+    c = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
+    lab = srgb_to_lab(np.clip(np.nan_to_num(c) * gain, 0, 255))
+    de = np.linalg.norm(lab[:, None, :] - _PAL_LAB[None], axis=-1)
+    names = [_PAL_NAMES[int(_ANCHOR_OF[k])] for k in de.argmin(1)]  # a shade names its colour
+    bad = np.asarray(np.isnan(c).any(axis=1), dtype=bool).tolist()
+    return ["" if b else n for n, b in zip(names, bad, strict=True)]
