@@ -146,11 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.grpo_steps:
         size["grpo_steps"] = args.grpo_steps
 
-    import polars as pl
-
     from urbex.cli import main as urbex
     from urbex.config import load_params
     from urbex.train.grpo import train
+    from urbex.train.logs import read_training_log
     from urbex.train.sft import sft
 
     t_all = time.perf_counter()
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
               f"IoU {v_sft['iou']:.3f} ({v_sft['n']:.0f} episodes)", flush=True)  # fmt: skip
 
         g = train(params, checkpoint=s.checkpoint_dir, max_steps=size["grpo_steps"], progress=False)
-        log = pl.read_parquet(params.layout.training_log(g.run_name)).sort("step")
+        log = read_training_log(params.layout.checkpoint(g.run_name))
         v_grpo = val_figures(params, g.checkpoint_dir, n=size["n_val"], name="grpo")
         rewards = [float(x) for x in log["reward_mean"].to_list()]
         first, last, sem = reward_change(rewards)

@@ -21,7 +21,8 @@ from urbex.language import parse
         ("behind X", (0.0, 1.0)),  # the map frame: behind is up the map
         ("to the right of X", (1.0, 0.0)),
         ("next to X", (0.0, 0.0)),
-        ("the second car from the east end of Mill Lane, north of X", (0.0, 0.0)),
+        # the first mention is the road's east end: the shift points at the end it names
+        ("the second car from the east end of Mill Lane, north of X", (1.0, 0.0)),
     ],
 )
 def test_shift_signs_follow_the_first_mention(text, signs):

@@ -87,10 +87,13 @@ def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny,
     assert summary["params"]["train"]["num_generations"] == 2
     # training_log: one row per step, from what the environment saw, and in the warehouse
     from urbex.report.warehouse import connect, refresh_warehouse
-    from urbex.train.logs import COMPONENTS, TRAINING_LOG_SCHEMA
+    from urbex.train.logs import COMPONENTS, TIMING_COLUMNS, TRAINING_LOG_SCHEMA, read_training_log
 
-    tl = pl.read_parquet(params.layout.training_log("tiny-run"))
+    versioned = pl.read_parquet(params.layout.training_log("tiny-run"))  # no measured seconds
+    assert list(versioned.columns) == [c for c in TRAINING_LOG_SCHEMA if c not in TIMING_COLUMNS]
+    tl = read_training_log(params.layout.checkpoint("tiny-run"))  # timings/ joined back
     assert dict(tl.schema) == TRAINING_LOG_SCHEMA and tl.height == 1
+    assert tl["s_per_step"][0] is not None
     row = tl.row(0, named=True)
     assert row["run"] == "tiny-run" and row["step"] == 1 and row["episodes"] == 4
     assert row["calls_zoom_in"] == 1.0 and row["turns_mean"] == 2.0

@@ -55,6 +55,7 @@ __all__ = [
     "TrainingLogCallback",
     "TrainingRecorder",
     "episode_summary",
+    "read_training_log",
     "training_log_frame",
 ]
 
@@ -233,6 +234,24 @@ def step_row(
     sps = row["s_per_step"]
     row["env_share"] = env_s / sps if sps and sps > 0 else math.nan
     return row
+
+
+def read_training_log(checkpoint_dir: Path) -> pl.DataFrame:
+    """A published checkpoint's ``training_log.parquet`` with its measured columns
+    (:data:`TIMING_COLUMNS`, kept in the unversioned ``timings/`` folder) joined back on
+    ``run`` and ``step``; null where the timings are missing (a checkpoint pulled by DVC)."""
+    from urbex.layout import TIMINGS_DIR, TRAINING_LOG_FILE
+
+    d = Path(checkpoint_dir)
+    log = pl.read_parquet(d / TRAINING_LOG_FILE).drop(
+        [c for c in TIMING_COLUMNS if c in pl.read_parquet_schema(d / TRAINING_LOG_FILE)]
+    )
+    times = d / TIMINGS_DIR / TRAINING_LOG_FILE
+    if times.is_file():
+        log = log.join(pl.read_parquet(times), on=["run", "step"], how="left")
+    else:
+        log = log.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in TIMING_COLUMNS)
+    return log.select(list(TRAINING_LOG_SCHEMA)).sort("step")
 
 
 def training_log_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
