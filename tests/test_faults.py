@@ -441,8 +441,9 @@ def test_make_ui_stops_on_one_signal_within_5_s_without_a_supersession_warning(s
         while (proc.poll() is None or _session(dev)) and time.monotonic() - t0 < 30:
             time.sleep(0.05)
         elapsed = time.monotonic() - t0
-    finally:
-        for pid in [proc.pid, *(_session(dev) if dev is not None else [])]:
+    finally:  # also when the UI never answered: dagster dev's own session goes too
+        devs = [dev] if dev is not None else _children(proc.pid)
+        for pid in [proc.pid, *(p for d in devs for p in _session(d))]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     text = log.read_text()
