@@ -254,15 +254,27 @@ def build_proposals(
     hi_all: list[NDArray[np.float64]] = []
     cnt_all: list[NDArray[np.int64]] = []
     col_all: list[NDArray[np.float64]] = []
-    members: list[NDArray[np.int64]] = []
-    for cls in classes:
-        ids = scheme.get(cls, ())
-        pick = np.flatnonzero(np.isin(sem, ids)) if ids else np.zeros(0, np.int64)
+    # per class: its points, their component (-1 none), the kept components, the first index
+    # of its proposals in ``names``
+    parts: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64], int]] = []
+    # one pass over the labels: each point's class (its index in ``classes``; -1 none)
+    codes = [(k, ids) for k, c in enumerate(classes) if (ids := scheme.get(c, ()))]
+    lut = np.full(max([max(ids) for _, ids in codes], default=0) + 1, -1, np.int8)
+    for k, ids in codes:
+        lut[list(ids)] = k
+    inside = (sem >= 0) & (sem < lut.size)
+    code = np.where(inside, lut[np.where(inside, sem, 0)], np.int8(-1))
+    pts32 = np.asarray(xyz)
+    for k_cls, cls in enumerate(classes):
+        pick = np.flatnonzero(code == k_cls)
         if pick.size == 0:
             continue
-        pts = np.asarray(xyz[pick], dtype=np.float64) + origin
-        col = None if rgb is None else np.asarray(rgb[pick], dtype=np.float64)
-        lab, k = _components(pts[:, :2], CELL_M.get(cls, 1.0), col if cls == "Ground" else None)
+        sub = pts32[pick]
+        # world metres of the BEV position (float64, as the components need them)
+        xy = sub[:, :2].astype(np.float64) + origin[:2]
+        col = None if rgb is None else np.asarray(rgb)[pick]
+        lab, k = _components(xy, CELL_M.get(cls, 1.0), col if cls == "Ground" else None)
+        del xy
         if k == 0:
             continue
         keep = np.flatnonzero(lab >= 0)
@@ -271,19 +283,21 @@ def build_proposals(
         starts = np.r_[0, np.cumsum(counts)[:-1]]
         nonempty = counts > 0
         s = starts[nonempty]
-        sp = pts[order]
-        lo = np.minimum.reduceat(sp, s, axis=0)
-        hi = np.maximum.reduceat(sp, s, axis=0)
+        sp = sub[order]  # the cache frame's float32: x -> float64(x) + origin is monotonic, so
+        # the extremes map to the world extremes exactly
+        lo = np.minimum.reduceat(sp, s, axis=0).astype(np.float64) + origin
+        hi = np.maximum.reduceat(sp, s, axis=0).astype(np.float64) + origin
+        del sp, sub
         cnt = counts[nonempty]
-        if col is not None:
-            mean = np.add.reduceat(col[order], s, axis=0) / cnt[:, None]
+        if col is not None:  # integer sums: exact in any order
+            sums = np.add.reduceat(col[order], s, axis=0, dtype=np.int64)
+            mean = sums.astype(np.float64) / cnt[:, None]
         else:
             mean = np.full((len(s), 3), np.nan)
         area = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
         ok = (cnt >= MIN_POINTS.get(cls, 50)) & (area >= MIN_AREA_M2.get(cls, 0.0))
         comp_ids = np.flatnonzero(nonempty)[ok]
-        for c in comp_ids.tolist():
-            members.append(pick[order[starts[c] : starts[c] + counts[c]]])
+        parts.append((pick, lab.astype(np.int32), comp_ids, len(names)))
         names += [cls] * int(ok.sum())
         lo_all.append(lo[ok])
         hi_all.append(hi[ok])
@@ -294,8 +308,12 @@ def build_proposals(
     lo, hi = np.concatenate(lo_all), np.concatenate(hi_all)
     centre = (lo[:, :2] + hi[:, :2]) / 2
     reading = np.lexsort((centre[:, 0], -centre[:, 1]))  # north to south, then west to east
-    for rank, i in enumerate(reading.tolist(), 1):
-        labels[members[i]] = rank
+    rank = np.empty(len(names), np.int32)
+    rank[reading] = np.arange(1, len(names) + 1, dtype=np.int32)
+    for pick, comp, comp_ids, first in parts:  # each point's mark id (0: its component is none)
+        lut = np.zeros(int(comp.max()) + 2, np.int32)
+        lut[comp_ids + 1] = rank[first : first + comp_ids.size]
+        labels[pick] = lut[comp + 1]
     return (
         ProposalSet(
             mark_id=np.arange(1, len(names) + 1),
