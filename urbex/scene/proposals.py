@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
@@ -160,36 +161,114 @@ def proposals_from_table(table: pa.Table) -> ProposalSet:
     )
 
 
-def _green_cells(
-    ij: NDArray[np.int64], rgb: NDArray[Any], shape: tuple[int, int]
-) -> NDArray[np.bool_]:
-    """Per cell of ``shape``: its points' mean colour is green-dominant (lawns, pitches)."""
-    flat = ij[:, 0] * shape[1] + ij[:, 1]
-    size = shape[0] * shape[1]
-    cnt = np.bincount(flat, minlength=size).astype(np.float64)
-    mean = (
-        np.stack([np.bincount(flat, weights=rgb[:, c], minlength=size) for c in range(3)], 1)
-        / np.maximum(cnt, 1)[:, None]
-    )
-    return np.asarray((mean[:, 1] > mean[:, 0] + 8) & (mean[:, 1] > mean[:, 2] + 8))
+@nb.njit(cache=True, nogil=True)
+def _class_extent(xyz, code, k, ox, oy):  # pragma: no cover
+    """World-metre x/y minima and maxima of the points of class ``k`` (``code[i] == k``):
+    ``float64(x) + ox``, as the rest of this module computes world positions."""
+    xmin, ymin, xmax, ymax = np.inf, np.inf, -np.inf, -np.inf
+    for i in range(code.shape[0]):
+        if code[i] == k:
+            x = np.float64(xyz[i, 0]) + ox
+            y = np.float64(xyz[i, 1]) + oy
+            xmin, xmax = min(xmin, x), max(xmax, x)
+            ymin, ymax = min(ymin, y), max(ymax, y)
+    return xmin, ymin, xmax, ymax
+
+
+@nb.njit(cache=True, nogil=True)
+def _cell_of(xyz, i, ox, oy, xmin, ymin, cell, ny):  # pragma: no cover
+    """Point ``i``'s flat BEV cell (row = x cell, column = y cell) of its class's grid."""
+    ci = np.int64(np.floor(((np.float64(xyz[i, 0]) + ox) - xmin) / cell))
+    cj = np.int64(np.floor(((np.float64(xyz[i, 1]) + oy) - ymin) / cell))
+    return ci * ny + cj
+
+
+@nb.njit(cache=True, nogil=True)
+def _occupancy(xyz, code, k, ox, oy, xmin, ymin, cell, ny, rgb, has_rgb, occ, cnt, sums):  # pragma: no cover  # fmt: skip
+    """Mark the cells holding a point of class ``k``; with ``has_rgb`` also count each cell's
+    points and sum their colours (integers: exact)."""
+    for i in range(code.shape[0]):
+        if code[i] == k:
+            f = _cell_of(xyz, i, ox, oy, xmin, ymin, cell, ny)
+            occ[f] = True
+            if has_rgb:
+                cnt[f] += 1
+                for c in range(3):
+                    sums[f, c] += rgb[i, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def _component_stats(xyz, code, k, ox, oy, xmin, ymin, cell, ny, grid, rgb, has_rgb, comp_of, count, lo, hi, csum):  # pragma: no cover  # fmt: skip
+    """Each point of class ``k``: its component (``grid`` label − 1; −1 none) into
+    ``comp_of``, and per component its point count, coordinate extremes (in ``xyz``'s own
+    type and frame) and colour sums."""
+    for i in range(code.shape[0]):
+        if code[i] != k:
+            continue
+        c = np.int64(grid[_cell_of(xyz, i, ox, oy, xmin, ymin, cell, ny)]) - 1
+        comp_of[i] = c
+        if c < 0:
+            continue
+        count[c] += 1
+        for a in range(3):
+            v = xyz[i, a]
+            if v < lo[c, a]:
+                lo[c, a] = v
+            if v > hi[c, a]:
+                hi[c, a] = v
+        if has_rgb:
+            for a in range(3):
+                csum[c, a] += rgb[i, a]
+
+
+@nb.njit(cache=True, nogil=True)
+def _mark_ids(code, k, comp_of, lut, labels):  # pragma: no cover
+    """``labels[i] = lut[comp_of[i] + 1]`` for the points of class ``k``."""
+    for i in range(code.shape[0]):
+        if code[i] == k:
+            labels[i] = lut[comp_of[i] + 1]
 
 
 def _components(
-    xy: NDArray[np.float64], cell_m: float, rgb: NDArray[Any] | None
-) -> tuple[NDArray[np.int64], int]:
-    """Component label (−1 = none) of each point, and the number of components; with ``rgb``,
-    only green-dominant cells are kept (terrain)."""
+    xyz: NDArray[Any],
+    code: NDArray[np.int8],
+    k: int,
+    origin: NDArray[np.float64],
+    cell_m: float,
+    rgb: NDArray[Any] | None,
+    green_only: bool,
+    comp_of: NDArray[np.int32],
+) -> tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64]]:
+    """The 8-connected components of class ``k``'s occupied BEV cells (``cell_m`` metres;
+    with ``green_only``, only the cells whose mean colour is green-dominant: lawns, pitches):
+    their number, and per component its point count, extremes (``xyz``'s type) and colour
+    sums; each class point's component (−1 none) goes to ``comp_of``."""
     from scipy import ndimage
 
-    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.int64)
-    shape = (int(ij[:, 0].max()) + 1, int(ij[:, 1].max()) + 1)
-    flat = ij[:, 0] * shape[1] + ij[:, 1]
-    occ = np.zeros(shape[0] * shape[1], bool)
-    occ[flat] = True
-    if rgb is not None:
-        occ &= _green_cells(ij, rgb, shape)
-    lab, n = ndimage.label(occ.reshape(shape), structure=np.ones((3, 3), bool))
-    return lab.reshape(-1)[flat].astype(np.int64) - 1, int(n)
+    ox, oy = float(origin[0]), float(origin[1])
+    xmin, ymin, xmax, ymax = _class_extent(xyz, code, k, ox, oy)
+    nx = int(np.floor((xmax - xmin) / cell_m)) + 1  # the cell of the largest x, as floor is
+    ny = int(np.floor((ymax - ymin) / cell_m)) + 1  # monotonic
+    has_rgb = rgb is not None and green_only
+    rgb_arr = np.asarray(rgb) if rgb is not None else np.zeros((1, 3), np.uint8)
+    occ = np.zeros(nx * ny, np.bool_)
+    cnt = np.zeros(nx * ny if has_rgb else 1, np.int64)
+    sums = np.zeros((nx * ny if has_rgb else 1, 3), np.int64)
+    _occupancy(xyz, code, k, ox, oy, xmin, ymin, cell_m, ny, rgb_arr, has_rgb, occ, cnt, sums)
+    if has_rgb:
+        mean = sums / np.maximum(cnt, 1).astype(np.float64)[:, None]
+        occ &= (mean[:, 1] > mean[:, 0] + 8) & (mean[:, 1] > mean[:, 2] + 8)
+    grid, ncomp = ndimage.label(occ.reshape(nx, ny), structure=np.ones((3, 3), bool))
+    ncomp = int(ncomp)
+    count = np.zeros(ncomp, np.int64)
+    lo = np.full((ncomp, 3), np.inf, dtype=xyz.dtype)
+    hi = np.full((ncomp, 3), -np.inf, dtype=xyz.dtype)
+    csum = np.zeros((ncomp, 3), np.int64)
+    _component_stats(
+        xyz, code, k, ox, oy, xmin, ymin, cell_m, ny, grid.reshape(-1), rgb_arr,
+        rgb is not None, comp_of, count, lo, hi, csum,
+    )  # fmt: skip
+    return ncomp, count, lo, hi, csum
 
 
 def build_proposals(
@@ -254,9 +333,9 @@ def build_proposals(
     hi_all: list[NDArray[np.float64]] = []
     cnt_all: list[NDArray[np.int64]] = []
     col_all: list[NDArray[np.float64]] = []
-    # per class: its points, their component (-1 none), the kept components, the first index
-    # of its proposals in ``names``
-    parts: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64], int]] = []
+    # per class: its code, its number of components, the kept ones, the first index of its
+    # proposals in ``names``
+    parts: list[tuple[int, int, NDArray[np.int64], int]] = []
     # one pass over the labels: each point's class (its index in ``classes``; -1 none)
     codes = [(k, ids) for k, c in enumerate(classes) if (ids := scheme.get(c, ()))]
     lut = np.full(max([max(ids) for _, ids in codes], default=0) + 1, -1, np.int8)
@@ -264,40 +343,31 @@ def build_proposals(
         lut[list(ids)] = k
     inside = (sem >= 0) & (sem < lut.size)
     code = np.where(inside, lut[np.where(inside, sem, 0)], np.int8(-1))
-    pts32 = np.asarray(xyz)
+    del inside
+    pts = np.ascontiguousarray(xyz)
+    comp_of = np.full(n, -1, np.int32)
     for k_cls, cls in enumerate(classes):
-        pick = np.flatnonzero(code == k_cls)
-        if pick.size == 0:
+        if not np.any(code == k_cls):
             continue
-        sub = pts32[pick]
-        # world metres of the BEV position (float64, as the components need them)
-        xy = sub[:, :2].astype(np.float64) + origin[:2]
-        col = None if rgb is None else np.asarray(rgb)[pick]
-        lab, k = _components(xy, CELL_M.get(cls, 1.0), col if cls == "Ground" else None)
-        del xy
+        k, counts, lo_c, hi_c, csum = _components(
+            pts, code, k_cls, origin, CELL_M.get(cls, 1.0), rgb, cls == "Ground", comp_of
+        )
         if k == 0:
             continue
-        keep = np.flatnonzero(lab >= 0)
-        order = keep[np.argsort(lab[keep], kind="stable")]
-        counts = np.bincount(lab[keep], minlength=k)
-        starts = np.r_[0, np.cumsum(counts)[:-1]]
         nonempty = counts > 0
-        s = starts[nonempty]
-        sp = sub[order]  # the cache frame's float32: x -> float64(x) + origin is monotonic, so
-        # the extremes map to the world extremes exactly
-        lo = np.minimum.reduceat(sp, s, axis=0).astype(np.float64) + origin
-        hi = np.maximum.reduceat(sp, s, axis=0).astype(np.float64) + origin
-        del sp, sub
+        # extremes in the cache frame's type: x -> float64(x) + origin is monotonic, so they
+        # map to the world extremes exactly
+        lo = lo_c[nonempty].astype(np.float64) + origin
+        hi = hi_c[nonempty].astype(np.float64) + origin
         cnt = counts[nonempty]
-        if col is not None:  # integer sums: exact in any order
-            sums = np.add.reduceat(col[order], s, axis=0, dtype=np.int64)
-            mean = sums.astype(np.float64) / cnt[:, None]
+        if rgb is not None:  # integer sums: exact in any order
+            mean = csum[nonempty].astype(np.float64) / cnt[:, None]
         else:
-            mean = np.full((len(s), 3), np.nan)
+            mean = np.full((len(cnt), 3), np.nan)
         area = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
         ok = (cnt >= MIN_POINTS.get(cls, 50)) & (area >= MIN_AREA_M2.get(cls, 0.0))
         comp_ids = np.flatnonzero(nonempty)[ok]
-        parts.append((pick, lab.astype(np.int32), comp_ids, len(names)))
+        parts.append((k_cls, k, comp_ids, len(names)))
         names += [cls] * int(ok.sum())
         lo_all.append(lo[ok])
         hi_all.append(hi[ok])
@@ -310,10 +380,10 @@ def build_proposals(
     reading = np.lexsort((centre[:, 0], -centre[:, 1]))  # north to south, then west to east
     rank = np.empty(len(names), np.int32)
     rank[reading] = np.arange(1, len(names) + 1, dtype=np.int32)
-    for pick, comp, comp_ids, first in parts:  # each point's mark id (0: its component is none)
-        lut = np.zeros(int(comp.max()) + 2, np.int32)
-        lut[comp_ids + 1] = rank[first : first + comp_ids.size]
-        labels[pick] = lut[comp + 1]
+    for k_cls, k, comp_ids, first in parts:  # each point's mark id (0: in no proposal)
+        id_of = np.zeros(k + 1, np.int32)
+        id_of[comp_ids + 1] = rank[first : first + comp_ids.size]
+        _mark_ids(code, k_cls, comp_of, id_of, labels)
     return (
         ProposalSet(
             mark_id=np.arange(1, len(names) + 1),
