@@ -170,7 +170,27 @@ def _pool(n: int) -> ProcessPoolExecutor:
         pool = _POOL[n] = ProcessPoolExecutor(
             max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
         )
+        _spawn_ignoring_sigint(pool, n)
     return pool
+
+
+def _noop() -> None:
+    """A task that does nothing (it makes the pool spawn a process)."""
+
+
+def _spawn_ignoring_sigint(pool: ProcessPoolExecutor, n: int) -> None:
+    """Start the pool's ``n`` processes now, with SIGINT blocked in this thread meanwhile: a
+    spawned interpreter inherits the blocked signal and keeps it through its start-up, so a
+    Ctrl-C (sent to the whole process group) that arrives while a worker is still starting
+    cannot kill its start-up with a fatal error (its initializer, which ignores SIGINT, only
+    runs once the interpreter is up). This process still gets that Ctrl-C: the signal goes to
+    another thread meanwhile, or waits until the block is lifted."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        for _ in range(n):  # each submit spawns one process while none is idle
+            pool.submit(_noop)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def shutdown_pool(*, wait: bool = False) -> None:
