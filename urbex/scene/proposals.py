@@ -162,6 +162,16 @@ def proposals_from_table(table: pa.Table) -> ProposalSet:
 
 
 @nb.njit(cache=True, nogil=True)
+def _class_codes(sem, lut):  # pragma: no cover
+    """Each point's ``lut[sem[i]]`` (its class's index), −1 for a label outside ``lut``."""
+    out = np.empty(sem.shape[0], np.int8)
+    for i in range(sem.shape[0]):
+        v = sem[i]
+        out[i] = lut[v] if 0 <= v < lut.shape[0] else -1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def _class_extent(xyz, code, k, ox, oy):  # pragma: no cover
     """World-metre x/y minima and maxima of the points of class ``k`` (``code[i] == k``):
     ``float64(x) + ox``, as the rest of this module computes world positions."""
@@ -223,7 +233,8 @@ def _component_stats(xyz, code, k, ox, oy, xmin, ymin, cell, ny, grid, rgb, has_
 
 @nb.njit(cache=True, nogil=True)
 def _mark_ids(code, k, comp_of, lut, labels):  # pragma: no cover
-    """``labels[i] = lut[comp_of[i] + 1]`` for the points of class ``k``."""
+    """``labels[i] = lut[comp_of[i] + 1]`` for the points of class ``k`` (``comp_of`` may be
+    ``labels`` itself)."""
     for i in range(code.shape[0]):
         if code[i] == k:
             labels[i] = lut[comp_of[i] + 1]
@@ -341,11 +352,9 @@ def build_proposals(
     lut = np.full(max([max(ids) for _, ids in codes], default=0) + 1, -1, np.int8)
     for k, ids in codes:
         lut[list(ids)] = k
-    inside = (sem >= 0) & (sem < lut.size)
-    code = np.where(inside, lut[np.where(inside, sem, 0)], np.int8(-1))
-    del inside
+    code = _class_codes(sem, lut)
     pts = np.ascontiguousarray(xyz)
-    comp_of = np.full(n, -1, np.int32)
+    comp_of = labels  # each class point's component first, then its mark id (_mark_ids)
     for k_cls, cls in enumerate(classes):
         if not np.any(code == k_cls):
             continue
