@@ -316,8 +316,9 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
     def snapshot() -> Any:
         return rows(read_episodes(run)), rows(read_steps(run)), _digest(run / "metrics.parquet")
 
-    # 0.25 s per reply: the episodes take most of the run, so most kills land among them
-    with StubServer(latency_s=0.25, turns=2, max_lifetime_s=300) as stub:
+    # 0.5 s per reply: the episodes take most of the run (the interpreter's start-up is the
+    # rest, a larger share on a loaded machine), so most kills land among them
+    with StubServer(latency_s=0.5, turns=2, max_lifetime_s=300) as stub:
         doc = yaml.safe_load(project.read_text())
         files = {}
         for n in (1, 4):

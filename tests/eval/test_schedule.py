@@ -26,6 +26,13 @@ def _run(assets: Path, run_id: str, **eval_kw):
     return evaluate(p, spec, run_id=run_id, progress=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_workers():
+    """Each test starts without the worker processes an earlier run in this process kept."""
+    shutdown_pool(wait=True)
+    yield
+
+
 def test_a_short_run_starts_no_worker_process_and_says_why(assets):
     r = _run(assets, "short")  # seconds of episodes left < eval.parallel_min_s (2 s)
     assert "< eval.parallel_min_s 2 s: no worker processes" in r.schedule
