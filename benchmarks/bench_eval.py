@@ -46,7 +46,7 @@ import polars as pl
 from urbex.agents.registry import make_policy, policy_class_sizes
 from urbex.annotations.splits import load_queries
 from urbex.config import Params
-from urbex.env.protocol import system_prompt
+from urbex.env.prompts import system_prompt
 from urbex.env.world import World
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate

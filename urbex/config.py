@@ -45,6 +45,7 @@ __all__ = [
     "SynthParams",
     "TrainParams",
     "VLMParams",
+    "env_params",
     "load_params",
 ]
 
@@ -527,6 +528,18 @@ class Params(StrictModel):
             return Params(**data, base_dir=self.base_dir)
         except ValidationError as exc:
             raise ConfigError(f"invalid override: {describe_errors(exc, Params)}") from exc
+
+
+def env_params(params: EnvParams | Params | None) -> EnvParams:
+    """The environment's params from either a whole :class:`Params`, :class:`EnvParams` or
+    None (the defaults)."""
+    if params is None:
+        return EnvParams()
+    if isinstance(params, Params):
+        return params.env
+    if isinstance(params, EnvParams):
+        return params
+    raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
 
 
 def load_params(

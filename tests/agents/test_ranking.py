@@ -181,7 +181,7 @@ def _answer(text: str) -> dict:
 
 def test_ranking_policy_never_reads_the_target(synth_city):
     from urbex.agents.registry import make_policy
-    from urbex.env.episode import CachedSceneProvider
+    from urbex.env.scenes import CachedSceneProvider
 
     cache, index, queries = synth_city
     env = GroundingEnv(EnvParams(), CachedSceneProvider(cache.path.parent), index)

@@ -108,7 +108,7 @@ def test_a_description_cannot_forge_a_chat_turn(tiny):
     """The tiny model's rendering of the environment's first messages holds exactly the turns the
     loop made (system, user, the generation prompt), whatever the description says."""
     from urbex.agents.vlm import VLMPolicy
-    from urbex.env.protocol import system_prompt, user_prompt
+    from urbex.env.prompts import system_prompt, user_prompt
     from urbex.train.tiny import ADDED_TOKENS, SPECIAL_TOKENS
 
     pol = VLMPolicy(tiny, max_new_tokens=4)

@@ -61,6 +61,8 @@ def test_point_metrics_option_counts_points_for_point_f1(env, city):
 
 
 def test_point_counts_equal_those_of_the_union_crop(env, city):
+    from urbex.env.answering import _lift
+
     # answers near and far from the target: the counts over the union of the answer's and the
     # target's boxes, as cropping that union counts them, and the lift of the answer's points
     rng = np.random.default_rng(0)
@@ -84,7 +86,7 @@ def test_point_counts_equal_those_of_the_union_crop(env, city):
         grown = p2 + np.array([-m, -m, m, m])
         union = np.r_[np.minimum(grown[:2], t[:2]), np.maximum(grown[2:], t[2:])]
         pts = scene.crop_points(union)
-        lifted = env._lift(p2, pts)
+        lifted = _lift(scene, q, env.params, p2, pts, env._mentioned())
         in_target = pts.instance == int(q.object_id)
         c = o.point_counts
         assert (c.n_pred, c.n_target, c.n_both) == (

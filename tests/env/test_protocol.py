@@ -13,7 +13,6 @@ from urbex.env.protocol import (
     Invalid,
     ToolCall,
     parse_action,
-    system_prompt,
     validate_tool_call,
 )
 from urbex.env.tools import TOOLS, openai_tool_schemas
@@ -232,21 +231,6 @@ def test_answer_boxes_validated_exactly(box, view):
 def test_validate_tool_call_non_mapping_arguments():
     a = validate_tool_call("zoom_in", [1, 2], known_views=VIEWS)
     assert isinstance(a, Invalid) and "JSON object" in a.reason and a.tool == "zoom_in"
-
-
-def test_system_prompt_has_paper_parts():
-    p = system_prompt()
-    for part in (
-        "## Tools",
-        "## Coordinates",
-        "## Actions",
-        "<tool_call>",
-        "<answer>",
-        "0 to 1000",
-        "oblique",
-    ):
-        assert part in p
-    assert "<tools>" in system_prompt(include_tool_schemas=True)
 
 
 def test_openai_schemas_match_tool_definitions():

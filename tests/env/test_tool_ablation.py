@@ -9,7 +9,8 @@ import pytest
 
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv
-from urbex.env.protocol import ToolCall, parse_action, system_prompt, validate_tool_call
+from urbex.env.prompts import system_prompt
+from urbex.env.protocol import ToolCall, parse_action, validate_tool_call
 from urbex.env.tools import openai_tool_schemas
 from urbex.env.trl_adapter import grpo_rows, make_environment_class
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from urbex.env.protocol import user_prompt
+from urbex.env.prompts import user_prompt
 from urbex.language.chat import chat_safe
 from urbex.train.tiny import ADDED_TOKENS, SPECIAL_TOKENS
 

@@ -110,8 +110,9 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
 
     from urbex.agents.vlm import VLMPolicy
     from urbex.annotations.splits import load_queries
-    from urbex.env.episode import CachedSceneProvider, GroundingEnv
+    from urbex.env.episode import GroundingEnv
     from urbex.env.play import play_episode
+    from urbex.env.scenes import CachedSceneProvider
     from urbex.train.sft import sft
     from urbex.train.teacher import teacher_trajectories
 

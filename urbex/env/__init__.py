@@ -3,9 +3,11 @@
 Heavy dependencies (scene caches, trl, PIL) are imported lazily inside functions.
 """
 
-from urbex.env.episode import CachedSceneProvider, GroundingEnv, make_global_view
-from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action, system_prompt, user_prompt
+from urbex.env.episode import GroundingEnv, make_global_view
+from urbex.env.prompts import system_prompt, user_prompt
+from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action
 from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step
+from urbex.env.scenes import CachedSceneProvider
 from urbex.env.tools import TOOLS, openai_tool_schemas
 from urbex.env.views import EpisodeView, ViewRegistry
 

@@ -22,21 +22,20 @@ invalid-action penalty still apply.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.config import EnvParams, Params
+from urbex.config import EnvParams, Params, env_params
 from urbex.env import rewards as R
-from urbex.env.lift import Lift, lift_answer
+from urbex.env.answering import answer_points, snap_to_proposal
 from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
+from urbex.env.prompts import user_prompt
 from urbex.env.protocol import (
     Action,
     Answer,
@@ -44,23 +43,20 @@ from urbex.env.protocol import (
     MarkAnswer,
     ToolCall,
     parse_action,
-    user_prompt,
     validate_tool_call,
 )
-from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step, StopReason
+from urbex.env.records import EpisodeOutcome, Query, Step, StopReason, json_arguments
+from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS, ToolResult, mark_view
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 from urbex.language import parse
-from urbex.scene import SceneCache
 
 __all__ = [
-    "CachedSceneProvider",
     "GroundingEnv",
     "Observation",
     "Query",
-    "SceneProvider",
     "Step",
     "make_global_view",
 ]
@@ -68,69 +64,8 @@ __all__ = [
 #: Scenes whose marks (proposals, attribute words, map names) an environment keeps.
 _MARK_CACHE = 8
 
-#: A callable scene_id → opened scene cache (``urbex.scene.SceneCache``).
-SceneProvider = Callable[[str], Any]
-
 #: ``{"text": str, "images": list[PIL.Image.Image], "view_ids": list[str]}`` — the new content.
 Observation = dict[str, Any]
-
-
-class CachedSceneProvider:
-    """Opens scene caches ``root/<scene_id>`` on demand and keeps the ``maxsize`` most recent.
-
-    Parameters
-    ----------
-    root : path
-        Directory holding one cache directory per scene (``assets/scenes``).
-    maxsize : int
-        Opened caches kept (least recently used dropped first).
-    """
-
-    def __init__(self, root: str | Path, *, maxsize: int = 8) -> None:
-        if maxsize < 1:
-            raise ValueError(f"maxsize: expected >= 1, got {maxsize}")
-        self.root = Path(root)
-        self.maxsize = maxsize
-        self._open: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()  # environments of several threads share one provider
-
-    def __call__(self, scene_id: str) -> Any:
-        with self._lock:
-            if scene_id in self._open:
-                self._open.move_to_end(scene_id)
-                return self._open[scene_id]
-
-            cache = SceneCache.open(self.root / scene_id)
-            self._open[scene_id] = cache
-            while len(self._open) > self.maxsize:
-                self._open.popitem(last=False)
-            return cache
-
-
-def _seed_of(seed: int, query: Query) -> int:
-    """A per-episode seed from a base seed and the query id (stable across processes)."""
-    import zlib
-
-    return (int(seed) * 1_000_003 + zlib.crc32(query.query_id.encode())) % (2**31)
-
-
-def _json_native(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Validated tool arguments as JSON-native values (tuples → lists), as the agent wrote them.
-
-    >>> _json_native({"bbox_2d": (1.0, 2.0, 3.0, 4.0), "view_id": "global"})
-    {'bbox_2d': [1.0, 2.0, 3.0, 4.0], 'view_id': 'global'}
-    """
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items()}
-
-
-def _env_params(params: EnvParams | Params | None) -> EnvParams:
-    if params is None:
-        return EnvParams()
-    if isinstance(params, Params):
-        return params.env
-    if isinstance(params, EnvParams):
-        return params
-    raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
 
 
 @dataclass(slots=True)
@@ -185,7 +120,7 @@ class GroundingEnv:
         *,
         global_views: GlobalViews | None = None,
     ) -> None:
-        self.params = _env_params(params)
+        self.params = env_params(params)
         if global_views is not None and global_views.params != self.params:
             raise ValueError(
                 "global_views: built for other env params (global_view_size "
@@ -338,7 +273,7 @@ class GroundingEnv:
             props, words, names, marked = self._scene_marks(query.scene_id, scene, glob)
             shuffle = None
             if self._mark_id_seed is not None:
-                shuffle = shuffled_ids(props.mark_id, _seed_of(self._mark_id_seed, query))
+                shuffle = shuffled_ids(props.mark_id, self._mark_id_seed, query.query_id)
             marks = MarkState(
                 proposals=props, params=self.params.marks, words=words, names=names,
                 to_display=shuffle,
@@ -484,7 +419,7 @@ class GroundingEnv:
             tool, args = action.tool, {"raw": (raw or "")[:2000]}
         elif isinstance(action, ToolCall):
             out = self._tool(action)
-            tool, args = action.name, _json_native(action.arguments)
+            tool, args = action.name, json_arguments(action.arguments)
         elif isinstance(action, MarkAnswer):
             out = self._answer_mark(action)
             tool, args = "answer", {"mark": action.mark}
@@ -551,34 +486,13 @@ class GroundingEnv:
             if self._ctx.marks is not None:
                 self._ctx.marks.show(res.view.marks)
             out.images, out.view_ids, out.view = [res.view.image], [res.view.view_id], res.view
-            out.shaping = self._view_shaping(res.view, prev)
+            out.shaping = R.view_shaping(res.view, prev, self.query.target_box_2d, self.params)
         return out
 
     def _shaping_anchor(self) -> NDArray[np.float64]:
         """Centre (world XY) the next zoom is compared with: last zoom, else the global view."""
         last = self.views.last("zoom") or self.views["global"]
         return last.center_world()
-
-    def _view_shaping(self, view: EpisodeView, prev_center: NDArray[np.float64]) -> float:
-        p = self.params
-        tgt = self.query.target_box_2d
-        if tgt is None:  # free-text query: shaping needs ground truth
-            return 0.0
-        tc = (tgt[:2] + tgt[2:]) / 2
-        if view.kind == "zoom":
-            d_prev = float(np.hypot(*(prev_center - tc)))
-            d_new = float(np.hypot(*(view.center_world() - tc)))
-            return float(
-                R.zoom_shaping(
-                    d_prev, d_new, tau_m=p.tau_m, scale=p.zoom_shaping_scale, cap=p.zoom_shaping_cap
-                )
-            )
-        if view.kind == "oblique":
-            ov = R.oblique_overlap(view.world_box, tgt)
-            return float(
-                R.oblique_shaping(ov, scale=p.oblique_shaping_scale, cap=p.oblique_shaping_cap)
-            )
-        return 0.0
 
     def _answer(self, ans: Answer) -> _Outcome:
         view = self.views[ans.view_id]
@@ -590,7 +504,8 @@ class GroundingEnv:
         snap: dict[str, Any] | None = None
         mark: int | None = None
         if self.params.answer_snap == "proposal":
-            snap = self._snap(pred2d)
+            target = parse(self.query.description, self._mentioned()).target_class
+            snap = snap_to_proposal(pred2d, self.scene.proposals, target, self.params.snap_min_iou)
             if "mark" in snap:
                 mark = int(snap["mark"])
                 pred2d = np.asarray(snap["box_2d_m"], dtype=np.float64)
@@ -613,34 +528,11 @@ class GroundingEnv:
         text = f"Answer received: mark {ans.mark}. The episode is over."
         return _Outcome(text=text, terminal=terminal, terminated=True)
 
-    def _snap(self, pred2d: NDArray[np.float64]) -> dict[str, Any]:
-        """``env.answer_snap: proposal``: the proposal of the described class that overlaps the
-        box answer best, when their BEV IoU reaches ``env.snap_min_iou``; else why the box
-        stands. The scene's proposals, never its instances."""
-        q = self.query
-        index = self.landmarks
-        names = index.mentions(q.description, q.scene_id) if index is not None else []
-        cls = parse(q.description, names).target_class
-        if cls is None:
-            return {"kept": "the description names no target class"}
-        props = self.scene.proposals
-        rows = np.flatnonzero(props.class_name == cls)
-        if rows.size == 0:
-            return {"kept": f"the scene has no {cls} proposal"}
-        ious = np.asarray(iou_2d(pred2d[None], props.box_2d_m[rows])).reshape(-1)
-        k = int(np.argmax(ious))
-        if ious[k] < self.params.snap_min_iou:
-            return {
-                "kept": f"no {cls} proposal overlaps the box enough (best BEV IoU "
-                f"{ious[k]:.2f} < env.snap_min_iou {self.params.snap_min_iou:g})"
-            }
-        r = int(rows[k])
-        return {
-            "mark": int(props.mark_id[r]),
-            "iou": round(float(ious[k]), 4),
-            "box_2d_m": [float(v) for v in props.box_2d_m[r]],
-            "answer_box_2d_m": [float(v) for v in pred2d],
-        }
+    def _mentioned(self) -> list[str]:
+        """The landmark names the query's description mentions (this env's landmark index):
+        their words are not read as its class nouns."""
+        q, index = self.query, self.landmarks
+        return index.mentions(q.description, q.scene_id) if index is not None else []
 
     def _finish(
         self,
@@ -661,34 +553,19 @@ class GroundingEnv:
         iou_b, dist = 0.0, float("inf")
         pred3d, n_pts, counts = None, 0, None
         if pred2d is not None:
-            tgt = q.target_box_2d
-            count = self._point_metrics and tgt is not None
-            # the points under the footprint (plus the lift's margin; none for a proposal's own
-            # points); point F1 counts over the union of that crop with the target's box
-            lifted_margin = self.params.answer_lift == "semantic" and mark is None
-            m = self.params.answer_lift_margin_m if lifted_margin else 0.0
-            crop_box = pred2d + np.array([-m, -m, m, m])
-            union = None
-            if count:
-                assert tgt is not None
-                union = np.concatenate(
-                    [np.minimum(crop_box[:2], tgt[:2]), np.maximum(crop_box[2:], tgt[2:])]
-                )
-            idx = self.scene.crop_indices(self._answer_box(crop_box, union))
-            pts = self.scene.points_at(idx)
-            if mark is not None:
-                props = self.scene.proposals
-                mask = np.asarray(self.scene.proposal_of(idx) == mark)
-                pred3d = props.box_3d_m(props.row(mark))
-            else:
-                lifted = self._lift(pred2d, pts)
-                mask, pred3d = lifted.mask, lifted.box_3d_m
-            n_pts = int(np.count_nonzero(mask))
-            if tgt is not None:
-                iou_b = float(iou_2d(pred2d, tgt))
-                dist = float(center_distance_2d(pred2d, tgt))
-                if union is not None:
-                    counts = self._point_counts(mask, pts, union)
+            found = answer_points(
+                self.scene,
+                q,
+                self.params,
+                pred2d,
+                mark=mark,
+                names=self._mentioned() if mark is None else [],
+                point_metrics=self._point_metrics,
+            )
+            pred3d, n_pts, counts = found.box_3d_m, found.n_points, found.counts
+            if q.target_box_2d is not None:
+                iou_b = float(iou_2d(pred2d, q.target_box_2d))
+                dist = float(center_distance_2d(pred2d, q.target_box_2d))
         terms = R.terminal_terms(iou_b, dist, self._turn, **R.weights(self.params))
         terminal = float(R.terminal_sum(terms))
         box_view = None
@@ -712,64 +589,3 @@ class GroundingEnv:
             iou_bev=iou_b,
         )
         return terminal
-
-    def _lift(self, pred2d: NDArray[np.float64], pts: Any) -> Lift:
-        """BEV box → 3D box + point mask (world m) over ``pts`` (``env.answer_lift``); the
-        landmark names the description mentions (this env's landmark index) are not read as
-        its class nouns."""
-        floor = float(np.asarray(self.scene.bounds, dtype=np.float64).reshape(-1)[2])
-        q = self.query
-        index = self.landmarks
-        names = index.mentions(q.description, q.scene_id) if index is not None else []
-        return lift_answer(
-            pred2d,
-            pts.world_xyz(),
-            pts.semantic,
-            class_scheme=pts.class_scheme,
-            description=self.query.description,
-            mode=self.params.answer_lift,
-            margin_m=self.params.answer_lift_margin_m,
-            floor_z_m=floor,
-            names=names,
-        )
-
-    def _answer_box(
-        self, crop_box: NDArray[np.float64], union: NDArray[np.float64] | None
-    ) -> NDArray[np.float64]:
-        """The box (world m) whose points the answer is lifted from: ``crop_box`` or, when point
-        F1 is counted, the part of the ``union`` crop (the crop box's union with the target's)
-        that the lift can keep, without gathering the rest of the union.
-
-        The lift keeps points inside ``crop_box`` by a world-frame test, the crop selects by a
-        cache-frame one; the two may differ by a rounding on the box's edge, so the crop box is
-        padded by a millimetre and cut to the union: the crop of that intersection is exactly
-        the union crop's points in it (the cache-frame test of two boxes at once is the test of
-        their intersection), so the lift sees what it would see in the whole union's crop, in
-        the same order.
-        """
-        if union is None:
-            return crop_box
-        padded = crop_box + np.array([-1e-3, -1e-3, 1e-3, 1e-3])
-        return np.concatenate(
-            [np.maximum(padded[:2], union[:2]), np.minimum(padded[2:], union[2:])]
-        )
-
-    def _point_counts(
-        self, pred_mask: NDArray[np.bool_], pts: Any, union: NDArray[np.float64]
-    ) -> PointCounts | None:
-        """Point counts for point F1 over the points under ``union`` (the predicted and target
-        BEV boxes' union, world m): the answer's points (``pred_mask`` over ``pts``) against
-        the target instance's (counted by the scene from its instance's points, not by cropping
-        the union); None without instance ids or a numeric target id."""
-        oid = self.query.object_id
-        if not oid.lstrip("-").isdigit() or pts.instance is None:
-            return None
-        n_target = self.scene.count_instance_points(int(oid), union)
-        if n_target is None:
-            return None
-        in_target = np.asarray(pts.instance) == int(oid)
-        return PointCounts(
-            n_pred=int(np.count_nonzero(pred_mask)),
-            n_target=n_target,
-            n_both=int(np.count_nonzero(pred_mask & in_target)),
-        )

@@ -328,13 +328,17 @@ def mark_words(proposals: ProposalSet) -> dict[int, tuple[str, ...]]:
     return out
 
 
-def shuffled_ids(mark_ids: NDArray[Any], seed: int) -> dict[int, int]:
-    """A seeded one-to-one map of a scene's mark ids onto ids drawn from ``1..max(2K, 99)``.
+def shuffled_ids(mark_ids: NDArray[Any], seed: int, query_id: str = "") -> dict[int, int]:
+    """A seeded one-to-one map of a scene's mark ids onto ids drawn from ``1..max(2K, 99)``, per
+    episode: seeded by ``seed`` and ``query_id`` (stable across processes).
 
     >>> m = shuffled_ids(np.arange(1, 6), seed=0)
     >>> sorted(m) == [1, 2, 3, 4, 5] and len(set(m.values())) == 5 and max(m.values()) <= 99
     True
     """
+    import zlib
+
+    seed = (int(seed) * 1_000_003 + zlib.crc32(query_id.encode())) % (2**31) if query_id else seed
     ids = [int(v) for v in np.asarray(mark_ids).tolist()]
     pool = np.arange(1, max(2 * len(ids), 99) + 1)
     drawn = np.random.default_rng([seed, 4242]).choice(pool, size=len(ids), replace=False)

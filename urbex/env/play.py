@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from urbex.env.protocol import system_prompt
+from urbex.env.prompts import system_prompt
 from urbex.env.trajectory import Trajectory
 from urbex.errors import PolicyTimeoutError
 

@@ -329,3 +329,13 @@ class EpisodeOutcome:
     def reward(self) -> float:
         """The episode return: ``reward_shaping + reward_terminal``."""
         return self.reward_shaping + self.reward_terminal
+
+
+def json_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated tool arguments as JSON-native values (tuples → lists), as the agent wrote them
+    (a step's ``arguments``).
+
+    >>> json_arguments({"bbox_2d": (1.0, 2.0, 3.0, 4.0), "view_id": "global"})
+    {'bbox_2d': [1.0, 2.0, 3.0, 4.0], 'view_id': 'global'}
+    """
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in arguments.items()}

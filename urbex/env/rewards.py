@@ -37,6 +37,7 @@ __all__ = [
     "terminal_reward",
     "terminal_sum",
     "terminal_terms",
+    "view_shaping",
     "weights",
     "zoom_shaping",
 ]
@@ -239,3 +240,31 @@ def weights(params: EnvParams) -> dict[str, Any]:
         "tau_m": params.tau_m,
         "lambda_step": params.lambda_step,
     }
+
+
+def view_shaping(
+    view: Any,
+    prev_center_m: NDArray[np.float64],
+    target_box_2d_m: NDArray[np.float64] | None,
+    params: EnvParams,
+) -> float:
+    """The shaping reward of a new tool view (an :class:`urbex.env.views.EpisodeView`): a
+    zoom's progress towards the target's centre from ``prev_center_m`` (world XY, the last
+    zoom's or the global view's centre), an oblique view's overlap with the target; 0 for
+    other views and for a free-text query (shaping needs ground truth)."""
+    p, tgt = params, target_box_2d_m
+    if tgt is None:
+        return 0.0
+    tc = (tgt[:2] + tgt[2:]) / 2
+    if view.kind == "zoom":
+        d_prev = float(np.hypot(*(prev_center_m - tc)))
+        d_new = float(np.hypot(*(view.center_world() - tc)))
+        return float(
+            zoom_shaping(
+                d_prev, d_new, tau_m=p.tau_m, scale=p.zoom_shaping_scale, cap=p.zoom_shaping_cap
+            )
+        )
+    if view.kind == "oblique":
+        ov = oblique_overlap(view.world_box, tgt)
+        return float(oblique_shaping(ov, scale=p.oblique_shaping_scale, cap=p.oblique_shaping_cap))
+    return 0.0

@@ -29,16 +29,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from urbex.config import EnvParams, Params
-from urbex.env.episode import GroundingEnv, Query, SceneProvider, _env_params, make_global_view
+from urbex.config import EnvParams, Params, env_params
+from urbex.env.episode import GroundingEnv, Query, make_global_view
+from urbex.env.prompts import system_prompt, user_prompt
 from urbex.env.protocol import (
     Invalid,
     ToolCall,
     parse_action,
-    system_prompt,
-    user_prompt,
     validate_tool_call,
 )
+from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS
 
 __all__ = [
@@ -246,7 +246,7 @@ def make_environment_class(
         ``landmark_query``, ``zoom_in``, ``oblique_render``), and ``get_reward()``; ``.env`` is
         the wrapped episode.
     """
-    p = _env_params(params)
+    p = env_params(params)
     default_el = float(p.oblique_elevation_deg)
 
     class UrbexGroundingEnv(_Base):
@@ -365,7 +365,7 @@ def grpo_rows(
 
     The system prompt omits the tool schemas: trl's Qwen3-VL chat template lists them.
     """
-    p = _env_params(params)
+    p = env_params(params)
     sys = system_prompt(p)
     rows = []
     cache: dict[str, Any] = {}

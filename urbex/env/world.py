@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from urbex.config import Params
-from urbex.env.episode import CachedSceneProvider, GroundingEnv
+from urbex.env.episode import GroundingEnv
+from urbex.env.scenes import CachedSceneProvider
 from urbex.errors import LandmarkError
 from urbex.landmarks.lookup import LandmarkIndex, landmark_index
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from urbex.env.protocol import system_prompt
+from urbex.env.prompts import system_prompt
 from urbex.env.trl_adapter import template_tool_schemas
 
 if TYPE_CHECKING:
