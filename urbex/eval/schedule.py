@@ -29,7 +29,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +40,14 @@ from urbex.config import Params
 from urbex.env.policy import Policy
 from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
-from urbex.eval.episodes import EpisodeRecord, ShardWriter, StepRow, write_chunk
+from urbex.eval.episodes import EpisodeRecord, StepRow, write_chunk
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runspec import RunSpec
+from urbex.eval.shards import ShardWriter
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 __all__ = ["Played", "play_pending", "shutdown_pool"]
 
@@ -62,16 +63,12 @@ class Played:
     ----------
     n : int
         Episodes played.
-    tables : dict
-        The episodes tables published, by shard name (:func:`urbex.eval.episodes.read_episodes`'s
-        ``known``; the in-flight path keeps none).
     schedule : str or None
         How the episodes were shared out, when worker processes were allowed (the decision and
         the figures it was made on).
     """
 
     n: int
-    tables: dict[str, pa.Table] = field(default_factory=dict)
     schedule: str | None = None
 
 
@@ -133,12 +130,11 @@ def _pool_prepare(args: tuple[Any, ...]) -> None:
     _worker_player(args).warm(args[6][0])
 
 
-def _pool_chunk(args: tuple[Any, ...]) -> tuple[int, dict[str, pa.Table]]:
-    """A worker process's task: one chunk, played and published; its episodes tables back."""
+def _pool_chunk(args: tuple[Any, ...]) -> int:
+    """A worker process's task: one chunk, played and published; the episodes played."""
     player = _worker_player(args)
     with ShardWriter(args[7], rows=player.rows) as writer:
-        n = _play_chunk(player, args[6], writer)
-    return n, writer.tables
+        return _play_chunk(player, args[6], writer)
 
 
 def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
@@ -242,7 +238,6 @@ class _Feeder:
         task: Callable[[list[Query]], tuple[Any, ...]],
         slots: int,
     ) -> None:
-        self.tables: dict[str, pa.Table] = {}
         self._pool, self._chunks, self._task, self._slots = pool, chunks, task, slots
         self._done: queue.SimpleQueue[Future[Any] | BaseException | None] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -297,8 +292,7 @@ class _Feeder:
             elif isinstance(item, BaseException):
                 raise item
             else:
-                k, tables = item.result()
-                self.tables.update(tables)
+                k = item.result()
                 bar.update(k)
                 n += k
         return n
@@ -317,9 +311,9 @@ def _with_workers(
     n_workers: int,
     task: Callable[[list[Query]], tuple[Any, ...]],
     say: Callable[[str], None],
-) -> tuple[int, dict[str, pa.Table], str]:
+) -> tuple[int, str]:
     """Play ``chunks`` here and in ``n_workers - 1`` worker processes (see the module
-    docstring); returns the episodes played, the workers' tables and the decision."""
+    docstring); returns the episodes played and the decision."""
     n_proc = n_workers - 1
     feeder: _Feeder | None = None
     label = f"{player.policy_name}/{player.split}"
@@ -364,7 +358,7 @@ def _with_workers(
             feeder.stop()
             shutdown_pool()  # the tasks running finish their shards; a rerun resumes
         raise
-    return played, ({} if feeder is None else feeder.tables), note
+    return played, note
 
 
 def play_pending(
@@ -415,15 +409,15 @@ def play_pending(
         parallel = policy_info(policy).parallel and policy_obj is None and n_workers > 1
         with ShardWriter(d, rows=player.rows) as writer:
             if parallel and len(chunks) > 1:
-                played, tables, note = _with_workers(
+                played, note = _with_workers(
                     params, player, _Chunks(chunks), writer, bar, n_workers, task, say
                 )
             else:
-                played, tables, note = 0, {}, ""
+                played, note = 0, ""
                 for c in chunks:
                     n = _play_chunk(player, c, writer)
                     played += n
                     bar.update(n)
-        return Played(n=played, tables={**writer.tables, **tables}, schedule=note or None)
+        return Played(n=played, schedule=note or None)
     finally:
         bar.close()
