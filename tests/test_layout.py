@@ -131,7 +131,8 @@ _CHECKPOINTS = [None, "/ck/step 300", "/ck/modèle+ü", "ck/..", ".", "/", "a\\b
 def test_layout_takes_every_derived_run_id(tmp_path, checkpoint):
     """The runner's default run ids (:class:`RunSpec`) are safe names whatever the checkpoint."""
     from urbex.agents.registry import POLICY_NAMES
-    from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+    from urbex.eval.perturb import LandmarkPerturbation
+    from urbex.eval.runspec import RunSpec
 
     perturbations = [
         LandmarkPerturbation(),

@@ -15,8 +15,6 @@ from urbex.eval.metrics import (
     candidate_scores,
     episode_metrics,
     hit_at_k,
-    point_f1,
-    points_in_box_3d,
     target_ranks,
 )
 
@@ -121,15 +119,6 @@ def test_episode_metrics_no_answer_is_all_misses():
     m = episode_metrics(None, GT, 0)
     assert not (m["valid_answer"] or m["hit1"] or m["hit5"])
     assert m["iou_bev"] == 0.0 and m["target_rank"] == 0 and math.isnan(m["center_dist_m"])
-
-
-def test_point_f1_empty_sides_are_zero_not_nan():
-    assert point_f1([], []) == (0.0, 0.0, 0.0)
-    assert point_f1([True], [False]) == (0.0, 0.0, 0.0)
-
-
-def test_points_in_box_3d_inclusive_bounds():
-    assert points_in_box_3d([[1, 1, 1], [1, 1, 1.01]], [0, 0, 0, 1, 1, 1]).tolist() == [True, False]
 
 
 def test_area_ratio_degenerate_target_is_nan():

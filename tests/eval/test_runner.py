@@ -17,8 +17,9 @@ from urbex.config import Params
 from urbex.env.policy import PolicyBase
 from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
+from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runner import evaluate
-from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample, read_spec
+from urbex.eval.runspec import RunSpec, Sample, read_spec
 from urbex.eval.schedule import shutdown_pool
 
 # columns that legitimately differ between two runs of the same episodes

@@ -10,10 +10,9 @@ import pytest
 
 from urbex.config import Params
 from urbex.errors import ConfigError
-from urbex.eval.perturb import perturbation_tag
+from urbex.eval.perturb import LandmarkPerturbation, perturbation_tag
 from urbex.eval.runspec import (
     SPEC_COLUMNS,
-    LandmarkPerturbation,
     RunSpec,
     Sample,
     clean_twins,

@@ -10,7 +10,8 @@ import pytest
 from tests.fixtures.metrics import write_metrics as _metrics
 from tests.fixtures.metrics import write_spec_run as _spec_run
 from urbex.config import Params
-from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+from urbex.eval.perturb import LandmarkPerturbation
+from urbex.eval.runspec import RunSpec
 from urbex.report.comparison import report_table, to_markdown
 from urbex.report.publish import report
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from urbex.eval.runspec import LandmarkPerturbation, RunSpec, Sample
+from urbex.eval.perturb import LandmarkPerturbation
+from urbex.eval.runspec import RunSpec, Sample
 from urbex.report.diagnostics import (
     box_extent,
     disambiguation,

@@ -220,7 +220,7 @@ STOP_REASONS: tuple[StopReason, ...] = ("answer", "budget", "timeout", "stopped"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PointCounts:
-    """Point counts for point-level F1 (:func:`urbex.eval.metrics.point_f1_counts`).
+    """Point counts for point-level F1 (:func:`urbex.eval.point_metrics.point_f1_counts`).
 
     Over the points of the scene under the union of the predicted and target BEV boxes:
     ``n_pred`` lie under the predicted footprint (all z), ``n_target`` belong to the target

@@ -22,6 +22,8 @@ Frames: landmark ``x, y`` and footprints are world metres (scene frame).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PERTURBATIONS",
+    "LandmarkPerturbation",
     "PerturbedLandmarks",
     "perturb_landmark_table",
     "perturbation_tag",
@@ -218,3 +221,89 @@ class PerturbedLandmarks:
             if len(self._cache) > 256:  # bounded: a run visits many queries
                 self._cache.pop(next(iter(self._cache)))
         return self._cache[key]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LandmarkPerturbation:
+    """The landmark map a run plays against (:mod:`urbex.eval.perturb`).
+
+    Only the parameters that mean something for the mode are set: ``noise`` has ``noise_m``
+    (metres) and ``seed``; ``wrong`` has ``seed``; ``missing`` and ``none`` have neither.
+
+    >>> LandmarkPerturbation(mode="noise", noise_m=10.0, seed=0).tag
+    'noise10'
+    >>> LandmarkPerturbation().tag
+    'none'
+    >>> LandmarkPerturbation(mode="missing", seed=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: landmark perturbation 'missing': seed must be None (only noise/wrong are seeded), got 0
+    """
+
+    mode: str = "none"
+    noise_m: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+
+        if self.mode not in PERTURBATIONS:
+            raise ValueError(
+                f"landmark perturbation mode: expected one of {PERTURBATIONS}, got {self.mode!r}"
+            )
+        if self.mode == "noise":
+            if not isinstance(self.noise_m, int | float) or isinstance(self.noise_m, bool):
+                raise ValueError(
+                    f"landmark perturbation 'noise': noise_m must be a number of metres, "
+                    f"got {self.noise_m!r}"
+                )
+            if not (math.isfinite(self.noise_m) and self.noise_m > 0):
+                raise ValueError(
+                    f"landmark perturbation 'noise': noise_m must be > 0 m, got {self.noise_m!r}"
+                )
+            object.__setattr__(self, "noise_m", float(self.noise_m))
+        elif self.noise_m is not None:
+            raise ValueError(
+                f"landmark perturbation {self.mode!r}: noise_m must be None (only noise has "
+                f"it), got {self.noise_m!r}"
+            )
+        if self.mode in ("noise", "wrong"):
+            if not (isinstance(self.seed, int) and not isinstance(self.seed, bool)):
+                raise ValueError(
+                    f"landmark perturbation {self.mode!r}: seed must be an int, got {self.seed!r}"
+                )
+        elif self.seed is not None:
+            raise ValueError(
+                f"landmark perturbation {self.mode!r}: seed must be None (only noise/wrong are "
+                f"seeded), got {self.seed!r}"
+            )
+
+    @classmethod
+    def from_params(cls, params: Params) -> LandmarkPerturbation:
+        """``params.eval.landmark_perturbation`` with the parameters its mode uses."""
+        e = params.eval
+        mode = e.landmark_perturbation
+        return cls(
+            mode=mode,
+            noise_m=e.landmark_noise_m if mode == "noise" else None,
+            seed=e.landmark_perturbation_seed if mode in ("noise", "wrong") else None,
+        )
+
+    @property
+    def tag(self) -> str:
+        """The label in run ids and tables: ``none``, ``noise10``, ``missing``, ``wrong``."""
+
+        if self.mode == "noise":
+            assert self.noise_m is not None
+            return perturbation_tag(self.mode, self.noise_m)
+        return perturbation_tag(self.mode) or "none"
+
+    def fingerprint(self) -> dict[str, Any] | None:
+        """The run fingerprint's ``landmark_perturbation`` entry (None when clean)."""
+        if self.mode == "none":
+            return None
+        fp: dict[str, Any] = {"mode": self.mode}
+        if self.seed is not None:
+            fp["seed"] = self.seed
+        if self.noise_m is not None:
+            fp["noise_m"] = self.noise_m
+        return fp

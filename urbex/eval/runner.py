@@ -64,10 +64,10 @@ from urbex.eval.episodes import (
 )
 from urbex.eval.metrics import GROUP_KEYS, aggregate
 from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
+from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
     SPEC_COLUMNS,
-    LandmarkPerturbation,
     RunSpec,
     read_spec,
 )

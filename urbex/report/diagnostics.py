@@ -459,7 +459,8 @@ def landmark_availability(
     subset of queries (the same query ids), and ``delta_hit1 = hit1 − clean_hit1`` (null
     without a clean run).
 
-    >>> from urbex.eval.runspec import LandmarkPerturbation, RunSpec
+    >>> from urbex.eval.perturb import LandmarkPerturbation
+    >>> from urbex.eval.runspec import RunSpec
     >>> clean = RunSpec(policy="o", split="s")
     >>> miss = RunSpec(policy="o", split="s", perturbation=LandmarkPerturbation(mode="missing"))
     >>> runs = pl.DataFrame([{"run_id": "c", **clean.columns()}, {"run_id": "m", **miss.columns()}])
