@@ -24,10 +24,9 @@ from urbex.errors import CacheError, EmptyRegionError, StaleCacheError
 from urbex.geometry import Affine
 from urbex.layout import GLOBAL_VIEW_FILE, INSTANCES_FILE, PROPOSALS_FILE
 from urbex.pointcloud import PointCloud
-from urbex.scene import _points as P
 from urbex.scene import _resample as R
 from urbex.scene.build import _required_files
-from urbex.scene.instances import _compact
+from urbex.scene.instances import instance_extents
 from urbex.scene.meta import BEV_LAYERS, CACHE_FORMAT_VERSION, CacheMeta, read_meta
 from urbex.scene.oblique import render_oblique, render_parts, render_threads
 from urbex.scene.proposals import ProposalSet, proposals_from_table
@@ -403,11 +402,8 @@ class SceneCache:
         if self._extents is None:
             inst = self._point_layer("instance")
             assert inst is not None
-            ids, _, keys, lut = _compact(np.asarray(inst))
-            xyz = np.asarray(self._array("points/xyz.npy"))
-            no_rgb, no_sem = np.zeros((1, 3), np.uint8), np.zeros(1, np.int32)
-            lo, hi, count, _, _ = P.instance_stats(
-                xyz, no_rgb, False, no_sem, np.zeros(0, np.int32), 0, keys, lut, ids.size
+            ids, lo, hi, count = instance_extents(
+                np.asarray(self._array("points/xyz.npy")), np.asarray(inst)
             )
             self._extents = {
                 int(i): (lo[k], hi[k], int(count[k])) for k, i in enumerate(ids.tolist())

@@ -27,6 +27,8 @@ __all__ = [
     "INSTANCE_COLUMNS",
     "INSTANCE_SCHEMA",
     "compact_ids",
+    "instance_extents",
+    "instance_extents",
     "instance_table",
     "label_histogram",
     "write_parquet_deterministic",
@@ -121,6 +123,25 @@ def compact_ids(
     if lut.size == 0:
         return ids, counts, np.full(np.shape(values), -1, np.int32)
     return ids, counts, P.lut_index(keys, lut)
+
+
+def instance_extents(
+    xyz: NDArray[Any], instance: NDArray[Any]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """Per instance id (ascending; negative ids are none): the minima and maxima of its
+    points (``xyz``'s frame, float64, shape (K, 3)) and their count, in one pass.
+
+    >>> ids, lo, hi, n = instance_extents(
+    ...     np.array([[0, 0, 0], [2, 1, 5], [9, 9, 9]], np.float32), np.array([4, 4, -1], np.int32))
+    >>> ids.tolist(), lo.tolist(), hi.tolist(), n.tolist()
+    ([4], [[0.0, 0.0, 0.0]], [[2.0, 1.0, 5.0]], [2])
+    """
+    ids, _, keys, lut = _compact(instance)
+    no_rgb, no_sem = np.zeros((1, 3), np.uint8), np.zeros(1, np.int32)
+    lo, hi, count, _, _ = P.instance_stats(
+        xyz, no_rgb, False, no_sem, np.zeros(0, np.int32), 0, keys, lut, ids.size
+    )
+    return ids, lo, hi, count
 
 
 def label_histogram(values: NDArray[np.int32]) -> dict[str, int]:
