@@ -423,7 +423,7 @@ def test_make_ui_stops_on_one_signal_within_5_s_without_a_supersession_warning(s
         )
     dev = None
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300  # a loaded 2-core machine starts the UI slowly
         while time.monotonic() < deadline:
             assert proc.poll() is None, log.read_text()
             try:
@@ -432,7 +432,7 @@ def test_make_ui_stops_on_one_signal_within_5_s_without_a_supersession_warning(s
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail(f"the UI did not answer in 180 s: {log.read_text()}")
+            pytest.fail(f"the UI did not answer in 300 s: {log.read_text()}")
         (dev,) = _children(proc.pid)  # `dagster dev`, leading a session of its own
         started = _session(dev)
         assert len(started) >= 3, started  # dagster dev, the webserver, the daemon (+ code servers)
