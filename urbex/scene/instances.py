@@ -28,7 +28,6 @@ __all__ = [
     "INSTANCE_SCHEMA",
     "compact_ids",
     "instance_extents",
-    "instance_extents",
     "instance_table",
     "label_histogram",
     "write_parquet_deterministic",
