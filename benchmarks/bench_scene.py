@@ -145,7 +145,7 @@ def bench_scatter(cache_dir: Path, repeats: int) -> dict[str, Any]:
     raster, indices precomputed, raster pre-filled: neither timed), the three interleaved in
     each round; ``resolve`` (attribute gather on 1 thread, once per round); ``same``: the
     seconds of a naive numpy version of the same job (indices, z max/min, winner index), once;
-    ``n`` points and ``threads``. The scatter is the build's (``_kernels.scatter_tiles`` per
+    ``n`` points and ``threads``. The scatter is the build's (``_kernels.scatter_cells`` per
     band, the cell rows the band needs); band buffers are reused band after band, as the build
     does, and warmed before timing.
     """
@@ -192,7 +192,7 @@ def bench_scatter(cache_dir: Path, repeats: int) -> dict[str, Any]:
             )
         bufs = tuple(b[: hb - ha] for b in local.bufs)
         t0 = time.perf_counter()
-        ok = K.scatter_tiles(
+        ok = K.scatter_cells(
             xyz, off, gx0, gy0, m.cell_size, ncx, cy_lo, cy_hi, gx0, by1, res, w, h, ha, *bufs
         )  # initialises the bands too
         dt = time.perf_counter() - t0

@@ -116,7 +116,7 @@ def _sorted_cloud(n: int, seed: int, cell: float, extent: tuple[float, float]):
 @pytest.mark.parametrize(
     "cell,res,seed", [(8.0, 0.1, 0), (3.0, 0.25, 1), (0.5, 0.2, 2), (20.0, 0.07, 3), (1.0, 1.0, 4)]
 )
-def test_scatter_tiles_same_bytes_as_scatter_band_in_any_band(cell: float, res: float, seed: int):
+def test_scatter_cells_same_bytes_as_scatter_band_in_any_band(cell: float, res: float, seed: int):
     extent = (37.3, 29.9)
     xyz, offsets, ncx, ncy = _sorted_cloud(20_000, seed, cell, extent)
     width, height = int(np.ceil(extent[0] / res)), int(np.ceil(extent[1] / res))
@@ -135,7 +135,7 @@ def test_scatter_tiles_same_bytes_as_scatter_band_in_any_band(cell: float, res: 
         want.append(rng.integers(-5, 5, (rows, width)).astype(np.int32))
         got = [a.copy() for a in want]  # the same junk in both: neither may read it
         K.scatter_band(xyz, lo, hi, 0.0, by1, res, width, height, row0, *want)
-        ok = K.scatter_tiles(xyz, offsets, 0.0, 0.0, cell, ncx, cy_lo, cy_hi, 0.0, by1, res,
+        ok = K.scatter_cells(xyz, offsets, 0.0, 0.0, cell, ncx, cy_lo, cy_hi, 0.0, by1, res,
                              width, height, row0, *got)  # fmt: skip
         assert ok
         assert got[0].tobytes() == want[0].tobytes()
@@ -144,12 +144,12 @@ def test_scatter_tiles_same_bytes_as_scatter_band_in_any_band(cell: float, res: 
         np.testing.assert_array_equal(got[2][hit], want[2][hit])
 
 
-def test_scatter_tiles_refuses_a_point_outside_its_cells_pixels() -> None:
+def test_scatter_cells_refuses_a_point_outside_its_cells_pixels() -> None:
     xyz = np.array([[0.5, 0.5, 1.0], [9.5, 9.5, 2.0]], np.float32)
     offsets = np.array([0, 2, 2, 2, 2], np.int64)  # both points filed under cell 0 (2 × 2 grid)
     bufs = (np.empty((20, 20), np.float32), np.empty((20, 20), np.float32),
             np.empty((20, 20), np.int32))  # fmt: skip
-    assert not K.scatter_tiles(xyz, offsets, 0.0, 0.0, 5.0, 2, 0, 1, 0.0, 10.0, 0.5, 20, 20, 0,
+    assert not K.scatter_cells(xyz, offsets, 0.0, 0.0, 5.0, 2, 0, 1, 0.0, 10.0, 0.5, 20, 20, 0,
                                *bufs)  # fmt: skip
 
 

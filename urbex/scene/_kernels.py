@@ -11,7 +11,7 @@ Private module: :mod:`urbex.scene.raster` drives these band by band. Frames:
 A band's layers are a pure function of, per pixel, the ordered list of points landing in it:
 z max is the first highest point's z and ``winner`` its index, z min the first lowest z. So
 any schedule that visits each pixel's points in ascending index gives the same bytes; the
-tiled scatter below relies on it. Every kernel is a plain loop compiled with
+cell-by-cell scatter below relies on it. Every kernel is a plain loop compiled with
 ``numba.njit(cache=True, nogil=True)``; none allocates per point.
 """
 
@@ -145,28 +145,28 @@ def _spans(first, step, n, limit, lo_clip, hi_clip, lo_out, hi_out):  # pragma: 
 
 
 @nb.njit(cache=True, nogil=True)
-def scatter_tiles(
+def scatter_cells(
     xyz, offsets, gx0, gy0, cell, ncx, cy_lo, cy_hi, bx0, by1, res, width, height, row0,
     zmax, zmin, winner,
 ):  # pragma: no cover  # fmt: skip
     """:func:`scatter_band` of the points of cell rows ``cy_lo..cy_hi``, one grid cell at a time.
 
     Same contract and the same bytes as ``scatter_band(xyz, offsets[cy_lo·ncx],
-    offsets[(cy_hi + 1)·ncx], ...)``; returns False (band left undefined) if a point lands
-    outside the pixel span its cell can reach, so that the caller falls back to it.
+    offsets[(cy_hi + 1)·ncx], ...)`` (each pixel sees its points in ascending index); returns
+    False (band left undefined) if a point lands outside the pixels its cell can reach, so that
+    the caller falls back to it.
 
-    Each cell's points are scattered into a small tile (its pixel span plus a one-pixel
-    margin, in cache) and the tile is then written to the band once. Pixels only one tile can
-    reach are stored outright; pixels two tiles' spans share, or none reaches, are set empty
-    up front and merged (strictly higher z wins, ties keep the earlier cell, i.e. the lower
-    point index), so each pixel sees its points in ascending index as in :func:`scatter_band`.
+    A cell's points can only reach its pixel span (plus a pixel of margin for rounding). Just
+    before a cell's points, the part of its span no earlier cell could reach is set empty
+    (rows above the previous cell row's spans, columns right of the previous cell column's),
+    so the band is set up piece by piece while the points that land there are about to use
+    it (in cache), each pixel once, instead of row by row ahead of the points (evicted by the
+    time the other cells of the row come). Pixels no cell reaches are set empty at the end.
     """
     nrows = zmax.shape[0]
     r_end = row0 + nrows
     inv = 1.0 / res
     ninf = np.float32(-np.inf)
-    pinf = np.float32(np.inf)
-    # pixel spans of the cell columns and of this band's cell rows (band-relative rows)
     c_lo = np.empty(ncx, np.int64)
     c_hi = np.empty(ncx, np.int64)
     _spans(0.0, cell * inv, ncx, width - 1, 0, width - 1, c_lo, c_hi)
@@ -175,53 +175,31 @@ def scatter_tiles(
     r_hi = np.empty(max(ncr, 0), np.int64)
     _spans((by1 - gy0) * inv - cy_lo * cell * inv, -cell * inv, ncr, height - 1, row0, r_end - 1,
            r_lo, r_hi)  # fmt: skip
-    colmult = np.zeros(width, np.int32)
-    rowmult = np.zeros(nrows, np.int32)
-    tw_max = 1
-    th_max = 1
+    new_lo = np.empty(ncx, np.int64)  # first column no earlier cell column reaches
+    reach = -1
     for k in range(ncx):
-        for c in range(c_lo[k], c_hi[k] + 1):
-            colmult[c] += 1
-        tw_max = max(tw_max, c_hi[k] - c_lo[k] + 1)
-    for k in range(ncr):
-        for r in range(r_lo[k], r_hi[k] + 1):
-            rowmult[r - row0] += 1
-        th_max = max(th_max, r_hi[k] - r_lo[k] + 1)
-    # shared or unreached pixels start empty; the rest is stored by the one tile reaching it
-    zf = zmax.reshape(-1)  # flat views: no per-row views (each costs a reference count)
+        new_lo[k] = max(c_lo[k], reach + 1)
+        reach = max(reach, c_hi[k])
+    zf = zmax.reshape(-1)
     nf = zmin.reshape(-1)
     wf = winner.reshape(-1)
-    strip = np.flatnonzero(colmult != 1)
-    for r in range(nrows):
-        zrow = zmax[r]
-        if rowmult[r] != 1:
-            for c in range(width):
-                zrow[c] = ninf
-        else:
-            for k in range(strip.shape[0]):
-                zrow[strip[k]] = ninf
-    # per cell column, the run of columns no other cell column reaches: stored as slices
-    run_a = np.empty(ncx, np.int64)
-    run_b = np.empty(ncx, np.int64)
-    for k in range(ncx):
-        c = c_lo[k]
-        while c <= c_hi[k] and colmult[c] != 1:
-            c += 1
-        run_a[k] = c
-        while c <= c_hi[k] and colmult[c] == 1:
-            c += 1
-        run_b[k] = c
-    tz = np.full(th_max * tw_max, ninf, np.float32)  # the write-out resets what it reads
-    tn = np.full(th_max * tw_max, pinf, np.float32)
-    tw = np.zeros(th_max * tw_max, winner.dtype)
+    w64 = np.uint64(width)
+    top = r_end  # rows top.. are set up (cell rows go up the band: rows decrease)
     for k in range(ncr):
         ra = r_lo[k]
-        th = r_hi[k] - ra + 1  # ≤ 0: no pixel of the band (then no point may land in it)
+        rb = r_hi[k]
+        if rb < ra:  # no pixel of the band: a point landing in it fails the test below
+            ra = rb = top
+        first = min(ra, top)
         cy = cy_lo + k
         for cx in range(ncx):
+            for r in range(first, top):  # this cell's new rows × its new columns: empty
+                p0 = np.uint64(r - row0) * w64  # unsigned indices: no wraparound tests
+                for c in range(np.uint64(new_lo[cx]), np.uint64(c_hi[cx] + 1)):
+                    zf[p0 + c] = ninf
             ca = c_lo[cx]
-            tw_ = c_hi[cx] - ca + 1
-            i0 = np.uint64(offsets[cy * ncx + cx])  # unsigned: no wraparound tests
+            cb = c_hi[cx]
+            i0 = np.uint64(offsets[cy * ncx + cx])
             for i in range(i0, np.uint64(offsets[cy * ncx + cx + 1])):
                 row = int((by1 - np.float64(xyz[i, 1])) * inv)
                 if row >= height:
@@ -233,62 +211,23 @@ def scatter_tiles(
                     col = width - 1
                 elif col < 0:
                     col = 0
-                tr = row - ra
-                tc = col - ca
-                if tr < 0 or tr >= th or tc < 0 or tc >= tw_:
+                if row < ra or row > rb or col < ca or col > cb:
                     return False
-                t = np.uint64(tr * tw_ + tc)
+                p = np.uint64(row - row0) * w64 + np.uint64(col)
                 z = xyz[i, 2]
-                top = tz[t]
-                higher = z > top
-                tz[t] = z if higher else top
-                tw[t] = i if higher else tw[t]
-                low = tn[t]
-                tn[t] = z if z < low else low
-            xa = run_a[cx]
-            xb = run_b[cx]
-            for tr in range(th):
-                r = ra + tr - row0
-                t0 = np.uint64(tr * tw_ - ca)  # tile index of band column c: t0 + c
-                p0 = np.uint64(r * width)  # band index of band column c: p0 + c
-                shared_row = rowmult[r] != 1
-                if not shared_row:  # the tile's own pixels: plain copies (vectorised)
-                    for c in range(np.uint64(xa), np.uint64(xb)):
-                        zf[p0 + c] = tz[t0 + c]
-                        nf[p0 + c] = tn[t0 + c]
-                        wf[p0 + c] = tw[t0 + c]
-                # the other pixels, one by one (no calls with array arguments in these loops:
-                # each call costs reference counts): stored, or merged into what earlier
-                # cells left (strictly higher wins, ties keep the earlier point)
-                for part in range(2):
-                    if shared_row:
-                        a, b = (ca, ca + tw_) if part == 0 else (0, 0)
-                    else:  # beside the run
-                        a, b = (ca, min(xa, ca + tw_)) if part == 0 else (max(xb, ca), ca + tw_)
-                    for c in range(np.uint64(a), np.uint64(max(a, b))):
-                        top = tz[t0 + c]
-                        low = tn[t0 + c]
-                        if not shared_row and colmult[c] == 1:
-                            zf[p0 + c] = top
-                            nf[p0 + c] = low
-                            wf[p0 + c] = tw[t0 + c]
-                            continue
-                        if top == ninf:
-                            continue
-                        old = zf[p0 + c]
-                        if old == ninf:
-                            zf[p0 + c] = top
-                            nf[p0 + c] = low
-                            wf[p0 + c] = tw[t0 + c]
-                        else:
-                            if top > old:
-                                zf[p0 + c] = top
-                                wf[p0 + c] = tw[t0 + c]
-                            if low < nf[p0 + c]:
-                                nf[p0 + c] = low
-                for c in range(np.uint64(ca), np.uint64(ca + tw_)):  # ready for the next cell
-                    tz[t0 + c] = ninf
-                    tn[t0 + c] = pinf
+                t = zf[p]
+                if t == ninf:  # first point of the pixel (z is finite)
+                    zf[p] = z
+                    nf[p] = z
+                    wf[p] = i
+                elif z > t:
+                    zf[p] = z
+                    wf[p] = i
+                elif z < nf[p]:
+                    nf[p] = z
+        top = first
+    for r in range(row0, top):  # above every cell row's span
+        zmax[r - row0, :] = ninf
     return True
 
 
@@ -441,7 +380,7 @@ def rasterize_band(
     """All BEV layers of raster rows ``row0 : row0 + zmax.shape[0]`` from cell rows
     ``cy_lo..cy_hi``.
 
-    :func:`scatter_tiles` (or :func:`scatter_band` should a point stray from its cell's
+    :func:`scatter_cells` (or :func:`scatter_band` should a point stray from its cell's
     span), :func:`fill_holes`, :func:`resolve_band` (heights to world metres, NaN where
     still empty). Every array comes in from the caller
     with any content (buffers reused band after band: no page faults per band) and shape
@@ -449,7 +388,7 @@ def rasterize_band(
     beyond 2³¹ points); on return ``zmax``, ``zmin`` (float32), ``o_rgb`` (uint8), ``o_sem``
     (int16), ``o_inst`` (int32) and ``filled`` (bool) hold the band's layers.
     """
-    if not scatter_tiles(
+    if not scatter_cells(
         xyz, offsets, gx0, gy0, cell, ncx, cy_lo, cy_hi, bx0, by1, res, width, height, row0,
         zmax, zmin, winner,
     ):  # fmt: skip
