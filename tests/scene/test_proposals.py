@@ -13,7 +13,7 @@ from urbex.config import SceneParams
 from urbex.errors import StaleCacheError
 from urbex.pointcloud import PointCloud
 from urbex.scene import SceneCache, build_scene_cache
-from urbex.scene.proposals import build_proposals, proposals_from_table
+from urbex.scene.proposals import build_proposals, proposals_from_table, propose
 
 P = SceneParams(resolution=0.5, cell_size=4.0, global_view_size=64, hole_fill_iterations=0)
 
@@ -49,6 +49,25 @@ def test_proposal_ids_run_in_reading_order_and_label_their_points():
         assert np.allclose(mine[:, :2].max(0), p.box_2d_m[row, 2:])
         assert np.isclose(mine[:, 2].max(), p.z_range_m[row, 1])
     assert np.allclose(p.rgb, 128)
+
+
+def test_point_labels_in_chunks_and_on_disk_match_the_whole_array(tmp_path: Path) -> None:
+    """The build streams the labels in chunks (never a label per point in memory): any chunking
+    and the ``.npy`` it writes give the same labels; classes without proposals label 0."""
+    xyz, sem, rgb = _street(2)
+    sem = np.r_[sem[:-10], np.full(10, 77)]  # a label no class maps to
+    p, whole = build_proposals(xyz, sem, rgb, class_scheme="sensaturban")
+    _, labels = propose(xyz, sem, rgb, class_scheme="sensaturban")
+    assert len(labels) == len(xyz) and whole[-10:].tolist() == [0] * 10
+    stitched = np.concatenate([labels.chunk(a, a + 777) for a in range(0, len(xyz), 777)])
+    assert np.array_equal(stitched, whole)
+    assert labels.chunk(-5, 3).tolist() == whole[:3].tolist()  # clipped to the cloud
+    assert labels.chunk(len(xyz) - 2, len(xyz) + 50).size == 2
+    path = labels.save_npy(tmp_path / "proposal.npy", chunk=1000)
+    assert np.array_equal(np.load(path), whole)
+    assert sorted(set(whole.tolist()) - {0}) == p.mark_id.tolist()
+    _, none = propose(xyz, None, rgb, class_scheme="sensaturban")  # no semantics: all 0
+    assert not none.array().any() and len(none) == len(xyz)
 
 
 def test_proposals_ignore_instance_ids_and_are_deterministic():

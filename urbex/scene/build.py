@@ -51,7 +51,7 @@ from urbex.scene.meta import (
     write_json_atomic,
     write_scene_row,
 )
-from urbex.scene.proposals import PROPOSALS_VERSION, build_proposals, write_proposals
+from urbex.scene.proposals import PROPOSALS_VERSION, propose, write_proposals
 from urbex.scene.raster import export_cog, rasterize, save_npy, write_png
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ def _build(
 
     def proposals() -> int:
         """The scene's Without-GT instance proposals (classes and points, never instance ids)."""
-        found, proposal_of = build_proposals(
+        found, proposal_of = propose(
             xyz,
             sem if has_sem else None,
             rgb if has_rgb else None,
@@ -413,8 +413,8 @@ def _build(
             origin_m=origin.tolist(),
         )
         write_proposals(found, tmp / PROPOSALS_FILE)
-        if has_sem:
-            save_npy(tmp / "points" / "proposal.npy", proposal_of)
+        if has_sem:  # streamed in chunks: the build never holds a label per point
+            proposal_of.save_npy(tmp / "points" / "proposal.npy")
         return len(found)
 
     writing = side.submit(write_points)

@@ -38,9 +38,11 @@ __all__ = [
     "MIN_POINTS",
     "PROPOSALS_VERSION",
     "PROPOSAL_COLUMNS",
+    "ProposalLabels",
     "ProposalSet",
     "build_proposals",
     "proposals_from_table",
+    "propose",
     "write_proposals",
 ]
 
@@ -173,7 +175,7 @@ def _class_codes(sem, lut):  # pragma: no cover
 
 @nb.njit(cache=True, nogil=True)
 def _class_extent(xyz, code, k, ox, oy):  # pragma: no cover
-    """World-metre x/y minima and maxima of the points of class ``k`` (``code[i] == k``):
+    """World-metre x/y minima and maxima of the points of class ``k`` (class index ``k``):
     ``float64(x) + ox``, as the rest of this module computes world positions."""
     xmin, ymin, xmax, ymax = np.inf, np.inf, -np.inf, -np.inf
     for i in range(code.shape[0]):
@@ -208,15 +210,35 @@ def _occupancy(xyz, code, k, ox, oy, xmin, ymin, cell, ny, rgb, has_rgb, occ, cn
 
 
 @nb.njit(cache=True, nogil=True)
-def _component_stats(xyz, code, k, ox, oy, xmin, ymin, cell, ny, grid, rgb, has_rgb, comp_of, count, lo, hi, csum):  # pragma: no cover  # fmt: skip
-    """Each point of class ``k``: its component (``grid`` label − 1; −1 none) into
-    ``comp_of``, and per component its point count, coordinate extremes (in ``xyz``'s own
-    type and frame) and colour sums."""
+def _keep_green(occ, cnt, sums):  # pragma: no cover
+    """Keep the occupied cells whose mean colour is green-dominant (green over red and blue
+    by more than 8), cell by cell: no per-cell float arrays."""
+    for f in range(occ.shape[0]):
+        if occ[f]:
+            c = np.float64(max(cnt[f], 1))
+            g = sums[f, 1] / c
+            occ[f] = g > sums[f, 0] / c + 8 and g > sums[f, 2] / c + 8
+
+
+@nb.njit(cache=True, nogil=True)
+def _class_counts(code, n_classes):  # pragma: no cover
+    """Points per class index (−1: none), without a temporary per class."""
+    out = np.zeros(n_classes, np.int64)
+    for i in range(code.shape[0]):
+        k = code[i]
+        if k >= 0:
+            out[k] += 1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _component_stats(xyz, code, k, ox, oy, xmin, ymin, cell, ny, grid, rgb, has_rgb, count, lo, hi, csum):  # pragma: no cover  # fmt: skip
+    """Per component of class ``k`` (``grid`` label − 1) its point count, coordinate extremes
+    (in ``xyz``'s own type and frame) and colour sums."""
     for i in range(code.shape[0]):
         if code[i] != k:
             continue
         c = np.int64(grid[_cell_of(xyz, i, ox, oy, xmin, ymin, cell, ny)]) - 1
-        comp_of[i] = c
         if c < 0:
             continue
         count[c] += 1
@@ -232,12 +254,20 @@ def _component_stats(xyz, code, k, ox, oy, xmin, ymin, cell, ny, grid, rgb, has_
 
 
 @nb.njit(cache=True, nogil=True)
-def _mark_ids(code, k, comp_of, lut, labels):  # pragma: no cover
-    """``labels[i] = lut[comp_of[i] + 1]`` for the points of class ``k`` (``comp_of`` may be
-    ``labels`` itself)."""
-    for i in range(code.shape[0]):
+def _remap(grid, id_of):  # pragma: no cover
+    """``grid[f] = id_of[grid[f]]`` in place (no second grid in memory)."""
+    for f in range(grid.shape[0]):
+        grid[f] = id_of[grid[f]]
+
+
+@nb.njit(cache=True, nogil=True)
+def _label_points(xyz, code, start, k, ox, oy, xmin, ymin, cell, ny, mark_of, out):  # pragma: no cover  # fmt: skip
+    """``out[j]``: the mark id of point ``start + j`` if it is of class ``k`` (``mark_of``: the
+    mark id of each cell of the class's grid); other points' entries are left as they are."""
+    for j in range(out.shape[0]):
+        i = start + j
         if code[i] == k:
-            labels[i] = lut[comp_of[i] + 1]
+            out[j] = mark_of[_cell_of(xyz, i, ox, oy, xmin, ymin, cell, ny)]
 
 
 def _components(
@@ -248,12 +278,15 @@ def _components(
     cell_m: float,
     rgb: NDArray[Any] | None,
     green_only: bool,
-    comp_of: NDArray[np.int32],
-) -> tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64]]:
+) -> tuple[
+    int, NDArray[np.int64], NDArray[Any], NDArray[Any], NDArray[np.int64], NDArray[np.int32],
+    tuple[float, float, float, int],
+]:  # fmt: skip
     """The 8-connected components of class ``k``'s occupied BEV cells (``cell_m`` metres;
     with ``green_only``, only the cells whose mean colour is green-dominant: lawns, pitches):
-    their number, and per component its point count, extremes (``xyz``'s type) and colour
-    sums; each class point's component (−1 none) goes to ``comp_of``."""
+    their number; per component its point count, extremes (``xyz``'s type) and colour sums;
+    the flat grid of each cell's component + 1 (0: none) and its ``(xmin, ymin, cell, ny)``
+    (world metres)."""
     from scipy import ndimage
 
     ox, oy = float(origin[0]), float(origin[1])
@@ -267,19 +300,172 @@ def _components(
     sums = np.zeros((nx * ny if has_rgb else 1, 3), np.int64)
     _occupancy(xyz, code, k, ox, oy, xmin, ymin, cell_m, ny, rgb_arr, has_rgb, occ, cnt, sums)
     if has_rgb:
-        mean = sums / np.maximum(cnt, 1).astype(np.float64)[:, None]
-        occ &= (mean[:, 1] > mean[:, 0] + 8) & (mean[:, 1] > mean[:, 2] + 8)
+        _keep_green(occ, cnt, sums)
+    del cnt, sums
     grid, ncomp = ndimage.label(occ.reshape(nx, ny), structure=np.ones((3, 3), bool))
+    del occ
+    grid = grid.reshape(-1).astype(np.int32, copy=False)
     ncomp = int(ncomp)
     count = np.zeros(ncomp, np.int64)
     lo = np.full((ncomp, 3), np.inf, dtype=xyz.dtype)
     hi = np.full((ncomp, 3), -np.inf, dtype=xyz.dtype)
     csum = np.zeros((ncomp, 3), np.int64)
     _component_stats(
-        xyz, code, k, ox, oy, xmin, ymin, cell_m, ny, grid.reshape(-1), rgb_arr,
-        rgb is not None, comp_of, count, lo, hi, csum,
+        xyz, code, k, ox, oy, xmin, ymin, cell_m, ny, grid, rgb_arr, rgb is not None,
+        count, lo, hi, csum,
     )  # fmt: skip
-    return ncomp, count, lo, hi, csum
+    return ncomp, count, lo, hi, csum, grid, (xmin, ymin, cell_m, ny)
+
+
+class ProposalLabels:
+    """Each point's proposal (its ``mark_id``; 0: none), computed chunk by chunk on request.
+
+    Holds the class of every point (a byte each) and, per class, a grid of cell → mark id;
+    never a label per point: :meth:`save_npy` streams the labels of a whole cloud to disk in
+    chunks, so that a scene cache's build never holds them all.
+    """
+
+    __slots__ = ("_code", "_geom", "_mark_of", "_origin", "_xyz")
+
+    def __init__(
+        self,
+        xyz: NDArray[Any],
+        code: NDArray[np.int8],
+        origin: NDArray[np.float64],
+        geom: NDArray[np.float64],
+        mark_of: Sequence[NDArray[np.int32]],
+    ) -> None:
+        self._xyz, self._code, self._origin, self._geom = xyz, code, origin, geom
+        self._mark_of = list(mark_of)  # one flat grid per class index
+
+    def __len__(self) -> int:
+        return int(self._code.shape[0])
+
+    def chunk(self, start: int, stop: int) -> NDArray[np.int32]:
+        """Mark ids of points ``start:stop`` (clipped to the cloud)."""
+        start, stop = max(0, start), min(len(self), stop)
+        out = np.zeros(max(0, stop - start), np.int32)
+        ox, oy = float(self._origin[0]), float(self._origin[1])
+        for k, (xmin, ymin, cell, ny) in enumerate(self._geom.tolist()):
+            if out.size and cell > 0:  # cell 0: the class has no proposals
+                _label_points(
+                    self._xyz, self._code, start, k, ox, oy, xmin, ymin, cell, int(ny),
+                    self._mark_of[k], out,
+                )  # fmt: skip
+        return out
+
+    def array(self) -> NDArray[np.int32]:
+        """Every point's mark id, shape ``(N,)``."""
+        return self.chunk(0, len(self))
+
+    def save_npy(self, path: str | Path, chunk: int = 1 << 20) -> Path:
+        """Write :meth:`array` as a ``.npy`` file, ``chunk`` points at a time (atomically)."""
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int32)),
+                  "fortran_order": False, "shape": (len(self),)}  # fmt: skip
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            for a in range(0, len(self), chunk):
+                f.write(self.chunk(a, a + chunk).data)
+        return Path(path)
+
+
+def propose(
+    xyz: NDArray[Any],
+    semantic: NDArray[Any] | None,
+    rgb: NDArray[Any] | None,
+    *,
+    class_scheme: str,
+    origin_m: Sequence[float] = (0.0, 0.0, 0.0),
+    classes: Sequence[str] = TARGET_CLASSES,
+) -> tuple[ProposalSet, ProposalLabels]:
+    """Proposals of a scene's points, and a reader of each point's proposal.
+
+    :func:`build_proposals`, with the points' labels left to compute in chunks
+    (:class:`ProposalLabels`); the arguments are the same.
+    """
+    n = len(xyz)
+    origin = np.asarray(origin_m, dtype=np.float64).reshape(3)
+    pts = np.ascontiguousarray(xyz)
+    empty = ProposalSet(
+        mark_id=np.zeros(0), class_name=np.zeros(0, str), box_2d_m=np.zeros((0, 4)),
+        z_range_m=np.zeros((0, 2)), n_points=np.zeros(0), rgb=np.zeros((0, 3)),
+    )  # fmt: skip
+    no_labels = ProposalLabels(  # every point's class −1 (an empty table): labels 0
+        pts, np.full(n, -1, np.int8), origin, np.zeros((1, 4)), [np.zeros(1, np.int32)],
+    )  # fmt: skip
+    if semantic is None or n == 0:
+        return empty, no_labels
+    sem = np.asarray(semantic).reshape(-1)
+    scheme = TARGET_SEMANTICS.get(class_scheme, {})
+    names: list[str] = []
+    lo_all: list[NDArray[np.float64]] = []
+    hi_all: list[NDArray[np.float64]] = []
+    cnt_all: list[NDArray[np.int64]] = []
+    col_all: list[NDArray[np.float64]] = []
+    # per class: its code, its number of components, the kept ones, the first index of its
+    # proposals in ``names``, its grid of cell → component + 1
+    parts: list[tuple[int, int, NDArray[np.int64], int, NDArray[np.int32]]] = []
+    geom = np.zeros((max(len(classes), 1), 4), np.float64)  # (xmin, ymin, cell, ny); cell 0: none
+    # one pass over the labels: each point's class (its index in ``classes``; -1 none)
+    codes = [(k, ids) for k, c in enumerate(classes) if (ids := scheme.get(c, ()))]
+    lut = np.full(max([max(ids) for _, ids in codes], default=0) + 1, -1, np.int8)
+    for k, ids in codes:
+        lut[list(ids)] = k
+    code = _class_codes(sem, lut)
+    present = _class_counts(code, max(len(classes), 1))
+    for k_cls, cls in enumerate(classes):
+        if not present[k_cls]:
+            continue
+        k, counts, lo_c, hi_c, csum, grid, g = _components(
+            pts, code, k_cls, origin, CELL_M.get(cls, 1.0), rgb, cls == "Ground"
+        )
+        if k == 0:
+            continue
+        nonempty = counts > 0
+        # extremes in the cache frame's type: x -> float64(x) + origin is monotonic, so they
+        # map to the world extremes exactly
+        lo = lo_c[nonempty].astype(np.float64) + origin
+        hi = hi_c[nonempty].astype(np.float64) + origin
+        cnt = counts[nonempty]
+        if rgb is not None:  # integer sums: exact in any order
+            mean = csum[nonempty].astype(np.float64) / cnt[:, None]
+        else:
+            mean = np.full((len(cnt), 3), np.nan)
+        area = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
+        ok = (cnt >= MIN_POINTS.get(cls, 50)) & (area >= MIN_AREA_M2.get(cls, 0.0))
+        comp_ids = np.flatnonzero(nonempty)[ok]
+        parts.append((k_cls, k, comp_ids, len(names), grid))
+        geom[k_cls] = g
+        names += [cls] * int(ok.sum())
+        lo_all.append(lo[ok])
+        hi_all.append(hi[ok])
+        cnt_all.append(cnt[ok])
+        col_all.append(mean[ok])
+    if not names:
+        return empty, no_labels
+    lo, hi = np.concatenate(lo_all), np.concatenate(hi_all)
+    centre = (lo[:, :2] + hi[:, :2]) / 2
+    reading = np.lexsort((centre[:, 0], -centre[:, 1]))  # north to south, then west to east
+    rank = np.empty(len(names), np.int32)
+    rank[reading] = np.arange(1, len(names) + 1, dtype=np.int32)
+    grids = [np.zeros(1, np.int32)] * len(geom)  # classes without proposals: never read
+    for k_cls, k, comp_ids, first, grid in parts:  # each cell's mark id (0: in no proposal)
+        id_of = np.zeros(k + 1, np.int32)
+        id_of[comp_ids + 1] = rank[first : first + comp_ids.size]
+        _remap(grid, id_of)  # grid held component + 1 (0: none)
+        grids[k_cls] = grid
+    labels = ProposalLabels(pts, code, origin, geom, grids)
+    return (
+        ProposalSet(
+            mark_id=np.arange(1, len(names) + 1),
+            class_name=np.asarray(names)[reading],
+            box_2d_m=np.c_[lo[:, :2], hi[:, :2]][reading],
+            z_range_m=np.c_[lo[:, 2], hi[:, 2]][reading],
+            n_points=np.concatenate(cnt_all)[reading],
+            rgb=np.concatenate(col_all)[reading],
+        ),
+        labels,
+    )
 
 
 def build_proposals(
@@ -328,82 +514,10 @@ def build_proposals(
     >>> np.bincount(labels).tolist()
     [0, 4000, 300, 300]
     """
-    n = len(xyz)
-    labels = np.zeros(n, np.int32)
-    empty = ProposalSet(
-        mark_id=np.zeros(0), class_name=np.zeros(0, str), box_2d_m=np.zeros((0, 4)),
-        z_range_m=np.zeros((0, 2)), n_points=np.zeros(0), rgb=np.zeros((0, 3)),
-    )  # fmt: skip
-    if semantic is None or n == 0:
-        return empty, labels
-    origin = np.asarray(origin_m, dtype=np.float64).reshape(3)
-    sem = np.asarray(semantic).reshape(-1)
-    scheme = TARGET_SEMANTICS.get(class_scheme, {})
-    names: list[str] = []
-    lo_all: list[NDArray[np.float64]] = []
-    hi_all: list[NDArray[np.float64]] = []
-    cnt_all: list[NDArray[np.int64]] = []
-    col_all: list[NDArray[np.float64]] = []
-    # per class: its code, its number of components, the kept ones, the first index of its
-    # proposals in ``names``
-    parts: list[tuple[int, int, NDArray[np.int64], int]] = []
-    # one pass over the labels: each point's class (its index in ``classes``; -1 none)
-    codes = [(k, ids) for k, c in enumerate(classes) if (ids := scheme.get(c, ()))]
-    lut = np.full(max([max(ids) for _, ids in codes], default=0) + 1, -1, np.int8)
-    for k, ids in codes:
-        lut[list(ids)] = k
-    code = _class_codes(sem, lut)
-    pts = np.ascontiguousarray(xyz)
-    comp_of = labels  # each class point's component first, then its mark id (_mark_ids)
-    for k_cls, cls in enumerate(classes):
-        if not np.any(code == k_cls):
-            continue
-        k, counts, lo_c, hi_c, csum = _components(
-            pts, code, k_cls, origin, CELL_M.get(cls, 1.0), rgb, cls == "Ground", comp_of
-        )
-        if k == 0:
-            continue
-        nonempty = counts > 0
-        # extremes in the cache frame's type: x -> float64(x) + origin is monotonic, so they
-        # map to the world extremes exactly
-        lo = lo_c[nonempty].astype(np.float64) + origin
-        hi = hi_c[nonempty].astype(np.float64) + origin
-        cnt = counts[nonempty]
-        if rgb is not None:  # integer sums: exact in any order
-            mean = csum[nonempty].astype(np.float64) / cnt[:, None]
-        else:
-            mean = np.full((len(cnt), 3), np.nan)
-        area = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
-        ok = (cnt >= MIN_POINTS.get(cls, 50)) & (area >= MIN_AREA_M2.get(cls, 0.0))
-        comp_ids = np.flatnonzero(nonempty)[ok]
-        parts.append((k_cls, k, comp_ids, len(names)))
-        names += [cls] * int(ok.sum())
-        lo_all.append(lo[ok])
-        hi_all.append(hi[ok])
-        cnt_all.append(cnt[ok])
-        col_all.append(mean[ok])
-    if not names:
-        return empty, labels
-    lo, hi = np.concatenate(lo_all), np.concatenate(hi_all)
-    centre = (lo[:, :2] + hi[:, :2]) / 2
-    reading = np.lexsort((centre[:, 0], -centre[:, 1]))  # north to south, then west to east
-    rank = np.empty(len(names), np.int32)
-    rank[reading] = np.arange(1, len(names) + 1, dtype=np.int32)
-    for k_cls, k, comp_ids, first in parts:  # each point's mark id (0: in no proposal)
-        id_of = np.zeros(k + 1, np.int32)
-        id_of[comp_ids + 1] = rank[first : first + comp_ids.size]
-        _mark_ids(code, k_cls, comp_of, id_of, labels)
-    return (
-        ProposalSet(
-            mark_id=np.arange(1, len(names) + 1),
-            class_name=np.asarray(names)[reading],
-            box_2d_m=np.c_[lo[:, :2], hi[:, :2]][reading],
-            z_range_m=np.c_[lo[:, 2], hi[:, 2]][reading],
-            n_points=np.concatenate(cnt_all)[reading],
-            rgb=np.concatenate(col_all)[reading],
-        ),
-        labels,
+    found, labels = propose(
+        xyz, semantic, rgb, class_scheme=class_scheme, origin_m=origin_m, classes=classes
     )
+    return found, labels.array()
 
 
 def write_proposals(proposals: ProposalSet, path: str | Path) -> Path:
