@@ -10,6 +10,8 @@ from urbex.errors import CacheError
 from urbex.eval.episodes import (
     EpisodeRecord,
     StepRow,
+    Written,
+    compact_run,
     finished_query_ids,
     read_episodes,
     read_steps,
@@ -75,6 +77,47 @@ def test_finished_query_ids_deletes_orphan_steps(tmp_path):
     (tmp_path / "episodes" / name).unlink()  # killed between the two writes
     assert finished_query_ids(tmp_path) == {"q1", "q2"}
     assert len(list((tmp_path / "steps").glob("*.parquet"))) == 1
+
+
+def _chunks(d, keep: Written | None) -> None:
+    write_chunk(d, [_ep("q3", latency_s=2.5), _ep("q1")], [_step("q3"), _step("q1")], keep=keep)
+    write_chunk(d, [_ep("q2", seed=7)], [_step("q2")], keep=keep)
+
+
+def test_compact_run_from_kept_tables_writes_what_reading_back_writes(tmp_path):
+    """The writer's kept tables spare the read-back; the merged files and the episodes
+    returned are those of reading the shards from disk."""
+    import shutil
+
+    kept: Written = {}
+    _chunks(tmp_path / "a", kept)
+    assert len(kept) == 2 and set(kept[next(iter(kept))]) == {"episodes", "steps"}
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    from_memory = compact_run(tmp_path / "a", kept)
+    from_disk = compact_run(tmp_path / "b")
+    assert from_memory.equals(from_disk) and from_memory.equals(read_episodes(tmp_path / "a"))
+    assert from_memory["query_id"].to_list() == ["q1", "q2", "q3"]
+    assert from_memory["latency_s"].to_list() == [1.0, 1.0, 2.5]  # timings joined back
+    assert read_steps(tmp_path / "a").equals(read_steps(tmp_path / "b"))
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.parquet"))
+    assert files == sorted(
+        p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.parquet")
+    )
+    assert all(
+        (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files
+    )
+
+
+def test_compact_run_reads_the_disk_when_another_process_wrote_shards_too(tmp_path):
+    kept: Written = {}
+    _chunks(tmp_path, kept)
+    write_chunk(tmp_path, [_ep("q9")], [_step("q9")])  # a worker process's shard: not kept
+    assert compact_run(tmp_path, kept)["query_id"].to_list() == ["q1", "q2", "q3", "q9"]
+    kept_again: Written = {}
+    write_chunk(tmp_path, [_ep("q1", seed=99)], [], keep=kept_again)  # beside the merged shard
+    again = compact_run(tmp_path, kept_again)  # not all shards kept: read, merged shard first
+    assert again["query_id"].to_list() == ["q1", "q2", "q3", "q9"]
+    assert again.filter(again["query_id"] == "q1")["seed"].to_list() == [0]
 
 
 def test_read_episodes_duplicate_query_raises(tmp_path):

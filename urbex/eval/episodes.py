@@ -62,6 +62,7 @@ __all__ = [
     "TIMING_COLUMNS",
     "EpisodeRecord",
     "StepRow",
+    "Written",
     "compact_run",
     "episode_record",
     "episode_schema",
@@ -303,8 +304,17 @@ def _write_rows(d: Path, kind: str, t: pa.Table, name: str) -> None:
     write_table_atomic(t.select(shard_schema(kind).names), d / kind / name, sweep=False)
 
 
+#: What a writer published, kept in memory: shard name → ``{"episodes": table, "steps":
+#: table}`` (each of the record's full schema, timings included), as :func:`compact_run` reads.
+Written = dict[str, dict[str, "pa.Table"]]
+
+
 def write_chunk(
-    directory: Path, episodes: Sequence[EpisodeRecord], steps: Sequence[StepRow]
+    directory: Path,
+    episodes: Sequence[EpisodeRecord],
+    steps: Sequence[StepRow],
+    *,
+    keep: Written | None = None,
 ) -> str | None:
     """Write one chunk: its steps shard, then its episodes shard (same name), each after its
     timings shard. Returns the name.
@@ -315,13 +325,18 @@ def write_chunk(
         The run directory (:meth:`urbex.layout.AssetLayout.run`).
     episodes, steps
         The chunk's finished episodes and all their steps. Nothing is written for no episodes.
+    keep
+        Where to keep the tables written, by shard name (for :func:`compact_run`).
     """
     if not episodes:
         return None
     d = Path(directory)
     name = f"part-{uuid.uuid4().hex[:16]}.parquet"  # a fresh name: no staging file to sweep
-    _write_rows(d, "steps", _table(steps, step_schema()), name)
-    _write_rows(d, "episodes", _table(episodes, episode_schema()), name)
+    tables = {"steps": _table(steps, step_schema()), "episodes": _table(episodes, episode_schema())}
+    for kind in ("steps", "episodes"):  # episodes last: their shard commits the chunk
+        _write_rows(d, kind, tables[kind], name)
+    if keep is not None:
+        keep[name] = tables
     return name
 
 
@@ -346,26 +361,54 @@ def _shards(directory: Path, kind: str) -> list[Path]:
     return sorted((Path(directory) / kind).glob(SHARD_GLOB))
 
 
-def compact_run(directory: Path) -> None:
+def _kept_rows(d: Path, kind: str, written: Written | None) -> pl.DataFrame | None:
+    """``written``'s rows of ``kind`` if its shards are exactly the run's shards of ``kind``
+    (and their timings), on disk now; None otherwise (another process's shards, a resume)."""
+    import polars as pl
+    import pyarrow as pa
+
+    if not written:
+        return None
+    names = set(written)
+    for folder in (d / kind, d / TIMINGS_DIR / kind):
+        if {p.name for p in _shards(folder.parent, folder.name)} != names:
+            return None
+    tables = [written[name][kind] for name in sorted(names)]
+    return pl.DataFrame(pl.from_arrow(pa.concat_tables(tables))).select(_schema(kind).names)
+
+
+def compact_run(directory: Path, written: Written | None = None) -> pl.DataFrame:
     """Merge a run's shards into one per folder (:data:`RUN_SHARD`), rows sorted by query (and
     turn), and remove the others: the run's versioned files become independent of how it was
-    chunked, scheduled or resumed.
+    chunked, scheduled or resumed. Returns the run's episodes (as :func:`read_episodes`).
+
+    ``written`` (what this process's shard writer kept, :func:`write_chunk`) spares reading
+    the shards back where it holds exactly the shards on disk.
 
     Safe to interrupt anywhere: the merged shards are written timings first and episodes last
     (until then the merged ones are orphans, removed by the next :func:`finished_query_ids`);
     from then on a merged shard's rows supersede the other shards' rows of its queries
     (:func:`read_episodes`), which are removed last.
     """
+    import polars as pl
+
     d = Path(directory)
-    frames = {kind: _read(d, kind, _schema(kind)).sort(list(ROW_KEYS[kind][1:])) for kind in _KINDS}
+    frames = {}
+    for kind in _KINDS:
+        rows = _kept_rows(d, kind, written)
+        frames[kind] = (rows if rows is not None else _read(d, kind, _schema(kind))).sort(
+            list(ROW_KEYS[kind][1:])
+        )
     for kind in ("steps", "episodes"):  # episodes last: their merged shard commits
         t = frames[kind].to_arrow().cast(_schema(kind))
         write_table_atomic(t.select(timing_schema(kind).names), d / TIMINGS_DIR / kind / RUN_SHARD)
         write_table_atomic(t.select(shard_schema(kind).names), d / kind / RUN_SHARD)
+        frames[kind] = pl.DataFrame(pl.from_arrow(t))
     for folder in (*(d / k for k in _KINDS), *(d / TIMINGS_DIR / k for k in _KINDS)):
         for p in _shards(folder.parent, folder.name):
             if p.name != RUN_SHARD:
                 p.unlink()
+    return _unique_episodes(frames["episodes"].sort("query_id"), d)
 
 
 def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[str]:
@@ -454,7 +497,13 @@ def read_episodes(directory: Path) -> pl.DataFrame:
     CacheError
         The same query appears in two shards (the run directory was tampered with).
     """
-    df = _read(directory, "episodes", episode_schema()).sort("query_id")
+    return _unique_episodes(
+        _read(directory, "episodes", episode_schema()).sort("query_id"), directory
+    )
+
+
+def _unique_episodes(df: pl.DataFrame, directory: Path) -> pl.DataFrame:
+    """``df``, or a :class:`CacheError` if a query has two rows (a tampered run directory)."""
     dup = df.filter(df["query_id"].is_duplicated())["query_id"].unique().to_list()
     if dup:
         raise CacheError(

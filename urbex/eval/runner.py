@@ -56,9 +56,9 @@ from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
 from urbex.eval.episodes import (
+    Written,
     compact_run,
     finished_query_ids,
-    read_episodes,
     write_json_atomic,
     write_table_atomic,
 )
@@ -263,11 +263,12 @@ class _RunTimes:
         write_json_atomic(data, self.path)
 
 
-def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
+def finalize_run(params: Params, run_id: str, written: Written | None = None) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
 
-    First merges the run's shards into one per folder (:func:`urbex.eval.episodes.compact_run`):
-    a finished run's files do not depend on its chunking or on a resume. The measured columns
+    First merges the run's shards into one per folder (:func:`urbex.eval.episodes.compact_run`;
+    ``written``: the shards this process wrote, kept in memory, so that they are not read
+    back): a finished run's files do not depend on its chunking or on a resume. The measured columns
     (:data:`urbex.eval.metrics.TIMING_COLUMNS`) go to the unversioned ``timings/metrics.parquet``
     (the returned frame and the warehouse's ``metrics`` view hold them).
 
@@ -284,8 +285,7 @@ def finalize_run(params: Params, run_id: str) -> pl.DataFrame:
     import polars as pl
 
     d = params.layout.run(run_id)
-    compact_run(d)
-    eps = read_episodes(d)
+    eps = compact_run(d, written)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
     dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64, "BOOLEAN": pl.Boolean}
@@ -453,7 +453,7 @@ def evaluate(
                 progress=progress,
                 policy_obj=policy_obj,
             )
-            metrics = finalize_run(params, rid)
+            metrics = finalize_run(params, rid, played.written)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
             meta.update(status="failed", error=_one_line(exc))
             write_json_atomic(meta, params.layout.run_json(rid))

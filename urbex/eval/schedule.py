@@ -40,7 +40,7 @@ from urbex.config import Params
 from urbex.env.policy import Policy
 from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
-from urbex.eval.episodes import EpisodeRecord, StepRow, write_chunk
+from urbex.eval.episodes import EpisodeRecord, StepRow, Written, write_chunk
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runspec import RunSpec
@@ -66,10 +66,14 @@ class Played:
     schedule : str or None
         How the episodes were shared out, when worker processes were allowed (the decision and
         the figures it was made on).
+    written : dict or None
+        The shards this process published, kept in memory (:class:`ShardWriter`'s
+        ``written``), for :func:`urbex.eval.episodes.compact_run`.
     """
 
     n: int
     schedule: str | None = None
+    written: Written | None = None
 
 
 def _play_chunk(player: EpisodePlayer, queries: Sequence[Query], writer: ShardWriter) -> int:
@@ -418,6 +422,6 @@ def play_pending(
                     n = _play_chunk(player, c, writer)
                     played += n
                     bar.update(n)
-        return Played(n=played, schedule=note or None)
+        return Played(n=played, schedule=note or None, written=writer.written)
     finally:
         bar.close()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from urbex.eval.episodes import EpisodeRecord, StepRow, write_chunk
+from urbex.eval.episodes import EpisodeRecord, StepRow, Written, write_chunk
 
 __all__ = ["ShardWriter"]
 
@@ -29,6 +29,10 @@ class ShardWriter:
     With ``rows`` (played episodes → their episodes and steps rows, e.g.
     :meth:`urbex.eval.player.EpisodePlayer.rows`), :meth:`put_played` hands over played
     episodes instead, turned into rows here, all of a shard's at once.
+
+    ``written`` keeps the tables of every shard published (:func:`write_chunk`'s ``keep``),
+    which :func:`urbex.eval.episodes.compact_run` merges instead of reading them back; read
+    it after :meth:`close`.
     """
 
     def __init__(
@@ -48,6 +52,7 @@ class ShardWriter:
             queue.SimpleQueue()
         )
         self._error: BaseException | None = None
+        self.written: Written = {}
         self._thread = threading.Thread(target=self._run, name="urbex-shards", daemon=True)
         self._thread.start()
 
@@ -67,7 +72,7 @@ class ShardWriter:
                     if played and self._rows is not None:
                         more_episodes, more_steps = self._rows(played)
                         episodes, steps = episodes + more_episodes, steps + more_steps
-                    write_chunk(self.directory, episodes, steps)
+                    write_chunk(self.directory, episodes, steps, keep=self.written)
                 except BaseException as exc:  # handed to the caller by put/close
                     self._error = exc
             last = time.monotonic()
