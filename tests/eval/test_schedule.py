@@ -61,6 +61,39 @@ def test_workers_start_once_and_serve_the_next_run(assets):
     assert not _POOL
 
 
+def test_a_run_shared_with_workers_is_merged_without_reading_its_shards_back(assets, monkeypatch):
+    """The workers send the tables of the shards they wrote back with their episodes, so the
+    run is compacted from memory (reading a shard back here would fail the run)."""
+    import time
+
+    import urbex.eval.episodes as E
+    import urbex.eval.schedule as S
+
+    try:
+        first = _run(assets, "merge-cold", parallel_min_s=0)
+
+        def no_read(*a, **k):
+            raise AssertionError("a shard was read back")
+
+        def slow_here(*a, **k):  # this process lags: the worker takes chunks from the back
+            time.sleep(0.3)
+            return play(*a, **k)
+
+        play = S._play_chunk
+        monkeypatch.setattr(E, "_read", no_read)
+        monkeypatch.setattr(S, "_play_chunk", slow_here)
+        again = _run(assets, "merge-warm")
+        assert "1 running worker process" in again.schedule
+        monkeypatch.undo()
+        cols = ["query_id", "hit1", "iou_bev", "turns"]
+        assert (
+            read_episodes(again.run_dir).select(cols)
+            .equals(read_episodes(first.run_dir).select(cols))
+        )  # fmt: skip
+    finally:
+        shutdown_pool(wait=True)
+
+
 def test_a_kept_worker_that_died_is_replaced_by_this_process(assets):
     import os
     import signal

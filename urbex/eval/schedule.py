@@ -67,8 +67,9 @@ class Played:
         How the episodes were shared out, when worker processes were allowed (the decision and
         the figures it was made on).
     written : dict or None
-        The shards this process published, kept in memory (:class:`ShardWriter`'s
-        ``written``), for :func:`urbex.eval.episodes.compact_run`.
+        The tables of the shards this process and its worker processes published
+        (:class:`ShardWriter`'s ``written``; the workers send theirs back with their episodes),
+        for :func:`urbex.eval.episodes.compact_run`.
     """
 
     n: int
@@ -134,11 +135,13 @@ def _pool_prepare(args: tuple[Any, ...]) -> None:
     _worker_player(args).warm(args[6][0])
 
 
-def _pool_chunk(args: tuple[Any, ...]) -> int:
-    """A worker process's task: one chunk, played and published; the episodes played."""
+def _pool_chunk(args: tuple[Any, ...]) -> tuple[int, Written]:
+    """A worker process's task: one chunk, played and published; the episodes played and the
+    shard tables written (sent back, so that the parent merges the run without reading them)."""
     player = _worker_player(args)
     with ShardWriter(args[7], rows=player.rows) as writer:
-        return _play_chunk(player, args[6], writer)
+        n = _play_chunk(player, args[6], writer)
+    return n, writer.written
 
 
 def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
@@ -246,6 +249,8 @@ class _Feeder:
         self._done: queue.SimpleQueue[Future[Any] | BaseException | None] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._finished = False
+        #: The shard tables the workers' finished tasks wrote (:func:`_pool_chunk`).
+        self.written: Written = {}
         #: The worker processes were found dead before any chunk was handed out.
         self.broken = False
         self._thread = threading.Thread(target=self._run, name="urbex-feeder", daemon=True)
@@ -296,7 +301,8 @@ class _Feeder:
             elif isinstance(item, BaseException):
                 raise item
             else:
-                k = item.result()
+                k, written = item.result()
+                self.written.update(written)
                 bar.update(k)
                 n += k
         return n
@@ -315,9 +321,9 @@ def _with_workers(
     n_workers: int,
     task: Callable[[list[Query]], tuple[Any, ...]],
     say: Callable[[str], None],
-) -> tuple[int, str]:
+) -> tuple[int, str, Written]:
     """Play ``chunks`` here and in ``n_workers - 1`` worker processes (see the module
-    docstring); returns the episodes played and the decision."""
+    docstring); returns the episodes played, the decision and the workers' shard tables."""
     n_proc = n_workers - 1
     feeder: _Feeder | None = None
     label = f"{player.policy_name}/{player.split}"
@@ -362,7 +368,7 @@ def _with_workers(
             feeder.stop()
             shutdown_pool()  # the tasks running finish their shards; a rerun resumes
         raise
-    return played, note
+    return played, note, feeder.written if feeder is not None else {}
 
 
 def play_pending(
@@ -413,15 +419,16 @@ def play_pending(
         parallel = policy_info(policy).parallel and policy_obj is None and n_workers > 1
         with ShardWriter(d, rows=player.rows) as writer:
             if parallel and len(chunks) > 1:
-                played, note = _with_workers(
+                played, note, theirs = _with_workers(
                     params, player, _Chunks(chunks), writer, bar, n_workers, task, say
                 )
             else:
-                played, note = 0, ""
+                played, note, theirs = 0, "", {}
                 for c in chunks:
                     n = _play_chunk(player, c, writer)
                     played += n
                     bar.update(n)
-        return Played(n=played, schedule=note or None, written=writer.written)
+        # the writer is closed here: every chunk handed to it is published and kept
+        return Played(n=played, schedule=note or None, written={**writer.written, **theirs})
     finally:
         bar.close()
