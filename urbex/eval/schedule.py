@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -45,9 +45,6 @@ from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runspec import RunSpec
 from urbex.eval.shards import ShardWriter
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Played", "play_pending", "shutdown_pool"]
 

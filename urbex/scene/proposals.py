@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
+from urbex.scene.raster import npy_stream
 
 __all__ = [
     "CELL_M",
@@ -360,10 +361,7 @@ class ProposalLabels:
 
     def save_npy(self, path: str | Path, chunk: int = 1 << 20) -> Path:
         """Write :meth:`array` as a ``.npy`` file, ``chunk`` points at a time (atomically)."""
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int32)),
-                  "fortran_order": False, "shape": (len(self),)}  # fmt: skip
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.lib.format.write_array_header_1_0(f, header)
+        with atomic_path(path) as tmp, npy_stream(tmp, np.dtype(np.int32), (len(self),)) as f:
             for a in range(0, len(self), chunk):
                 f.write(self.chunk(a, a + chunk).data)
         return Path(path)
