@@ -403,12 +403,12 @@ def compact_run(directory: Path, written: Written | None = None) -> pl.DataFrame
         t = frames[kind].to_arrow().cast(_schema(kind))
         write_table_atomic(t.select(timing_schema(kind).names), d / TIMINGS_DIR / kind / RUN_SHARD)
         write_table_atomic(t.select(shard_schema(kind).names), d / kind / RUN_SHARD)
-        frames[kind] = pl.DataFrame(pl.from_arrow(t))
+    episodes = pl.DataFrame(pl.from_arrow(t))  # the last kind written: as read back
     for folder in (*(d / k for k in _KINDS), *(d / TIMINGS_DIR / k for k in _KINDS)):
         for p in _shards(folder.parent, folder.name):
             if p.name != RUN_SHARD:
                 p.unlink()
-    return _unique_episodes(frames["episodes"].sort("query_id"), d)
+    return _unique_episodes(episodes.sort("query_id"), d)
 
 
 def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[str]:
