@@ -3,6 +3,10 @@ chunks shared from both ends; the episodes do not depend on it (test_runner.py c
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,7 @@ from urbex.config import Params
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
-from urbex.eval.schedule import _POOL, _Chunks, shutdown_pool
+from urbex.eval.schedule import _POOL, _Chunks, _spawn_ignoring_sigint, shutdown_pool
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +126,32 @@ def test_chunks_are_taken_from_the_front_here_and_from_the_back_by_the_workers()
     c = _Chunks([["a"]])
     c.clear()
     assert c.take(front=False) is None and c.episodes() == 0
+
+
+class _SlowSpawner:
+    """A pool stand-in whose every submit is a spawn during which Ctrl-C arrives."""
+
+    def __init__(self) -> None:
+        self.spawned = 0
+
+    def submit(self, _fn) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # sent to the process, as a terminal sends it
+        time.sleep(0.05)  # the spawn goes on: Python would raise here, mid-write
+        self.spawned += 1
+
+
+def test_ctrl_c_during_the_spawn_waits_until_every_process_has_its_start_up_data():
+    """The real race (CI): Ctrl-C landed while a worker's start-up data was being written, the
+    child died reading it (EOFError traceback). Another thread exists, as in a run (the shard
+    writer), so the kernel can deliver the signal while this thread blocks it."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    pool = _SlowSpawner()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _spawn_ignoring_sigint(pool, 3)  # type: ignore[arg-type]
+    finally:
+        stop.set()
+    assert pool.spawned == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -170,7 +170,11 @@ def _pool(n: int) -> ProcessPoolExecutor:
         pool = _POOL[n] = ProcessPoolExecutor(
             max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
         )
-        _spawn_ignoring_sigint(pool, n)
+        try:
+            _spawn_ignoring_sigint(pool, n)
+        except BaseException:  # Ctrl-C held off until every process had its start-up data
+            shutdown_pool(wait=True)  # they start, see the pool closed and exit quietly
+            raise
     return pool
 
 
@@ -183,14 +187,29 @@ def _spawn_ignoring_sigint(pool: ProcessPoolExecutor, n: int) -> None:
     spawned interpreter inherits the blocked signal and keeps it through its start-up, so a
     Ctrl-C (sent to the whole process group) that arrives while a worker is still starting
     cannot kill its start-up with a fatal error (its initializer, which ignores SIGINT, only
-    runs once the interpreter is up). This process still gets that Ctrl-C: the signal goes to
-    another thread meanwhile, or waits until the block is lifted."""
+    runs once the interpreter is up).
+
+    This process still gets that Ctrl-C, but only once every process is spawned: the kernel
+    hands the signal to another thread meanwhile, and Python would then raise
+    KeyboardInterrupt here, in the middle of writing a child's start-up data to its pipe (the
+    child then dies reading it, with a traceback of its own). So in the main thread the
+    signal's handler only records it until the spawning is over, then the old handler runs.
+    """
+    held: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, lambda s, _f: held.append(s)) if main else None
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         for _ in range(n):  # each submit spawns one process while none is idle
             pool.submit(_noop)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if main:
+            signal.signal(signal.SIGINT, handler)
+    if held and callable(handler):
+        handler(signal.SIGINT, None)  # the default one raises KeyboardInterrupt
+    elif held and handler == signal.SIG_DFL:
+        signal.raise_signal(signal.SIGINT)
 
 
 def shutdown_pool(*, wait: bool = False) -> None:
