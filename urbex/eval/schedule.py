@@ -206,9 +206,7 @@ def _spawn_ignoring_sigint(pool: ProcessPoolExecutor, n: int) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         if main:
             signal.signal(signal.SIGINT, handler)
-    if held and callable(handler):
-        handler(signal.SIGINT, None)  # the default one raises KeyboardInterrupt
-    elif held and handler == signal.SIG_DFL:
+    if held:  # now to the restored handler, whichever it is (the default raises KeyboardInterrupt)
         signal.raise_signal(signal.SIGINT)
 
 
