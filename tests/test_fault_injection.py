@@ -13,6 +13,11 @@ that a kill lands in the stage's work rather than in the imports; the reruns run
 process (:func:`urbex.cli.main`).
 ``train`` (tens of seconds per step on a CPU) is killed at fewer points, in a chain: each kill
 lands on the debris of the previous one, and one rerun follows the last.
+
+Ten random points per stage (twenty until 2026-12-04): the windows where a kill matters most —
+between a scene's staging and its publish, while the old version is being removed, inside an
+episode shard's write — are each hit exactly by :mod:`tests.test_debris`, so the random trials
+sweep the rest of the run rather than hunt for those windows.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from tests.fixtures.warm import WarmProcesses
 from urbex.cli import main
 
 SEED = 11
-N_KILLS = 20
+N_KILLS = 10
 N_TRAIN_KILLS = 4
 SCENES = ("synthville_block_0", "synthville_block_1")
 #: What the stages import, imported by each warm process before its command.
@@ -325,12 +330,14 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
             doc["openai"].update(base_url=stub.base_url, api_key_env=None, concurrency=n)
             files[n] = project.with_name(f"params-openai-{n}.yaml")
             files[n].write_text(yaml.safe_dump(doc))
-        argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--run-id", run.name]
+        # 12 of the split's queries (a seeded sample): three waves of four in flight, six shards
+        argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--limit", "12"]
+        argv += ["--run-id", run.name]
         sequential = ["--params", str(files[1]), "-q", *argv]
         concurrent = ["--params", str(files[4]), "-q", *argv]
         assert main(sequential) == 0
         ref = snapshot()
-        assert len(ref[0]) >= 4
+        assert len(ref[0]) == 12
         shutil.rmtree(run)
         log = project.parent / "child.log"
         first = server.run(concurrent, cwd=project.parent, log=log)  # uninterrupted, timed
@@ -340,7 +347,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         killed = partial = 0
         for i in range(6):
             shutil.rmtree(run)
-            delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
+            delay = rng.uniform(0.35 * first["elapsed"], 0.9 * first["elapsed"])
             r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
             assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
             killed += r["killed"]

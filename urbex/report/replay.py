@@ -4,10 +4,11 @@ Pictures are drawn by the same code as ``urbex ground``
 (:func:`urbex.viz.trajectory.trajectory_picture`) by **replaying the episode from the run's
 stored steps**, not by playing it again: no policy or model is loaded. The scenes and the
 landmark index come from the construction seam, :class:`urbex.env.world.World`, as for every
-other episode consumer. The global view is rebuilt with :func:`urbex.env.episode.make_global_view`
-(what the agent saw), each zoom view with the scene cache's ``bev_window`` over the step's stored
-world region (``region_*_m``) at ``params.env.zoom_size`` (the pixels the agent saw), the target
-from the scene's instance table and the prediction from the episode row. Oblique renders are not
+other episode consumer. The global view is rebuilt once per scene
+(:class:`urbex.env.views.GlobalViews`: what the agent saw), each zoom view with the scene
+cache's ``bev_window`` over the step's stored world region (``region_*_m``) at
+``params.env.zoom_size`` (the pixels the agent saw), the target from the scene's instance table
+and the prediction from the episode row. Oblique renders are not
 stored and not re-rendered (that is the expensive part): their region is drawn on the map and
 their thumbnail is a grey placeholder saying so.
 """
@@ -23,10 +24,9 @@ import polars as pl
 from PIL import Image, ImageDraw
 
 from urbex.atomic import atomic_path
-from urbex.env.episode import make_global_view
 from urbex.env.records import Query, Step
 from urbex.env.tools import mark_view
-from urbex.env.views import EpisodeView
+from urbex.env.views import EpisodeView, GlobalViews
 from urbex.env.world import World
 from urbex.eval.ground import landmark_hits
 from urbex.viz.trajectory import trajectory_picture
@@ -57,6 +57,8 @@ class Replayer:
     def __init__(self, params: Params) -> None:
         self.params = params
         self.world = World.from_params(params, max_open_scenes=2)
+        # a run's pictures share a few scenes: each scene's global view is built once
+        self.global_views = GlobalViews(params.env, maxsize=4)
 
     def draw(
         self, ep: dict[str, Any], steps: pl.DataFrame, text: str, out: Path
@@ -67,7 +69,7 @@ class Replayer:
         if not self.params.layout.scene_meta(scene_id).is_file():
             return False, f"no scene cache for {scene_id} (run urbex cache)"
         scene = self.world.scenes(scene_id)
-        views = [make_global_view(scene, self.params)]
+        views = [self.global_views(scene_id, scene)]
         marks = None
         if self.params.env.marks.enabled:  # the run's marks, as its views showed them
             env = self.world.env()
