@@ -330,14 +330,12 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
             doc["openai"].update(base_url=stub.base_url, api_key_env=None, concurrency=n)
             files[n] = project.with_name(f"params-openai-{n}.yaml")
             files[n].write_text(yaml.safe_dump(doc))
-        # 12 of the split's queries (a seeded sample): three waves of four in flight, six shards
-        argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--limit", "12"]
-        argv += ["--run-id", run.name]
+        argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--run-id", run.name]
         sequential = ["--params", str(files[1]), "-q", *argv]
         concurrent = ["--params", str(files[4]), "-q", *argv]
         assert main(sequential) == 0
         ref = snapshot()
-        assert len(ref[0]) == 12
+        assert len(ref[0]) >= 4
         shutil.rmtree(run)
         log = project.parent / "child.log"
         first = server.run(concurrent, cwd=project.parent, log=log)  # uninterrupted, timed
@@ -347,7 +345,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         killed = partial = 0
         for i in range(6):
             shutil.rmtree(run)
-            delay = rng.uniform(0.35 * first["elapsed"], 0.9 * first["elapsed"])
+            delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
             r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
             assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
             killed += r["killed"]
