@@ -14,7 +14,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # `pytest -n 2` on a 2-core machine: one compute thread per worker (and per child process
     # it starts). Torch's OpenMP pool would otherwise take every core in each worker, and the
-    # two pools spin against each other: the torch-heavy tests ran 2-3x slower than alone.
+    # two pools spin against each other: the torch-heavy tests ran 2-4x slower than alone.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # The toy city's fixtures, for every test folder (imported after the offline switches above).

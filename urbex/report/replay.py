@@ -8,9 +8,9 @@ other episode consumer. The global view is rebuilt once per scene
 (:class:`urbex.env.views.GlobalViews`: what the agent saw), each zoom view with the scene
 cache's ``bev_window`` over the step's stored world region (``region_*_m``) at
 ``params.env.zoom_size`` (the pixels the agent saw), the target from the scene's instance table
-and the prediction from the episode row. Oblique renders are not
-stored and not re-rendered (that is the expensive part): their region is drawn on the map and
-their thumbnail is a grey placeholder saying so.
+and the prediction from the episode row. Oblique renders are not stored and not re-rendered
+(that is the expensive part): their region is drawn on the map and their thumbnail is a grey
+placeholder saying so.
 """
 
 from __future__ import annotations
@@ -69,13 +69,14 @@ class Replayer:
         if not self.params.layout.scene_meta(scene_id).is_file():
             return False, f"no scene cache for {scene_id} (run urbex cache)"
         scene = self.world.scenes(scene_id)
-        views = [self.global_views(scene_id, scene)]
         marks = None
         if self.params.env.marks.enabled:  # the run's marks, as its views showed them
             env = self.world.env()
             q = Query(query_id=str(ep["query_id"]), scene_id=scene_id, description=text or "-")
             env.reset(query=q)
             views, marks = [env.views["global"]], env.marks
+        else:
+            views = [self.global_views(scene_id, scene)]
         recs: list[Step] = []
         w, h = self.params.env.zoom_size
         for s in steps.iter_rows(named=True) if steps.height else ():
