@@ -209,16 +209,16 @@ def test_cli_invalid_yaml_is_one_line_with_position(tmp_path, capsys):
 
 
 def test_cli_commands_refresh_the_warehouse_once(tmp_path, monkeypatch, capsys):
-    import urbex.stages
+    import urbex.report.warehouse
 
     calls: list[object] = []
-    real = urbex.stages.refresh_warehouse
+    real = urbex.report.warehouse.refresh_warehouse
 
     def counting(assets, **kw):
         calls.append(assets)
         return real(assets, **kw)
 
-    monkeypatch.setattr(urbex.stages, "refresh_warehouse", counting)  # the front doors' refresh
+    monkeypatch.setattr(urbex.report.warehouse, "refresh_warehouse", counting)  # front doors
     params = write_small_project(tmp_path)
     assert main(["--params", str(params), "-q", "synth"]) == 0
     assert calls == []

@@ -25,6 +25,7 @@ from urbex.layout import AssetLayout, safe_name
 from urbex.params_files import ParamsFiles, describe_errors, read_params_files
 
 __all__ = [
+    "POLICY_NAMES",
     "SPLIT_NAMES",
     "AnnotationParams",
     "Benchmark",
@@ -54,6 +55,20 @@ Split = Literal["train", "val", "test_nd", "test_no", "test"]
 #: Benchmarks ``urbex evaluate --benchmark`` plays: the training one and the zero-shot ones.
 Benchmark = Literal["cityrefer", "stpls3d_refer"]
 SPLIT_NAMES: tuple[str, ...] = get_args(Split)
+#: The built-in policies (``eval.policy``, ``urbex evaluate --policy``), in the registry's order
+#: (:mod:`urbex.agents.registry` holds their factories and refuses to load if the two differ):
+#: named here so that the command line knows them without importing every policy.
+POLICY_NAMES: tuple[str, ...] = (
+    "vlm",
+    "openai",
+    "workflow",
+    "no_tools",
+    "landmark_prior",
+    "oracle",
+    "ranking",
+    "ranking_rules",
+    "ranking_proposals",
+)
 
 
 class PathsParams(StrictModel):

@@ -58,6 +58,7 @@ __all__ = [
     "META_FILE",
     "PROPOSALS_FILE",
     "RANKER_VERSION",
+    "RUN_TIMES_FILE",
     "SAFE_NAME_MAX",
     "SCENE_ROW_FILE",
     "SFT_LOG_FILE",
@@ -77,6 +78,10 @@ __all__ = [
 #: absolute paths. It is not versioned (:data:`UNVERSIONED`), so an output rebuilt from the same
 #: inputs hashes the same; the warehouse joins the timings back (``latency_s`` of ``episodes``).
 TIMINGS_DIR = "timings"
+
+#: A run's start and last update (ISO-8601 UTC), in its unversioned timings folder: a run.json
+#: holding them would differ between two runs of the same inputs.
+RUN_TIMES_FILE = "run.json"
 
 #: Files under the assets root that are *not* versioned data, as gitignore-style patterns relative
 #: to the root (``*`` within one name, ``**`` any number of folders, a trailing ``/`` a folder and

@@ -13,27 +13,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from urbex.annotations.stages import (
-    build_clean_annotations,
-    build_landmark_tables,
-    build_splits,
-    build_stpls3d_refer,
-)
 from urbex.atomic import atomic_path
 from urbex.benchmarks import ZERO_SHOT, ZERO_SHOT_SPLIT, benchmark_params, benchmark_source
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
-from urbex.io.cityrefer import box3d_hash
-from urbex.io.datasets import read_scene
-from urbex.landmarks.lookup import landmark_index
-from urbex.raw import RawDataset, materialize_raw, raw_dataset
-from urbex.report.warehouse import refresh_warehouse
-from urbex.scene.build import build_scene_cache
-from urbex.scene.meta import write_scene_row
+
+if TYPE_CHECKING:
+    from urbex.raw import RawDataset
 
 __all__ = [
     "BenchmarkBuild",
@@ -55,6 +45,8 @@ __all__ = [
 
 def stage_raw(params: Params, *, force: bool = False, progress: bool = True) -> RawDataset:
     """Materialize the raw data set (generate synthetic or register a root)."""
+    from urbex.raw import materialize_raw
+
     return materialize_raw(params, force=force, progress=progress)
 
 
@@ -86,6 +78,12 @@ def build_scene(
         ``scene_id`` is not one of the data set's selected scenes (``data.scenes``).
     """
     import json
+
+    from urbex.io.cityrefer import box3d_hash
+    from urbex.io.datasets import read_scene
+    from urbex.raw import raw_dataset
+    from urbex.scene.build import build_scene_cache
+    from urbex.scene.meta import write_scene_row
 
     ds = raw_dataset(params)
     if scene_id not in ds.scene_ids:
@@ -128,30 +126,35 @@ def refresh(params: Params) -> dict[str, int]:
 
     The one refresh of a front-door command or asset run (the stages themselves never refresh).
     """
+    from urbex.report.warehouse import refresh_warehouse
 
     return refresh_warehouse(params.assets)
 
 
 def stage_landmarks(params: Params) -> list[Path]:
     """Landmark tables of every scene (checked, then published); see :func:`refresh`."""
+    from urbex.annotations.stages import build_landmark_tables
 
     return build_landmark_tables(params)
 
 
 def stage_clean_annotations(params: Params) -> Path:
     """Cleaned annotations + drops (checked, then published); see :func:`refresh`."""
+    from urbex.annotations.stages import build_clean_annotations
 
     return build_clean_annotations(params)
 
 
 def stage_splits(params: Params) -> Path:
     """train/val/test_nd/test_no (checked, then published); see :func:`refresh`."""
+    from urbex.annotations.stages import build_splits
 
     return build_splits(params)
 
 
 def stage_stpls3d_refer(params: Params) -> Path:
     """STPLS3D-Refer in the CityRefer layout under ``<assets>/stpls3d_refer``."""
+    from urbex.annotations.stages import build_stpls3d_refer
 
     return build_stpls3d_refer(params)
 
@@ -163,6 +166,8 @@ def stage_stpls3d_refer(params: Params) -> Path:
 
 def benchmark_scene_ids(params: Params, name: str) -> list[str]:
     """The benchmark's scene ids (``[]`` while a zero-shot one's source is not built yet)."""
+    from urbex.raw import raw_dataset
+
     bp = benchmark_params(params, name)
     if name != "cityrefer" and not (bp.data_root is not None and bp.data_root.is_dir()):
         return []
@@ -181,6 +186,8 @@ def build_benchmark_scene(params: Params, name: str, scene_id: str, *, force: bo
 
 def build_benchmark_landmarks(params: Params, name: str) -> list[Path]:
     """The benchmark's landmark tables (:func:`~urbex.annotations.stages.build_landmark_tables`)."""
+    from urbex.annotations.stages import build_landmark_tables
+
     return build_landmark_tables(benchmark_params(params, name))
 
 
@@ -195,6 +202,9 @@ def build_benchmark_queries(params: Params, name: str) -> Path:
     AnnotationError
         Cleaning left no query.
     """
+    from urbex.annotations.stages import build_clean_annotations
+    from urbex.landmarks.lookup import landmark_index
+
     if name not in ZERO_SHOT:
         raise ValueError(f"benchmark: expected a zero-shot one of {list(ZERO_SHOT)}, got {name!r}")
     bp = benchmark_params(params, name)

@@ -37,13 +37,13 @@ def built(tmp_path_factory):
 def test_annotation_assets_pass_their_quality_checks(built, monkeypatch):
     import duckdb
 
-    import urbex.stages as stages
+    import urbex.report.warehouse as warehouse
 
     root, params, instance = built
     calls: list[object] = []
-    real = stages.refresh_warehouse
+    real = warehouse.refresh_warehouse
     monkeypatch.setattr(
-        stages, "refresh_warehouse", lambda a, **kw: calls.append(a) or real(a, **kw)
+        warehouse, "refresh_warehouse", lambda a, **kw: calls.append(a) or real(a, **kw)
     )
     res = _materialize(instance, params, STAGES)
     assert res.success

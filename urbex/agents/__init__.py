@@ -5,13 +5,18 @@ Every policy implements :class:`~urbex.env.policy.Policy` (most by subclassing
 raw text, plus the episode hooks the loop (:func:`urbex.env.play.play_episode`) calls.
 """
 
-from urbex.agents.heuristics import LandmarkPriorPolicy
-from urbex.agents.openai_api import OpenAIPolicy
-from urbex.agents.oracle import OraclePolicy
-from urbex.agents.registry import POLICY_NAMES, make_policy, policy_info, register_policy
-from urbex.agents.vlm import VLMPolicy
-from urbex.agents.workflow import WorkflowPolicy
-from urbex.env.policy import Policy, PolicyBase
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.agents.heuristics import LandmarkPriorPolicy
+    from urbex.agents.openai_api import OpenAIPolicy
+    from urbex.agents.oracle import OraclePolicy
+    from urbex.agents.registry import POLICY_NAMES, make_policy, policy_info, register_policy
+    from urbex.agents.vlm import VLMPolicy
+    from urbex.agents.workflow import WorkflowPolicy
+    from urbex.env.policy import Policy, PolicyBase
 
 __all__ = [
     "POLICY_NAMES",
@@ -26,3 +31,24 @@ __all__ = [
     "policy_info",
     "register_policy",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.agents.heuristics": ("LandmarkPriorPolicy",),
+        "urbex.agents.openai_api": ("OpenAIPolicy",),
+        "urbex.agents.oracle": ("OraclePolicy",),
+        "urbex.agents.registry": (
+            "POLICY_NAMES",
+            "make_policy",
+            "policy_info",
+            "register_policy",
+        ),
+        "urbex.agents.vlm": ("VLMPolicy",),
+        "urbex.agents.workflow": ("WorkflowPolicy",),
+        "urbex.env.policy": (
+            "Policy",
+            "PolicyBase",
+        ),
+    },
+)

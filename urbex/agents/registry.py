@@ -32,6 +32,7 @@ from urbex.agents.ranking import RankingPolicy
 from urbex.agents.vlm import VLMPolicy
 from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 from urbex.annotations.class_sizes import read_class_sizes
+from urbex.config import POLICY_NAMES as BUILTIN_POLICY_NAMES
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -213,8 +214,12 @@ _REGISTRY: dict[str, PolicyInfo] = {
     )
 }
 
-#: The built-in policy names.
+#: The built-in policy names (:data:`urbex.config.POLICY_NAMES`, which the command line reads).
 POLICY_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+if POLICY_NAMES != BUILTIN_POLICY_NAMES:  # pragma: no cover  # a policy added in one place only
+    raise RuntimeError(
+        f"urbex.config.POLICY_NAMES {BUILTIN_POLICY_NAMES} != the registry's {POLICY_NAMES}"
+    )
 
 
 def register_policy(

@@ -22,7 +22,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from urbex.agents.registry import POLICY_NAMES
 from urbex.benchmarks import BENCHMARKS, ZERO_SHOT
 from urbex.cli.commands import (
     cmd_benchmark,
@@ -45,7 +44,7 @@ from urbex.cli.commands import (
     tool_list,
 )
 from urbex.cli.parse import add_parse_command
-from urbex.config import SPLIT_NAMES, load_params
+from urbex.config import POLICY_NAMES, SPLIT_NAMES, load_params
 from urbex.errors import UrbexError
 
 __all__ = ["main", "params_files"]

@@ -11,35 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from urbex.agents.proposals import proposal_recall_table
-from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
-from urbex.annotations.stpls3d_refer import refer_counts
 from urbex.config import Params
 from urbex.errors import ConfigError, OutputExistsError, UrbexError
-from urbex.eval.ground import ground
-from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
-from urbex.eval.runner import evaluate
-from urbex.eval.runspec import RunSpec
 from urbex.layout import safe_name
-from urbex.raw import raw_dataset
-from urbex.report.diagnose import diagnose
-from urbex.report.publish import report
-from urbex.stages import (
-    build_benchmark,
-    build_scene,
-    refresh,
-    stage_clean_annotations,
-    stage_landmarks,
-    stage_raw,
-    stage_splits,
-    stage_stpls3d_refer,
-)
-from urbex.synth import generate_dataset
-from urbex.train.corpus import protocol_corpus
-from urbex.train.grpo import train
-from urbex.train.sft import sft
-from urbex.train.teacher import teacher_trajectories
-from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
 __all__ = [
     "cmd_benchmark",
@@ -135,6 +109,7 @@ def _run_id(value: str | None) -> str | None:
 
 def _require_raw(params: Params) -> None:
     """A ConfigError saying to run ``urbex synth`` when the synthetic set is not generated yet."""
+    from urbex.raw import raw_dataset
 
     ds = raw_dataset(params)
     if ds.generated and not ds.root.is_dir():
@@ -173,6 +148,9 @@ def refuse_overwrite(path: Path, *, force: bool, what: str) -> None:
 
 
 def cmd_synth(args: argparse.Namespace, params: Params) -> int:
+
+    from urbex.stages import stage_raw
+    from urbex.synth import generate_dataset
 
     p = _with_flags(
         params,
@@ -216,6 +194,9 @@ def cmd_synth(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_cache(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.raw import raw_dataset
+    from urbex.stages import build_scene, refresh
+
     ds = raw_dataset(params)
     ids = [args.scene] if args.scene else list(ds.scene_ids)
     if args.scene and args.scene not in ds.scene_ids:
@@ -234,6 +215,8 @@ def cmd_cache(args: argparse.Namespace, params: Params) -> int:
 def cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
 
+    from urbex.stages import refresh, stage_landmarks
+
     for path in stage_landmarks(params):
         print(f"{path.stem}: {pl.read_parquet(path, glob=False).height} landmarks → {path}")
     refresh(params)
@@ -242,6 +225,8 @@ def cmd_landmarks(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_splits(args: argparse.Namespace, params: Params) -> int:
     import polars as pl
+
+    from urbex.stages import refresh, stage_clean_annotations, stage_splits
 
     _require_raw(params)
     clean = stage_clean_annotations(params)
@@ -263,6 +248,9 @@ def cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.annotations.stpls3d_refer import refer_counts
+    from urbex.stages import stage_stpls3d_refer
+
     path = stage_stpls3d_refer(params)
     c = refer_counts(path)
     print(
@@ -275,6 +263,8 @@ def cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.stages import build_benchmark, refresh
+
     b = build_benchmark(params, args.name, force=args.force)
     print(
         f"{b.name}: {len(b.scene_ids)} scenes ({', '.join(b.scene_ids)}), {b.n_queries} queries "
@@ -285,6 +275,10 @@ def cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
+
+    from urbex.eval.runner import evaluate
+    from urbex.eval.runspec import RunSpec
+    from urbex.stages import refresh
 
     run_id = _run_id(args.run_id)
     if args.benchmark not in (None, "cityrefer") and args.split is None:
@@ -326,6 +320,10 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
     from dataclasses import replace
 
+    from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
+    from urbex.eval.runner import evaluate
+    from urbex.stages import refresh
+
     if run_id is not None:
         raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
     policy = params.eval.policy
@@ -355,6 +353,8 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
 
 def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+
     model, path = fit_ranker_from_params(params)
     s = ranker_summary(model)
     print(
@@ -369,6 +369,8 @@ def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_proposals(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.agents.proposals import proposal_recall_table
+
     df = proposal_recall_table(params)
     print("Without-GT proposal recall (BEV IoU ≥ 0.25 / 0.5) per split and class:")
     print(df.drop("run_id", "policy"))
@@ -376,6 +378,8 @@ def cmd_proposals(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_ground(args: argparse.Namespace, params: Params) -> int:
+
+    from urbex.eval.ground import ground
 
     r = ground(
         params,
@@ -412,6 +416,8 @@ def cmd_ground(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.report.diagnose import diagnose
+
     paths = diagnose(params, echo=True)
     print(f"diagnostics → {paths[0].parent} ({len(paths)} files)")
     return 0
@@ -419,12 +425,16 @@ def cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_report(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.report.publish import report
+
     path = report(params, echo=True)
     print(f"report → {path} (+ .csv); results page → {params.layout.results_page}")
     return 0
 
 
 def cmd_train(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.grpo import train
+
     params = _with_flags(
         params, args, {"--run-name": "train.run_name", "--max-steps": "train.max_steps"}
     )
@@ -468,6 +478,10 @@ def cmd_train(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
 
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.teacher import teacher_trajectories
+    from urbex.train.tiny import TinyModelSpec, make_tiny_model
+
     spec = TinyModelSpec(
         hidden_size=args.hidden,
         num_layers=args.layers,
@@ -494,6 +508,8 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_sft(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.sft import sft
+
     params = _with_flags(params, args, {"--run-name": "sft.run_name", "--steps": "sft.steps"})
 
     r = sft(
@@ -519,6 +535,8 @@ def cmd_sft(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
+
+    from urbex.stages import refresh
 
     counts = refresh(params)
     print(json.dumps(counts, indent=2))

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
-from urbex.landmarks import landmark_index
-from urbex.language import Parse, parse
+
+if TYPE_CHECKING:
+    from urbex.language import Parse
 
 __all__ = ["add_parse_command", "cmd_parse", "format_parse", "read_requests"]
 
@@ -83,6 +85,7 @@ def read_requests(path: Path) -> list[tuple[str, list[str]]]:
 def format_parse(p: Parse) -> str:
     """A parse as aligned lines of text (what ``urbex parse`` prints without ``--json``).
 
+    >>> from urbex.language import parse
     >>> print(format_parse(parse("the second red car from the east end of Mill Lane", ["Mill Lane"])))
     target class    Car
     colours         red
@@ -108,6 +111,8 @@ def format_parse(p: Parse) -> str:
 
 
 def _names(args: argparse.Namespace, params: Params) -> list[str]:
+    from urbex.landmarks import landmark_index
+
     names = list(args.landmark)
     if args.scene:
         index = landmark_index(params)
@@ -122,6 +127,8 @@ def _names(args: argparse.Namespace, params: Params) -> list[str]:
 
 def cmd_parse(args: argparse.Namespace, params: Params) -> int:
     """``urbex parse``: print the parse of one description, or of every line of a JSONL file."""
+    from urbex.language import parse
+
     if (args.text is None) == (args.jsonl is None):
         raise ConfigError('give a description ("TEXT") or --jsonl FILE, not both or neither')
     names = _names(args, params)

@@ -3,13 +3,18 @@
 Heavy dependencies (scene caches, trl, PIL) are imported lazily inside functions.
 """
 
-from urbex.env.episode import GroundingEnv, make_global_view
-from urbex.env.prompts import system_prompt, user_prompt
-from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action
-from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step
-from urbex.env.scenes import CachedSceneProvider
-from urbex.env.tools import TOOLS, openai_tool_schemas
-from urbex.env.views import EpisodeView, ViewRegistry
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.env.episode import GroundingEnv, make_global_view
+    from urbex.env.prompts import system_prompt, user_prompt
+    from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action
+    from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step
+    from urbex.env.scenes import CachedSceneProvider
+    from urbex.env.tools import TOOLS, openai_tool_schemas
+    from urbex.env.views import EpisodeView, ViewRegistry
 
 __all__ = [
     "TOOLS",
@@ -30,3 +35,38 @@ __all__ = [
     "system_prompt",
     "user_prompt",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.env.episode": (
+            "GroundingEnv",
+            "make_global_view",
+        ),
+        "urbex.env.prompts": (
+            "system_prompt",
+            "user_prompt",
+        ),
+        "urbex.env.protocol": (
+            "Answer",
+            "Invalid",
+            "ToolCall",
+            "parse_action",
+        ),
+        "urbex.env.records": (
+            "EpisodeOutcome",
+            "PointCounts",
+            "Query",
+            "Step",
+        ),
+        "urbex.env.scenes": ("CachedSceneProvider",),
+        "urbex.env.tools": (
+            "TOOLS",
+            "openai_tool_schemas",
+        ),
+        "urbex.env.views": (
+            "EpisodeView",
+            "ViewRegistry",
+        ),
+    },
+)

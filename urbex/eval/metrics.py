@@ -446,8 +446,8 @@ def metrics_schema() -> dict[str, Any]:
     """
     import polars as pl
 
-    empty = pl.from_arrow(episode_schema().empty_table())
-    assert isinstance(empty, pl.DataFrame)
+    # pl.Schema reads the Arrow schema directly; pl.from_arrow of a table would import pandas
+    empty = pl.DataFrame(schema=pl.Schema(episode_schema()))
     return dict(aggregate(empty).schema)
 
 

@@ -72,7 +72,7 @@ from urbex.eval.runspec import (
     read_spec,
 )
 from urbex.eval.schedule import play_pending
-from urbex.layout import TIMINGS_DIR
+from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR
 
 if TYPE_CHECKING:
     import polars as pl
@@ -237,11 +237,6 @@ def _check_run(
             path=path,
         )
     return meta
-
-
-#: A run's start and last update (ISO-8601 UTC), in its unversioned timings folder: a run.json
-#: holding them would differ between two runs of the same inputs.
-RUN_TIMES_FILE = "run.json"
 
 
 @dataclass(slots=True)

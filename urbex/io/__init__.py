@@ -6,25 +6,30 @@ GeoDataFrame. :func:`read_scene` / :func:`list_scenes` sit on top of them all.
 Writers are atomic (temporary file + ``os.replace``).
 """
 
-from urbex.io.cityrefer import (
-    Annotation,
-    BoxRecord,
-    FalseSegment,
-    read_annotations,
-    read_box3d,
-    read_false_segments,
-    read_segs,
-    segs_to_instance,
-    write_annotations,
-    write_box3d,
-    write_false_segments,
-    write_segs,
-)
-from urbex.io.datasets import SOURCES, RawScene, annotation_files, list_scenes, read_scene
-from urbex.io.geojson import read_landmarks_geojson, write_landmarks_geojson
-from urbex.io.las import LasReader, UnitConversion, read_las, unit_conversion, write_las
-from urbex.io.ply import PlyHeader, PlyReader, read_ply, write_ply
-from urbex.io.stpls3d import read_stpls3d_ply, read_stpls3d_txt, write_stpls3d_txt
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.io.cityrefer import (
+        Annotation,
+        BoxRecord,
+        FalseSegment,
+        read_annotations,
+        read_box3d,
+        read_false_segments,
+        read_segs,
+        segs_to_instance,
+        write_annotations,
+        write_box3d,
+        write_false_segments,
+        write_segs,
+    )
+    from urbex.io.datasets import SOURCES, RawScene, annotation_files, list_scenes, read_scene
+    from urbex.io.geojson import read_landmarks_geojson, write_landmarks_geojson
+    from urbex.io.las import LasReader, UnitConversion, read_las, unit_conversion, write_las
+    from urbex.io.ply import PlyHeader, PlyReader, read_ply, write_ply
+    from urbex.io.stpls3d import read_stpls3d_ply, read_stpls3d_txt, write_stpls3d_txt
 
 __all__ = [
     "SOURCES",
@@ -59,3 +64,52 @@ __all__ = [
     "write_segs",
     "write_stpls3d_txt",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.io.cityrefer": (
+            "Annotation",
+            "BoxRecord",
+            "FalseSegment",
+            "read_annotations",
+            "read_box3d",
+            "read_false_segments",
+            "read_segs",
+            "segs_to_instance",
+            "write_annotations",
+            "write_box3d",
+            "write_false_segments",
+            "write_segs",
+        ),
+        "urbex.io.datasets": (
+            "SOURCES",
+            "RawScene",
+            "annotation_files",
+            "list_scenes",
+            "read_scene",
+        ),
+        "urbex.io.geojson": (
+            "read_landmarks_geojson",
+            "write_landmarks_geojson",
+        ),
+        "urbex.io.las": (
+            "LasReader",
+            "UnitConversion",
+            "read_las",
+            "unit_conversion",
+            "write_las",
+        ),
+        "urbex.io.ply": (
+            "PlyHeader",
+            "PlyReader",
+            "read_ply",
+            "write_ply",
+        ),
+        "urbex.io.stpls3d": (
+            "read_stpls3d_ply",
+            "read_stpls3d_txt",
+            "write_stpls3d_txt",
+        ),
+    },
+)

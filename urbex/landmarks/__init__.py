@@ -33,21 +33,26 @@ Submodules: :mod:`~urbex.landmarks.names` (normalisation, kinds), :mod:`~urbex.l
 (building/registering/reading tables), :mod:`~urbex.landmarks.lookup` (:class:`LandmarkIndex`).
 """
 
-from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match, landmark_index
-from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
-from urbex.landmarks.table import (
-    FOOTPRINT_BOUNDS,
-    LANDMARK_SCHEMA,
-    empty_landmark_table,
-    footprint_bounds,
-    landmarks_from_geojson,
-    landmarks_from_instances,
-    merge_landmark_tables,
-    read_landmark_table,
-    registration_offset,
-    with_footprint_bounds,
-    write_landmark_table,
-)
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match, landmark_index
+    from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
+    from urbex.landmarks.table import (
+        FOOTPRINT_BOUNDS,
+        LANDMARK_SCHEMA,
+        empty_landmark_table,
+        footprint_bounds,
+        landmarks_from_geojson,
+        landmarks_from_instances,
+        merge_landmark_tables,
+        read_landmark_table,
+        registration_offset,
+        with_footprint_bounds,
+        write_landmark_table,
+    )
 
 __all__ = [
     "FOOTPRINT_BOUNDS",
@@ -69,3 +74,33 @@ __all__ = [
     "with_footprint_bounds",
     "write_landmark_table",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.landmarks.lookup": (
+            "LandmarkIndex",
+            "LookupResult",
+            "Match",
+            "landmark_index",
+        ),
+        "urbex.landmarks.names": (
+            "LANDMARK_KINDS",
+            "landmark_kind",
+            "normalize_name",
+        ),
+        "urbex.landmarks.table": (
+            "FOOTPRINT_BOUNDS",
+            "LANDMARK_SCHEMA",
+            "empty_landmark_table",
+            "footprint_bounds",
+            "landmarks_from_geojson",
+            "landmarks_from_instances",
+            "merge_landmark_tables",
+            "read_landmark_table",
+            "registration_offset",
+            "with_footprint_bounds",
+            "write_landmark_table",
+        ),
+    },
+)

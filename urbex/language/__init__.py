@@ -6,16 +6,21 @@ shape, counts, ordinal, landmark mentions with their relations). It stands besid
 description (the lift, the rankers, the baselines, ``urbex parse``).
 """
 
-from urbex.language.parse import context_objects, map_regions, parse
-from urbex.language.records import (
-    MAP_SIDES,
-    RELATIONS,
-    ContextObject,
-    Count,
-    Mention,
-    Ordinal,
-    Parse,
-)
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.language.parse import context_objects, map_regions, parse
+    from urbex.language.records import (
+        MAP_SIDES,
+        RELATIONS,
+        ContextObject,
+        Count,
+        Mention,
+        Ordinal,
+        Parse,
+    )
 
 __all__ = [
     "MAP_SIDES",
@@ -29,3 +34,23 @@ __all__ = [
     "map_regions",
     "parse",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.language.parse": (
+            "context_objects",
+            "map_regions",
+            "parse",
+        ),
+        "urbex.language.records": (
+            "MAP_SIDES",
+            "RELATIONS",
+            "ContextObject",
+            "Count",
+            "Mention",
+            "Ordinal",
+            "Parse",
+        ),
+    },
+)

@@ -28,10 +28,9 @@ from urbex.atomic import PUBLIC
 from urbex.eval.episodes import ROW_KEYS, SHARD_GLOB, episode_schema, step_schema, timing_schema
 from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
 from urbex.eval.metrics import metrics_schema
-from urbex.eval.runner import RUN_TIMES_FILE
 from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.landmarks.table import LANDMARK_SCHEMA
-from urbex.layout import TIMINGS_DIR, TRAINING_LOG_FILE, AssetLayout
+from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, TRAINING_LOG_FILE, AssetLayout
 from urbex.scene.instances import INSTANCE_SCHEMA
 from urbex.scene.meta import SCENE_COLUMNS
 from urbex.train.logs import TIMING_COLUMNS as LOG_TIMING

@@ -5,10 +5,15 @@ Build with :func:`build_scene_cache`, open with :meth:`SceneCache.open`. Frames 
 (azimuth/elevation, camera frame).
 """
 
-from urbex.scene.build import build_scene_cache, cache_is_fresh, content_hash
-from urbex.scene.cache import SceneCache, View
-from urbex.scene.meta import CacheMeta
-from urbex.scene.oblique import Camera, ObliqueRender, render_oblique
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.scene.build import build_scene_cache, cache_is_fresh, content_hash
+    from urbex.scene.cache import SceneCache, View
+    from urbex.scene.meta import CacheMeta
+    from urbex.scene.oblique import Camera, ObliqueRender, render_oblique
 
 __all__ = [
     "CacheMeta",
@@ -21,3 +26,24 @@ __all__ = [
     "content_hash",
     "render_oblique",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.scene.build": (
+            "build_scene_cache",
+            "cache_is_fresh",
+            "content_hash",
+        ),
+        "urbex.scene.cache": (
+            "SceneCache",
+            "View",
+        ),
+        "urbex.scene.meta": ("CacheMeta",),
+        "urbex.scene.oblique": (
+            "Camera",
+            "ObliqueRender",
+            "render_oblique",
+        ),
+    },
+)

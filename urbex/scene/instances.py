@@ -16,7 +16,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.pointcloud import CLASS_SCHEMES
-from urbex.scene import _points as P
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,6 +78,8 @@ def _compact(
     themselves (no per-value array); larger ids go through ``np.unique`` and ``keys`` is
     the compact index.
     """
+    from urbex.scene import _points as P  # numba kernels: imported when used
+
     v = np.asarray(values)
     none = np.zeros(0, np.int64)
     if v.size == 0 or int(v.max()) < 0:
@@ -118,6 +119,8 @@ def compact_ids(
     >>> ids.tolist(), counts.tolist(), index.tolist()
     ([2, 5], [1, 2], [1, -1, 0, 1])
     """
+    from urbex.scene import _points as P
+
     ids, counts, keys, lut = _compact(values)
     if lut.size == 0:
         return ids, counts, np.full(np.shape(values), -1, np.int32)
@@ -135,6 +138,8 @@ def instance_extents(
     >>> ids.tolist(), lo.tolist(), hi.tolist(), n.tolist()
     ([4], [[0.0, 0.0, 0.0]], [[2.0, 1.0, 5.0]], [2])
     """
+    from urbex.scene import _points as P
+
     ids, _, keys, lut = _compact(instance)
     no_rgb, no_sem = np.zeros((1, 3), np.uint8), np.zeros(1, np.int32)
     lo, hi, count, _, _ = P.instance_stats(
@@ -203,6 +208,8 @@ def instance_table(
         Rows sorted by instance id; empty (with the schema) when there are no instances.
     """
     import polars as pl
+
+    from urbex.scene import _points as P
 
     schema = {c: getattr(pl, t) for c, t in INSTANCE_SCHEMA}
     if instance is None or instance.size == 0:

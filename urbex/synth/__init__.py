@@ -8,20 +8,25 @@ written in the CityRefer / LAS / STPLS3D layouts plus ``synth_manifest.json``).
 Submodules import lazily where heavy (geopandas, laspy, tqdm are imported inside functions).
 """
 
-from urbex.synth.block import Block, Landmark, ObjectTable, generate_block
-from urbex.synth.dataset import generate_dataset
-from urbex.synth.expressions import Expression, satisfying
-from urbex.synth.layout import Road
-from urbex.synth.manifest import Defect, SceneEntry, SynthManifest, read_manifest
-from urbex.synth.phrasing import (
-    FAMILIES,
-    HELD_OUT_FAMILIES,
-    HELD_OUT_FAMILY,
-    PHENOMENA,
-    Phrasing,
-    describe,
-)
-from urbex.synth.queries import Query, scene_queries
+from typing import TYPE_CHECKING
+
+from urbex.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from urbex.synth.block import Block, Landmark, ObjectTable, generate_block
+    from urbex.synth.dataset import generate_dataset
+    from urbex.synth.expressions import Expression, satisfying
+    from urbex.synth.layout import Road
+    from urbex.synth.manifest import Defect, SceneEntry, SynthManifest, read_manifest
+    from urbex.synth.phrasing import (
+        FAMILIES,
+        HELD_OUT_FAMILIES,
+        HELD_OUT_FAMILY,
+        PHENOMENA,
+        Phrasing,
+        describe,
+    )
+    from urbex.synth.queries import Query, scene_queries
 
 __all__ = [
     "FAMILIES",
@@ -45,3 +50,39 @@ __all__ = [
     "satisfying",
     "scene_queries",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "urbex.synth.block": (
+            "Block",
+            "Landmark",
+            "ObjectTable",
+            "generate_block",
+        ),
+        "urbex.synth.dataset": ("generate_dataset",),
+        "urbex.synth.expressions": (
+            "Expression",
+            "satisfying",
+        ),
+        "urbex.synth.layout": ("Road",),
+        "urbex.synth.manifest": (
+            "Defect",
+            "SceneEntry",
+            "SynthManifest",
+            "read_manifest",
+        ),
+        "urbex.synth.phrasing": (
+            "FAMILIES",
+            "HELD_OUT_FAMILIES",
+            "HELD_OUT_FAMILY",
+            "PHENOMENA",
+            "Phrasing",
+            "describe",
+        ),
+        "urbex.synth.queries": (
+            "Query",
+            "scene_queries",
+        ),
+    },
+)
