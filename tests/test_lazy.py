@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import urbex
+from urbex.lazy import type_checking_imports
 
 PACKAGES = sorted(
     p.parent.name
@@ -21,15 +21,9 @@ PACKAGES = sorted(
 
 
 def _type_checking_imports(package: str) -> dict[str, str]:
-    """``name → module`` of the ``from M import name`` lines under ``if TYPE_CHECKING:``."""
-    tree = ast.parse((Path(urbex.__file__).parent / package / "__init__.py").read_text())
-    out: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            for imp in node.body:
-                assert isinstance(imp, ast.ImportFrom) and imp.module
-                out.update({a.name: imp.module for a in imp.names})
-    return out
+    return type_checking_imports(
+        (Path(urbex.__file__).parent / package / "__init__.py").read_text()
+    )
 
 
 def test_the_packages_that_load_lazily():
@@ -56,6 +50,28 @@ def test_a_submodule_is_an_attribute_and_a_typo_an_attribute_error():
         _ = scene.no_such_name
     with pytest.raises(ImportError, match="no_such_name"):
         exec("from urbex.env import no_such_name", {})
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["import urbex.env.episode", "from urbex.env.episode import GroundingEnv as G",
+     "from .episode import GroundingEnv"],
+)  # fmt: skip
+def test_an_export_line_it_cannot_serve_is_an_error_naming_the_line(line):
+    source = f"from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    {line}\n"
+    with pytest.raises(ValueError, match="line 4: expected `from <absolute module> import"):
+        type_checking_imports(source)
+
+
+def test_only_the_type_checking_block_is_read():
+    source = (
+        "from urbex.errors import UrbexError\n"
+        "if TYPE_CHECKING:\n    from urbex.env.episode import GroundingEnv, make_global_view\n"
+    )
+    assert type_checking_imports(source) == {
+        "GroundingEnv": "urbex.env.episode",
+        "make_global_view": "urbex.env.episode",
+    }
 
 
 HEAVY = (

@@ -32,23 +32,4 @@ __all__ = [
     "register_policy",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.agents.heuristics": ("LandmarkPriorPolicy",),
-        "urbex.agents.openai_api": ("OpenAIPolicy",),
-        "urbex.agents.oracle": ("OraclePolicy",),
-        "urbex.agents.registry": (
-            "POLICY_NAMES",
-            "make_policy",
-            "policy_info",
-            "register_policy",
-        ),
-        "urbex.agents.vlm": ("VLMPolicy",),
-        "urbex.agents.workflow": ("WorkflowPolicy",),
-        "urbex.env.policy": (
-            "Policy",
-            "PolicyBase",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -36,37 +36,4 @@ __all__ = [
     "user_prompt",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.env.episode": (
-            "GroundingEnv",
-            "make_global_view",
-        ),
-        "urbex.env.prompts": (
-            "system_prompt",
-            "user_prompt",
-        ),
-        "urbex.env.protocol": (
-            "Answer",
-            "Invalid",
-            "ToolCall",
-            "parse_action",
-        ),
-        "urbex.env.records": (
-            "EpisodeOutcome",
-            "PointCounts",
-            "Query",
-            "Step",
-        ),
-        "urbex.env.scenes": ("CachedSceneProvider",),
-        "urbex.env.tools": (
-            "TOOLS",
-            "openai_tool_schemas",
-        ),
-        "urbex.env.views": (
-            "EpisodeView",
-            "ViewRegistry",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -75,32 +75,4 @@ __all__ = [
     "write_landmark_table",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.landmarks.lookup": (
-            "LandmarkIndex",
-            "LookupResult",
-            "Match",
-            "landmark_index",
-        ),
-        "urbex.landmarks.names": (
-            "LANDMARK_KINDS",
-            "landmark_kind",
-            "normalize_name",
-        ),
-        "urbex.landmarks.table": (
-            "FOOTPRINT_BOUNDS",
-            "LANDMARK_SCHEMA",
-            "empty_landmark_table",
-            "footprint_bounds",
-            "landmarks_from_geojson",
-            "landmarks_from_instances",
-            "merge_landmark_tables",
-            "read_landmark_table",
-            "registration_offset",
-            "with_footprint_bounds",
-            "write_landmark_table",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

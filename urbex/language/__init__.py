@@ -35,22 +35,4 @@ __all__ = [
     "parse",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.language.parse": (
-            "context_objects",
-            "map_regions",
-            "parse",
-        ),
-        "urbex.language.records": (
-            "MAP_SIDES",
-            "RELATIONS",
-            "ContextObject",
-            "Count",
-            "Mention",
-            "Ordinal",
-            "Parse",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -27,23 +27,4 @@ __all__ = [
     "render_oblique",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.scene.build": (
-            "build_scene_cache",
-            "cache_is_fresh",
-            "content_hash",
-        ),
-        "urbex.scene.cache": (
-            "SceneCache",
-            "View",
-        ),
-        "urbex.scene.meta": ("CacheMeta",),
-        "urbex.scene.oblique": (
-            "Camera",
-            "ObliqueRender",
-            "render_oblique",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

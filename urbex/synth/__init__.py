@@ -51,38 +51,4 @@ __all__ = [
     "scene_queries",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.synth.block": (
-            "Block",
-            "Landmark",
-            "ObjectTable",
-            "generate_block",
-        ),
-        "urbex.synth.dataset": ("generate_dataset",),
-        "urbex.synth.expressions": (
-            "Expression",
-            "satisfying",
-        ),
-        "urbex.synth.layout": ("Road",),
-        "urbex.synth.manifest": (
-            "Defect",
-            "SceneEntry",
-            "SynthManifest",
-            "read_manifest",
-        ),
-        "urbex.synth.phrasing": (
-            "FAMILIES",
-            "HELD_OUT_FAMILIES",
-            "HELD_OUT_FAMILY",
-            "PHENOMENA",
-            "Phrasing",
-            "describe",
-        ),
-        "urbex.synth.queries": (
-            "Query",
-            "scene_queries",
-        ),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -9,9 +9,4 @@ if TYPE_CHECKING:
 
 __all__ = ["make_tiny_model"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "urbex.train.tiny": ("make_tiny_model",),
-    },
-)
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
