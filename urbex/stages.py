@@ -5,7 +5,8 @@ front doors onto these functions; both write the same files under ``params.asset
 (:class:`urbex.layout.AssetLayout`).
 
 The stage functions never refresh the warehouse: a front door (one ``urbex`` command, one Dagster
-asset run) calls :func:`refresh` once, after all its stage calls.
+asset run) calls :func:`refresh` once, after all its stage calls. Each function imports the
+subsystem it calls when it runs: a command pays for its own stage, not for every stage.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Each resolves its flags into the params (a flag with a params twin is validated as the file
 would be), calls the library (stages, runner, training, report) and prints what it did; see
-:mod:`urbex.cli` for the parser and the error contract.
+:mod:`urbex.cli` for the parser and the error contract. Each imports the library it calls
+when it runs, so that ``urbex --help`` or a mistyped flag costs the parser and the params
+model, not the whole library (``tests/test_lazy.py``).
 """
 
 from __future__ import annotations
@@ -148,7 +150,6 @@ def refuse_overwrite(path: Path, *, force: bool, what: str) -> None:
 
 
 def cmd_synth(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.stages import stage_raw
     from urbex.synth import generate_dataset
 
@@ -193,7 +194,6 @@ def cmd_synth(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_cache(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.raw import raw_dataset
     from urbex.stages import build_scene, refresh
 
@@ -247,7 +247,6 @@ def cmd_splits(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.annotations.stpls3d_refer import refer_counts
     from urbex.stages import stage_stpls3d_refer
 
@@ -262,7 +261,6 @@ def cmd_stpls3d_refer(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.stages import build_benchmark, refresh
 
     b = build_benchmark(params, args.name, force=args.force)
@@ -275,7 +273,6 @@ def cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
     from urbex.stages import refresh
@@ -352,7 +349,6 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
 
 
 def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
 
     model, path = fit_ranker_from_params(params)
@@ -368,7 +364,6 @@ def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_proposals(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.agents.proposals import proposal_recall_table
 
     df = proposal_recall_table(params)
@@ -378,7 +373,6 @@ def cmd_proposals(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_ground(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.eval.ground import ground
 
     r = ground(
@@ -415,7 +409,6 @@ def cmd_ground(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.report.diagnose import diagnose
 
     paths = diagnose(params, echo=True)
@@ -424,7 +417,6 @@ def cmd_diagnose(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_report(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.report.publish import report
 
     path = report(params, echo=True)
@@ -477,7 +469,6 @@ def cmd_train(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.train.corpus import protocol_corpus
     from urbex.train.teacher import teacher_trajectories
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
@@ -535,7 +526,6 @@ def cmd_sft(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_warehouse(args: argparse.Namespace, params: Params) -> int:
-
     from urbex.stages import refresh
 
     counts = refresh(params)
