@@ -321,8 +321,9 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
     def snapshot() -> Any:
         return rows(read_episodes(run)), rows(read_steps(run)), _digest(run / "metrics.parquet")
 
-    # 0.5 s per reply: the episodes take most of the run (the interpreter's start-up is the
-    # rest, a larger share on a loaded machine), so most kills land among them
+    # 0.5 s per reply in the runs a kill may interrupt: the episodes take most of the run (the
+    # interpreter's start-up is the rest, a larger share on a loaded machine), so most kills
+    # land among them; the reference and the resumes get their replies at once
     with StubServer(latency_s=0.5, turns=2, max_lifetime_s=300) as stub:
         doc = yaml.safe_load(project.read_text())
         files = {}
@@ -333,11 +334,13 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         argv = ["evaluate", "--policy", "openai", "--split", "test_no", "--run-id", run.name]
         sequential = ["--params", str(files[1]), "-q", *argv]
         concurrent = ["--params", str(files[4]), "-q", *argv]
-        assert main(sequential) == 0
+        stub.latency_s = 0.0  # replies do not depend on their latency: only the runs a kill
+        assert main(sequential) == 0  # may interrupt wait on it
         ref = snapshot()
         assert len(ref[0]) >= 4
         shutil.rmtree(run)
         log = project.parent / "child.log"
+        stub.latency_s = 0.5
         first = server.run(concurrent, cwd=project.parent, log=log)  # uninterrupted, timed
         assert first["rc"] == 0, log.read_text()[-3000:]
         assert snapshot() == ref
@@ -346,6 +349,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         for i in range(6):
             shutil.rmtree(run)
             delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
+            stub.latency_s = 0.5
             r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
             assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
             killed += r["killed"]
@@ -353,6 +357,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
                 left = set(rows(read_episodes(run)))
                 assert left <= set(ref[0]), (i, delay)
                 partial += 0 < len(left) < len(ref[0])
+            stub.latency_s = 0.0  # the resume
             assert main(concurrent) == 0, (i, delay)
             assert snapshot() == ref, (i, delay)
             assert _leftovers(assets) == [], (i, delay)
