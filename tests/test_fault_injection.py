@@ -324,7 +324,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
     import yaml
 
     from tests.fixtures.openai_server import StubServer
-    from urbex.eval.episodes import read_episodes, read_steps
+    from urbex.eval.episodes import SHARD_GLOB, read_episodes, read_steps
 
     assets = project.parent / "assets"
     run = assets / "eval" / "runs" / "faults-openai"
@@ -362,9 +362,17 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         killed = partial = 0
         for i in range(6):
             shutil.rmtree(run)
-            delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
             stub.latency_s = 0.5
-            r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
+            if i % 2 == 0:  # at a random instant of the run (start-up and publishing included)
+                delay = rng.uniform(0.25 * first["elapsed"], 0.9 * first["elapsed"])
+                r = server.run(concurrent, cwd=project.parent, log=log, kill_after=delay)
+            else:  # at a random point of its progress: once k of its shards are published
+                # (eval.chunk_size 2), whatever the machine's load makes of the timing
+                delay = k = rng.randint(1, len(ref[0]) // 2 - 1)
+                r = server.run(
+                    concurrent, cwd=project.parent, log=log,
+                    kill_when=lambda k=k: len(list((run / "episodes").glob(SHARD_GLOB))) >= k,
+                )  # fmt: skip
             assert r["rc"] in (0, -9), (i, delay, log.read_text()[-3000:])
             killed += r["killed"]
             if (run / "episodes").is_dir():  # what the kill left is a subset of the reference
