@@ -73,7 +73,8 @@ def _dvc_or_skip() -> Path:
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory):
-    """A small project (the repository's dvc.yaml, remote and ignores) after a full `dvc repro`.
+    """A small project (the repository's dvc.yaml with its evaluation matrices cut to the
+    oracle, :func:`_oracle_only`; its remote and ignores) after a full `dvc repro`.
 
     Deliberately without the repository's .gitignore (which ignores all of assets/): DVC then
     writes its own .gitignore files beside its outputs, inside folders other stages depend on
