@@ -68,6 +68,13 @@ TRAIN_MODULES = [
     "trl.trainer.grpo_trainer",
 ]
 ENV = {"HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+#: Modules that take half a second or more to import. A command under test that imports one
+#: itself (its warm process did not) spends that time where a kill lands in the import rather
+#: than in the stage's work: the uninterrupted reference run is checked for them.
+HEAVY_IMPORTS = (
+    "pandas", "great_expectations", "torch", "transformers", "trl.trainer.grpo_trainer",
+    "datasets", "scipy.stats",
+)  # fmt: skip
 #: Seconds, timestamps and run-local fields that differ between two identical runs.
 TIMING = {"build_seconds", "latency_s", "latency_p50_s", "latency_p90_s", "env_s", "policy_s"}
 TRAIN_TIMING = {"wall_s", "seconds_per_step", "created", "resumed_from"}
@@ -141,6 +148,11 @@ def _counts(assets: Path) -> dict[str, int]:
     return refresh_warehouse(assets, con=duckdb.connect(":memory:"))
 
 
+def _no_heavy_imports(run: dict[str, Any]) -> None:
+    late = sorted(set(run["imported"] or ()) & set(HEAVY_IMPORTS))
+    assert not late, f"the command imported {late} itself: add them to its warm modules"
+
+
 def _kill_trials(
     server: WarmProcesses,
     params: Path,
@@ -159,6 +171,7 @@ def _kill_trials(
     reset()
     ref_run = server.run(full, cwd=cwd, log=log)  # the uninterrupted run, and its duration
     assert ref_run["rc"] == 0, log.read_text()[-3000:]
+    _no_heavy_imports(ref_run)
     ref = snapshot()
     rng = random.Random(seed)
     killed = 0
@@ -357,6 +370,7 @@ def test_concurrent_openai_evaluate_killed_and_resumed_equals_a_sequential_run(
         stub.latency_s = 0.5
         first = server.run(concurrent, cwd=project.parent, log=log)  # uninterrupted, timed
         assert first["rc"] == 0, log.read_text()[-3000:]
+        _no_heavy_imports(first)
         assert snapshot() == ref
         rng = random.Random(SEED + 4)
         killed = partial = 0

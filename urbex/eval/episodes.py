@@ -42,6 +42,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.arrow import read_parquet, table
 from urbex.atomic import atomic_path, atomic_write, remove_stale
 from urbex.errors import CacheError
 from urbex.layout import TIMINGS_DIR
@@ -341,12 +342,9 @@ def write_chunk(
 
 
 def _table(rows: Sequence[EpisodeRecord] | Sequence[StepRow], schema: pa.Schema) -> pa.Table:
-    """Records → an Arrow table of ``schema``, built column by column."""
-    import pyarrow as pa
-
-    return pa.Table.from_pydict(
-        {name: [getattr(r, name) for r in rows] for name in schema.names}, schema=schema
-    )
+    """Records → an Arrow table of ``schema``, built column by column (:func:`urbex.arrow.table`:
+    without importing pandas, as pyarrow's own constructors would)."""
+    return table({name: [getattr(r, name) for r in rows] for name in schema.names}, schema)
 
 
 #: The name of a published shard (:func:`write_chunk`); a staging file (``.part-….tmp-…``) of
@@ -423,14 +421,13 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
     CacheError
         A shard cannot be read (a corrupt file); delete it to redo its episodes.
     """
-    import pyarrow.parquet as pq
 
     d = Path(directory)
     done: set[str] = set()
     names = set()
     for p in _shards(d, "episodes"):
         try:
-            done.update(pq.read_table(p, columns=["query_id"]).column("query_id").to_pylist())
+            done.update(read_parquet(p, ["query_id"]).column("query_id").to_pylist())
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise CacheError(
                 f"unreadable episodes shard ({exc}); delete it to redo it", path=p
@@ -453,12 +450,11 @@ def _read_shards(folder: Path, schema: pa.Schema) -> pl.DataFrame:
     import polars as pl
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     paths = _shards(folder.parent, folder.name)
     if not paths:
-        return pl.DataFrame(pl.from_arrow(schema.empty_table()))
-    tables = [pq.read_table(p) for p in paths]
+        return pl.DataFrame(pl.from_arrow(table({n: [] for n in schema.names}, schema)))
+    tables = [read_parquet(p) for p in paths]
     if RUN_SHARD in (names := [p.name for p in paths]) and len(paths) > 1:
         merged = tables[names.index(RUN_SHARD)]
         seen = pc.unique(merged.column("query_id"))

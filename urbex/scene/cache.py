@@ -243,11 +243,12 @@ class SceneCache:
         if self._proposals is None:
             self._require_proposals()
             import pyarrow as pa
-            import pyarrow.parquet as pq
+
+            from urbex.arrow import read_parquet
 
             path = self._path / PROPOSALS_FILE
             try:
-                self._proposals = proposals_from_table(pq.read_table(path))
+                self._proposals = proposals_from_table(read_parquet(path))
             except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
                 raise CacheError(
                     f"cannot read proposals: {exc}; rebuild the cache", path=path

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
+from urbex.arrow import row_table
 from urbex.atomic import atomic_path, atomic_write
 from urbex.errors import CacheError
 from urbex.geometry import Affine
@@ -326,7 +326,7 @@ def write_scene_row(cache_dir: Path) -> Path:
     cache_dir = Path(cache_dir)
     meta = json.loads((cache_dir / META_FILE).read_text())
     row = scene_row(meta, scene_id=meta.get("scene_id", cache_dir.name))
-    table = pa.Table.from_pylist([row])
+    table = row_table(row)  # pa.Table.from_pylist([row])'s types, without importing pandas
     out = cache_dir / SCENE_ROW_FILE
     with atomic_path(out) as tmp:
         pq.write_table(table, tmp)

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from urbex.arrow import table
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
 from urbex.scene.raster import npy_stream
@@ -147,8 +148,7 @@ class ProposalSet:
             "green": self.rgb[:, 1],
             "blue": self.rgb[:, 2],
         }
-        schema = pa.schema(list(PROPOSAL_COLUMNS.items()))
-        return pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
+        return table(cols, pa.schema(list(PROPOSAL_COLUMNS.items())))  # no pandas import
 
 
 def proposals_from_table(table: pa.Table) -> ProposalSet:
