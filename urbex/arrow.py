@@ -13,6 +13,7 @@ reads one file with ``pq.ParquetFile``, which does not.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,18 +51,24 @@ def table(columns: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
     return frame.to_arrow().cast(schema)
 
 
-def _polars_type(dtype: pa.DataType) -> Any:
-    """The polars type of a primitive Arrow type (``schema.empty_table()`` would import pandas)."""
+@functools.cache
+def _polars_types() -> dict[pa.DataType, Any]:
+    """Primitive Arrow type → polars type (``schema.empty_table()`` would import pandas)."""
     import polars as pl
     import pyarrow as pa
 
-    simple = {
+    return {
         pa.bool_(): pl.Boolean, pa.string(): pl.String, pa.large_string(): pl.String,
         pa.null(): pl.Null, pa.float32(): pl.Float32, pa.float64(): pl.Float64,
         pa.int8(): pl.Int8, pa.int16(): pl.Int16, pa.int32(): pl.Int32, pa.int64(): pl.Int64,
         pa.uint8(): pl.UInt8, pa.uint16(): pl.UInt16, pa.uint32(): pl.UInt32,
         pa.uint64(): pl.UInt64,
     }  # fmt: skip
+
+
+def _polars_type(dtype: pa.DataType) -> Any:
+    """The polars type of a primitive Arrow type."""
+    simple = _polars_types()
     if dtype not in simple:
         raise TypeError(f"arrow.table: column type {dtype} is not supported (primitive types only)")
     return simple[dtype]

@@ -421,7 +421,6 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
     CacheError
         A shard cannot be read (a corrupt file); delete it to redo its episodes.
     """
-
     d = Path(directory)
     done: set[str] = set()
     names = set()

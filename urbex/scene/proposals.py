@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from urbex.arrow import table
+from urbex.arrow import table as arrow_table
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES, TARGET_SEMANTICS
 from urbex.scene.raster import npy_stream
@@ -148,7 +148,7 @@ class ProposalSet:
             "green": self.rgb[:, 1],
             "blue": self.rgb[:, 2],
         }
-        return table(cols, pa.schema(list(PROPOSAL_COLUMNS.items())))  # no pandas import
+        return arrow_table(cols, pa.schema(list(PROPOSAL_COLUMNS.items())))  # no pandas
 
 
 def proposals_from_table(table: pa.Table) -> ProposalSet:
