@@ -72,6 +72,13 @@ def _global_options(parser: argparse.ArgumentParser, *, default: bool) -> None:
     )  # fmt: skip
 
 
+#: ``sft`` / ``train``'s ``--force`` (:func:`urbex.train.publish.refuse_replacing`).
+_REPLACE_HELP = (
+    "replace what <assets>/checkpoints/<name> holds even if it is not this command's checkpoint "
+    "of the same name (never the base checkpoint)"
+)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="urbex", description=__doc__.splitlines()[0])
     _global_options(p, default=True)
@@ -204,6 +211,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--run-name", help="output <assets>/checkpoints/<name> (default train.run_name)"
     )
     tr.add_argument("--max-steps", type=int, help="optimizer steps (default train.max_steps)")
+    tr.add_argument("--force", action="store_true", help=_REPLACE_HELP)
     tr.set_defaults(func=cmd_train)
 
     tm = command("make-tiny-model", help="build a tiny random Qwen3-VL checkpoint offline")
@@ -235,6 +243,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sf.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default sft.checkpoint)")
     sf.add_argument("--run-name", help="output <assets>/checkpoints/<name> (default sft.run_name)")
     sf.add_argument("--steps", type=int, help="optimizer steps (default sft.steps)")
+    sf.add_argument("--force", action="store_true", help=_REPLACE_HELP)
     sf.set_defaults(func=cmd_sft)
 
     w = command("warehouse", help="refresh the DuckDB views and print row counts")

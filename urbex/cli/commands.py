@@ -424,12 +424,31 @@ def cmd_report(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def _refuse_replacing(params: Params, base: Path | None, *, command: str, force: bool) -> None:
+    """Run :func:`urbex.train.publish.refuse_replacing` on the checkpoint ``command`` (``sft`` or
+    ``train``) would publish; ``base`` is the base checkpoint as the command resolves it."""
+    from urbex.agents.checkpoints import resolve_checkpoint
+    from urbex.layout import GRPO_SUMMARY_FILE, SFT_SUMMARY_FILE
+    from urbex.train.publish import refuse_replacing
+
+    section = params.sft if command == "sft" else params.train
+    refuse_replacing(
+        params.layout.checkpoint(section.run_name),
+        base=resolve_checkpoint(params, base, field=f"{command}.checkpoint"),
+        summary_file=SFT_SUMMARY_FILE if command == "sft" else GRPO_SUMMARY_FILE,
+        force=force,
+    )
+
+
 def cmd_train(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.grpo import train
 
     params = _with_flags(
         params, args, {"--run-name": "train.run_name", "--max-steps": "train.max_steps"}
     )
+    # train() resolves the flag against the working directory, the params key against its file
+    flag = None if args.checkpoint is None else Path(args.checkpoint).resolve()
+    _refuse_replacing(params, flag or params.train.checkpoint, command="train", force=args.force)
 
     r = train(
         params,
@@ -502,6 +521,8 @@ def cmd_sft(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.sft import sft
 
     params = _with_flags(params, args, {"--run-name": "sft.run_name", "--steps": "sft.steps"})
+    base = args.checkpoint if args.checkpoint is not None else params.sft.checkpoint
+    _refuse_replacing(params, base, command="sft", force=args.force)
 
     r = sft(
         params,

@@ -5,7 +5,9 @@ A trained checkpoint is assembled in ``<assets>/checkpoints/.staging-<name>/``
 :func:`publish_checkpoint` writes the processor, the log tables and the summary JSON beside them
 (file names from :mod:`urbex.layout`; timings in their unversioned folder) and renames the directory into
 ``<assets>/checkpoints/<name>/`` (:func:`urbex.atomic.publish_dir`), so a reader never sees a
-checkpoint without its processor or summary.
+checkpoint without its processor or summary. :func:`refuse_replacing` is the check the commands
+run before training: the rename replaces ``<assets>/checkpoints/<name>/`` whole, so what is there
+must be this command's own earlier output.
 """
 
 from __future__ import annotations
@@ -18,9 +20,69 @@ from typing import Any
 import polars as pl
 
 from urbex.atomic import publish_dir
+from urbex.errors import OutputExistsError
 from urbex.layout import TIMINGS_DIR
 
-__all__ = ["publish_checkpoint"]
+__all__ = ["publish_checkpoint", "refuse_replacing"]
+
+
+def _published_here(out: Path, summary_file: str) -> bool:
+    """True when ``out`` holds a checkpoint published under its own name with ``summary_file``
+    (SFT's ``sft.json`` records the name in ``params``, GRPO's ``train.json`` at the top)."""
+    try:
+        summary = json.loads((out / summary_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(summary, dict):
+        return False
+    params = summary.get("params")
+    name = summary.get("run_name", params.get("run_name") if isinstance(params, dict) else None)
+    return name is None or name == out.name
+
+
+def refuse_replacing(out: Path, *, base: Path, summary_file: str, force: bool) -> None:
+    """Refuse to train into ``out`` when publishing there would destroy something else.
+
+    :func:`publish_checkpoint` replaces ``out`` whole. That is a rerun when ``out`` holds a
+    checkpoint the same command published under the same name (its ``summary_file``); anything
+    else there (a user's file or folder, the other trainer's checkpoint) is replaced only with
+    ``force``. The base checkpoint (``out`` is ``base`` or holds it) is never replaced: its
+    weights are the ones being trained.
+
+    Parameters
+    ----------
+    out
+        ``<assets>/checkpoints/<run name>``.
+    base
+        The base checkpoint directory the run reads.
+    summary_file
+        :data:`urbex.layout.SFT_SUMMARY_FILE` or :data:`~urbex.layout.GRPO_SUMMARY_FILE`.
+    force
+        The command's ``--force``.
+
+    Raises
+    ------
+    OutputExistsError
+        Naming ``out``, what is there, and the way out (another ``--run-name``; ``--force``).
+    """
+    if not out.exists() and not out.is_symlink():
+        return
+    target, source = out.resolve(), base.resolve()
+    if source == target or target in source.parents:
+        raise OutputExistsError(
+            f"is the base checkpoint ({base}) or holds it; training would replace the weights it "
+            "reads (--force does not allow this). Pick another --run-name",
+            path=out,
+        )
+    if force or (out.is_dir() and _published_here(out, summary_file)):
+        return
+    what = "a folder" if out.is_dir() else "a file"
+    raise OutputExistsError(
+        f"{what} that is not a checkpoint of this run (no {summary_file} naming {out.name!r}) is "
+        "in the way of the trained checkpoint, which replaces it whole. Pick another --run-name, "
+        "or pass --force to replace it",
+        path=out,
+    )
 
 
 def publish_checkpoint(
