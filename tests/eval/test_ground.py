@@ -107,3 +107,18 @@ def test_ground_unknown_object_id_names_known_ones(project):
     assets, sid, _ = project
     with pytest.raises(AnnotationError, match="object '9999' is not in scene"):
         ground(_params(assets), scene_id=sid, query="x y", policy="oracle", object_id="9999")
+
+
+def test_ground_into_a_folder_of_an_earlier_trajectory_replaces_its_views_whole(project, tmp_path):
+    assets, sid, queries = project
+    out = tmp_path / "again"
+    q = queries[0]
+    first = ground(_params(assets), scene_id=sid, query=q.description, policy="oracle",
+                   object_id=q.object_id, out_dir=out)  # fmt: skip
+    assert "zoom_1" in first.view_ids
+    second = ground(_params(assets), scene_id=sid, query="a building", policy="landmark_prior",
+                    out_dir=out)  # fmt: skip
+    assert second.view_ids == ("global",)
+    assert sorted(p.name for p in (out / "views").iterdir()) == ["global.png"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "answer.json", "steps.jsonl", "trajectory.png", "views"]  # fmt: skip

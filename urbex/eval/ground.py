@@ -8,7 +8,8 @@ so that ``oracle`` can play and the IoU is reported — and writes::
                            latency_s/policy_s/env_s, reward, model_text
     <out>/answer.json      the answer: view box (0–1000), world BEV box, 3D box, iou if known
     <out>/trajectory.png   the trajectory picture (urbex.viz.trajectory)
-    <out>/views/<view_id>.png   every view the agent saw (global, zoom_N, oblique_N)
+    <out>/views/<view_id>.png   every view the agent saw (global, zoom_N, oblique_N); the folder
+                                is replaced whole, so no view of an earlier query stays beside them
 
 Frames: ``bbox_2d`` is in view units (0–1000 of the answer view); every other box is world
 metres in the scene cache's frame (BEV ``[x_min, y_min, x_max, y_max]``, 3D ``[x_min, y_min,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
-from urbex.atomic import PUBLIC, atomic_path, atomic_write
+from urbex.atomic import PUBLIC, atomic_path, atomic_write, publish_dir, staging_path
 from urbex.env.episode import Query
 from urbex.env.play import episode_seed, play_episode
 from urbex.env.world import World
@@ -366,17 +368,25 @@ def ground(
 
 
 def _write(result: GroundResult, picture: Any) -> None:
-    """Every output file, each written atomically (temp file + rename)."""
+    """Every output file, each written atomically (temp file + rename); ``views/`` is built in
+    a staging folder and replaces the one there whole, so an earlier trajectory written to the
+    same folder leaves no view (``zoom_3.png``) that this one did not make."""
     out = result.out_dir
-    (out / "views").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    views = staging_path(out / "views")
+    views.mkdir()
+    try:
+        for v in result.trajectory.views:
+            v.image.save(views / f"{v.view_id}.png", format="PNG")
+        publish_dir(views, out / "views")
+    except BaseException:
+        shutil.rmtree(views, ignore_errors=True)
+        raise
     with atomic_write(out / "steps.jsonl", "w", encoding="utf-8") as fh:
         for s in result.steps:
             fh.write(json.dumps(step_line(s)) + "\n")
     with atomic_write(out / "answer.json", "w", encoding="utf-8") as fh:
         json.dump(result.answer_row(), fh, indent=2)
         fh.write("\n")
-    for v in result.trajectory.views:
-        with atomic_path(out / "views" / f"{v.view_id}.png") as tmp:
-            v.image.save(tmp, format="PNG")
     with atomic_path(out / "trajectory.png") as tmp:
         picture.save(tmp, format="PNG", optimize=True)
