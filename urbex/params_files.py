@@ -15,7 +15,11 @@ Rules (:func:`read_params_files`):
   nearest key of the base), except inside free-form mappings (``policy.class_sizes``,
   ``train.trl``), whose keys are the fields' own business;
 * every file's keys are checked against the schema (``model``): an unknown key is an error naming
-  the file, the dotted key and the nearest valid spelling.
+  the file, the dotted key and the nearest valid spelling;
+* a file is read with limits (:func:`read_yaml_mapping`): a key written twice in one mapping,
+  nesting deeper than :data:`MAX_DEPTH` or aliases expanding to more than :data:`MAX_NODES`
+  values (an alias bomb) are errors naming the file and the line, raised before anything walks
+  the expanded values.
 
 A list of files stacks them: each later file overlays the merged files before it (they are its
 base: its own ``base:`` key is not loaded).
@@ -35,11 +39,16 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node, SequenceNode
 
 from urbex.errors import ConfigError
 
 __all__ = [
     "BASE_KEY",
+    "MAX_DEPTH",
+    "MAX_NODES",
     "ParamsFiles",
     "deep_merge",
     "describe_errors",
@@ -51,6 +60,12 @@ __all__ = [
 
 #: The top-level key of an overlay that names its base file.
 BASE_KEY = "base"
+
+#: The deepest nesting of mappings and lists a params file may hold (ours hold 4 levels).
+MAX_DEPTH = 32
+#: The most values (keys, values, list items) a params file may expand to, aliases expanded once
+#: per use (ours hold a few hundred): 9 levels of 9 aliases would expand to 387 million.
+MAX_NODES = 100_000
 
 Key = tuple[str, ...]
 
@@ -114,18 +129,115 @@ def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
     return "; ".join(out)
 
 
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: Node) -> None:
+    """ComposerError when ``root``, every alias expanded, holds more than :data:`MAX_NODES`
+    values or nests deeper than :data:`MAX_DEPTH`, or when an alias refers to a value that holds
+    it. Each node is visited once (its size and depth remembered), without recursion."""
+    memo: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth) once expanded
+    open_: set[int] = set()  # the nodes being expanded: the ancestors of the one on top
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            open_.discard(id(node))
+            kids = [memo[id(k)] for k in _children(node)]
+            size = 1 + sum(n for n, _ in kids)
+            depth = 1 + max((d for _, d in kids), default=0)
+            if size > MAX_NODES or depth > MAX_DEPTH:
+                what = (
+                    f"more than {MAX_NODES:,} values" if size > MAX_NODES else
+                    f"nesting deeper than {MAX_DEPTH} levels"
+                )  # fmt: skip
+                raise ComposerError(
+                    None,
+                    None,
+                    f"the aliases expand to {what}; write the values out",
+                    node.start_mark,
+                )
+            memo[id(node)] = (size, depth)
+        elif id(node) in open_:
+            raise ComposerError(
+                None, None, "an alias refers to a value that holds it", node.start_mark
+            )
+        elif id(node) not in memo:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in _children(node) if id(k) not in memo)
+
+
+class _ParamsLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the limits of a params file: nesting at most :data:`MAX_DEPTH`
+    levels (checked while composing, so deep input never reaches Python's recursion limit), at
+    most :data:`MAX_NODES` values once aliases are expanded, and no key twice in one mapping
+    (PyYAML keeps the last silently: a second ``env:`` block would reset every ``env`` key)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {MAX_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+    def compose_document(self) -> Node:
+        node: Node = super().compose_document()
+        _check_expansion(node)
+        return node
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # ``<<: *defaults``: the keys written beside it override it
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = first.setdefault(key, key_node)
+            except TypeError:
+                continue  # an unhashable key: PyYAML's own error names it
+            if seen is not key_node:
+                raise ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (lines {seen.start_mark.line + 1} and "
+                    f"{key_node.start_mark.line + 1}): the second would replace the first's whole "
+                    "value; merge them into one",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """One YAML file as a mapping (an empty file is ``{}``).
 
     Raises
     ------
     ConfigError
-        Missing, unreadable, not valid YAML, or not a mapping at top level (names the file).
+        Missing, unreadable, not valid YAML, not a mapping at top level, a key written twice in
+        one mapping, nesting deeper than :data:`MAX_DEPTH` or more than :data:`MAX_NODES` values
+        once aliases are expanded (names the file and the line).
     """
     if not path.exists():
         raise ConfigError("file not found", path=path)
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_ParamsLoader)  # a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
