@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -155,3 +157,44 @@ def test_ctrl_c_during_the_spawn_waits_until_every_process_has_its_start_up_data
         stop.set()
     assert pool.spawned == 3
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+_KEEP_A_POOL = """
+import multiprocessing.resource_tracker as rt, time
+from urbex.eval.schedule import _pool
+pool = _pool(2)
+for f in [pool.submit(time.sleep, 0.2) for _ in range(4)]:
+    f.result()
+print(*pool._processes, rt._resource_tracker._pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (an orphan's reaper may be slow)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
+def test_workers_and_resource_tracker_exit_when_the_parent_is_killed():
+    """``kill -9`` of evaluate's process: its worker processes and the resource tracker used to
+    stay, re-parented and blocked on a pipe, holding the scenes' memory maps."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _KEEP_A_POOL], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 3 and all(_running(p) for p in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in pids if _running(p)]
+    for p in left:  # do not leave them to the next test
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"still running after their parent was killed: {left} of {pids}"

@@ -20,6 +20,7 @@ are already running are always used. Either way the episodes are the same (per-e
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import signal
 import sys
@@ -153,13 +154,35 @@ def _chunks(queries: Sequence[Query], size: int) -> list[list[Query]]:
     return out
 
 
-def _worker_ignores_sigint() -> None:
+#: How often a worker process checks that its parent is alive, seconds.
+_PARENT_CHECK_S = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this process once ``parent`` is gone (this process was re-parented).
+
+    A parent killed with SIGKILL closes nothing in order: its workers would wait forever on the
+    task pipe (each holds a write end of it too), holding their scenes' memory maps, and the
+    resource tracker would wait on them. ``PR_SET_PDEATHSIG`` is no answer here: it fires when
+    the *thread* that spawned the process ends, and the kept pool outlives that thread.
+    """
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_S)
+    os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
     """Pool workers ignore Ctrl-C (the terminal sends it to the whole process group): the parent
     cancels the chunks not started, lets the running ones finish their shards (a rerun skips
     them) and prints the one line. A worker killed mid-chunk would instead print its own
     traceback, and the pool's manager thread another (CPython 3.11 sets an exception on the
-    cancelled futures: InvalidStateError)."""
+    cancelled futures: InvalidStateError). They exit when their parent dies
+    (:func:`_exit_with_parent`; ``parent`` is the pid that started them, given, not read here:
+    a parent that died before this ran has already been replaced)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(
+        target=_exit_with_parent, args=(parent,), name="urbex-parent-check", daemon=True
+    ).start()
 
 
 def _pool(n: int) -> ProcessPoolExecutor:
@@ -168,7 +191,10 @@ def _pool(n: int) -> ProcessPoolExecutor:
     if pool is None:
         shutdown_pool()
         pool = _POOL[n] = ProcessPoolExecutor(
-            max_workers=n, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_sigint
+            max_workers=n,
+            mp_context=mp.get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
         )
         try:
             _spawn_ignoring_sigint(pool, n)
