@@ -330,3 +330,59 @@ def test_params_with_updates_unknown_key_names_nearest(repo_root):
         ConfigError, match=r"unknown key 'train\.max_stepz'; did you mean 'train\.max_steps'"
     ):
         p.with_updates(train={"max_stepz": 1})
+
+
+# ---------------------------------------------------------------- hostile values (issue 36)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("diagnose:\n  distance_bins_m: [.nan, 100.0]\n", "diagnose.distance_bins_m.0"),
+        ("env:\n  lambda_iou: .inf\n", "env.lambda_iou"),
+        ("eval:\n  landmark_noise_m: .inf\n", "eval.landmark_noise_m"),
+        ("synth:\n  density: .inf\n", "synth.density"),
+        ("policy:\n  class_sizes: {Car: [-.inf, 2.0]}\n", "policy.class_sizes.Car.0"),
+        ("stpls3d_refer:\n  offset: [0.0, .NaN, 0.0]\n", "stpls3d_refer.offset.1"),
+    ],
+)
+def test_load_params_non_finite_float_is_an_error_naming_the_field(tmp_path, text, field):
+    f = tmp_path / "params.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=rf"{re.escape(field)}: Input should be a finite number"):
+        load_params(f)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "eval.sample_seed",
+        "eval.landmark_perturbation_seed",
+        "eval.seed",
+        "synth.seed",
+        "annotations.seed",
+        "train.seed",
+        "sft.seed",
+    ],
+)
+def test_load_params_negative_seed_is_an_error(tmp_path, field):
+    section, name = field.split(".")
+    f = tmp_path / "params.yaml"
+    f.write_text(f"{section}:\n  {name}: -1\n")
+    with pytest.raises(ConfigError, match=rf"{re.escape(field)}: Input should be greater than or"):
+        load_params(f)
+
+
+@pytest.mark.parametrize(
+    ("update", "match"),
+    [
+        ({"synth": {"size": 1e6}}, "points per block"),
+        ({"synth": {"density": 1e4, "size": 1000.0}}, "points per block"),
+        ({"eval": {"limit": 10**20}}, r"eval\.limit: Input should be less than or equal to"),
+        ({"annotations": {"max_chars": 2001}}, r"annotations\.max_chars"),
+    ],
+)
+def test_params_sizes_past_their_bound_are_errors(update, match):
+    with pytest.raises(ConfigError, match=match):
+        Params().with_updates(**update)
+    assert Params().with_updates(synth={"size": 1000.0, "density": 100.0}).synth.size == 1000.0

@@ -5,8 +5,8 @@ all build it with :func:`load_params`, from one file, an overlay (``base:``) or 
 (:mod:`urbex.params_files`). Unknown keys are errors (a typo must not be ignored).
 
 Numbers and switches are strict: an int field takes an int (not ``true``, not ``"8"``, not
-``8.0``), a float field an int or a float (not ``true``, not ``"0.1"``), a bool field ``true``
-or ``false`` (not ``1``). YAML reads ``max_turns: true`` as a bool; coercing it to ``1`` would
+``8.0``), a float field a finite int or float (not ``true``, not ``"0.1"``, not ``.nan`` or
+``.inf``), a bool field ``true`` or ``false`` (not ``1``), a seed an int >= 0. YAML reads ``max_turns: true`` as a bool; coercing it to ``1`` would
 silently become a 1-turn budget.
 """
 
@@ -17,14 +17,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from urbex.config_env import Bool, EnvParams, Float, Int, MarksParams, StrictModel
+from urbex.config_env import Bool, EnvParams, Float, Int, MarksParams, Seed, StrictModel
 from urbex.errors import ConfigError
 from urbex.layout import AssetLayout, safe_name
 from urbex.params_files import ParamsFiles, describe_errors, read_params_files
 
 __all__ = [
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_SYNTH_POINTS",
     "POLICY_NAMES",
     "SPLIT_NAMES",
     "AnnotationParams",
@@ -83,13 +85,28 @@ class DataParams(StrictModel):
     )
 
 
+#: The most points a synthetic block may hold (``synth.density`` × ``synth.size``²): a
+#: 1,000 m block at 100 points per m², a few GB in memory while it is generated.
+MAX_SYNTH_POINTS = 100_000_000
+
+
 class SynthParams(StrictModel):
     scenes: Int = Field(5, ge=1)
-    seed: Int = 0
+    seed: Seed = 0
     density: Float = Field(20.0, gt=0, description="points per m² of horizontal surface")
     size: Float = Field(160.0, ge=40, description="block side, metres")
     las_copy: Bool = True
     stpls3d_scenes: Int = Field(1, ge=0)
+
+    @model_validator(mode="after")
+    def _points(self) -> SynthParams:
+        n = self.density * self.size**2
+        if n > MAX_SYNTH_POINTS:
+            raise ValueError(
+                f"density {self.density:g} × size {self.size:g}² is {n:.3g} points per block; at "
+                f"most {MAX_SYNTH_POINTS:,} are generated (memory): lower density or size"
+            )
+        return self
 
 
 class SceneParams(StrictModel):
@@ -116,6 +133,12 @@ class LandmarkParams(StrictModel):
     bounds_margin_m: Float = Field(5.0, ge=0, description="tolerance of the inside-bounds check")
 
 
+#: The longest description urbex reads, characters (surrounding white space not counted):
+#: :func:`urbex.language.parse` refuses a longer one (its reading grows faster than its length),
+#: so ``urbex parse``, ``urbex ground`` and ``annotations.max_chars`` (the splits' bound, which
+#: may not exceed it) hold to the same limit.
+MAX_DESCRIPTION_CHARS = 2000
+
 _NON_INFORMATIVE = "n/a|na|none|null|unknown|same as above|see above|no description|todo|test|nothing|xxx|-"  # fmt: skip
 
 
@@ -128,11 +151,16 @@ class AnnotationParams(StrictModel):
     min_words: Int = Field(3, ge=1, description="fewer words → dropped as too_short")
     min_distinct_words: Int = Field(3, ge=1, description="fewer distinct words → non_informative")
     min_chars: Int = Field(10, ge=1, description="quality bound on description length")
-    max_chars: Int = Field(2000, ge=1, description="quality bound on description length")
+    max_chars: Int = Field(
+        2000,
+        ge=1,
+        le=MAX_DESCRIPTION_CHARS,
+        description="quality bound on description length (at most MAX_DESCRIPTION_CHARS)",
+    )
     non_informative: list[str] = Field(
         _NON_INFORMATIVE.split("|"), description="whole descriptions (normalised) with no content"
     )
-    seed: Int = 0
+    seed: Seed = 0
     nd_fraction: Float = Field(
         0.2, ge=0, lt=1, description="share of training-scene descriptions → test_nd"
     )
@@ -182,10 +210,14 @@ class EvalParams(StrictModel):
     )
     split: Split = Field("test_no", description="default split of `urbex evaluate`")
     limit: Int | None = Field(
-        None, ge=1, description="evaluate a seeded sample of this many queries"
+        None,
+        ge=1,
+        le=1_000_000_000,
+        description="evaluate a seeded sample of this many queries (at most 1e9; a sample as "
+        "large as the split plays all of it)",
     )
-    sample_seed: Int = Field(0, description="seeds the sample drawn when limit is set")
-    seed: Int = Field(0, description="base of the per-episode seeds (policy sampling, env RNG)")
+    sample_seed: Seed = Field(0, description="seeds the sample drawn when limit is set")
+    seed: Seed = Field(0, description="base of the per-episode seeds (policy sampling, env RNG)")
     chunk_size: Int = Field(
         16, ge=1, description="episodes per Parquet shard (the resume granularity)"
     )
@@ -221,7 +253,7 @@ class EvalParams(StrictModel):
     landmark_noise_m: Float = Field(
         10.0, gt=0, description="length of the seeded 2D offset of the noise perturbation, m"
     )
-    landmark_perturbation_seed: Int = Field(0, description="seeds the noise / wrong perturbation")
+    landmark_perturbation_seed: Seed = Field(0, description="seeds the noise / wrong perturbation")
 
 
 class DiagnoseParams(StrictModel):
@@ -342,7 +374,7 @@ class TrainParams(StrictModel):
     temperature: Float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
     beta: Float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
     loss_type: str = Field("dapo", description="GRPOConfig.loss_type (checked against trl)")
-    seed: Int = Field(0, description="trainer seed; also seeds the query sample when limit is set")
+    seed: Seed = Field(0, description="trainer seed; also seeds the query sample when limit is set")
     save_steps: Int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
     logging_steps: Int = Field(1, ge=1)
     device: Literal["auto", "cpu", "cuda"] = Field(
@@ -448,7 +480,7 @@ class SFTParams(StrictModel):
     max_length: Int | None = Field(
         4096, ge=1, description="longest rendered conversation, tokens (image pads included)"
     )
-    seed: Int = Field(0, description="teacher paths, example order and torch seed")
+    seed: Seed = Field(0, description="teacher paths, example order and torch seed")
     save_steps: Int = Field(
         50,
         ge=1,

@@ -2,23 +2,26 @@
 every params section uses (:mod:`urbex.config` assembles them into :class:`~urbex.config.Params`).
 
 Numbers and switches are strict: an int field takes an int (not ``true``, not ``"8"``, not
-``8.0``), a float field an int or a float (not ``true``, not ``"0.1"``), a bool field ``true``
-or ``false`` (not ``1``).
+``8.0``), a float field a finite int or float (not ``true``, not ``"0.1"``, not ``.nan`` or
+``.inf``), a bool field ``true`` or ``false`` (not ``1``), a seed an int >= 0.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, field_validator
 
-__all__ = ["Bool", "EnvParams", "Float", "Int", "MarksParams", "StrictModel"]
+__all__ = ["Bool", "EnvParams", "Float", "Int", "MarksParams", "Seed", "StrictModel"]
 
 
 #: An int field: a bool, a float or a numeric string is an error (never coerced).
 Int = Annotated[int, Strict()]
-#: A float field: an int is accepted (YAML ``density: 20``), a bool or a string is an error.
-Float = Annotated[float, Strict()]
+#: A float field: an int is accepted (YAML ``density: 20``), a bool, a string, ``.nan`` or
+#: ``.inf`` is an error (an infinite weight or bin edge would reach every summary as Infinity).
+Float = Annotated[float, Strict(), AllowInfNan(False)]
+#: A seed: an int >= 0 (numpy's generators refuse a negative one, after the run has started).
+Seed = Annotated[int, Strict(), Field(ge=0)]
 #: A bool field: ``true``/``false`` only (``1`` or ``"yes"`` in quotes is an error).
 Bool = Annotated[bool, Strict()]
 
