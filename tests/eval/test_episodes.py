@@ -125,3 +125,44 @@ def test_read_episodes_duplicate_query_raises(tmp_path):
     write_chunk(tmp_path, [_ep("q1")], [])
     with pytest.raises(CacheError, match="evaluated twice"):
         read_episodes(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["steps", "episodes", "timings/steps"])
+def test_an_empty_shard_of_a_compacted_run_is_a_cache_error_naming_it(tmp_path, kind):
+    """A zero-length ``part-run.parquet`` (a full disk, a copy cut short): a resume or a reader
+    names the file and what to delete, instead of pyarrow's unnamed ArrowInvalid."""
+    _chunks(tmp_path, None)
+    compact_run(tmp_path)
+    bad = tmp_path / kind / "part-run.parquet"
+    bad.write_bytes(b"")
+    readers = {
+        "steps": [finished_query_ids, read_steps],
+        "episodes": [finished_query_ids, read_episodes],
+        "timings/steps": [read_steps],
+    }[kind]
+    for read in readers:
+        with pytest.raises(CacheError) as exc:
+            read(tmp_path)
+        msg = str(exc.value)
+        assert msg.startswith(f"{bad}: unreadable ") and "delete it" in msg and "\n" not in msg
+    if kind == "steps":
+        assert str(tmp_path / "episodes" / "part-run.parquet") in msg
+
+
+def test_evaluate_resuming_a_run_with_an_empty_steps_shard_exits_2_naming_it(tmp_path, capsys):
+    from tests.fixtures.city import build_eval_project
+    from urbex.cli import main
+
+    assets = build_eval_project(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text(f"paths:\n  assets: {assets}\neval:\n  workers: 1\n")
+    argv = ["--params", str(params), "-q", "evaluate", "--policy", "oracle", "--split", "test_no"]
+    assert main([*argv, "--limit", "3", "--run-id", "r"]) == 0
+    bad = assets / "eval" / "runs" / "r" / "steps" / "part-run.parquet"
+    bad.write_bytes(b"")
+    capsys.readouterr()
+    for _ in range(2):  # the same line on a retry, nothing played meanwhile
+        assert main([*argv, "--limit", "3", "--run-id", "r"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"urbex evaluate: error: {bad}: unreadable steps shard")
+        assert len(err.splitlines()) == 1 and "Traceback" not in err

@@ -359,6 +359,18 @@ def _shards(directory: Path, kind: str) -> list[Path]:
     return sorted((Path(directory) / kind).glob(SHARD_GLOB))
 
 
+def _read_shard(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """A shard of a run, or a :class:`CacheError` naming it and what to delete to redo it."""
+    try:
+        return read_parquet(path, columns)
+    except Exception as exc:  # pyarrow raises several types for corrupt files (ArrowInvalid, ...)
+        kind, twin = path.parent.name, path.parent.parent / "episodes" / path.name
+        fix = "delete it" + ("" if kind == "episodes" else f" and {twin}") + " to redo its episodes"
+        if path.parent.parent.name == TIMINGS_DIR:
+            fix = "delete it (it holds measured seconds only; the episodes stay)"
+        raise CacheError(f"unreadable {kind} shard ({exc}); {fix}", path=path) from exc
+
+
 def _kept_rows(d: Path, kind: str, written: Written | None) -> pl.DataFrame | None:
     """``written``'s rows of ``kind`` if its shards are exactly the run's shards of ``kind``
     (and their timings), on disk now; None otherwise (another process's shards, a resume)."""
@@ -419,19 +431,16 @@ def finished_query_ids(directory: Path, *, clean_orphans: bool = True) -> set[st
     Raises
     ------
     CacheError
-        A shard cannot be read (a corrupt file); delete it to redo its episodes.
+        A shard of finished episodes (episodes or steps) cannot be read; it names the file.
     """
     d = Path(directory)
     done: set[str] = set()
     names = set()
     for p in _shards(d, "episodes"):
-        try:
-            done.update(read_parquet(p, ["query_id"]).column("query_id").to_pylist())
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise CacheError(
-                f"unreadable episodes shard ({exc}); delete it to redo it", path=p
-            ) from exc
+        done.update(_read_shard(p, ["query_id"]).column("query_id").to_pylist())
         names.add(p.name)
+    for p in (p for p in _shards(d, "steps") if p.name in names):  # finished episodes' steps
+        _read_shard(p, ["query_id"])
     if clean_orphans:
         folders = [d / "episodes", d / "steps", *(d / TIMINGS_DIR / k for k in _KINDS)]
         for folder in folders:
@@ -453,7 +462,7 @@ def _read_shards(folder: Path, schema: pa.Schema) -> pl.DataFrame:
     paths = _shards(folder.parent, folder.name)
     if not paths:
         return pl.DataFrame(pl.from_arrow(table({n: [] for n in schema.names}, schema)))
-    tables = [read_parquet(p) for p in paths]
+    tables = [_read_shard(p) for p in paths]
     if RUN_SHARD in (names := [p.name for p in paths]) and len(paths) > 1:
         merged = tables[names.index(RUN_SHARD)]
         seen = pc.unique(merged.column("query_id"))
@@ -490,7 +499,7 @@ def read_episodes(directory: Path) -> pl.DataFrame:
     Raises
     ------
     CacheError
-        The same query appears in two shards (the run directory was tampered with).
+        The same query appears in two shards (a tampered run directory); an unreadable shard.
     """
     return _unique_episodes(
         _read(directory, "episodes", episode_schema()).sort("query_id"), directory
@@ -509,7 +518,8 @@ def _unique_episodes(df: pl.DataFrame, directory: Path) -> pl.DataFrame:
 
 
 def read_steps(directory: Path) -> pl.DataFrame:
-    """All steps of a run's finished episodes, sorted by ``(query_id, turn)``."""
+    """All steps of a run's finished episodes, sorted by ``(query_id, turn)`` (a CacheError
+    names a shard that cannot be read)."""
     return _read(directory, "steps", step_schema()).sort(["query_id", "turn"])
 
 
