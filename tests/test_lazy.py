@@ -74,6 +74,17 @@ def test_only_the_type_checking_block_is_read():
     }
 
 
+def test_an_export_named_like_its_submodule_stays_the_export_after_a_sibling_loads_it():
+    """``urbex.language.parse`` holds ``parse``: loading its sibling export first (``urbex parse
+    --jsonl`` checks descriptions before it parses them) must not leave the module in its place."""
+    code = (
+        "from urbex.language import check_description, parse\n"
+        "import urbex.language as language\n"
+        "assert callable(parse) and language.parse is parse, parse\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(urbex.__file__).parents[1])
+
+
 HEAVY = (
     "torch",
     "transformers",

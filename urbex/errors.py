@@ -15,6 +15,7 @@ __all__ = [
     "CacheError",
     "ConfigError",
     "DataQualityError",
+    "DescriptionError",
     "DuplicateEpisodesError",
     "EmptyRegionError",
     "LandmarkError",
@@ -70,6 +71,13 @@ class AnnotationError(UrbexError):
 
 class LandmarkError(UrbexError):
     """A landmark file (GeoJSON/OSM) is malformed or cannot be registered to the scene."""
+
+
+class DescriptionError(UrbexError):
+    """A description (the free text a query asks to ground) cannot be read: longer than
+    :data:`urbex.config.MAX_DESCRIPTION_CHARS` characters, or not UTF-8 text (a lone surrogate,
+    as Python decodes bytes that are not UTF-8 on the command line). The message names where
+    the text came from (``--query``, a line of a file)."""
 
 
 class ConfigError(UrbexError):

@@ -75,7 +75,8 @@ def lazy_exports(
     -------
     (__getattr__, __dir__)
         ``__getattr__(name)`` imports the submodule that holds ``name``, caches the value in the
-        package's namespace (the next access is a plain attribute) and returns it; a name that is
+        package's namespace (the next access is a plain attribute) and returns it (an export
+        named like its submodule, ``parse`` of ``urbex.language.parse``, stays the export); a name that is
         no export but a submodule of the package is imported as such (``pkg.submodule`` worked
         when ``__init__`` imported everything); anything else is an ``AttributeError``.
     """
@@ -85,7 +86,13 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is not None:
-            value = getattr(importlib.import_module(module), name)
+            mod = importlib.import_module(module)
+            value = getattr(mod, name)
+            # importing ``pkg.parse`` binds ``pkg.parse`` to the submodule; when the submodule
+            # exports a name of its own name (``urbex.language.parse.parse``), that export wins
+            own = module.rpartition(".")[2]
+            if name != own and where.get(own) == module:
+                setattr(pkg, own, getattr(mod, own))
         elif not name.startswith("__"):
             try:
                 value = importlib.import_module(f"{package}.{name}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import polars as pl
 import pytest
@@ -96,3 +97,42 @@ def test_parse_needs_text_or_jsonl_not_both(tmp_path, capsys):
     assert main(["parse"]) == 2
     assert main(["parse", "a car", "--jsonl", str(f)]) == 2
     assert "not both or neither" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hostile input (issue 36)
+
+
+def test_parse_a_100k_character_description_is_a_one_line_error_within_a_second(capsys):
+    text = ("a red car in a parking lot " * 3704)[:100_000]
+    t0 = time.perf_counter()
+    assert main(["parse", text]) == 2
+    assert time.perf_counter() - t0 < 1.0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1
+        and "description: 100,000 characters; urbex reads descriptions of at most 2,000" in err[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            '{"description": "a car", "landmarks": ' + "[" * 10_000 + "]" * 10_000 + "}",
+            "nested too deeply",
+        ),
+        ("[" * 10_000 + "]" * 10_000, "nested too deeply"),
+        (
+            json.dumps({"description": "a red car " * 300}),
+            "2,999 characters; urbex reads descriptions of at most",
+        ),
+    ],
+    ids=["deep_landmarks", "deep_line", "long_description"],
+)
+def test_parse_jsonl_hostile_line_is_a_one_line_error_naming_it(tmp_path, capsys, line, message):
+    f = tmp_path / "hostile.jsonl"
+    f.write_text('{"description": "a blue van"}\n' + line + "\n")
+    assert main(["parse", "--jsonl", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"hostile.jsonl: line 2: {message}" in err[0], err
+    assert "RecursionError" not in err[0]

@@ -10,7 +10,7 @@ from PIL import Image
 
 from tests.fixtures.city import build_synth_cache
 from urbex.config import Params
-from urbex.errors import CacheError, LandmarkError, PolicyError
+from urbex.errors import CacheError, ConfigError, DescriptionError, LandmarkError, PolicyError
 from urbex.eval.ground import ground
 
 
@@ -122,3 +122,23 @@ def test_ground_into_a_folder_of_an_earlier_trajectory_replaces_its_views_whole(
     assert sorted(p.name for p in (out / "views").iterdir()) == ["global.png"]
     assert sorted(p.name for p in out.iterdir()) == [
         "answer.json", "steps.jsonl", "trajectory.png", "views"]  # fmt: skip
+
+
+@pytest.mark.parametrize("scene_id", ["../../escape", ".", "..", "a/../b", ""])
+def test_ground_scene_id_that_is_not_one_name_is_a_config_error(tmp_path, scene_id):
+    with pytest.raises(ConfigError, match=r"--scene: expected a plain name.*name a scene"):
+        ground(_params(tmp_path), scene_id=scene_id, query="the car", policy="landmark_prior")
+
+
+@pytest.mark.parametrize(
+    ("query", "match"),
+    [
+        ("the caf\udce9 car", r"--query: not UTF-8 \(character 7 is '\\udce9'"),
+        ("a red car " * 300, "--query: 2,999 characters; urbex reads descriptions of at most"),
+    ],
+    ids=["not_utf8", "too_long"],
+)
+def test_ground_query_not_utf8_or_too_long_is_a_description_error(project, query, match):
+    assets, sid, _ = project
+    with pytest.raises(DescriptionError, match=match):
+        ground(_params(assets), scene_id=sid, query=query, policy="landmark_prior")

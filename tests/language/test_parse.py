@@ -8,10 +8,14 @@ kind of place, every relation); no sentence comes from a data set.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from urbex.config import MAX_DESCRIPTION_CHARS
+from urbex.errors import DescriptionError
 from urbex.language import RELATIONS, Mention, Ordinal, Parse, context_objects, map_regions, parse
 from urbex.language.vocabulary import CLASS_NOUNS, COLOURS
 
@@ -411,3 +415,20 @@ def test_parse_counted_group_is_a_count_not_an_ordinal():
     p = parse("There are 3 housses just north of Elm Tower. I mean the smallest one.", N)
     assert (p.target_class, p.ordinal, p.sizes) == ("Building", None, ("smallest",))
     assert parse("4 houses to the left of Elm Tower", N).ordinal == Ordinal(k=4, from_="Elm Tower")
+
+
+def test_parse_reads_a_description_at_the_limit_within_a_second():
+    """Clauses of phrases with no comma were the slowest reading found (quadratic in length)."""
+    text = ("a red car in a parking lot " * 100)[:MAX_DESCRIPTION_CHARS]
+    t0 = time.perf_counter()
+    assert parse(text, ["Mill Lane"]).target_class == "Car"
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("read", [parse, context_objects, map_regions])
+def test_parse_a_description_past_the_limit_or_not_utf8_is_a_description_error(read):
+    with pytest.raises(DescriptionError, match="description: 99,999 characters"):
+        read("a red car " * 10_000)
+    with pytest.raises(DescriptionError, match="not UTF-8"):
+        read("the red car\udcff")
+    assert read(" " * 5000 + "a red car" + " " * 5000) is not None  # white space not counted

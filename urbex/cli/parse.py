@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from urbex.config import Params
-from urbex.errors import AnnotationError, ConfigError
+from urbex.errors import AnnotationError, ConfigError, DescriptionError
 
 if TYPE_CHECKING:
     from urbex.language import Parse
@@ -52,8 +52,12 @@ def read_requests(path: Path) -> list[tuple[str, list[str]]]:
     ------
     AnnotationError
         A line is not a JSON object with a string ``description`` and a list of strings
-        ``landmarks`` (optional); the message names the file and the line number.
+        ``landmarks`` (optional), nests deeper than Python's parser goes, or holds a description
+        :func:`urbex.language.check_description` refuses (too long); the message names the file
+        and the line number.
     """
+    from urbex.language import check_description
+
     out: list[tuple[str, list[str]]] = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -66,6 +70,12 @@ def read_requests(path: Path) -> list[tuple[str, list[str]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AnnotationError(f"line {n}: not JSON ({exc.msg})", path=path) from exc
+        except RecursionError:  # json's parser recurses once per level of nesting
+            raise AnnotationError(
+                f"line {n}: nested too deeply to read (an object or list inside thousands of "
+                'others); expected {"description": "<text>", "landmarks": ["<name>", ...]}',
+                path=path,
+            ) from None
         names = obj.get("landmarks", []) if isinstance(obj, dict) else None
         if (
             not isinstance(obj, dict)
@@ -78,6 +88,10 @@ def read_requests(path: Path) -> list[tuple[str, list[str]]]:
                 f"got {line.strip()[:80]!r}",
                 path=path,
             )
+        try:
+            check_description(obj["description"], what=f"line {n}")
+        except DescriptionError as exc:
+            raise AnnotationError(str(exc), path=path) from None
         out.append((obj["description"], names))
     return out
 

@@ -41,7 +41,8 @@ from urbex.env.play import episode_seed, play_episode
 from urbex.env.world import World
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 from urbex.eval.metrics import trajectory_metrics
-from urbex.layout import INSTANCES_FILE, META_FILE
+from urbex.language import check_description
+from urbex.layout import INSTANCES_FILE, META_FILE, plain_name
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
@@ -188,11 +189,22 @@ def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
     return cache, table
 
 
+def _check_input(scene_id: str, text: str) -> None:
+    """ConfigError on a scene id that is not one path component (``..``, ``a/../b``: the rule
+    of the scene layout, :func:`urbex.layout.plain_name`) or an empty query;
+    DescriptionError on a query that is not UTF-8 or too long (:func:`check_description`)."""
+    try:
+        plain_name(scene_id, what="--scene")
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; name a scene of the data set") from None
+    if not text.strip():
+        raise ConfigError("--query: expected a non-empty description", field="query")
+    check_description(text, what="--query")
+
+
 def _make_query(scene: Any, scene_id: str, text: str, object_id: str | None) -> Query:
     import polars as pl
 
-    if not text.strip():
-        raise ConfigError("--query: expected a non-empty description", field="query")
     qid = "ground:" + hashlib.blake2b(f"{scene_id}\n{text}".encode(), digest_size=6).hexdigest()
     if object_id is None:
         return Query(query_id=qid, scene_id=scene_id, description=text)
@@ -293,11 +305,13 @@ def ground(
     AnnotationError
         ``object_id`` is not in the scene's instance table.
     ConfigError
-        Unknown policy name, or an empty query.
+        Unknown policy name, a scene id that is not one path component, or an empty query.
+    DescriptionError
+        A query that is not UTF-8 or longer than :data:`urbex.config.MAX_DESCRIPTION_CHARS`.
     PolicyError
         ``oracle`` without ``object_id`` (it needs ground truth), or a model backend failure.
     """
-
+    _check_input(scene_id, query)
     try:
         policy_info(policy)
     except ValueError as exc:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urbex.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from urbex.language.parse import context_objects, map_regions, parse
+    from urbex.language.parse import check_description, context_objects, map_regions, parse
     from urbex.language.records import (
         MAP_SIDES,
         RELATIONS,
@@ -30,6 +30,7 @@ __all__ = [
     "Mention",
     "Ordinal",
     "Parse",
+    "check_description",
     "context_objects",
     "map_regions",
     "parse",

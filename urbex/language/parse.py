@@ -41,6 +41,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from urbex.config import MAX_DESCRIPTION_CHARS
+from urbex.errors import DescriptionError
 from urbex.language.phrases import (
     Phrase,
     assign_roles,
@@ -70,7 +72,7 @@ from urbex.language.vocabulary import (
     singular,
 )
 
-__all__ = ["MENTION_THRESHOLD", "context_objects", "map_regions", "parse"]
+__all__ = ["MENTION_THRESHOLD", "check_description", "context_objects", "map_regions", "parse"]
 
 #: Mention threshold of :func:`parse` (the landmark index's default).
 MENTION_THRESHOLD = 0.9
@@ -276,6 +278,45 @@ def _names_next(toks: list[Token], k: int) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+def check_description(text: str, *, what: str = "description") -> str:
+    """``text`` if urbex can read it as a description, else a :class:`DescriptionError`.
+
+    The one limit of every place a description enters (:func:`parse`, ``urbex parse``, ``urbex
+    ground``; the splits hold to it through ``annotations.max_chars``): UTF-8 text of at most
+    :data:`urbex.config.MAX_DESCRIPTION_CHARS` characters, surrounding white space not counted.
+
+    Parameters
+    ----------
+    text
+        The description.
+    what
+        Where it came from, for the message (``--query``, ``line 3``).
+
+    Examples
+    --------
+    >>> check_description("the red car next to Tesco")
+    'the red car next to Tesco'
+    >>> check_description("x" * 2001, what="--query")
+    Traceback (most recent call last):
+    ...
+    urbex.errors.DescriptionError: --query: 2,001 characters; urbex reads descriptions of at most 2,000 (MAX_DESCRIPTION_CHARS): shorten it
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DescriptionError(
+            f"{what}: not UTF-8 (character {exc.start} is {text[exc.start]!r}, a byte that is not "
+            "UTF-8 text); write the description as UTF-8"
+        ) from None
+    n = len(text.strip())
+    if n > MAX_DESCRIPTION_CHARS:
+        raise DescriptionError(
+            f"{what}: {n:,} characters; urbex reads descriptions of at most "
+            f"{MAX_DESCRIPTION_CHARS:,} (MAX_DESCRIPTION_CHARS): shorten it"
+        )
+    return text
+
+
 def parse(
     description: str, landmark_names: Sequence[str] = (), *, threshold: float = MENTION_THRESHOLD
 ) -> Parse:
@@ -294,6 +335,12 @@ def parse(
     Returns
     -------
     Parse
+
+    Raises
+    ------
+    DescriptionError
+        ``description`` is longer than :data:`urbex.config.MAX_DESCRIPTION_CHARS` or not UTF-8
+        (:func:`check_description`).
 
     Examples
     --------
@@ -430,6 +477,7 @@ def _regions(toks: list[Token]) -> tuple[str, ...]:
 def _read(
     description: str, names: tuple[str, ...], threshold: float
 ) -> tuple[Parse, tuple[ContextObject, ...], tuple[str, ...]]:
+    check_description(description)  # the reading below is not linear in the length
     toks = tokenize(description, names, threshold)
     phrases = phrases_of(toks)
     assign_roles(toks, phrases)
