@@ -90,3 +90,64 @@ def test_load_local_vlm_loads_a_tiny_model(tmp_path):
     assert processor.tokenizer is not None and processor.image_processor is not None
     assert next(model.parameters()).dtype.is_floating_point
     assert str(next(model.parameters()).dtype) == "torch.float32"
+
+
+def _header(path, header) -> None:
+    """Replace the checkpoint's weights by a file with this safetensors header (and 64 bytes)."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    (path / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * 64)
+
+
+def _config(path, config) -> None:
+    (path / "config.json").write_text(json.dumps(config))
+
+
+_WIDE = {"lm_head.weight": {"dtype": "F32", "shape": [4, 64], "data_offsets": [0, 16]}}
+
+
+@pytest.mark.parametrize(
+    ("damage", "file", "message"),
+    [
+        (lambda p: _header(p, [1, 2]), "model.safetensors", "header is a JSON list"),
+        (lambda p: _header(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": ["0", "16"]}}),
+         "model.safetensors", "data_offsets ['0', '16']"),
+        (lambda p: _header(p, {"w": {"dtype": "F32", "shape": "4", "data_offsets": [0, 16]}}),
+         "model.safetensors", "shape '4'"),
+        (lambda p: _header(p, b"[" * 10_000 + b"]" * 10_000), "model.safetensors", "too deeply"),
+        (lambda p: (p / "model.safetensors.index.json").write_text('{"weight_map": {"a": 1}}'),
+         "model.safetensors.index.json", "must be shard file names, got 1"),
+        (lambda p: (p / "model.safetensors.index.json").write_text("[" * 10_000 + "]" * 10_000),
+         "model.safetensors.index.json", "unreadable weight index"),
+        (lambda p: _config(p, {"hidden_size": "big"}), "config.json", "hidden_size: expected"),
+        (lambda p: _config(p, {"text_config": {"num_hidden_layers": 2.5}}), "config.json",
+         "text_config.num_hidden_layers: expected a whole number > 0, got 2.5"),
+        (lambda p: (_header(p, _WIDE), _config(p, {"text_config": {"hidden_size": 32}})),
+         "config.json", "hidden_size 32 but the weights are 64 wide (lm_head.weight"),
+        (lambda p: _config(p, [1]), "config.json", "a JSON list"),
+        (lambda p: (p / "config.json").write_text("{" * 10_000), "config.json", "unreadable"),
+    ],
+    ids=["header_list", "string_offsets", "string_shape", "deep_header", "int_weight_map",
+         "deep_index", "hidden_big", "float_layers", "wider_weights", "config_list",
+         "deep_config"],
+)  # fmt: skip
+def test_check_checkpoint_damaged_is_one_line_naming_the_file(tmp_path, damage, file, message):
+    p = _fake_checkpoint(tmp_path / "ckpt")
+    damage(p)
+    with pytest.raises(PolicyError) as e:
+        check_checkpoint(p, field="vlm.checkpoint")
+    text = str(e.value)
+    assert text.startswith(f"{p / file}: ") and message in text and "\n" not in text
+    assert len(text) < 400
+
+
+def test_load_local_vlm_of_another_model_type_is_one_short_line(tmp_path):
+    from urbex.train.tiny import make_tiny_model
+
+    path = make_tiny_model(tmp_path / "tiny", seed=0)
+    config = json.loads((path / "config.json").read_text())
+    _config(path, {**config, "model_type": "bert"})
+    with pytest.raises(PolicyError) as e:
+        load_local_vlm(path, field="vlm.checkpoint")
+    text = str(e.value)
+    assert text.startswith(f"{path / 'config.json'}: ") and "model_type 'bert'" in text
+    assert "\n" not in text and len(text) < 400

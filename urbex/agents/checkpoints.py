@@ -68,40 +68,109 @@ def resolve_checkpoint(
     return path
 
 
-def _safetensors_problem(f: Path) -> str | None:
-    """Why the safetensors file ``f`` is unreadable (header or truncation), or None; reads only
-    its header: 8 bytes of length, the JSON table of tensors and their byte ranges."""
-    try:
-        size = f.stat().st_size
-        with open(f, "rb") as fh:
-            n = int.from_bytes(fh.read(8), "little")
-            if size < 8 or n <= 0 or 8 + n > size:
-                return f"{f.name}: header length {n} does not fit a {size}-byte file (truncated?)"
+#: ``config.json`` sizes (top level, ``text_config``, ``vision_config``) that must be whole
+#: numbers > 0 where present: a string or a float there fails deep inside transformers.
+_SIZE_FIELDS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "depth",
+    "num_heads",
+    "out_hidden_size",
+)
+
+
+def _is_count(v: Any) -> bool:
+    """A whole number >= 0 (JSON ``true`` is not one)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _safetensors_tensors(f: Path) -> dict[str, Any]:
+    """The tensor table of the safetensors file ``f`` (``{name: {dtype, shape, data_offsets}}``),
+    read from its header only: 8 bytes of length, then a JSON object of tensors and their byte
+    ranges. Raises ValueError saying what is wrong (truncated, not a table, bad offsets)."""
+    size = f.stat().st_size
+    with open(f, "rb") as fh:
+        n = int.from_bytes(fh.read(8), "little")
+        if size < 8 or n <= 0 or 8 + n > size:
+            raise ValueError(f"header length {n} does not fit a {size}-byte file (truncated?)")
+        try:
             header = json.loads(fh.read(n))
-    except (OSError, ValueError) as exc:
-        return f"{f.name}: unreadable header ({exc})"
-    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
-    need = 8 + n + max(ends, default=0)
+        except RecursionError:
+            raise ValueError("header nested too deeply to be a table of tensors") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"header is a JSON {type(header).__name__}, not an object of tensors")
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+    for name, t in tensors.items():
+        offsets = t.get("data_offsets") if isinstance(t, dict) else None
+        shape = t.get("shape") if isinstance(t, dict) else None
+        if not (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(_is_count(o) for o in offsets)
+            and offsets[0] <= offsets[1]
+        ):
+            raise ValueError(f"tensor {name!r}: data_offsets {offsets!r} is not [begin, end]")
+        if not (isinstance(shape, list) and all(_is_count(d) for d in shape)):
+            raise ValueError(f"tensor {name!r}: shape {shape!r} is not a list of sizes")
+    need = 8 + n + max((t["data_offsets"][1] for t in tensors.values()), default=0)
     if need > size:
-        return f"{f.name}: {size} bytes where the tensors need {need} (truncated copy?)"
+        raise ValueError(f"{size} bytes where the tensors need {need} (truncated copy?)")
+    return tensors
+
+
+def _config_problem(config: Any, tensors: dict[str, Any]) -> str | None:
+    """What is wrong with the parsed ``config.json`` (a size that is not a whole number, weights
+    of another width than ``hidden_size``), or None."""
+    if not isinstance(config, dict):
+        return f"a JSON {type(config).__name__}, not an object of settings"
+    for section in ("", "text_config", "vision_config"):
+        sub = config.get(section, {}) if section else config
+        if not isinstance(sub, dict):
+            return f"{section}: expected an object of settings, got {sub!r}"
+        for key in _SIZE_FIELDS:
+            v = sub.get(key)
+            if v is not None and not (_is_count(v) and v > 0):
+                where = f"{section}.{key}" if section else key
+                return f"{where}: expected a whole number > 0, got {v!r}"
+    text = config.get("text_config") or config
+    hidden = text.get("hidden_size")
+    for name, t in sorted(tensors.items()):
+        if hidden and name.endswith(("embed_tokens.weight", "lm_head.weight")) and t["shape"]:
+            if t["shape"][-1] != hidden:
+                return (
+                    f"hidden_size {hidden} but the weights are {t['shape'][-1]} wide ({name} "
+                    f"{t['shape']}): config and weights are of different models"
+                )
     return None
 
 
 def check_checkpoint(path: Path, *, field: str | None = None) -> None:
     """Refuse, before any episode or training step, a checkpoint that cannot load: weights
-    missing or truncated, no tokenizer, no image processor. Reads file headers only (no torch).
+    missing, truncated or of another width than the config, a damaged config, no tokenizer, no
+    image processor. Reads ``config.json`` and file headers only (no torch).
 
     Raises
     ------
     PolicyError
-        Naming the file and what is wrong.
+        Naming the file and what is wrong, on one line.
     """
     index = path / "model.safetensors.index.json"
     if index.is_file():
         try:
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            weight_map = json.loads(index.read_text())["weight_map"]
+            shards = sorted(set(weight_map.values()))
+        except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError) as exc:
             raise PolicyError(f"unreadable weight index ({exc})", path=index, field=field) from exc
+        if not all(isinstance(s, str) and s for s in shards):
+            bad = next(s for s in shards if not (isinstance(s, str) and s))
+            raise PolicyError(
+                f"weight_map values must be shard file names, got {bad!r}", path=index, field=field
+            )
         files = [path / s for s in shards]
     else:
         files = sorted(path.glob("*.safetensors"))
@@ -111,10 +180,23 @@ def check_checkpoint(path: Path, *, field: str | None = None) -> None:
             path=path,
             field=field,
         )
+    tensors: dict[str, Any] = {}
     for f in files:
-        why = "missing (named by the index)" if not f.is_file() else _safetensors_problem(f)
-        if why is not None:
-            raise PolicyError(f"unloadable weights: {why}", path=f, field=field)
+        if not f.is_file():
+            raise PolicyError(
+                f"unloadable weights: {f.name}: missing (named by the index)", path=f, field=field
+            )
+        try:
+            tensors.update(_safetensors_tensors(f))
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"unloadable weights: {f.name}: {exc}", path=f, field=field) from exc
+    config = path / "config.json"
+    try:
+        why = _config_problem(json.loads(config.read_text(encoding="utf-8")), tensors)
+    except (OSError, ValueError, RecursionError) as exc:
+        why = f"unreadable ({_one_line(exc)})"
+    if why is not None:
+        raise PolicyError(why, path=config, field=field)
     tokenizer = ("tokenizer.json", "tokenizer.model", "vocab.json")
     if not any((path / t).is_file() for t in tokenizer):
         raise PolicyError(
@@ -131,6 +213,13 @@ def check_checkpoint(path: Path, *, field: str | None = None) -> None:
             path=path,
             field=field,
         )
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    """``exc``'s message on one line, at most ``limit`` characters (transformers' messages run
+    to tables and lists of every known class)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def load_local_vlm(
@@ -158,14 +247,29 @@ def load_local_vlm(
     if dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise ValueError(f"dtype: expected auto/float32/bfloat16/float16, got {dtype!r}")
     import torch  # heavy: imported when a model is loaded
+    from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
+    # what transformers raises for a config or files it cannot use (a size of the wrong type)
+    unusable = (OSError, ValueError, TypeError, KeyError, StrictDataclassError)
+    try:
+        model_type = json.loads((path / "config.json").read_text(encoding="utf-8"))["model_type"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        model_type = None  # transformers says what is missing
+    if model_type is not None and model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        raise PolicyError(
+            f"model_type {model_type!r} is not an image-text-to-text model transformers knows "
+            "(Qwen3-VL's is 'qwen3_vl'); point the checkpoint at a vision-language model",
+            path=path / "config.json",
+            field=field,
+        )
     try:
         processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, TypeError) as exc:
+    except unusable as exc:
         raise PolicyError(
-            f"the checkpoint has no loadable processor/tokenizer ({exc}); save the processor "
-            "beside the weights (processor.save_pretrained)",
+            f"the checkpoint has no loadable processor/tokenizer ({_one_line(exc)}); save the "
+            "processor beside the weights (processor.save_pretrained)",
             path=path,
             field=field,
         ) from exc
@@ -183,6 +287,8 @@ def load_local_vlm(
         model = AutoModelForImageTextToText.from_pretrained(
             path, local_files_only=True, dtype="auto" if dtype == "auto" else getattr(torch, dtype)
         )
-    except (OSError, ValueError) as exc:
-        raise PolicyError(f"cannot load the model: {exc}", path=path, field=field) from exc
+    except (*unusable, RuntimeError) as exc:  # RuntimeError: weights that do not fit the model
+        raise PolicyError(
+            f"cannot load the model: {_one_line(exc)}", path=path, field=field
+        ) from exc
     return model, processor
