@@ -82,3 +82,24 @@ def test_protocol_tokenizer_keeps_identifiers_whole(number_tokens):
         assert {"880", "7", "1000", "0"} <= set(pieces)
     else:
         assert [p for p in pieces if p.isdigit()][:3] == ["8", "8", "0"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--hidden", "12"], "--hidden: expected a multiple of 8 in 16..512, got 12"),
+        (["--heads", "3"], "--heads (3): expected a multiple of --kv-heads (2)"),
+        (["--head-dim", "4"], "--head-dim: expected a multiple of 8, got 4"),
+        (["--layers", "0"], "--layers, --heads, --kv-heads: expected >= 1"),
+        (["--vocab", "10"], "--vocab: expected 300..65536, got 10"),
+    ],
+)
+def test_make_tiny_model_bad_size_flag_is_one_line_naming_the_flag(
+    tmp_path, flags, message, capsys
+):
+    from urbex.cli import main
+
+    assert main(["-q", "make-tiny-model", str(tmp_path / "m"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err == f"urbex make-tiny-model: error: {message}\n"
+    assert not (tmp_path / "m").exists()

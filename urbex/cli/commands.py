@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from urbex.config import Params
@@ -492,15 +493,20 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.teacher import teacher_trajectories
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
-    spec = TinyModelSpec(
-        hidden_size=args.hidden,
-        num_layers=args.layers,
-        num_heads=args.heads,
-        num_kv_heads=args.kv_heads,
-        head_dim=args.head_dim,
-        vision_hidden_size=args.vision_hidden,
-        vocab_size=args.vocab,
-    )
+    sizes = {
+        "hidden_size": ("--hidden", args.hidden),
+        "num_layers": ("--layers", args.layers),
+        "num_heads": ("--heads", args.heads),
+        "num_kv_heads": ("--kv-heads", args.kv_heads),
+        "head_dim": ("--head-dim", args.head_dim),
+        "vision_hidden_size": ("--vision-hidden", args.vision_hidden),
+        "vocab_size": ("--vocab", args.vocab),
+    }
+    try:
+        spec = TinyModelSpec(**{field: value for field, (_, value) in sizes.items()})
+    except ValueError as exc:  # the spec names its fields; the user typed the flags
+        why = re.sub(r"\b[a-z_]+\b", lambda m: sizes.get(m[0], (m[0],))[0], str(exc))
+        raise ConfigError(why) from exc
     refuse_overwrite(args.path, force=args.force, what="a checkpoint")
     corpus = None
     what = "byte tokens, no merges"
