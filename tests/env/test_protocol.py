@@ -240,3 +240,17 @@ def test_openai_schemas_match_tool_definitions():
         params = s["function"]["parameters"]
         assert params["type"] == "object" and params["additionalProperties"] is False
         assert set(params["required"]) <= set(params["properties"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "landmark_query", "arguments": {"name": "Tes\\ud800co"}}</tool_call>',
+        '<answer>{"view_id": "global", "bbox_2d": [1, 2, 30, 40], "note": "\\udfff"}</answer>',
+    ],
+    ids=["tool_call", "answer"],
+)
+def test_parse_action_json_holding_a_lone_surrogate_is_invalid(text):
+    """ASCII text whose JSON decodes to a lone surrogate: no file could record the action."""
+    action = parse(text)
+    assert isinstance(action, Invalid) and "lone surrogate" in action.reason

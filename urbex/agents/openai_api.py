@@ -395,6 +395,10 @@ class OpenAIPolicy(PolicyBase):
             raise PolicyError(
                 f"{self.url}: reply is not JSON ({self._redact(r.text[:200])!r})"
             ) from None  # the decode error's .doc holds the whole reply
+        except RecursionError:  # json's parser recurses once per level of nesting
+            raise PolicyError(
+                f"{self.url}: reply is nested too deeply to read ({self._redact(r.text[:80])!r}...)"
+            ) from None
         if not isinstance(data, dict):
             raise PolicyError(
                 f"{self.url}: reply is not a JSON object ({self._redact(r.text[:200])!r})"

@@ -181,6 +181,9 @@ def from_openai_message(message: dict[str, Any]) -> str:
     '<tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", "bbox_2d": [1, 2, 3, 4]}}</tool_call>'
     >>> from_openai_message({"content": "<answer>{}</answer>"})
     '<answer>{}</answer>'
+
+    The text is UTF-8: a lone surrogate the server sent (``"\\ud800"`` in its JSON) is written
+    back as its escape, so the turn can be recorded and an action holding one is invalid.
     """
     text = message.get("content") or ""
     if isinstance(text, list):  # some servers return content parts
@@ -192,12 +195,29 @@ def from_openai_message(message: dict[str, Any]) -> str:
         raw = fn.get("arguments")
         try:
             args = json.loads(raw) if isinstance(raw, str) else (raw or {})
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past json's recursion
             args = raw  # the environment reports the malformed arguments to the agent
-        if name == "answer" and isinstance(args, dict):
-            actions.append(f"<answer>{json.dumps(args)}</answer>")
-        else:
-            actions.append(
-                f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
-            )
-    return "\n".join(s for s in (text.strip(), *actions) if s)
+        try:
+            if name == "answer" and isinstance(args, dict):
+                actions.append(f"<answer>{json.dumps(args)}</answer>")
+            else:
+                actions.append(
+                    f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
+                )
+        except (ValueError, TypeError, RecursionError):  # parsed arguments nested too deeply
+            bad = {
+                "name": name if isinstance(name, str) else None,
+                "arguments": "(arguments nested too deeply to write)",
+            }
+            actions.append(f"<tool_call>{json.dumps(bad)}</tool_call>")
+    return _LONE_SURROGATE.sub(_escape, "\n".join(s for s in (text.strip(), *actions) if s))
+
+
+#: A lone surrogate: what JSON's ``"\ud800"`` decodes to, a character no UTF-8 file can hold.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    """A lone surrogate as its JSON escape (ASCII): recordable, and inside an action's JSON the
+    environment reads it back and rejects the action (:func:`urbex.env.protocol.parse_action`)."""
+    return f"\\u{ord(m.group()):04x}"

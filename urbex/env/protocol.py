@@ -165,12 +165,17 @@ def _loads(body: str, what: str) -> tuple[Any, str | None]:
     if not s:
         return None, f"{what} is empty; expected a JSON object"
     try:
-        return json.loads(s, parse_constant=_reject_constant), None
+        obj = json.loads(s, parse_constant=_reject_constant)
     except RecursionError:
         return None, f"{what} JSON is nested too deeply"
     except ValueError as exc:  # JSONDecodeError is a ValueError
         msg = str(exc).splitlines()[0][:160]
         return None, f"{what} is not valid JSON ({msg})"
+    try:  # a lone surrogate (JSON's "\ud800") is no text: no file could record the action
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return None, f"{what} holds a lone surrogate ({exc.object[exc.start]!r}): not UTF-8 text"
+    return obj, None
 
 
 def _describe(v: Any) -> str:
