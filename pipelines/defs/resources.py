@@ -16,6 +16,7 @@ import dagster as dg
 from pydantic import Field
 
 from urbex.config import Params, load_params
+from urbex.errors import ConfigError
 
 #: The repository root (``params.yaml``, ``params-cpu.yaml``: the files the DVC stages read).
 REPO = Path(__file__).resolve().parents[2]
@@ -23,6 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PARAMS = REPO / "params.yaml"
 #: The training recipe's overlay of :data:`DEFAULT_PARAMS`: the tiny CPU recipe.
 DEFAULT_TRAINING_OVERLAY = REPO / "params-cpu.yaml"
+
+
+class ParamsFailure(dg.Failure, ConfigError):
+    """A params file is invalid: the :class:`~urbex.errors.ConfigError` (what a caller outside
+    Dagster catches) as a ``dg.Failure``, so the step fails with urbex's one-line message (the
+    file and the key) as its failure, not with a traceback through the asset's code."""
+
+    def __init__(self, error: ConfigError) -> None:
+        super().__init__(description=str(error), allow_retries=False)
+        self.path, self.field = error.path, error.field
 
 
 class UrbexParams(dg.ConfigurableResource):
@@ -35,7 +46,18 @@ class UrbexParams(dg.ConfigurableResource):
     )
 
     def load(self) -> Params:
-        return load_params([self.params_path, *self.overlays])
+        """The params of :attr:`params_path` and :attr:`overlays`.
+
+        Raises
+        ------
+        ParamsFailure
+            A file is missing or invalid (a ConfigError and a ``dg.Failure``; the message names
+            the file and the key).
+        """
+        try:
+            return load_params([self.params_path, *self.overlays])
+        except ConfigError as exc:
+            raise ParamsFailure(exc) from None
 
 
 RESOURCES = {

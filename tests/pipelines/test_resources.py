@@ -70,3 +70,40 @@ def test_resources_module_reads_no_environment_variable():
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert "os" not in names and not {"environ", "getenv"} & attrs
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("scene:\n  resolutoin: 0.2\n", "'scene.resolutoin'"),
+        ("env:\n  max_turns: 2\nenv: {}\n", "'env'"),
+    ],
+    ids=["unknown_key", "duplicate_key"],
+)
+def test_materializing_with_a_bad_params_key_fails_with_urbex_s_one_line_error(
+    tmp_path: Path, text, key
+):
+    """The step's failure is urbex's message naming the file and the key, not Dagster's
+    traceback through the asset (the caller outside Dagster still gets a ConfigError)."""
+    params = tmp_path / "params.yaml"
+    params.write_text(text)
+
+    @dg.asset
+    def needs_params(urbex_params: UrbexParams) -> None:
+        urbex_params.load()
+
+    result = dg.materialize(
+        [needs_params],
+        resources={"urbex_params": UrbexParams(params_path=str(params))},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    data = failure.step_failure_data
+    assert data.user_failure_data is not None and data.error is not None
+    description = str(data.user_failure_data.description)
+    assert description.startswith(f"{params}: ") and key in description
+    assert len(description.splitlines()) == 1
+    assert data.error.message.strip().endswith(description)
+    with pytest.raises(ConfigError, match=key):
+        UrbexParams(params_path=str(params)).load()
