@@ -1,9 +1,10 @@
-"""Does the policy learn to ground? SFT warm start, then GRPO, measured on val beside baselines.
+"""Does the policy learn to ground? Reader drills, SFT, then GRPO, measured on val beside baselines.
 
 The tiny CPU recipe (``params-cpu.yaml``: numbered marks on, answers by mark) end to end in a
 fresh temporary project of its own: a synthetic city of :data:`CITY_SCENES` blocks (so that val
 holds ≥ 150 queries) → scene caches → landmark tables → splits → the trained ranker → ``urbex
-make-tiny-model`` (seeded) → ``urbex sft`` → ``urbex train`` (GRPO from the SFT checkpoint), with
+make-tiny-model`` (seeded) → ``urbex train-reader`` (reading drills) → ``urbex sft`` (from the
+reader) → ``urbex train`` (GRPO from the SFT checkpoint), with
 the ``vlm`` policy (greedy) evaluated on the whole val split after each stage (``--quick``: a
 seeded sample). Peers on the same val queries: ``landmark_prior`` (no vision), the trained
 ``ranking`` (With-GT), the random model the recipe starts from and the SFT checkpoint (the floor
@@ -21,8 +22,14 @@ Prints the figures, then as its LAST line one JSON object: ``seed``, ``protocol`
 (standard error of their difference, from the per-step means), ``frac_zero_std`` (share of
 groups whose rollouts all got the same reward, mean over steps), ``s_per_step`` (GRPO),
 ``env_share`` (the environment's share of a GRPO step), plus ``sft_steps``, ``grpo_steps``,
-``sft_s_per_step``, ``sft_recovery_kept`` (episodes the SFT recovery round added) and
-``wall_s``.
+``sft_s_per_step``, ``sft_recovery_kept`` (episodes the SFT recovery round added),
+``reader_acc_mark_lookup``, ``reader_acc_name_copy``, ``reader_acc_box_copy``,
+``reader_acc_whole_turn`` (held-out drills at full length, :mod:`urbex.train.reader`),
+``reader_steps``, ``reader_s``, ``reader_level`` (marks per listing reached),
+``hit1_val_reader_only`` (the reader checkpoint playing val directly, on ``n_reader`` queries),
+the per-step skills of SFT and GRPO on val (``sft_landmark_named``, ``sft_zoom_on_target``,
+``sft_target_mark_shown``, ``sft_right_mark_given_shown``, and the same for ``grpo_``;
+:mod:`urbex.eval.skills`) and ``wall_s``.
 """
 
 from __future__ import annotations
@@ -46,17 +53,19 @@ from urbex.params_files import read_params_files
 REPO = Path(__file__).resolve().parents[1]
 
 #: Full size: the recipe's own steps; the whole val split evaluated after each stage (n_val None).
-FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": None, "n_base": 8}
+FULL = {"sft_steps": None, "grpo_steps": 40, "n_val": None, "n_base": 8, "reader_steps": None,
+        "n_reader": 40}  # fmt: skip
 #: Blocks of the recipe's own city: 18 % of them are val scenes (urbex.synth.dataset.scene_split),
 #: ~35 queries each, so val holds ≥ 150 queries (a Hit@1 difference of 0.1 is > 2 s.e.).
 CITY_SCENES = 28
 #: ``--protocol box``: today's box recipe (no marks; 70 % of the teacher's episodes anchored).
 BOX_PROTOCOL = {"env": {"marks": {"enabled": False}}, "sft": {"anchor_rate": 0.7}}
 #: --quick: a small city and a few steps of each (plumbing, not learning).
-QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1}
+QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1, "reader_steps": 4, "n_reader": 1}
 #: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.
 TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads", "8",
-        "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096"]  # fmt: skip
+        "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096",
+        "--number-tokens"]  # fmt: skip
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> None:
@@ -77,12 +86,15 @@ def write_project(root: Path, *, seed: int, quick: bool, protocol: str = "marks"
     p["paths"]["assets"] = "assets"
     p["data"]["scenes"] = None
     p["train"]["seed"] = p["sft"]["seed"] = seed
-    p["sft"]["checkpoint"] = "assets/checkpoints/tiny"
+    p["reader"]["seed"] = seed
+    p["reader"]["checkpoint"] = "assets/checkpoints/tiny"
+    p["sft"]["checkpoint"] = "assets/checkpoints/reader"
     p["train"]["checkpoint"] = "assets/checkpoints/sft"
     if quick:
         p["synth"].update(scenes=3, size=80.0, density=5.0, las_copy=False, stpls3d_scenes=0)
         p["scene"].update(resolution=0.25, global_view_size=256)
         p["sft"].update(per_query=1, batch_size=2, limit=8)
+        p["reader"].update(batch_size=4, held_out=8, eval_every=2, per_query=1)
         p["train"].update(max_completion_length=256, num_generations=2,
                           per_device_train_batch_size=4, limit=8)  # fmt: skip
         p["env"].update(max_turns=3)
@@ -118,6 +130,33 @@ def val_figures(
     }
 
 
+def val_skills(params: Any, name: str) -> dict[str, float]:
+    """Per-step skill shares (:mod:`urbex.eval.skills`) of the run ``bench-{name}`` on val."""
+    from urbex.annotations.splits import load_queries
+    from urbex.env.world import World
+    from urbex.eval.episodes import read_episodes, read_steps
+    from urbex.eval.skills import episode_skills, skill_shares
+
+    run_dir = params.layout.run(f"bench-{name}")
+    world = World.from_params(params)
+    queries = {q.query_id: q for q in load_queries(params, "val")}
+    idx = world.landmarks
+    ep = read_episodes(run_dir)
+    skills = episode_skills(
+        ep,
+        read_steps(run_dir),
+        targets_m={k: q.target_box_2d for k, q in queries.items()},
+        mentions={
+            k: (idx.mentions(q.description, q.scene_id) if idx is not None else [])
+            for k, q in queries.items()
+            if k in set(ep["query_id"].to_list())
+        },
+        proposals=lambda scene_id: world.scenes(scene_id).proposals,
+        max_listed=params.env.marks.max_listed,
+    )
+    return skill_shares(skills)
+
+
 def reward_change(rewards: list[float]) -> tuple[float, float, float]:
     """Mean of the first and last ten per-step rewards and the standard error of their difference
     (Welch, per-step means as the samples; fewer than 20 steps: halves)."""
@@ -136,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="build the project here and keep it")
     ap.add_argument("--sft-steps", type=int, default=None)
     ap.add_argument("--grpo-steps", type=int, default=None)
+    ap.add_argument("--reader-steps", type=int, default=None)
     ap.add_argument("--protocol", choices=("marks", "box"), default="marks")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -145,11 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         size["sft_steps"] = args.sft_steps
     if args.grpo_steps:
         size["grpo_steps"] = args.grpo_steps
+    if args.reader_steps:
+        size["reader_steps"] = args.reader_steps
 
     from urbex.cli import main as urbex
     from urbex.config import load_params
     from urbex.train.grpo import train
     from urbex.train.logs import read_training_log
+    from urbex.train.reader import train_reader
     from urbex.train.sft import sft
 
     t_all = time.perf_counter()
@@ -180,6 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"base  (random weights): val valid {base['valid_rate']:.3f} "
               f"on {base['n']:.0f} episodes", flush=True)  # fmt: skip
 
+        rd = train_reader(params, steps=size["reader_steps"], progress=False)
+        acc = "  ".join(f"{k} {v:.3f}" for k, v in rd.accuracy.items())
+        print(f"reader: {rd.steps} steps, {rd.s_per_step:.2f} s/step, level {rd.level} marks "
+              f"(full length at step {rd.reached_full_at}); held-out {acc}", flush=True)  # fmt: skip
+        v_reader = val_figures(params, rd.checkpoint_dir, n=size["n_reader"], name="reader")
+        print(f"reader only: val valid {v_reader['valid_rate']:.3f}  Hit@1 {v_reader['hit1']:.3f} "
+              f"({v_reader['n']:.0f} episodes)", flush=True)  # fmt: skip
+
         s = sft(params, steps=size["sft_steps"], progress=False)
         print(f"sft: {s.steps} steps, {s.s_per_step:.2f} s/step, loss {s.loss_first:.2f} → "
               f"{s.loss_last:.2f} ({s.n_examples} conversations)", flush=True)  # fmt: skip
@@ -189,12 +240,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"mistake ({rc.error_rate:.0%} of its proposals rejected), {rc.kept} kept, "
                   f"{rc.seconds:.0f} s", flush=True)  # fmt: skip
         v_sft = val_figures(params, s.checkpoint_dir, n=size["n_val"], name="sft")
+        k_sft = val_skills(params, "sft")
+        print("sft skills: " + "  ".join(f"{k} {v:.3f}" for k, v in k_sft.items()), flush=True)
         print(f"sft:  val valid {v_sft['valid_rate']:.3f}  Hit@1 {v_sft['hit1']:.3f}  "
               f"IoU {v_sft['iou']:.3f} ({v_sft['n']:.0f} episodes)", flush=True)  # fmt: skip
 
         g = train(params, checkpoint=s.checkpoint_dir, max_steps=size["grpo_steps"], progress=False)
         log = read_training_log(params.layout.checkpoint(g.run_name))
         v_grpo = val_figures(params, g.checkpoint_dir, n=size["n_val"], name="grpo")
+        k_grpo = val_skills(params, "grpo")
+        print("grpo skills: " + "  ".join(f"{k} {v:.3f}" for k, v in k_grpo.items()), flush=True)
         rewards = [float(x) for x in log["reward_mean"].to_list()]
         first, last, sem = reward_change(rewards)
         print(f"grpo: {g.steps} steps, {g.wall_s / max(1, g.steps):.2f} s/step, reward "
@@ -228,6 +283,14 @@ def main(argv: list[str] | None = None) -> int:
             "grpo_steps": g.steps,
             "sft_s_per_step": s.s_per_step,
             "sft_recovery_kept": s.recovery.kept if s.recovery is not None else 0,
+            **{f"reader_acc_{k}": v for k, v in rd.accuracy.items()},
+            "reader_steps": rd.steps,
+            "reader_s": rd.wall_s,
+            "reader_level": rd.level,
+            "hit1_val_reader_only": v_reader["hit1"],
+            "n_reader": int(v_reader["n"]),
+            **{f"sft_{k}": v for k, v in k_sft.items() if k != "valid_answer"},
+            **{f"grpo_{k}": v for k, v in k_grpo.items() if k != "valid_answer"},
             "wall_s": time.perf_counter() - t_all,
         }
         targets = [
@@ -241,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
                 out["hit1_val_grpo"] >= out["hit1_val_sft"] + 0.05,
             ),
             ("valid_rate_grpo >= 0.9", out["valid_rate_grpo"] >= 0.9),
-            ("wall_s <= 1500", out["wall_s"] <= 1500),
+            ("valid_rate_grpo >= valid_rate_sft", out["valid_rate_grpo"] >= out["valid_rate_sft"]),
+            ("reader_acc_mark_lookup >= 0.90", out["reader_acc_mark_lookup"] >= 0.90),
+            ("reader_acc_name_copy >= 0.95", out["reader_acc_name_copy"] >= 0.95),
+            ("wall_s <= 3600", out["wall_s"] <= 3600),
             ("valid_rate_sft >= 0.8", out["valid_rate_sft"] >= 0.8),
             ("reward gain > 2 sem", (last - first) > 2 * sem if math.isfinite(sem) else False),
             ("frac_zero_std < 0.5", out["frac_zero_std"] < 0.5),

@@ -223,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.disable_progress_bar()  # "Loading weights" / "Writing model shards" bars
     train_params = DEMO_RESOURCES["training_params"].load()
     _run(instance, ["base_model"])
+    _run(instance, ["reader_model"])
     _run(instance, ["sft_checkpoint"])
     _run(instance, ["grpo_checkpoint"])
     name = train_params.train.run_name

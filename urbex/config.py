@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from urbex.config_env import Bool, EnvParams, Float, Int, MarksParams, Seed, StrictModel
+from urbex.config_reader import ReaderParams
 from urbex.errors import ConfigError
 from urbex.layout import AssetLayout, safe_name
 from urbex.params_files import ParamsFiles, describe_errors, read_params_files
@@ -41,6 +42,7 @@ __all__ = [
     "Params",
     "PathsParams",
     "PolicyParams",
+    "ReaderParams",
     "SFTParams",
     "SceneParams",
     "Split",
@@ -512,6 +514,7 @@ class Params(StrictModel):
     openai: OpenAIParams = OpenAIParams()
     train: TrainParams = TrainParams()
     sft: SFTParams = SFTParams()
+    reader: ReaderParams = ReaderParams()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("base_dir")

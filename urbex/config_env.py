@@ -50,6 +50,13 @@ class MarksParams(StrictModel):
         description="what the tool text says of each mark besides its id and box: nothing, its "
         "class, or its class and short attribute words (colour, size, height)",
     )
+    layout: Literal["by_class", "id_last"] = Field(
+        "by_class",
+        description="the tool text's listing: one line per class, each mark's id first "
+        "(`car: 9 red [x1, y1, x2, y2]; ...`), or one line per mark with its id last "
+        "(`[x1, y1, x2, y2] red car = 9`: the id follows what describes it, where a copy head "
+        "finds it)",
+    )
     context_m: Float = Field(
         40.0, ge=0, description="landmark_query's surroundings box: footprint grown by this, m"
     )

@@ -1,4 +1,5 @@
-"""Training: ``sft_checkpoint`` → ``grpo_checkpoint``, and the evaluation of checkpoints.
+"""Training: ``reader_model`` → ``sft_checkpoint`` → ``grpo_checkpoint``, and the evaluation of
+checkpoints.
 
 The training assets read the **training params** (resource ``training_params``; default
 ``params.yaml`` overlaid with ``params-cpu.yaml``, the tiny CPU recipe — set its ``overlays`` to
@@ -7,6 +8,9 @@ it must be evaluated with, so ``checkpoint_evaluation`` reads the same files. Th
 the ``paths``/``data`` sections to ``params.yaml``, so every asset sees the same scene caches,
 landmark tables and splits.
 
+* ``reader_model``: ``urbex train-reader`` (reading drills → ``<assets>/checkpoints/<reader.run_name>``),
+  from the base model; skipped when ``reader.checkpoint`` is unset (a real, pretrained model
+  arrives able to read).
 * ``sft_checkpoint``: ``urbex sft`` (teacher trajectories → ``<assets>/checkpoints/<sft.run_name>``).
   The paper has no SFT stage: with ``sft.checkpoint`` unset (real checkpoints) it is skipped and
   GRPO starts from ``train.checkpoint``.
@@ -38,6 +42,7 @@ from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.stages import refresh
 from urbex.train.grpo import train
+from urbex.train.reader import train_reader
 from urbex.train.sft import sft
 
 #: Published checkpoints (directory names under ``<assets>/checkpoints/``).
@@ -60,21 +65,22 @@ def base_model(
     context: dg.AssetExecutionContext, training_params: UrbexParams
 ) -> dg.MaterializeResult:
     """The model training starts from: for the CPU recipe, the tiny model
-    (:func:`urbex.train.tiny.make_recipe_model`) built offline at ``sft.checkpoint`` when that
-    directory does not exist yet; an existing checkpoint (a real Qwen3-VL snapshot) is left as it
-    is (urbex never downloads weights)."""
+    (:func:`urbex.train.tiny.make_recipe_model`) built offline at ``reader.checkpoint`` (else
+    ``sft.checkpoint``) when that directory does not exist yet; an existing checkpoint (a real
+    Qwen3-VL snapshot) is left as it is (urbex never downloads weights)."""
     from urbex.train.tiny import make_recipe_model
 
     params = training_params.load()
-    ckpt = params.sft.checkpoint or params.train.checkpoint
+    ckpt = params.reader.checkpoint or params.sft.checkpoint or params.train.checkpoint
     if ckpt is None:
         raise dg.Failure(
-            "neither sft.checkpoint nor train.checkpoint is set in the training params"
+            "none of reader.checkpoint, sft.checkpoint, train.checkpoint is set in the training "
+            "params"
         )
     path = ckpt if ckpt.is_absolute() else params.base_dir / ckpt
     built = False
     if not (path / "config.json").is_file():
-        if params.sft.checkpoint is None:
+        if params.reader.checkpoint is None and params.sft.checkpoint is None:
             raise dg.Failure(f"train.checkpoint {path} is not a local model directory")
         make_recipe_model(params, path, seed=params.sft.seed)
         built = True
@@ -86,6 +92,37 @@ def base_model(
 
 @dg.asset(
     deps=[splits, landmark_tables, base_model],
+    group_name="training",
+    pool=GPU_POOL,
+    op_tags=GPU_OP_TAGS,
+)
+def reader_model(
+    context: dg.AssetExecutionContext, config: StepsConfig, training_params: UrbexParams
+) -> dg.MaterializeResult:
+    """The reader stage: the base model drilled on reading its context (model + processor,
+    ``reader_log.parquet``, ``reader_eval.parquet``, ``reader.json``, ``reader_curves.png``)."""
+    params = training_params.load()
+    if params.reader.checkpoint is None:
+        context.log.info("reader.checkpoint is unset (a pretrained model): no reader stage")
+        return dg.MaterializeResult(metadata={"skipped": True})
+    r = train_reader(params, steps=config.steps, progress=False)
+    return dg.MaterializeResult(
+        data_version=data_version(params, r.checkpoint_dir),
+        metadata={
+            "run_name": r.checkpoint_dir.name,
+            "checkpoint_dir": dg.MetadataValue.path(str(r.checkpoint_dir)),
+            "steps": r.steps,
+            "s_per_step": r.s_per_step,
+            "level": r.level,
+            "reached_full_at": r.reached_full_at,
+            **{f"acc_{k}": v for k, v in r.accuracy.items()},
+            "curves": dg.MetadataValue.path(str(r.checkpoint_dir / "reader_curves.png")),
+        },
+    )
+
+
+@dg.asset(
+    deps=[splits, landmark_tables, reader_model],
     group_name="training",
     pool=GPU_POOL,
     op_tags=GPU_OP_TAGS,

@@ -21,6 +21,7 @@ EXPECTED_ASSET_KEYS = {
     "evaluation_report",
     "diagnostics",
     "base_model",
+    "reader_model",
     "sft_checkpoint",
     "grpo_checkpoint",
     "checkpoint_evaluation",
@@ -61,6 +62,7 @@ def test_scene_caches_is_partitioned_by_scene():
 def test_model_assets_share_the_gpu_pool():
     graph = defs.resolve_asset_graph()
     for key in (
+        "reader_model",
         "sft_checkpoint",
         "grpo_checkpoint",
         "checkpoint_evaluation",

@@ -35,6 +35,7 @@ from urbex.cli.commands import (
     cmd_proposals,
     cmd_report,
     cmd_sft,
+    cmd_train_reader,
     cmd_splits,
     cmd_stpls3d_refer,
     cmd_synth,
@@ -238,6 +239,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="protocol tokenizer: one token per view unit 0-1000 (default: digit by digit)",
     )
     tm.set_defaults(func=cmd_make_tiny_model)
+
+    rd = command("train-reader", help="reading drills before SFT (the reader stage)")
+    rd.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default reader.checkpoint)")
+    rd.add_argument("--run-name", help="output <assets>/checkpoints/<name> (default reader.run_name)")
+    rd.add_argument("--steps", type=int, help="optimizer steps (default reader.steps)")
+    rd.add_argument("--force", action="store_true", help=_REPLACE_HELP)
+    rd.set_defaults(func=cmd_train_reader)
 
     sf = command("sft", help="SFT warm start on teacher (oracle) trajectories")
     sf.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default sft.checkpoint)")

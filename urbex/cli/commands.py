@@ -30,6 +30,7 @@ __all__ = [
     "cmd_proposals",
     "cmd_report",
     "cmd_sft",
+    "cmd_train_reader",
     "cmd_splits",
     "cmd_stpls3d_refer",
     "cmd_synth",
@@ -549,6 +550,36 @@ def cmd_sft(args: argparse.Namespace, params: Params) -> int:
             f"SFT recovery round: {rc.episodes} student episodes, {rc.with_errors} with a mistake "
             f"({rc.error_rate:.0%} of the student's proposals rejected), {rc.kept} added"
         )
+    return 0
+
+
+def cmd_train_reader(args: argparse.Namespace, params: Params) -> int:
+    from urbex.agents.checkpoints import resolve_checkpoint
+    from urbex.train.publish import refuse_replacing
+    from urbex.train.reader import READER_SUMMARY_FILE, train_reader
+
+    params = _with_flags(params, args, {"--run-name": "reader.run_name", "--steps": "reader.steps"})
+    base = args.checkpoint if args.checkpoint is not None else params.reader.checkpoint
+    refuse_replacing(
+        params.layout.checkpoint(params.reader.run_name),
+        base=resolve_checkpoint(params, base, field="reader.checkpoint"),
+        summary_file=READER_SUMMARY_FILE,
+        force=args.force,
+    )
+    r = train_reader(
+        params,
+        checkpoint=args.checkpoint,
+        run_name=params.reader.run_name,
+        steps=params.reader.steps,
+        progress=not args.quiet,
+    )
+    acc = ", ".join(f"{k} {v:.2f}" for k, v in r.accuracy.items())
+    full = "reached" if r.reached_full_at is not None else "not reached"
+    print(
+        f"reader: {r.steps} steps in {r.wall_s:.1f} s ({r.s_per_step:.2f} s/step); level "
+        f"{r.level} marks (full length {full}); held-out accuracy {acc}; loss "
+        f"{r.loss_first:.3f} → {r.loss_last:.3f} → {r.checkpoint_dir}"
+    )
     return 0
 
 

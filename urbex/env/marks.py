@@ -382,12 +382,16 @@ def mark_names(
 _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Ground": "ground"}
 
 
-def marks_text(view_id: str, marks: Sequence[ViewMark], describe: str) -> str:
+def marks_text(
+    view_id: str, marks: Sequence[ViewMark], describe: str, *, layout: str = "by_class"
+) -> str:
     """The tool text's list of a view's marks: one line per class (``describe`` ``class`` or
     ``attributes``; classes in :data:`urbex.classes.TARGET_CLASSES` order), each class's marks in
     the order given (from the view's centre outwards, as :func:`marks_under_bev` returns them),
     ``id [map name] [words] [x1, y1, x2, y2]`` separated by ``;``. With ``describe: none`` one
-    line holds every mark, ``id [x1, y1, x2, y2]``.
+    line holds every mark, ``id [x1, y1, x2, y2]``. ``layout="id_last"`` (``env.marks.layout``)
+    writes one line per mark in the same order, ``[x1, y1, x2, y2] [map name] [words] class =
+    id``: the id right after what describes it, the shape a copying attention head reads.
 
     >>> m = [ViewMark(mark_id=7, class_name="Car", box_view=(120, 340, 160, 380), words=("red",)),
     ...      ViewMark(mark_id=3, class_name="Building", box_view=(0, 0, 500, 500), name="Merton Hall"),
@@ -400,6 +404,11 @@ def marks_text(view_id: str, marks: Sequence[ViewMark], describe: str) -> str:
     car: 7 red [120, 340, 160, 380]; 9 [600, 340, 640, 380]
     >>> print(marks_text("zoom_1", m, "none").splitlines()[1])
     7 [120, 340, 160, 380]; 3 [0, 0, 500, 500]; 9 [600, 340, 640, 380]
+    >>> print(marks_text("zoom_1", m, "attributes", layout="id_last"))
+    Marks in "zoom_1", each class nearest its centre first ([x1, y1, x2, y2] words class = id):
+    [0, 0, 500, 500] "Merton Hall" building = 3
+    [120, 340, 160, 380] red car = 7
+    [600, 340, 640, 380] car = 9
     >>> marks_text("zoom_1", [], "class")
     'Marks in "zoom_1": none.'
     """
@@ -413,11 +422,27 @@ def marks_text(view_id: str, marks: Sequence[ViewMark], describe: str) -> str:
             words += list(m.words)
         return " ".join([str(m.mark_id), *words, box])
 
+    order = [*TARGET_CLASSES, *sorted({m.class_name for m in marks} - set(TARGET_CLASSES))]
+    if layout == "id_last":
+        lines = [
+            f'Marks in "{view_id}", each class nearest its centre first '
+            "([x1, y1, x2, y2] words class = id):"
+        ]
+        for cls in order:
+            for m in marks:
+                if m.class_name == cls:
+                    box = f"[{m.box_view[0]}, {m.box_view[1]}, {m.box_view[2]}, {m.box_view[3]}]"
+                    words = [f'"{chat_safe(m.name)}"'] if m.name and describe != "none" else []
+                    if describe == "attributes":
+                        words += list(m.words)
+                    if describe != "none":
+                        words.append(_CLASS_WORD.get(cls, cls.lower()))
+                    lines.append(" ".join([box, *words, "=", str(m.mark_id)]))
+        return "\n".join(lines)
     if describe == "none":
         head = f'Marks in "{view_id}", nearest its centre first (id [x1, y1, x2, y2]):'
         return head + "\n" + "; ".join(entry(m) for m in marks)
     lines = [f'Marks in "{view_id}" by class, each nearest its centre first (id [x1, y1, x2, y2]):']
-    order = [*TARGET_CLASSES, *sorted({m.class_name for m in marks} - set(TARGET_CLASSES))]
     for cls in order:
         mine = [entry(m) for m in marks if m.class_name == cls]
         if mine:

@@ -72,6 +72,15 @@ centre first: "class: id [x1, y1, x2, y2]; ..." (the box in that view). You may 
 mark shown so far instead of a box.
 
 """
+#: The marks section for ``env.marks.layout: id_last`` (one line per mark, its id last).
+_MARKS_SECTION_ID_LAST = """\
+## Marks
+Numbered marks outline candidate objects found in the points: a yellow box with its number on \
+the views. Every tool view lists its marks, one line per mark, each class nearest the view's \
+centre first: "[x1, y1, x2, y2] words class = id" (the box in that view). You may answer with a \
+mark shown so far instead of a box.
+
+"""
 _MARK_EXAMPLE = '- or the final answer by mark: <answer>{"mark": 7}</answer>\n'
 
 
@@ -114,26 +123,25 @@ def system_prompt(params: EnvParams | None = None, *, include_tool_schemas: bool
     (False, True)
     """
     params = params or EnvParams()
-    return _system_prompt(
-        tuple(params.tools), params.max_turns, include_tool_schemas, params.marks.enabled
-    )
+    marks = params.marks.layout if params.marks.enabled else None
+    return _system_prompt(tuple(params.tools), params.max_turns, include_tool_schemas, marks)
 
 
 @functools.lru_cache(maxsize=32)
 def _system_prompt(
-    tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool, marks: bool
+    tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool, marks: str | None
 ) -> str:
     """:func:`system_prompt` of these settings, built once (every episode starts with it)."""
     text = _SYSTEM_TEMPLATE.format(
         tools=_tool_lines(list(tools)),
         tool_example=_tool_example(list(tools)),
         max_turns=max_turns,
-        marks=_MARKS_SECTION if marks else "",
+        marks={None: "", "id_last": _MARKS_SECTION_ID_LAST}.get(marks, _MARKS_SECTION),
         mark_example=_MARK_EXAMPLE if marks else "",
     )
     if include_tool_schemas and tools:
         schemas = "\n".join(
-            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools), marks=marks)
+            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools), marks=marks is not None)
         )
         text += f"\n\n## Tool schemas\n<tools>\n{schemas}\n</tools>"
     return text

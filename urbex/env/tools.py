@@ -311,7 +311,9 @@ def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
     if ctx.marks is None:
         return ToolResult(text=text, view=view)
     marked = mark_view(view, ctx.marks)
-    listing = marks_text(view.view_id, marked.marks, ctx.params.marks.describe)
+    listing = marks_text(
+        view.view_id, marked.marks, ctx.params.marks.describe, layout=ctx.params.marks.layout
+    )
     return ToolResult(text=f"{text}\n{listing}", view=marked)
 
 

@@ -1,0 +1,603 @@
+"""The reader stage (``urbex train-reader``): reading drills before SFT.
+
+A student trained from random weights on whole episodes never learns to *copy from its
+context* — the described mark's id from a listing, the landmark's name from the description,
+the printed box into ``zoom_in``. In-context copying is learned by attention after a phase
+transition that long contexts delay and short, dense, repeated look-ups bring forward
+(multi-query associative recall; Arora et al., 2023, "Zoology"). So this stage drills exactly
+those look-ups (:mod:`urbex.train.drills`), many answers per sequence, in the environment's own
+text formats, with a curriculum from short listings to full ones that moves on when held-out
+accuracy says so (``reader.levels``, ``reader.advance_at``), not after a fixed time. The
+teacher's whole conversations (``whole_turn``) are mixed in from the start, so the stage also
+learns the protocol.
+
+Accuracy (per family, on held-out drills generated from held-out train queries with another
+seed): the share of answers whose every token is the model's greedy choice under teacher
+forcing — for a look-up, the mark id (and the answer's fixed tokens) exactly.
+
+Output, published atomically as SFT's::
+
+    <assets>/checkpoints/<reader.run_name>/
+        config.json, model.safetensors, processor files
+        reader_log.parquet        one row per step: loss, learning rate, level
+        reader_eval.parquet       one row per evaluation: step, level, accuracy per family
+        reader.json               params, steps, final accuracies, level reached
+        reader_curves.png         held-out accuracy per family and the level, per step
+
+An interrupted run (Ctrl-C: exit 130; a kill) started again with the same settings resumes from
+its last save (``reader.save_steps``) in ``<assets>/checkpoints/.staging-<run_name>/resume/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
+from urbex.atomic import atomic_path
+from urbex.config_reader import DRILL_FAMILIES
+from urbex.errors import ConfigError, PolicyError
+from urbex.train.drills import (
+    Drill,
+    DrillSources,
+    box_copy_drill,
+    drill_sources,
+    mark_lookup_drill,
+    name_copy_drill,
+)
+from urbex.train.publish import publish_checkpoint
+from urbex.train.reader_plot import plot_reader_curves
+from urbex.train.sft import SFTExample, causal_lm_loss, render_examples
+from urbex.train.sft import _batch as sft_batch
+from urbex.train.teacher import teacher_trajectories
+
+if TYPE_CHECKING:
+    from urbex.config import Params
+    from urbex.env.trajectory import Trajectory
+
+__all__ = [
+    "READER_EVAL_FILE",
+    "READER_LOG_FILE",
+    "READER_SUMMARY_FILE",
+    "ReaderResult",
+    "check_vocabulary",
+    "held_out",
+    "train_reader",
+]
+
+READER_SUMMARY_FILE = "reader.json"
+READER_LOG_FILE = "reader_log.parquet"
+READER_EVAL_FILE = "reader_eval.parquet"
+READER_CURVES_FILE = "reader_curves.png"
+#: One train query in this many is held out (its drills score the reader, never train it).
+HOLD_OUT_EVERY = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReaderResult:
+    """What :func:`train_reader` published.
+
+    Attributes
+    ----------
+    checkpoint_dir, base_checkpoint : Path
+    steps : int
+    level : int
+        Marks per listing at the end (the curriculum's last level when it got there).
+    reached_full_at : int or None
+        The step at which the curriculum reached its last level.
+    accuracy : dict of str to float
+        Held-out accuracy per family at the end (mark look-up at the full level).
+    loss_first, loss_last : float
+        Mean loss of the first and last 10 steps.
+    wall_s, s_per_step : float
+    resumed_from : int or None
+    """
+
+    checkpoint_dir: Path
+    base_checkpoint: Path
+    steps: int
+    level: int
+    reached_full_at: int | None
+    accuracy: dict[str, float]
+    loss_first: float
+    loss_last: float
+    wall_s: float
+    s_per_step: float
+    resumed_from: int | None = None
+
+
+def check_vocabulary(model: Any, processor: Any, path: Path, *, field: str) -> None:
+    """Refuse a checkpoint whose tokenizer has ids its model has no embedding for (a reader or
+    model of another tokenizer or size copied beside another's processor).
+
+    Raises
+    ------
+    PolicyError
+        ``len(tokenizer)`` exceeds the model's vocabulary (both named).
+    """
+    n_tok = len(processor.tokenizer)
+    n_emb = int(model.get_input_embeddings().weight.shape[0])
+    if n_tok > n_emb:
+        raise PolicyError(
+            f"{path}: tokenizer of {n_tok} tokens but a model of {n_emb} embeddings ({field}); "
+            "the model and the tokenizer come from different checkpoints — rebuild it from one"
+        )
+
+
+def _split(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
+    """Train and held-out trajectories, by a stable hash of the query id."""
+
+    def held(t: Trajectory) -> bool:
+        h = hashlib.sha256(t.query.query_id.encode()).digest()
+        return h[0] % HOLD_OUT_EVERY == 0
+
+    return [t for t in trajs if not held(t)], [t for t in trajs if held(t)]
+
+
+def _make(
+    family: str,
+    rng: np.random.Generator,
+    src: DrillSources,
+    params: Params,
+    *,
+    level: int,
+) -> Drill | None:
+    r = params.reader
+    if family == "mark_lookup":
+        return mark_lookup_drill(
+            rng,
+            src,
+            level=level,
+            full=level >= r.levels[-1],
+            answers=r.answers_per_drill,
+            synthetic_rate=r.synthetic_rate,
+            marks=params.env.marks,
+        )
+    if family == "name_copy":
+        return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
+    return box_copy_drill(
+        rng, src, answers=max(1, r.answers_per_drill // 2), synthetic_rate=r.synthetic_rate
+    )
+
+
+def held_out(
+    family: str, src: DrillSources, params: Params, *, level: int, n: int, seed: int
+) -> list[Drill]:
+    """``n`` drills of ``family`` (not ``whole_turn``) at ``level``, seeded (held-out sets)."""
+    rng = np.random.default_rng([seed, 77, DRILL_FAMILIES.index(family), level])
+    out: list[Drill] = []
+    for _ in range(20 * n):
+        d = _make(family, rng, src, params, level=level)
+        if d is not None:
+            out.append(d)
+        if len(out) >= n:
+            break
+    return out
+
+
+def _encode(drills: Sequence[Drill], tok: Any, max_length: int) -> dict[str, Any]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (answers only) of drills;
+    ``answer_of``: per label position, the index of its answer within the batch (-1 else)."""
+    import torch
+
+    rows, labs, owners = [], [], []
+    k = 0
+    for d in drills:
+        ids: list[int] = []
+        lab: list[int] = []
+        own: list[int] = []
+        for text, sup in d.segments:
+            t = tok(text, add_special_tokens=False)["input_ids"]
+            ids += t
+            lab += t if sup else [-100] * len(t)
+            own += [k] * len(t) if sup else [-1] * len(t)
+            k += int(sup)
+        if len(ids) > max_length:
+            raise ConfigError(
+                f"a {d.family} drill of {d.level} marks is {len(ids)} tokens, over "
+                f"reader.max_length={max_length}; raise reader.max_length or lower reader.levels "
+                "/ env.marks.max_listed",
+                field="reader.max_length",
+            )
+        rows.append(ids)
+        labs.append(lab)
+        owners.append(own)
+    n = max(len(r) for r in rows)
+    pad = tok.pad_token_id
+    input_ids = torch.full((len(rows), n), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), n), dtype=torch.long)
+    labels = torch.full((len(rows), n), -100, dtype=torch.long)
+    owner = torch.full((len(rows), n), -1, dtype=torch.long)
+    for i, (r, lb, ow) in enumerate(zip(rows, labs, owners, strict=True)):
+        input_ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = 1
+        labels[i, : len(r)] = torch.tensor(lb)
+        owner[i, : len(r)] = torch.tensor(ow)
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": labels, "answer_of": owner}
+
+
+def _answer_logits(model: Any, batch: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """Logits at the positions that predict an answer token only (the LM head over the whole
+    vocabulary is most of a small model's cost; drills supervise a few tokens in ten), their
+    targets and their answer index, for text-only drill batches."""
+    hidden = model.model(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+    ).last_hidden_state
+    target = batch["labels"][:, 1:]
+    keep = target != -100
+    logits = model.lm_head(hidden[:, :-1][keep]).float()
+    return logits, target[keep], batch["answer_of"][:, 1:][keep]
+
+
+def _text_loss(model: Any, batch: dict[str, Any]) -> Any:
+    import torch
+
+    logits, target, _ = _answer_logits(model, batch)
+    return torch.nn.functional.cross_entropy(logits, target)
+
+
+def _right_answers(wrong: Any, owner: Any) -> tuple[int, int]:
+    """(answers right, answers): ``wrong`` and ``owner`` are per supervised token (the token is
+    not the greedy choice; the answer it belongs to). An answer is right when none of its
+    tokens is wrong."""
+    import torch
+
+    if owner.numel() == 0:
+        return 0, 0
+    n = int(owner.max()) + 1
+    bad = torch.zeros(n, dtype=torch.long).index_add_(0, owner, wrong.long())
+    present = torch.zeros(n, dtype=torch.long).index_add_(0, owner, torch.ones_like(owner))
+    return int(((bad == 0) & (present > 0)).sum()), int((present > 0).sum())
+
+
+def _exact(model: Any, inputs: dict[str, Any], owner: Any) -> tuple[int, int]:
+    """(answers right, answers) of a batch with images (whole turns): an answer is right when
+    every one of its tokens is the greedy choice under teacher forcing."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(**{k: v for k, v in inputs.items() if k != "labels"}).logits[:, :-1]
+    target = inputs["labels"][:, 1:]
+    own = owner[:, 1:]
+    keep = target != -100
+    return _right_answers((logits.argmax(-1) != target)[keep], own[keep])
+
+
+def _turn_owner(labels: Any) -> Any:
+    """Per label position, the index of its assistant turn in the batch (-1 off the turns)."""
+    import torch
+
+    sup = labels != -100
+    start = sup & ~torch.nn.functional.pad(sup[:, :-1], (1, 0), value=False)
+    turn = torch.cumsum(start.reshape(-1).long(), 0).reshape(sup.shape) - 1
+    return torch.where(sup, turn, torch.full_like(turn, -1))
+
+
+def _accuracy(
+    model: Any,
+    tok: Any,
+    processor: Any,
+    sets: dict[str, list[Drill]],
+    whole: Sequence[SFTExample],
+    params: Params,
+) -> dict[str, float]:
+    import torch
+
+    model.eval()
+    out: dict[str, float] = {}
+    for name, drills in sets.items():
+        right = total = 0
+        for i in range(0, len(drills), 16):
+            b = _encode(drills[i : i + 16], tok, params.reader.max_length)
+            with torch.no_grad():
+                logits, target, owner = _answer_logits(model, b)
+            r, n = _right_answers(logits.argmax(-1) != target, owner)
+            right, total = right + r, total + n
+        out[name] = right / total if total else float("nan")
+    right = total = 0
+    for i in range(0, len(whole), 4):
+        inputs = sft_batch(processor, list(whole[i : i + 4]), params.sft.max_length)
+        r, n = _exact(model, inputs, _turn_owner(inputs["labels"]))
+        right, total = right + r, total + n
+    out["whole_turn"] = right / total if total else float("nan")
+    model.train()
+    return out
+
+
+def _fingerprint(params: Params, base: Path, name: str, n_steps: int) -> dict[str, Any]:
+    section = {k: v for k, v in params.section_dict("reader").items() if k != "save_steps"}
+    weights = sorted((p.name, p.stat().st_size) for p in base.glob("*.safetensors"))
+    return {
+        "base_checkpoint": str(base),
+        "base_weights": weights,
+        "run_name": name,
+        "steps": n_steps,
+        "reader": section,
+        "env": params.section_dict("env"),
+        "sft": params.section_dict("sft"),
+    }
+
+
+def _save_state(staging: Path, state: dict[str, Any], fingerprint: dict[str, Any]) -> None:
+    import torch
+
+    d = staging / "resume"
+    d.mkdir(parents=True, exist_ok=True)
+    with atomic_path(d / "state.pt") as tmp:
+        torch.save(state, tmp)
+    with atomic_path(d / "fingerprint.json") as tmp:
+        tmp.write_text(json.dumps(fingerprint, sort_keys=True, default=str))
+
+
+def _load_state(staging: Path, fingerprint: dict[str, Any]) -> dict[str, Any] | None:
+    import torch
+
+    d = staging / "resume"
+    try:
+        saved = json.loads((d / "fingerprint.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if saved != json.loads(json.dumps(fingerprint, sort_keys=True, default=str)):
+        return None
+    try:
+        return dict(torch.load(d / "state.pt", weights_only=False))
+    except (OSError, RuntimeError, EOFError):
+        return None
+
+
+def train_reader(
+    params: Params,
+    *,
+    checkpoint: str | Path | None = None,
+    run_name: str | None = None,
+    steps: int | None = None,
+    progress: bool = True,
+    trajectories: Sequence[Trajectory] | None = None,
+) -> ReaderResult:
+    """Pretrain ``checkpoint`` (``reader.checkpoint``) on reading drills; publish the result.
+
+    Parameters
+    ----------
+    params
+        ``reader`` (curriculum, mix, steps), ``env.marks`` (the listing's format), ``sft`` (the
+        teacher's settings for the whole-turn drills and the drills' sources).
+    checkpoint, run_name, steps
+        Override ``reader.checkpoint`` / ``reader.run_name`` / ``reader.steps``.
+    trajectories
+        Train-split teacher trajectories to build drills from instead of playing them.
+
+    Raises
+    ------
+    ConfigError
+        No base checkpoint; a drill longer than ``reader.max_length``; no drill of a family can
+        be built from the split.
+    PolicyError
+        The checkpoint cannot be loaded, or its tokenizer and model do not fit together.
+    """
+    import polars as pl
+    import torch
+    from tqdm.auto import tqdm
+
+    r = params.reader
+    base = resolve_checkpoint(
+        params, checkpoint if checkpoint is not None else r.checkpoint, field="reader.checkpoint"
+    )
+    name = run_name or r.run_name
+    n_steps = steps or r.steps
+    out = params.layout.checkpoint(name)
+    model, processor = load_local_vlm(base, field="reader.checkpoint")
+    check_vocabulary(model, processor, base, field="reader.checkpoint")
+    tok = processor.tokenizer
+    trajs = (
+        list(trajectories)
+        if trajectories is not None
+        else teacher_trajectories(
+            params, split="train", per_query=r.per_query, seed=r.seed, progress=progress
+        )
+    )
+    train_t, held_t = _split(trajs)
+    if not held_t:
+        train_t, held_t = trajs[1:], trajs[:1]
+    src, src_held = drill_sources(train_t), drill_sources(held_t)
+    whole = render_examples(train_t, processor, params)
+    whole_held = render_examples(held_t, processor, params)[: r.held_out]
+    families = [f for f in DRILL_FAMILIES if f != "whole_turn"]
+    for fam in families:
+        if not held_out(fam, src, params, level=r.levels[-1], n=1, seed=r.seed):
+            raise ConfigError(
+                f"no {fam} drill can be built from the train split's teacher episodes "
+                f"({len(train_t)}); check env.marks and the landmark tables",
+                field="reader.mix",
+            )
+
+    def eval_sets(level: int) -> dict[str, list[Drill]]:
+        full = r.levels[-1]
+        sets = {
+            f: held_out(f, src_held, params, level=full, n=r.held_out, seed=r.seed)
+            for f in families
+        }
+        if level < full:
+            sets["mark_lookup_level"] = held_out(
+                "mark_lookup", src_held, params, level=level, n=r.held_out, seed=r.seed
+            )
+        return sets
+
+    probs = np.array([r.mix[f] for f in DRILL_FAMILIES], dtype=np.float64)
+    probs /= probs.sum()
+    rng = np.random.default_rng([r.seed, 5])
+    torch.manual_seed(r.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=r.learning_rate, weight_decay=0.0)
+    warm = max(1, r.warmup_steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warm))
+    staging = params.layout.checkpoint_staging(name)
+    fingerprint = _fingerprint(params, base, name, n_steps)
+    state = _load_state(staging, fingerprint)
+    if state is None and staging.exists():
+        shutil.rmtree(staging)
+    log: list[dict[str, Any]] = []
+    evals: list[dict[str, Any]] = []
+    li, start, spent, reached = 0, 0, 0.0, None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["schedule"])
+        torch.set_rng_state(state["torch_rng"])
+        rng.bit_generator.state = state["numpy_rng"]
+        log, evals, li, start = state["log"], state["evals"], state["level_index"], state["step"]
+        spent, reached = state["seconds"], state["reached_full_at"]
+    sets = eval_sets(r.levels[li])
+    model.train()
+    t_start = time.perf_counter()
+    bar = tqdm(range(start, n_steps), desc="reader", unit="step", disable=not progress)
+    for step in bar:
+        level = r.levels[li]
+        counts = rng.multinomial(r.batch_size, probs)
+        drills: list[Drill] = []
+        for fam, c in zip(DRILL_FAMILIES, counts.tolist(), strict=True):
+            if fam == "whole_turn":
+                continue
+            while c > 0:
+                # a quarter of the look-ups revisit an earlier (shorter) level
+                lv = level
+                if fam == "mark_lookup" and li > 0 and rng.random() < 0.25:
+                    lv = r.levels[int(rng.integers(li))]
+                d = _make(fam, rng, src, params, level=lv)
+                if d is not None:
+                    drills.append(d)
+                    c -= 1
+        n_whole = int(counts[DRILL_FAMILIES.index("whole_turn")])
+        t0 = time.perf_counter()
+        lr = float(sched.get_last_lr()[0])
+        loss = torch.zeros(())
+        if drills:
+            loss = loss + _text_loss(model, _encode(drills, tok, r.max_length)) * len(drills)
+        if n_whole:
+            idx = rng.choice(len(whole), size=n_whole, replace=len(whole) < n_whole)
+            inputs = sft_batch(processor, [whole[int(i)] for i in idx], params.sft.max_length)
+            stop = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
+            loss = loss + causal_lm_loss(model, inputs, stop) * n_whole
+        loss = loss / max(1, len(drills) + n_whole)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        log.append(
+            {
+                "step": step + 1,
+                "loss": float(loss.detach()),
+                "learning_rate": lr,
+                "level": level,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+        if (step + 1) % r.eval_every == 0 or step + 1 == n_steps:
+            acc = _accuracy(model, tok, processor, sets, whole_held, params)
+            at_level = acc.pop("mark_lookup_level", acc["mark_lookup"])
+            evals.append({"step": step + 1, "level": level, "acc_mark_lookup_level": at_level}
+                         | {f"acc_{k}": v for k, v in acc.items()})
+            bar.set_postfix(level=level, lookup=f"{at_level:.2f}", loss=f"{log[-1]['loss']:.3f}")
+            if at_level >= r.advance_at and li + 1 < len(r.levels):
+                li += 1
+                sets = eval_sets(r.levels[li])
+                if li + 1 == len(r.levels):
+                    reached = step + 1
+        if (step + 1) % r.save_steps == 0 and step + 1 < n_steps:
+            _save_state(
+                staging,
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "schedule": sched.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "numpy_rng": dict(rng.bit_generator.state),
+                    "log": log,
+                    "evals": evals,
+                    "level_index": li,
+                    "step": step + 1,
+                    "seconds": spent + time.perf_counter() - t_start,
+                    "reached_full_at": reached,
+                },
+                fingerprint,
+            )
+    wall = spent + time.perf_counter() - t_start
+    model.eval()
+    if li == 0 and len(r.levels) == 1:
+        reached = 0
+    final = evals[-1] if evals else {}
+    accuracy = {f: float(final.get(f"acc_{f}", float("nan"))) for f in DRILL_FAMILIES}
+    losses = [row["loss"] for row in log]
+    result = ReaderResult(
+        checkpoint_dir=out,
+        base_checkpoint=base,
+        steps=n_steps,
+        level=r.levels[li],
+        reached_full_at=reached,
+        accuracy=accuracy,
+        loss_first=float(np.mean(losses[:10])),
+        loss_last=float(np.mean(losses[-10:])),
+        wall_s=wall,
+        s_per_step=wall / max(1, n_steps - start),
+        resumed_from=start or None,
+    )
+    model_dir = staging / "model"
+    if model_dir.exists():
+        shutil.rmtree(model_dir)
+    model_dir.mkdir(parents=True)
+    try:
+        model.save_pretrained(model_dir)
+        eval_frame = pl.DataFrame(evals)
+        plot_reader_curves(eval_frame, model_dir / READER_CURVES_FILE, levels=list(r.levels))
+        meta = {
+            "kind": "reader",
+            "base_checkpoint": params.portable(base),
+            "params": params.section_dict("reader"),
+            "marks": params.section_dict("env")["marks"],
+            "steps": n_steps,
+            "level": result.level,
+            "reached_full_at": reached,
+            "accuracy": accuracy,
+            "loss_first": result.loss_first,
+            "loss_last": result.loss_last,
+            "drill_sources": {
+                "train_episodes": len(train_t),
+                "held_out_episodes": len(held_t),
+                "listings": len(src.listings),
+                "names": len(src.names),
+                "query_texts": len(src.query_texts),
+            },
+        }
+        timing = {
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "base_checkpoint": str(base),
+            "wall_s": wall,
+            "s_per_step": result.s_per_step,
+            "resumed_from": result.resumed_from,
+        }
+        seconds = pl.DataFrame([{"step": row["step"], "seconds": row["seconds"]} for row in log])
+        publish_checkpoint(
+            model_dir,
+            out,
+            processor=processor,
+            summary_file=READER_SUMMARY_FILE,
+            summary=meta,
+            tables={
+                READER_LOG_FILE: pl.DataFrame(log).drop("seconds"),
+                READER_EVAL_FILE: eval_frame,
+            },
+            timings={READER_SUMMARY_FILE: timing, READER_LOG_FILE: seconds},
+        )
+    except BaseException:
+        shutil.rmtree(model_dir, ignore_errors=True)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    return result
