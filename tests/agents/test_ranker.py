@@ -120,3 +120,37 @@ def test_refitted_ranker_is_a_changed_run(project):
             run_id="rk-fp",
             progress=False,
         )
+
+
+def test_fit_ranker_gives_the_same_bytes_when_the_inputs_differ_in_their_last_bit(tmp_path):
+    """Another CPU's SIMD kernels or BLAS thread count change the last bits of the features
+    and of every sum: the saved model (a DVC-hashed output) must not change with them."""
+    rng = np.random.default_rng(0)
+    train, val = _toy(rng, 60), _toy(rng, 30)
+
+    def last_bit(qs):
+        return [TrainingQuery(features=np.nextafter(q.features, np.inf), target=q.target)
+                for q in qs]  # fmt: skip
+
+    a = fit_ranker(train, val).save(tmp_path / "a.json").read_bytes()
+    b = fit_ranker(last_bit(train), last_bit(val)).save(tmp_path / "b.json").read_bytes()
+    assert a == b
+
+
+def test_fit_ranker_writes_the_same_bytes_with_1_and_2_threads(project, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    _, assets = project
+    params = tmp_path / "params.yaml"
+    params.write_text(f"paths:\n  assets: {assets}\n")
+    model = Params(paths={"assets": assets}).layout.ranker_model
+    files = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
+               "MKL_NUM_THREADS": threads}  # fmt: skip
+        cmd = [sys.executable, "-m", "urbex.cli", "--params", str(params), "-q", "fit-ranker"]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        files.append(model.read_bytes())
+    assert files[0] == files[1]

@@ -56,6 +56,16 @@ __all__ = [
 TIMING_INFO: tuple[str, ...] = ("fit_s", "features_s")
 #: L2 strengths tried; the best val Hit@1 wins (ties: the stronger regularisation).
 L2_GRID: tuple[float, ...] = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)
+#: How the model's numbers are rounded, in memory as in its file: mean and std to
+#: :data:`STANDARDISE_DIGITS` significant digits, weights (of standardised features: of order
+#: one) to :data:`WEIGHT_DECIMALS` decimals. The fit is run to the optimum, where another CPU's
+#: SIMD kernels or another BLAS thread count change only the last bits, far below these, so
+#: the model file — a DVC-hashed output — is the same bytes on every machine.
+STANDARDISE_DIGITS = 10
+WEIGHT_DECIMALS = 6
+#: L-BFGS-B runs until its line search can no longer tell two losses apart (a strictly convex
+#: problem); Newton steps then take the weights the rest of the way to the optimum.
+_LBFGS = {"ftol": 0.0, "gtol": 1e-10, "maxiter": 20_000, "maxfun": 40_000}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +111,7 @@ class RankerModel:
 
     def score(self, features: NDArray[np.float64]) -> NDArray[np.float64]:
         """Scores of the rows of ``features`` (shape (K, F)); higher is better."""
-        return ((np.asarray(features) - self.mean) / self.std) @ self.weights
+        return _dot_rows((np.asarray(features) - self.mean) / self.std, self.weights)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,25 +183,63 @@ class RankerModel:
         )
 
 
+def _dot_rows(x: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``x @ w`` summed in numpy's own fixed order: BLAS's order depends on the CPU and on its
+    thread count, and so would the fitted model's last bits."""
+    return (x * w).sum(axis=1)
+
+
+def _significant(a: NDArray[np.float64], digits: int) -> NDArray[np.float64]:
+    """``a`` rounded to ``digits`` significant digits."""
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(a, dtype=np.float64)])
+
+
 def _nll_grad(
     w: NDArray[np.float64], data: Sequence[TrainingQuery], l2: float
 ) -> tuple[float, NDArray[np.float64]]:
-    loss, grad = 0.5 * l2 * float(w @ w), l2 * w
+    loss, grad = 0.5 * l2 * float((w * w).sum()), l2 * w
     for q in data:
-        s = q.features @ w
+        s = _dot_rows(q.features, w)
         s = s - s.max()
         p = np.exp(s)
         p /= p.sum()
         loss -= float(np.log(p[q.target] + 1e-300))
-        grad = grad + q.features.T @ p - q.features[q.target]
+        grad = grad + (q.features * p[:, None]).sum(axis=0) - q.features[q.target]
     n = max(len(data), 1)
     return loss / n, grad / n
+
+
+def _newton(
+    w: NDArray[np.float64], data: Sequence[TrainingQuery], l2: float, *, steps: int = 30
+) -> NDArray[np.float64]:
+    """``w`` moved to the optimum by Newton steps, from near it (L-BFGS-B's result).
+
+    The Hessian is formed once, at ``w`` (it barely changes that close to the optimum; each
+    step then costs one gradient). It only sets the steps: they stop where the gradient —
+    summed in a fixed order (:func:`_nll_grad`) — vanishes, the same point on any machine.
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    hess = np.eye(w.size) * l2
+    for q in data:
+        s = _dot_rows(q.features, w)
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        xp = q.features.T @ p
+        hess += (q.features * p[:, None]).T @ q.features - np.outer(xp, xp)
+    factor = cho_factor(hess / max(len(data), 1))
+    for _ in range(steps):
+        step = cho_solve(factor, _nll_grad(w, data, l2)[1])
+        w = w - step
+        if np.abs(step).max() <= 1e-12 * max(1.0, float(np.abs(w).max())):
+            break
+    return w
 
 
 def _hit1(w: NDArray[np.float64], data: Sequence[TrainingQuery]) -> float:
     if not data:
         return float("nan")
-    return float(np.mean([int(np.argmax(q.features @ w)) == q.target for q in data]))
+    return float(np.mean([int(np.argmax(_dot_rows(q.features, w))) == q.target for q in data]))
 
 
 def fit_ranker(
@@ -203,7 +251,9 @@ def fit_ranker(
     """Fit the conditional logit on ``train``, picking the L2 strength by Hit@1 on ``val``.
 
     Features are standardised by the train rows' mean and std. Without val queries, the
-    middle of the grid is used.
+    middle of the grid is used. The model's numbers are rounded (:data:`STANDARDISE_DIGITS`,
+    :data:`WEIGHT_DECIMALS`; the standardisation before the fit, the weights after it): the
+    same data give the same model, bit for bit, on any machine and thread count.
 
     Raises
     ------
@@ -216,9 +266,9 @@ def fit_ranker(
         raise ValueError("fit_ranker: expected training queries (the train split), got none")
     t0 = time.perf_counter()
     rows = np.vstack([q.features for q in train])
-    mean = rows.mean(axis=0)
+    mean = _significant(rows.mean(axis=0), STANDARDISE_DIGITS)
     std = rows.std(axis=0)
-    std = np.where(std > 1e-9, std, 1.0)
+    std = _significant(np.where(std > 1e-9, std, 1.0), STANDARDISE_DIGITS)
 
     def z(data: Sequence[TrainingQuery]) -> list[TrainingQuery]:
         return [TrainingQuery(features=(q.features - mean) / std, target=q.target) for q in data]
@@ -229,8 +279,10 @@ def fit_ranker(
     per_l2: dict[str, dict[str, float]] = {}
     w0 = np.zeros(rows.shape[1])
     for l2 in grid:
-        res = minimize(_nll_grad, w0, args=(ztrain, l2), jac=True, method="L-BFGS-B")
-        w = np.asarray(res.x)
+        res = minimize(
+            _nll_grad, w0, args=(ztrain, l2), jac=True, method="L-BFGS-B", options=_LBFGS
+        )
+        w = np.round(_newton(np.asarray(res.x), ztrain, l2), WEIGHT_DECIMALS) + 0.0  # no -0.0
         h_val = _hit1(w, zval) if zval else float("nan")
         per_l2[repr(l2)] = {"train_hit1": _hit1(w, ztrain), "val_hit1": h_val}
         key = (h_val if zval else 0.0, l2)
