@@ -75,7 +75,7 @@ class LandmarkError(UrbexError):
 
 class DescriptionError(UrbexError):
     """A description (the free text a query asks to ground) cannot be read: longer than
-    :data:`urbex.config.MAX_DESCRIPTION_CHARS` characters, or not UTF-8 text (a lone surrogate,
+    :data:`urbex.config_data.MAX_DESCRIPTION_CHARS` characters, or not UTF-8 text (a lone surrogate,
     as Python decodes bytes that are not UTF-8 on the command line). The message names where
     the text came from (``--query``, a line of a file)."""
 

@@ -307,7 +307,7 @@ def ground(
     ConfigError
         Unknown policy name, a scene id that is not one path component, or an empty query.
     DescriptionError
-        A query that is not UTF-8 or longer than :data:`urbex.config.MAX_DESCRIPTION_CHARS`.
+        A query that is not UTF-8 or longer than :data:`urbex.config_data.MAX_DESCRIPTION_CHARS`.
     PolicyError
         ``oracle`` without ``object_id`` (it needs ground truth), or a model backend failure.
     """

@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from urbex.config import MAX_DESCRIPTION_CHARS
+from urbex.config_data import MAX_DESCRIPTION_CHARS
 from urbex.errors import DescriptionError
 from urbex.language.phrases import (
     Phrase,
@@ -283,7 +283,7 @@ def check_description(text: str, *, what: str = "description") -> str:
 
     The one limit of every place a description enters (:func:`parse`, ``urbex parse``, ``urbex
     ground``; the splits hold to it through ``annotations.max_chars``): UTF-8 text of at most
-    :data:`urbex.config.MAX_DESCRIPTION_CHARS` characters, surrounding white space not counted.
+    :data:`urbex.config_data.MAX_DESCRIPTION_CHARS` characters, surrounding white space not counted.
 
     Parameters
     ----------
@@ -339,7 +339,7 @@ def parse(
     Raises
     ------
     DescriptionError
-        ``description`` is longer than :data:`urbex.config.MAX_DESCRIPTION_CHARS` or not UTF-8
+        ``description`` is longer than :data:`urbex.config_data.MAX_DESCRIPTION_CHARS` or not UTF-8
         (:func:`check_description`).
 
     Examples
