@@ -409,7 +409,8 @@ def train_reader(
         train_t, held_t = trajs[1:], trajs[:1]
     src, src_held = drill_sources(train_t), drill_sources(held_t)
     whole = render_examples(train_t, processor, params)
-    whole_held = render_examples(held_t, processor, params)[: r.held_out]
+    # whole turns are long (images); a quarter as many as each text family's set
+    whole_held = render_examples(held_t, processor, params)[: max(4, r.held_out // 4)]
     families = [f for f in DRILL_FAMILIES if f != "whole_turn"]
     for fam in families:
         if not held_out(fam, src, params, level=r.levels[-1], n=1, seed=r.seed):

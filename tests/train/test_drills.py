@@ -1,0 +1,154 @@
+"""Reading drills: the environment's own text formats, answers that the text determines."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from urbex.config_env import MarksParams
+from urbex.env.marks import ViewMark
+from urbex.train.drills import (
+    DrillSources,
+    box_copy_drill,
+    mark_lookup_drill,
+    name_copy_drill,
+    random_listing,
+)
+
+_MARKS = MarksParams(enabled=True, describe="attributes", layout="id_last")
+_QUERY_TEXT = (
+    "landmark_query: 1 match(es) for 'Merton Hall':\n1. 'Merton Hall' (building): world XY "
+    '(61.0, 9.6) m; in view "global": box [336, 896, 419, 976], centre [381, 939]; '
+    "surroundings box [86, 646, 669, 1000]\nTurns left: 7."
+)
+
+
+def _sources() -> DrillSources:
+    listing = (
+        ViewMark(mark_id=68, class_name="Building", box_view=(428, 626, 571, 763), words=("grey",), name="Merton Hall"),
+        ViewMark(mark_id=69, class_name="Building", box_view=(630, 616, 803, 772), words=("brown",)),
+        ViewMark(mark_id=57, class_name="Car", box_view=(493, 530, 541, 550), words=("red", "small")),
+        ViewMark(mark_id=62, class_name="Car", box_view=(432, 537, 477, 556), words=("red", "large")),
+        ViewMark(mark_id=50, class_name="Car", box_view=(638, 484, 686, 503), words=("silver",)),
+    )  # fmt: skip
+    return DrillSources(
+        listings=(listing,),
+        lookups=(("the red car that is small, east of Merton Hall", 0, 57),),
+        names=(("the car parked north of Merton Hall", "Merton Hall"),),
+        query_texts=(_QUERY_TEXT,),
+        name_pool=("Merton Hall", "Clare Park", "Victoria Road"),
+    )
+
+
+def _listing(drill) -> dict[int, str]:
+    """id → its listing line (the drill's first segment)."""
+    lines = drill.segments[0][0].splitlines()
+    return {int(m.group(2)): m.group(1) for ln in lines if (m := re.match(r"(.*) = (\d+)$", ln))}
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("synthetic_rate", [0.0, 1.0])
+def test_mark_lookup_answers_the_only_mark_its_description_fits(seed, synthetic_rate):
+    rng = np.random.default_rng(seed)
+    d = mark_lookup_drill(
+        rng, _sources(), level=4, full=False, answers=8, synthetic_rate=synthetic_rate, marks=_MARKS
+    )
+    if d is None:  # a random listing no mark of which can be described alone
+        return
+    lines = _listing(d)
+    assert 1 <= len(lines) <= 4 and all(1 <= i <= 99 for i in lines)
+    texts = [t for t, _ in d.segments]
+    for k, (text, sup) in enumerate(d.segments):
+        if not sup:
+            continue
+        assert text.startswith("<answer>") and text.endswith("</answer><|im_end|>")
+        mark = json.loads(text.removeprefix("<answer>").split("</answer>")[0])["mark"]
+        desc = texts[k - 1].split("Query: ")[1].split("<|im_end|>")[0]
+        named = [n for n in _sources().name_pool if n in desc]
+        if named:  # "the Clare Park", "ground known as Clare Park": the one line with that name
+            fits = [i for i, ln in lines.items() if f'"{named[0]}"' in ln]
+        else:
+            words = set(desc.removeprefix("the ").replace(" that is ", " ").split())
+            fits = [i for i, ln in lines.items() if words <= set(ln.split()[4:])]
+        assert fits == [mark], (desc, lines)
+
+
+def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
+    found = False
+    for seed in range(40):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), _sources(), level=32, full=True, answers=3,
+            synthetic_rate=0.0, marks=_MARKS,
+        )  # fmt: skip
+        if d is not None and "east of Merton Hall" in d.text:
+            lines = _listing(d)
+            seg = [t for t, _ in d.segments]
+            k = next(i for i, t in enumerate(seg) if "east of Merton Hall" in t)
+            mark = json.loads(seg[k + 1].removeprefix("<answer>").split("</answer>")[0])["mark"]
+            assert lines[mark].endswith("red small car")  # the teacher's mark, under its new id
+            found = True
+    assert found
+
+
+def test_mark_lookup_listing_is_the_environments_format():
+    d = mark_lookup_drill(
+        np.random.default_rng(0), _sources(), level=8, full=False, answers=2, synthetic_rate=0.0,
+        marks=_MARKS,
+    )  # fmt: skip
+    assert d is not None
+    first = d.segments[0][0]
+    assert first.startswith('<|im_start|>user\n<tool_response>\nMarks in "zoom_1", each class')
+    assert re.search(r"\n\[\d+, \d+, \d+, \d+\] .*car = \d+\n", first)
+
+
+def test_name_copy_names_the_landmark_the_description_holds():
+    rng = np.random.default_rng(3)
+    d = name_copy_drill(rng, _sources(), answers=6, rename_rate=1.0)
+    assert d is not None and d.answers == 6
+    seg = [t for t, _ in d.segments]
+    for k, (text, sup) in enumerate(d.segments):
+        if sup:
+            call = json.loads(text.removeprefix("<tool_call>").split("</tool_call>")[0])
+            assert call["name"] == "landmark_query"
+            assert call["arguments"]["view_id"] == "global"
+            name = call["arguments"]["name"]
+            desc = seg[k - 1]
+            misspelled = name not in desc
+            assert not misspelled or "north of" in desc  # a misspelled mention of the new name
+
+
+def test_box_copy_copies_the_printed_surroundings_box():
+    for rate in (0.0, 1.0):
+        d = box_copy_drill(np.random.default_rng(1), _sources(), answers=3, synthetic_rate=rate)
+        assert d is not None
+        seg = [t for t, _ in d.segments]
+        for k, (text, sup) in enumerate(d.segments):
+            if sup:
+                box = json.loads(text.removeprefix("<tool_call>").split("</tool_call>")[0])
+                printed = re.search(r"surroundings box (\[[\d, ]+\])", seg[k - 1]).group(1)
+                assert box["arguments"]["bbox_2d"] == json.loads(printed)
+                assert box["name"] == "zoom_in"
+
+
+def test_random_listing_is_grouped_by_class_and_seeded():
+    a = random_listing(np.random.default_rng(5), 10, names=["Clare Park"])
+    b = random_listing(np.random.default_rng(5), 10, names=["Clare Park"])
+    assert a == b and len(a) == 10
+    from urbex.classes import TARGET_CLASSES
+
+    order = list(TARGET_CLASSES)
+    ranks = [order.index(m.class_name) for m in a]
+    assert ranks == sorted(ranks)
+    assert all(0 <= v <= 1000 for m in a for v in m.box_view)
+
+
+def test_drill_sources_are_empty_without_episodes():
+    from urbex.train.drills import drill_sources
+
+    s = drill_sources([])
+    assert s.listings == () and s.names == () and s.query_texts == ()
+    assert name_copy_drill(np.random.default_rng(0), s, answers=2, rename_rate=0.5) is None
+    assert box_copy_drill(np.random.default_rng(0), s, answers=2, synthetic_rate=0.5) is None

@@ -1,0 +1,167 @@
+"""The reader stage: drills from the train split, the curriculum, the published checkpoint,
+resumption after Ctrl-C and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.city import build_eval_project
+from urbex.config import Params
+from urbex.errors import ConfigError, PolicyError
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory) -> Path:
+    return build_eval_project(tmp_path_factory.mktemp("reader"))
+
+
+def _params(assets: Path, **reader) -> Params:
+    return Params(
+        paths={"assets": assets},
+        env={
+            "global_view_size": [64, 64],
+            "zoom_size": [64, 64],
+            "oblique_size": [64, 64],
+            "marks": {"enabled": True, "describe": "attributes", "layout": "id_last"},
+        },
+        sft={"per_query": 1, "anchor_rate": 1.0},
+        reader={
+            "batch_size": 6,
+            "warmup_steps": 1,
+            "held_out": 8,
+            "eval_every": 2,
+            "levels": [2, 32],
+            "advance_at": 0.01,
+            **reader,
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def trajs(assets):
+    from urbex.train.teacher import teacher_trajectories
+
+    return teacher_trajectories(_params(assets), split="train", per_query=1)
+
+
+@pytest.fixture(scope="module")
+def tiny(assets, trajs, tmp_path_factory) -> Path:
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.tiny import TinyModelSpec, make_tiny_model
+
+    corpus = list(protocol_corpus(_params(assets), trajs, n_actions=300))
+    spec = TinyModelSpec(hidden_size=32, vocab_size=800)
+    out = tmp_path_factory.mktemp("m") / "tiny"
+    return make_tiny_model(out, seed=0, spec=spec, corpus=corpus, number_tokens=True)
+
+
+def test_reader_trains_scores_every_family_and_publishes(assets, tiny, trajs):
+    import polars as pl
+    from safetensors.torch import load_file
+
+    from urbex.train.reader import train_reader
+
+    p = _params(assets)
+    r = train_reader(p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs)
+    out = p.layout.checkpoint("reader")
+    assert r.checkpoint_dir == out and (out / "config.json").is_file()
+    for name in ("reader.json", "reader_log.parquet", "reader_eval.parquet", "reader_curves.png"):
+        assert (out / name).is_file(), name
+    evals = pl.read_parquet(out / "reader_eval.parquet")
+    assert evals["step"].to_list() == [2, 4]
+    for fam in ("mark_lookup", "name_copy", "box_copy", "whole_turn"):
+        assert 0.0 <= r.accuracy[fam] <= 1.0, fam
+    meta = json.loads((out / "reader.json").read_text())
+    assert meta["kind"] == "reader" and meta["steps"] == 4
+    assert meta["drill_sources"]["listings"] > 0 and meta["drill_sources"]["names"] > 0
+    # advance_at 0.01: any held-out hit moves the curriculum on; the log says which level ran
+    log = pl.read_parquet(out / "reader_log.parquet")
+    assert set(log["level"].to_list()) <= {2, 32} and log["level"][0] == 2
+    # every trained weight moved
+    a, b = load_file(tiny / "model.safetensors"), load_file(out / "model.safetensors")
+    moved = [k for k in a if "visual" not in k and not (a[k] == b[k]).all()]
+    assert len(moved) >= 0.9 * len([k for k in a if "visual" not in k])
+
+
+def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monkeypatch):
+    from safetensors.torch import load_file
+
+    from urbex.train import reader as reader_mod
+
+    p = _params(assets, save_steps=2, eval_every=100)
+    ref = reader_mod.train_reader(
+        p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-ref"
+    )
+    real = reader_mod._text_loss
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader_mod, "_text_loss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        reader_mod.train_reader(
+            p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-cut"
+        )
+    assert not p.layout.checkpoint("r-cut").exists()  # nothing published half-done
+    monkeypatch.setattr(reader_mod, "_text_loss", real)
+    r = reader_mod.train_reader(
+        p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-cut"
+    )
+    assert r.resumed_from == 2
+    a = load_file(ref.checkpoint_dir / "model.safetensors")
+    b = load_file(r.checkpoint_dir / "model.safetensors")
+    assert all((a[k] == b[k]).all() for k in a)  # as if never stopped
+
+
+@pytest.mark.parametrize(
+    ("reader", "field"),
+    [
+        ({"levels": [8, 4]}, "reader.levels"),
+        ({"levels": []}, "reader.levels"),
+        ({"mix": {"mark_lookup": 1.0, "name_copy": 0.0, "box_copy": 1.0, "whole_turn": 1.0}}, "name_copy"),
+        ({"advance_at": 0.0}, "reader.advance_at"),
+    ],
+)
+def test_reader_params_that_cannot_work_are_one_line_errors(tmp_path, reader, field):
+    import yaml
+
+    from urbex.config import load_params
+
+    f = tmp_path / "params.yaml"
+    f.write_text(yaml.safe_dump({"reader": reader}))
+    with pytest.raises(ConfigError) as e:
+        load_params(f)
+    msg = str(e.value)
+    assert field in msg and len(msg.splitlines()) == 1
+
+
+def test_a_listing_longer_than_max_length_names_the_field(assets, tiny, trajs):
+    from urbex.train.reader import train_reader
+
+    p = _params(assets, max_length=64, levels=[32])
+    with pytest.raises(ConfigError, match=r"reader\.max_length"):
+        train_reader(p, checkpoint=tiny, steps=2, progress=False, trajectories=trajs)
+
+
+def test_a_tokenizer_of_another_model_is_refused_naming_both(assets, tiny, tmp_path):
+    import shutil
+
+    from urbex.train.tiny import make_tiny_model
+
+    other = make_tiny_model(tmp_path / "bytes", seed=0)  # the byte tokenizer: 270 tokens
+    mixed = tmp_path / "mixed"
+    shutil.copytree(other, mixed)
+    for f in tiny.iterdir():  # tiny's processor (a larger vocabulary) beside other's weights
+        if "token" in f.name or f.name.startswith(("processor", "preprocessor", "chat")):
+            shutil.copy(f, mixed / f.name)
+    from urbex.train.reader import train_reader
+
+    with pytest.raises(PolicyError, match=r"tokenizer of \d+ tokens but a model of \d+"):
+        train_reader(_params(assets), checkpoint=mixed, steps=1, progress=False)
