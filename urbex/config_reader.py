@@ -8,6 +8,7 @@ accuracy reaches ``advance_at``.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Literal
 
@@ -86,7 +87,7 @@ class ReaderParams(StrictModel):
     def _increasing(cls, v: list[int]) -> list[int]:
         if not v or v[0] < 1:
             raise ValueError("expected at least one level, each >= 1 mark")
-        if any(b <= a for a, b in zip(v, v[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(v)):
             raise ValueError(
                 f"expected increasing marks per listing (short to full length), got {v}"
             )

@@ -58,6 +58,7 @@ __all__ = [
     "META_FILE",
     "PROPOSALS_FILE",
     "RANKER_VERSION",
+    "READER_CURVES_FILE",
     "RUN_TIMES_FILE",
     "SAFE_NAME_MAX",
     "SCENE_ROW_FILE",
@@ -114,6 +115,7 @@ SFT_LOG_FILE = "sft_log.parquet"
 GRPO_SUMMARY_FILE = "train.json"
 GRPO_TRAINER_LOG_FILE = "train_log.parquet"
 TRAINING_LOG_FILE = "training_log.parquet"
+READER_CURVES_FILE = "reader_curves.png"
 TRAIN_CURVES_FILE = "train_curves.png"
 #: Format version of the trained ranker's JSON (:class:`urbex.agents.ranker.RankerModel`); its
 #: file name carries it.
@@ -428,6 +430,10 @@ class AssetLayout:
         """``checkpoints/<name>/training_log.parquet``: one row per GRPO step (warehouse
         ``training_log``; :mod:`urbex.train.logs`)."""
         return self.checkpoint(name) / TRAINING_LOG_FILE
+
+    def reader_curves(self, name: str) -> Path:
+        """``checkpoints/<name>/reader_curves.png``: a reader stage's held-out drill accuracy."""
+        return self.checkpoint(name) / READER_CURVES_FILE
 
     def train_curves(self, name: str) -> Path:
         """``checkpoints/<name>/train_curves.png``: reward, IoU and tool calls per step."""

@@ -95,7 +95,7 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
     ref = reader_mod.train_reader(
         p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-ref"
     )
-    real = reader_mod._text_loss
+    real = reader_mod.drill_loss
     calls = {"n": 0}
 
     def interrupted(*args, **kwargs):
@@ -104,13 +104,13 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(reader_mod, "_text_loss", interrupted)
+    monkeypatch.setattr(reader_mod, "drill_loss", interrupted)
     with pytest.raises(KeyboardInterrupt):
         reader_mod.train_reader(
             p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-cut"
         )
     assert not p.layout.checkpoint("r-cut").exists()  # nothing published half-done
-    monkeypatch.setattr(reader_mod, "_text_loss", real)
+    monkeypatch.setattr(reader_mod, "drill_loss", real)
     r = reader_mod.train_reader(
         p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-cut"
     )
@@ -125,7 +125,10 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
     [
         ({"levels": [8, 4]}, "reader.levels"),
         ({"levels": []}, "reader.levels"),
-        ({"mix": {"mark_lookup": 1.0, "name_copy": 0.0, "box_copy": 1.0, "whole_turn": 1.0}}, "name_copy"),
+        (
+            {"mix": {"mark_lookup": 1.0, "name_copy": 0.0, "box_copy": 1.0, "whole_turn": 1.0}},
+            "name_copy",
+        ),
         ({"advance_at": 0.0}, "reader.advance_at"),
     ],
 )

@@ -35,11 +35,11 @@ from urbex.cli.commands import (
     cmd_proposals,
     cmd_report,
     cmd_sft,
-    cmd_train_reader,
     cmd_splits,
     cmd_stpls3d_refer,
     cmd_synth,
     cmd_train,
+    cmd_train_reader,
     cmd_warehouse,
     repeat_count,
     tool_list,
@@ -241,8 +241,12 @@ def _build_parser() -> argparse.ArgumentParser:
     tm.set_defaults(func=cmd_make_tiny_model)
 
     rd = command("train-reader", help="reading drills before SFT (the reader stage)")
-    rd.add_argument("--checkpoint", type=Path, help="LOCAL base model dir (default reader.checkpoint)")
-    rd.add_argument("--run-name", help="output <assets>/checkpoints/<name> (default reader.run_name)")
+    rd.add_argument(
+        "--checkpoint", type=Path, help="LOCAL base model dir (default reader.checkpoint)"
+    )
+    rd.add_argument(
+        "--run-name", help="output <assets>/checkpoints/<name> (default reader.run_name)"
+    )
     rd.add_argument("--steps", type=int, help="optimizer steps (default reader.steps)")
     rd.add_argument("--force", action="store_true", help=_REPLACE_HELP)
     rd.set_defaults(func=cmd_train_reader)

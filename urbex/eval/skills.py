@@ -126,7 +126,12 @@ def episode_skills(
                     pass
             elif s["tool"] == "zoom_in" and s["region_x_min_m"] is not None:
                 zooms.append(
-                    [s["region_x_min_m"], s["region_y_min_m"], s["region_x_max_m"], s["region_y_max_m"]]
+                    [
+                        s["region_x_min_m"],
+                        s["region_y_min_m"],
+                        s["region_x_max_m"],
+                        s["region_y_max_m"],
+                    ]
                 )
         box = targets_m.get(qid)
         on_target = None

@@ -11,6 +11,7 @@ filters): no server, no external script, style sheet or font, and only *relative
                                         policy family, at most 8 series each), the training
                                         curves, one link per run
     eval/curves/<checkpoint>.png        copies of <assets>/checkpoints/<name>/train_curves.png
+                                        (a reader stage's: its reader_curves.png)
     eval/runs/<run_id>/index.html       the run's gallery: best, worst and a seeded random
                                         sample of episodes, filterable by split and outcome
     eval/runs/<run_id>/gallery/<q>.png  the gallery's trajectory pictures (small PNGs)
@@ -328,14 +329,21 @@ def write_results_page(
 
 
 def _copy_curves(params: Params) -> list[str]:
-    """Copy every checkpoint's ``train_curves.png`` to ``eval/curves/<name>.png``; their names."""
+    """Copy every checkpoint's ``train_curves.png`` (a reader stage's ``reader_curves.png``: its
+    held-out drill accuracy) to ``eval/curves/<name>.png``; their names."""
     lay = params.layout
     names = []
     if lay.checkpoints.is_dir():
         for d in sorted(lay.checkpoints.iterdir()):
-            if d.is_dir() and not d.name.startswith(".") and lay.train_curves(d.name).is_file():
+            if not d.is_dir() or d.name.startswith("."):
+                continue
+            src = next(
+                (p for p in (lay.train_curves(d.name), lay.reader_curves(d.name)) if p.is_file()),
+                None,
+            )
+            if src is not None:
                 (lay.eval / "curves").mkdir(exist_ok=True)
-                shutil.copyfile(lay.train_curves(d.name), lay.eval / "curves" / f"{d.name}.png")
+                shutil.copyfile(src, lay.eval / "curves" / f"{d.name}.png")
                 names.append(d.name)
     return names
 

@@ -193,8 +193,8 @@ def random_listing(
         if names and cls in ("Building", "Ground") and rng.random() < 0.2:
             name = names[int(rng.integers(len(names)))]
         x1, y1 = (int(v) for v in rng.integers(0, 950, size=2))
-        x2 = int(min(1000, x1 + rng.integers(10, 400)))
-        y2 = int(min(1000, y1 + rng.integers(10, 400)))
+        x2 = min(1000, x1 + int(rng.integers(10, 400)))
+        y2 = min(1000, y1 + int(rng.integers(10, 400)))
         out.append(
             ViewMark(
                 mark_id=0, class_name=cls, box_view=(x1, y1, x2, y2), words=tuple(w), name=name
@@ -336,7 +336,12 @@ _SURROUNDINGS = re.compile(r"surroundings box \[(\d+), (\d+), (\d+), (\d+)\]")
 
 def _random_box(rng: np.random.Generator) -> list[int]:
     x1, y1 = (int(v) for v in rng.integers(0, 900, size=2))
-    return [x1, y1, int(min(1000, x1 + rng.integers(20, 700))), int(min(1000, y1 + rng.integers(20, 700)))]
+    return [
+        x1,
+        y1,
+        min(1000, x1 + int(rng.integers(20, 700))),
+        min(1000, y1 + int(rng.integers(20, 700))),
+    ]
 
 
 def box_copy_drill(

@@ -46,6 +46,15 @@ from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
 from urbex.atomic import atomic_path
 from urbex.config_reader import DRILL_FAMILIES
 from urbex.errors import ConfigError, PolicyError
+from urbex.layout import READER_CURVES_FILE
+from urbex.train.drill_loss import (
+    answer_logits,
+    drill_loss,
+    encode_drills,
+    exact_answers,
+    right_answers,
+    turn_owner,
+)
 from urbex.train.drills import (
     Drill,
     DrillSources,
@@ -77,7 +86,6 @@ __all__ = [
 READER_SUMMARY_FILE = "reader.json"
 READER_LOG_FILE = "reader_log.parquet"
 READER_EVAL_FILE = "reader_eval.parquet"
-READER_CURVES_FILE = "reader_curves.png"
 #: One train query in this many is held out (its drills score the reader, never train it).
 HOLD_OUT_EVERY = 8
 
@@ -184,104 +192,6 @@ def held_out(
     return out
 
 
-def _encode(drills: Sequence[Drill], tok: Any, max_length: int) -> dict[str, Any]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (answers only) of drills;
-    ``answer_of``: per label position, the index of its answer within the batch (-1 else)."""
-    import torch
-
-    rows, labs, owners = [], [], []
-    k = 0
-    for d in drills:
-        ids: list[int] = []
-        lab: list[int] = []
-        own: list[int] = []
-        for text, sup in d.segments:
-            t = tok(text, add_special_tokens=False)["input_ids"]
-            ids += t
-            lab += t if sup else [-100] * len(t)
-            own += [k] * len(t) if sup else [-1] * len(t)
-            k += int(sup)
-        if len(ids) > max_length:
-            raise ConfigError(
-                f"a {d.family} drill of {d.level} marks is {len(ids)} tokens, over "
-                f"reader.max_length={max_length}; raise reader.max_length or lower reader.levels "
-                "/ env.marks.max_listed",
-                field="reader.max_length",
-            )
-        rows.append(ids)
-        labs.append(lab)
-        owners.append(own)
-    n = max(len(r) for r in rows)
-    pad = tok.pad_token_id
-    input_ids = torch.full((len(rows), n), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), n), dtype=torch.long)
-    labels = torch.full((len(rows), n), -100, dtype=torch.long)
-    owner = torch.full((len(rows), n), -1, dtype=torch.long)
-    for i, (r, lb, ow) in enumerate(zip(rows, labs, owners, strict=True)):
-        input_ids[i, : len(r)] = torch.tensor(r)
-        mask[i, : len(r)] = 1
-        labels[i, : len(r)] = torch.tensor(lb)
-        owner[i, : len(r)] = torch.tensor(ow)
-    return {"input_ids": input_ids, "attention_mask": mask, "labels": labels, "answer_of": owner}
-
-
-def _answer_logits(model: Any, batch: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """Logits at the positions that predict an answer token only (the LM head over the whole
-    vocabulary is most of a small model's cost; drills supervise a few tokens in ten), their
-    targets and their answer index, for text-only drill batches."""
-    hidden = model.model(
-        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-    ).last_hidden_state
-    target = batch["labels"][:, 1:]
-    keep = target != -100
-    logits = model.lm_head(hidden[:, :-1][keep]).float()
-    return logits, target[keep], batch["answer_of"][:, 1:][keep]
-
-
-def _text_loss(model: Any, batch: dict[str, Any]) -> Any:
-    import torch
-
-    logits, target, _ = _answer_logits(model, batch)
-    return torch.nn.functional.cross_entropy(logits, target)
-
-
-def _right_answers(wrong: Any, owner: Any) -> tuple[int, int]:
-    """(answers right, answers): ``wrong`` and ``owner`` are per supervised token (the token is
-    not the greedy choice; the answer it belongs to). An answer is right when none of its
-    tokens is wrong."""
-    import torch
-
-    if owner.numel() == 0:
-        return 0, 0
-    n = int(owner.max()) + 1
-    bad = torch.zeros(n, dtype=torch.long).index_add_(0, owner, wrong.long())
-    present = torch.zeros(n, dtype=torch.long).index_add_(0, owner, torch.ones_like(owner))
-    return int(((bad == 0) & (present > 0)).sum()), int((present > 0).sum())
-
-
-def _exact(model: Any, inputs: dict[str, Any], owner: Any) -> tuple[int, int]:
-    """(answers right, answers) of a batch with images (whole turns): an answer is right when
-    every one of its tokens is the greedy choice under teacher forcing."""
-    import torch
-
-    with torch.no_grad():
-        logits = model(**{k: v for k, v in inputs.items() if k != "labels"}).logits[:, :-1]
-    target = inputs["labels"][:, 1:]
-    own = owner[:, 1:]
-    keep = target != -100
-    return _right_answers((logits.argmax(-1) != target)[keep], own[keep])
-
-
-def _turn_owner(labels: Any) -> Any:
-    """Per label position, the index of its assistant turn in the batch (-1 off the turns)."""
-    import torch
-
-    sup = labels != -100
-    start = sup & ~torch.nn.functional.pad(sup[:, :-1], (1, 0), value=False)
-    turn = torch.cumsum(start.reshape(-1).long(), 0).reshape(sup.shape) - 1
-    return torch.where(sup, turn, torch.full_like(turn, -1))
-
-
 def _accuracy(
     model: Any,
     tok: Any,
@@ -297,16 +207,16 @@ def _accuracy(
     for name, drills in sets.items():
         right = total = 0
         for i in range(0, len(drills), 16):
-            b = _encode(drills[i : i + 16], tok, params.reader.max_length)
+            b = encode_drills(drills[i : i + 16], tok, params.reader.max_length)
             with torch.no_grad():
-                logits, target, owner = _answer_logits(model, b)
-            r, n = _right_answers(logits.argmax(-1) != target, owner)
+                logits, target, owner = answer_logits(model, b)
+            r, n = right_answers(logits.argmax(-1) != target, owner)
             right, total = right + r, total + n
         out[name] = right / total if total else float("nan")
     right = total = 0
     for i in range(0, len(whole), 4):
         inputs = sft_batch(processor, list(whole[i : i + 4]), params.sft.max_length)
-        r, n = _exact(model, inputs, _turn_owner(inputs["labels"]))
+        r, n = exact_answers(model, inputs, turn_owner(inputs["labels"]))
         right, total = right + r, total + n
     out["whole_turn"] = right / total if total else float("nan")
     model.train()
@@ -432,7 +342,8 @@ def train_reader(
             )
         return sets
 
-    probs = np.array([r.mix[f] for f in DRILL_FAMILIES], dtype=np.float64)
+    mix: dict[str, float] = {str(k): float(v) for k, v in r.mix.items()}
+    probs = np.array([mix[f] for f in DRILL_FAMILIES], dtype=np.float64)
     probs /= probs.sum()
     rng = np.random.default_rng([r.seed, 5])
     torch.manual_seed(r.seed)
@@ -480,7 +391,7 @@ def train_reader(
         lr = float(sched.get_last_lr()[0])
         loss = torch.zeros(())
         if drills:
-            loss = loss + _text_loss(model, _encode(drills, tok, r.max_length)) * len(drills)
+            loss = loss + drill_loss(model, encode_drills(drills, tok, r.max_length)) * len(drills)
         if n_whole:
             idx = rng.choice(len(whole), size=n_whole, replace=len(whole) < n_whole)
             inputs = sft_batch(processor, [whole[int(i)] for i in idx], params.sft.max_length)
@@ -504,8 +415,10 @@ def train_reader(
         if (step + 1) % r.eval_every == 0 or step + 1 == n_steps:
             acc = _accuracy(model, tok, processor, sets, whole_held, params)
             at_level = acc.pop("mark_lookup_level", acc["mark_lookup"])
-            evals.append({"step": step + 1, "level": level, "acc_mark_lookup_level": at_level}
-                         | {f"acc_{k}": v for k, v in acc.items()})
+            evals.append(
+                {"step": step + 1, "level": level, "acc_mark_lookup_level": at_level}
+                | {f"acc_{k}": v for k, v in acc.items()}
+            )
             bar.set_postfix(level=level, lookup=f"{at_level:.2f}", loss=f"{log[-1]['loss']:.3f}")
             if at_level >= r.advance_at and li + 1 < len(r.levels):
                 li += 1

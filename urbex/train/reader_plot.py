@@ -36,7 +36,9 @@ def plot_reader_curves(evals: pl.DataFrame, path: Path, *, levels: list[int]) ->
     img = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(img)
     big, small = pil_font(20), pil_font(14)
-    d.text((20, 12), f"Reader drills: held-out accuracy (curriculum {levels})", fill="black", font=big)
+    d.text(
+        (20, 12), f"Reader drills: held-out accuracy (curriculum {levels})", fill="black", font=big
+    )
     left, right, y0, y1 = 70, w - 260, 60, h - 50
     d.rectangle([left, y0, right, y1], outline=(90, 90, 90))
     steps = [float(s) for s in evals["step"].to_list()] if evals.height else []
