@@ -57,7 +57,10 @@ def test_dvc_executable_prefers_urbex_dvc_then_the_isolated_env(tmp_path, monkey
 def test_demo_training_writes_none_of_the_training_pipelines_outputs():
     """The demo's shortened training (params-demo.yaml) has checkpoint names of its own: it never
     writes training/dvc.yaml's outputs (the full CPU recipe), so `dvc status` cannot mistake a
-    demo for a changed run of that pipeline."""
+    demo for a changed run of that pipeline. Every stage's outs are resolved from the recipe's
+    params, whatever section they name (``${reader.checkpoint}``, ``${sft.run_name}``, ...)."""
+    import re
+
     import yaml
 
     from pipelines.demo import DEMO_RESOURCES
@@ -65,22 +68,26 @@ def test_demo_training_writes_none_of_the_training_pipelines_outputs():
 
     stages = yaml.safe_load((REPO_ROOT / "training" / "dvc.yaml").read_text())["stages"]
     recipe = load_params([REPO_ROOT / "params.yaml", REPO_ROOT / "params-cpu.yaml"])
-    names = {"${sft.checkpoint}": str(recipe.sft.checkpoint), "${sft.run_name}": recipe.sft.run_name,
-             "${train.run_name}": recipe.train.run_name}  # fmt: skip
-    outs = set()
+    demo = DEMO_RESOURCES["training_params"].load()
+
+    def resolve(path: str, params) -> str:
+        return re.sub(
+            r"\$\{(\w+)\.(\w+)\}", lambda m: str(getattr(getattr(params, m[1]), m[2])), path
+        )
+
+    outs, sections = set(), set()
     for stage in stages.values():
         for out in stage["outs"]:
             path = next(iter(out)) if isinstance(out, dict) else out
-            for var, value in names.items():
-                path = path.replace(var, value)
-            outs.add((REPO_ROOT / path).resolve())
-    assert len(outs) == 3
-    demo = DEMO_RESOURCES["training_params"].load()
-    written = {
-        (demo.base_dir / demo.sft.checkpoint).resolve(),
-        demo.layout.checkpoint(demo.sft.run_name).resolve(),
-        demo.layout.checkpoint(demo.train.run_name).resolve(),
-    }
+            sections |= set(re.findall(r"\$\{(\w+)\.", path))
+            outs.add((REPO_ROOT / resolve(path, recipe)).resolve())
+    assert len(outs) == len(stages) and "$" not in "".join(map(str, outs))
+    written = set()
+    for name in sections:  # every checkpoint the demo's training reads or writes
+        section = getattr(demo, name)
+        written.add(demo.layout.checkpoint(section.run_name).resolve())
+        if section.checkpoint is not None:
+            written.add((demo.base_dir / section.checkpoint).resolve())
     assert not written & outs, written & outs
     assert (demo.base_dir / demo.train.checkpoint).resolve() == demo.layout.checkpoint(
         demo.sft.run_name
