@@ -194,6 +194,10 @@ MARKS_RECIPE = {
     "env.marks.describe": "attributes",
     "env.marks.max_listed": 8,
     "sft.anchor_rate": 1.0,
+    # the reader recipe: listings with the id last, reading drills before SFT
+    "env.marks.layout": "id_last",
+    "reader.checkpoint": "assets/checkpoints/tiny",
+    "sft.checkpoint": "assets/checkpoints/reader",
 }
 
 
@@ -217,10 +221,10 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
 
     raw = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
     assert raw.pop("base") == "params.yaml"
-    assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name"}
+    assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name", "reader.run_name"}
     assert (
-        len(changed) == 21 + 3
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set)
+        len(changed) == 21 + 3 + 2
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's two
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
 
