@@ -29,6 +29,7 @@ __all__ = [
     "box3d_from_center_size",
     "box3d_to_center_size",
     "center_distance_2d",
+    "checked_box",
     "ciou_2d",
     "clip_box_2d",
     "gap_2d",
@@ -45,6 +46,27 @@ def _boxes(a: ArrayLike, width: int, name: str) -> NDArray[np.float64]:
     if arr.shape[-1:] != (width,):
         raise ValueError(f"{name}: expected shape (..., {width}), got {arr.shape}")
     return arr
+
+
+def checked_box(v: ArrayLike, n: int, name: str) -> NDArray[np.float64]:
+    """One box of ``n`` finite numbers, mins first (``n // 2`` of each), as float64.
+
+    ``name`` is the field the box came from; the error message names it.
+
+    >>> checked_box([0, 0, 2, 1], 4, "box").tolist()
+    [0.0, 0.0, 2.0, 1.0]
+    >>> checked_box([2, 0, 0, 1], 4, "Query.target_box_2d")
+    Traceback (most recent call last):
+    ...
+    ValueError: Query.target_box_2d: expected mins <= maxes, got [2.0, 0.0, 0.0, 1.0]
+    """
+    a = np.asarray(v, dtype=np.float64).reshape(-1)
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected {n} finite numbers (world metres), got {v!r}")
+    h = n // 2
+    if not np.all(a[h:] >= a[:h]):
+        raise ValueError(f"{name}: expected mins <= maxes, got {a.tolist()}")
+    return a
 
 
 def area_2d(boxes: ArrayLike) -> NDArray[np.float64] | float:

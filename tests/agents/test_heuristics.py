@@ -8,8 +8,9 @@ import pytest
 from tests.fixtures.city import play_scored
 from urbex.agents.heuristics import LandmarkPriorPolicy, prior_box, shift_signs
 from urbex.config import EnvParams
-from urbex.env.episode import GroundingEnv, Query
+from urbex.env.episode import GroundingEnv
 from urbex.language import parse
+from urbex.query import Query
 
 
 @pytest.mark.parametrize(

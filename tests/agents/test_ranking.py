@@ -21,10 +21,11 @@ from urbex.agents.ranking import (
     score_candidates,
 )
 from urbex.config import EnvParams, Params
-from urbex.env.episode import GroundingEnv, Query
+from urbex.env.episode import GroundingEnv
 from urbex.errors import CacheError, PolicyError
 from urbex.eval.runspec import RunSpec
 from urbex.language import context_objects, parse
+from urbex.query import Query
 
 
 def _score(desc: str, c: Candidates, anchors=()) -> np.ndarray:

@@ -11,10 +11,11 @@ import pytest
 
 from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
-from urbex.env.episode import GroundingEnv, Query
+from urbex.env.episode import GroundingEnv
 from urbex.env.play import play_episode
 from urbex.env.records import EpisodeOutcome
 from urbex.eval.metrics import trajectory_metrics
+from urbex.query import Query
 
 
 def call(tool, **args):

@@ -6,9 +6,10 @@ import pytest
 
 from urbex.agents import OraclePolicy
 from urbex.env.play import play_episode
-from urbex.env.records import EpisodeOutcome, Query, Step
+from urbex.env.records import EpisodeOutcome, Step
 from urbex.env.rewards import TERMINAL_TERMS
 from urbex.env.trajectory import TOOL_NAMES, Trajectory, tool_counts
+from urbex.query import Query
 
 Q = Query(query_id="q", scene_id="s", description="the red car")
 

@@ -8,9 +8,9 @@ import pytest
 
 from urbex.config import Params
 from urbex.env.policy import PolicyBase
-from urbex.env.records import Query
 from urbex.errors import AnnotationError
 from urbex.eval.player import EpisodePlayer
+from urbex.query import Query
 
 TIMES = {"latency_s", "env_s", "policy_s"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from urbex.env.records import Query
 from urbex.landmarks import LandmarkIndex
+from urbex.query import Query
 from urbex.train.rename import renamed_world
 
 TABLE = pl.DataFrame({

@@ -21,8 +21,8 @@ import polars as pl
 
 from urbex.annotations.clean import normalize_description
 from urbex.config import Params
-from urbex.env.records import Query
 from urbex.errors import AnnotationError, CacheError, ConfigError
+from urbex.query import Query
 
 __all__ = [
     "SPLITS",

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv, make_global_view
     from urbex.env.prompts import system_prompt, user_prompt
     from urbex.env.protocol import Answer, Invalid, ToolCall, parse_action
-    from urbex.env.records import EpisodeOutcome, PointCounts, Query, Step
+    from urbex.env.records import EpisodeOutcome, PointCounts, Step
     from urbex.env.scenes import CachedSceneProvider
     from urbex.env.tools import TOOLS, openai_tool_schemas
     from urbex.env.views import EpisodeView, ViewRegistry
@@ -25,7 +25,6 @@ __all__ = [
     "GroundingEnv",
     "Invalid",
     "PointCounts",
-    "Query",
     "Step",
     "ToolCall",
     "ViewRegistry",

@@ -18,8 +18,9 @@ from numpy.typing import NDArray
 
 from urbex.config import EnvParams
 from urbex.env.lift import Lift, lift_answer
-from urbex.env.records import PointCounts, Query
+from urbex.env.records import PointCounts
 from urbex.geometry import iou_2d
+from urbex.query import Query
 
 __all__ = ["AnswerPoints", "answer_points", "snap_to_proposal"]
 

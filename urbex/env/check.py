@@ -100,7 +100,7 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
     env
         The environment; its budget must allow at least 3 turns.
     query
-        A :class:`~urbex.env.episode.Query` of a scene the env can open.
+        A :class:`~urbex.query.Query` of a scene the env can open.
     seed
         Seed used for the determinism check.
 

@@ -45,13 +45,14 @@ from urbex.env.protocol import (
     parse_action,
     validate_tool_call,
 )
-from urbex.env.records import EpisodeOutcome, Query, Step, StopReason, json_arguments
+from urbex.env.records import EpisodeOutcome, Step, StopReason, json_arguments
 from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS, ToolResult, mark_view
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 from urbex.language import parse
+from urbex.query import Query
 
 __all__ = [
     "GroundingEnv",

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from urbex.env.episode import GroundingEnv
     from urbex.env.policy import Policy
-    from urbex.env.records import Query, Step
+    from urbex.env.records import Step
+    from urbex.query import Query
 
 __all__ = [
     "episode_seed",

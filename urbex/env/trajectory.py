@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.env.records import EpisodeOutcome, Query, Step
+    from urbex.env.records import EpisodeOutcome, Step
     from urbex.env.views import EpisodeView
+    from urbex.query import Query
 
 __all__ = ["TOOL_NAMES", "Trajectory", "invalid_turns", "tool_counts"]
 

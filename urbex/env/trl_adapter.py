@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from urbex.config import EnvParams, Params, env_params
-from urbex.env.episode import GroundingEnv, Query, make_global_view
+from urbex.env.episode import GroundingEnv, make_global_view
 from urbex.env.prompts import system_prompt, user_prompt
 from urbex.env.protocol import (
     Invalid,
@@ -40,6 +40,7 @@ from urbex.env.protocol import (
 )
 from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS
+from urbex.query import Query
 
 __all__ = [
     "EpisodeObserver",

@@ -36,20 +36,20 @@ import numpy as np
 
 from urbex.agents.registry import make_policy, policy_class_sizes, policy_info
 from urbex.atomic import PUBLIC, atomic_path, atomic_write, publish_dir, staging_path
-from urbex.env.episode import Query
 from urbex.env.play import episode_seed, play_episode
 from urbex.env.world import World
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 from urbex.eval.metrics import trajectory_metrics
 from urbex.language import check_description
 from urbex.layout import INSTANCES_FILE, META_FILE, plain_name
+from urbex.query import Query
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from urbex.config import Params
-    from urbex.env.records import Query, Step
+    from urbex.env.records import Step
     from urbex.env.trajectory import Trajectory
 
 __all__ = ["GroundResult", "ground", "landmark_hits", "step_line"]

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
-    from urbex.env.records import Query
     from urbex.eval.episodes import EpisodeRecord, StepRow
     from urbex.eval.player import EpisodePlayer
+    from urbex.query import Query
 
 __all__ = ["in_flight_workers", "play_in_flight"]
 

@@ -28,13 +28,13 @@ from urbex.config import Params
 from urbex.env.episode import GroundingEnv
 from urbex.env.play import episode_seed, play_batch, play_episode
 from urbex.env.policy import Policy
-from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
 from urbex.env.world import World
 from urbex.errors import AnnotationError
 from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectories_metrics
 from urbex.eval.perturb import PerturbedLandmarks
+from urbex.query import Query
 
 __all__ = ["EpisodePlayer"]
 

@@ -39,13 +39,13 @@ from tqdm.auto import tqdm
 from urbex.agents.registry import policy_info
 from urbex.config import Params
 from urbex.env.policy import Policy
-from urbex.env.records import Query
 from urbex.env.trajectory import Trajectory
 from urbex.eval.episodes import EpisodeRecord, StepRow, Written, write_chunk
 from urbex.eval.inflight import in_flight_workers, play_in_flight
 from urbex.eval.player import EpisodePlayer
 from urbex.eval.runspec import RunSpec
 from urbex.eval.shards import ShardWriter
+from urbex.query import Query
 
 __all__ = ["Played", "play_pending", "shutdown_pool"]
 

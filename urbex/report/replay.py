@@ -24,11 +24,12 @@ import polars as pl
 from PIL import Image, ImageDraw
 
 from urbex.atomic import atomic_path
-from urbex.env.records import Query, Step
+from urbex.env.records import Step
 from urbex.env.tools import mark_view
 from urbex.env.views import EpisodeView, GlobalViews
 from urbex.env.world import World
 from urbex.eval.ground import landmark_hits
+from urbex.query import Query
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:

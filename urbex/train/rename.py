@@ -24,8 +24,8 @@ from urbex.landmarks.names import normalize_name
 from urbex.synth.names import NamePool
 
 if TYPE_CHECKING:
-    from urbex.env.records import Query
     from urbex.landmarks import LandmarkIndex
+    from urbex.query import Query
 
 __all__ = ["renamed_world"]
 
@@ -44,7 +44,7 @@ def renamed_world(
     Examples
     --------
     >>> import polars as pl
-    >>> from urbex.env.records import Query
+    >>> from urbex.query import Query
     >>> from urbex.landmarks import LandmarkIndex
     >>> t = pl.DataFrame({"scene_id": ["s", "s"], "name": ["Mill Lane", "Clare Park"],
     ...                   "kind": ["road", "ground"], "x": [0.0, 5.0], "y": [0.0, 5.0]})
