@@ -360,6 +360,20 @@ def test_a_self_intersecting_landmark_polygon_is_repaired_with_a_warning(project
             assert "repaired with shapely.make_valid" in err and feat["properties"]["name"] in err
 
 
+def test_a_landmark_with_a_nan_coordinate_is_left_out_with_a_warning(project, capsys):
+    params, assets = project
+    gj = sorted((assets / "raw" / "synthetic" / "landmarks").glob("*.geojson"))[0]
+    data = json.loads(gj.read_text())
+    feat = next(f for f in data["features"] if f["geometry"]["type"] == "Polygon")
+    feat["geometry"]["coordinates"][0][1][0] = float("nan")  # json writes NaN; GDAL reads it
+    gj.write_text(json.dumps(data))
+    assert main(["--params", str(params), "-q", "landmarks"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "GEOSException" not in err and "RuntimeWarning" not in err
+    assert f"warning: {gj}: 1 feature(s) with a non-finite coordinate left out" in err
+    assert repr(feat["properties"]["name"]) in err
+
+
 def test_splits_refuse_a_cache_built_from_another_box3d(project, capsys):
     params, assets = project
     box = assets / "raw" / "synthetic" / "box3d" / "synthville_block_0_bbox.json"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -356,3 +358,22 @@ def test_read_table_with_inconsistent_stored_bounds_raises(tmp_path) -> None:
     assert exc.value.path == path and "s:geojson:0" in str(exc.value)
     with pytest.raises(LandmarkError, match="min <= max"):
         write_landmark_table(bad, tmp_path / "out.parquet")
+
+
+def test_landmarks_from_geojson_leaves_out_nan_coordinates_with_a_warning(tmp_path) -> None:
+    nan = float("nan")
+    features = [("Good Hall", {"type": "Point", "coordinates": [10.0, 10.0]}),
+                ("Bad Lane", {"type": "LineString", "coordinates": [[1.0, 1.0], [nan, 5.0]]}),
+                ("Bad Point", {"type": "Point", "coordinates": [nan, 5.0]})]  # fmt: skip
+    path = tmp_path / "s.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"name": n}, "geometry": g} for n, g in features]}))  # fmt: skip
+    kw = {"scene_crs": "EPSG:4326", "bounds": [0, 0, 60, 60]}
+    assert registration_offset(path, candidates=[(0, 0, 0)], **kw) == (0.0, 0.0, 0.0)
+    with pytest.warns(UserWarning) as record:
+        t = landmarks_from_geojson(path, scene_id="s", **kw)
+    assert t["name"].to_list() == ["Good Hall"]
+    assert [str(w.message) for w in record] == [
+        f"{path}: 2 feature(s) with a non-finite coordinate left out "
+        "(feature 1 'Bad Lane', feature 2 'Bad Point')"
+    ]

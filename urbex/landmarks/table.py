@@ -322,6 +322,31 @@ def landmarks_from_instances(
     return _frame(rows)
 
 
+def _read_vector(path: str | Path) -> Any:
+    """``geopandas.read_file(path)`` or a LandmarkError (NaN warnings: :func:`_drop_nonfinite`)."""
+    import geopandas as gpd
+
+    try:
+        with np.errstate(invalid="ignore"):
+            return gpd.read_file(path)
+    except Exception as exc:  # pyogrio raises several types; re-raise typed
+        raise LandmarkError(f"cannot read landmark file: {exc}", path=path) from exc
+
+
+def _drop_nonfinite(gdf: Any, path: Path | None) -> Any:
+    """``gdf`` less its features with a NaN or infinite coordinate (GEOS can neither clip nor
+    measure them), with a warning naming the file and those features."""
+    import shapely
+
+    xy, row = shapely.get_coordinates(np.asarray(gdf.geometry.values), return_index=True)
+    bad = np.isin(np.arange(len(gdf)), row[~np.isfinite(xy).all(axis=1)])
+    if bad.any():
+        which = [f"feature {i} {n!r}" for i, n in zip(gdf.index[bad], gdf["name"][bad])]
+        msg = f"{path or 'landmarks'}: {int(bad.sum())} feature(s) with a non-finite coordinate"
+        warnings.warn(f"{msg} left out ({', '.join(which[:3])})", UserWarning, stacklevel=3)
+    return gdf[~bad]
+
+
 _ALIAS_KEYS = ("alt_name", "short_name", "official_name", "old_name", "loc_name", "name:en")
 
 
@@ -359,16 +384,12 @@ def landmarks_from_geojson(
     LandmarkError
         The file cannot be read, has no ``name`` column, or cannot be registered.
     """
-    import geopandas as gpd
     import shapely
 
     path = None
     if isinstance(source, (str, Path)):
         path = Path(source)
-        try:
-            gdf = gpd.read_file(path)
-        except Exception as exc:  # pyogrio raises several types; re-raise typed
-            raise LandmarkError(f"cannot read landmark file: {exc}", path=path) from exc
+        gdf = _read_vector(path)
     else:
         gdf = source
     if "name" not in gdf.columns:
@@ -378,7 +399,7 @@ def landmarks_from_geojson(
             field="name",
         )
     gdf = gdf[gdf["name"].notna() & (gdf["name"].astype(str).str.strip() != "")]
-    gdf = gdf[gdf.geometry.notna() & ~gdf.geometry.is_empty]
+    gdf = _drop_nonfinite(gdf[gdf.geometry.notna() & ~gdf.geometry.is_empty], path)
     if gdf.empty:
         return empty_landmark_table()
     if gdf.crs is None and scene_crs is not None:
@@ -476,12 +497,7 @@ def registration_offset(
     LandmarkError
         No candidate makes the file overlap the scene.
     """
-    import geopandas as gpd
-
-    try:
-        gdf = gpd.read_file(path)
-    except Exception as exc:
-        raise LandmarkError(f"cannot read landmark file: {exc}", path=path) from exc
+    gdf = _read_vector(path)
     if gdf.crs is not None and scene_crs is not None:
         gdf = gdf.to_crs(scene_crs)
     x0, y0, x1, y1 = (float(v) for v in gdf.total_bounds)
