@@ -43,10 +43,24 @@ def _sources() -> DrillSources:
     )
 
 
-def _listing(drill) -> dict[int, str]:
-    """id → its listing line (the drill's first segment)."""
-    lines = drill.segments[0][0].splitlines()
+def _listing(text: str) -> dict[int, str]:
+    """id → its listing line, of a listing segment."""
+    lines = text.splitlines()
     return {int(m.group(2)): m.group(1) for ln in lines if (m := re.match(r"(.*) = (\d+)$", ln))}
+
+
+def _blocks(drill):
+    """(listing lines, [(description, answered mark)]) per listing the drill packs."""
+    out: list = []
+    texts = [t for t, _ in drill.segments]
+    for k, (text, sup) in enumerate(drill.segments):
+        if "<tool_response>" in text:
+            out.append((_listing(text), []))
+        elif sup:
+            mark = json.loads(text.removeprefix("<answer>").split("</answer>")[0])["mark"]
+            desc = texts[k - 1].split("Query: ")[1].split("<|im_end|>")[0]
+            out[-1][1].append((desc, mark))
+    return out
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -56,24 +70,23 @@ def test_mark_lookup_answers_the_only_mark_its_description_fits(seed, synthetic_
     d = mark_lookup_drill(
         rng, _sources(), level=4, full=False, answers=8, synthetic_rate=synthetic_rate, marks=_MARKS
     )
-    if d is None:  # a random listing no mark of which can be described alone
+    if d is None:  # random listings no mark of which can be described alone
         return
-    lines = _listing(d)
-    assert 1 <= len(lines) <= 4 and all(1 <= i <= 99 for i in lines)
-    texts = [t for t, _ in d.segments]
-    for k, (text, sup) in enumerate(d.segments):
-        if not sup:
-            continue
-        assert text.startswith("<answer>") and text.endswith("</answer><|im_end|>")
-        mark = json.loads(text.removeprefix("<answer>").split("</answer>")[0])["mark"]
-        desc = texts[k - 1].split("Query: ")[1].split("<|im_end|>")[0]
-        named = [n for n in _sources().name_pool if n in desc]
-        if named:  # "the Clare Park", "ground known as Clare Park": the one line with that name
-            fits = [i for i, ln in lines.items() if f'"{named[0]}"' in ln]
-        else:
-            words = set(desc.removeprefix("the ").replace(" that is ", " ").split())
-            fits = [i for i, ln in lines.items() if words <= set(ln.split()[4:])]
-        assert fits == [mark], (desc, lines)
+    assert 1 <= d.answers <= 8 and len(_blocks(d)) <= 4
+    for lines, asks in _blocks(d):
+        assert 1 <= len(lines) <= 4 and all(1 <= i <= 99 for i in lines)
+        for desc, mark in asks:
+            _check_fits(desc, mark, lines)
+
+
+def _check_fits(desc: str, mark: int, lines: dict[int, str]) -> None:
+    named = [n for n in _sources().name_pool if n in desc]
+    if named:  # "the Clare Park", "ground known as Clare Park": the one line with that name
+        fits = [i for i, ln in lines.items() if f'"{named[0]}"' in ln]
+    else:
+        words = set(desc.removeprefix("the ").replace(" that is ", " ").split())
+        fits = [i for i, ln in lines.items() if words <= set(ln.split()[4:])]
+    assert fits == [mark], (desc, lines)
 
 
 def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
@@ -83,13 +96,11 @@ def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
             np.random.default_rng(seed), _sources(), level=32, full=True, answers=3,
             synthetic_rate=0.0, marks=_MARKS,
         )  # fmt: skip
-        if d is not None and "east of Merton Hall" in d.text:
-            lines = _listing(d)
-            seg = [t for t, _ in d.segments]
-            k = next(i for i, t in enumerate(seg) if "east of Merton Hall" in t)
-            mark = json.loads(seg[k + 1].removeprefix("<answer>").split("</answer>")[0])["mark"]
-            assert lines[mark].endswith("red small car")  # the teacher's mark, under its new id
-            found = True
+        for lines, asks in _blocks(d) if d is not None else []:
+            for desc, mark in asks:
+                if "east of Merton Hall" in desc:
+                    assert lines[mark].endswith("red small car")  # the teacher's mark, new id
+                    found = True
     assert found
 
 
@@ -98,7 +109,7 @@ def test_mark_lookup_listing_is_the_environments_format():
         np.random.default_rng(0), _sources(), level=8, full=False, answers=2, synthetic_rate=0.0,
         marks=_MARKS,
     )  # fmt: skip
-    assert d is not None
+    assert d is not None and d.segments[0][1] is False
     first = d.segments[0][0]
     assert first.startswith('<|im_start|>user\n<tool_response>\nMarks in "zoom_1", each class')
     assert re.search(r"\n\[\d+, \d+, \d+, \d+\] .*car = \d+\n", first)

@@ -245,6 +245,10 @@ def _answer_mark(mark_id: int) -> str:
     return f"<answer>{json.dumps({'mark': int(mark_id)})}</answer><|im_end|>"
 
 
+#: Listings a look-up drill packs at most (short listings describe few marks each).
+MAX_BLOCKS = 4
+
+
 def mark_lookup_drill(
     rng: np.random.Generator,
     sources: DrillSources,
@@ -255,9 +259,39 @@ def mark_lookup_drill(
     synthetic_rate: float,
     marks: MarksParams,
 ) -> Drill | None:
-    """A listing of at most ``level`` marks and up to ``answers`` look-ups of it (None: no mark
-    of the drawn listing can be described alone). ``full``: the curriculum's last level, where
-    the train split's own descriptions join (one per drill, with the teacher's mark)."""
+    """Listings of at most ``level`` marks each, each followed by look-ups of its marks, until
+    the drill holds ``answers`` look-ups (or :data:`MAX_BLOCKS` listings: a 2-mark listing
+    describes at most 2). None: no mark of the drawn listings can be described alone.
+    ``full``: the curriculum's last level, where the train split's own descriptions join (one
+    per listing, with the teacher's mark)."""
+    segs: list[tuple[str, bool]] = []
+    n, size = 0, 0
+    for _ in range(MAX_BLOCKS):
+        block = _lookup_block(
+            rng, sources, level=level, full=full, answers=answers - n,
+            synthetic_rate=synthetic_rate, marks=marks,
+        )  # fmt: skip
+        if block is not None:
+            segs += block[0]
+            n, size = n + block[1], max(size, block[2])
+        if n >= answers:
+            break
+    if not n:
+        return None
+    return Drill(family="mark_lookup", segments=tuple(segs), level=size)
+
+
+def _lookup_block(
+    rng: np.random.Generator,
+    sources: DrillSources,
+    *,
+    level: int,
+    full: bool,
+    answers: int,
+    synthetic_rate: float,
+    marks: MarksParams,
+) -> tuple[list[tuple[str, bool]], int, int] | None:
+    """One listing and up to ``answers`` look-ups of it: (segments, look-ups, marks listed)."""
     real = None
     if sources.listings and rng.random() >= synthetic_rate:
         if full and sources.lookups and rng.random() < 0.5:
@@ -277,14 +311,10 @@ def mark_lookup_drill(
     old = [m.mark_id for m in listing]
     listing = _redraw_ids(listing, rng)
     new_of = dict(zip(old, (m.mark_id for m in listing), strict=True))
-    text = marks_text("zoom_1", listing, marks.describe, layout=marks.layout)
-    listing_turn = f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>"
-    segs: list[tuple[str, bool]] = [(listing_turn, False)]
     asks = []
     if real is not None:
         asks.append((real[0], new_of[real[1]]))
-    order = rng.permutation(len(listing))
-    for i in order.tolist():
+    for i in rng.permutation(len(listing)).tolist():
         if len(asks) >= answers:
             break
         p = _phrase(listing[i], listing, rng)
@@ -292,9 +322,11 @@ def mark_lookup_drill(
             asks.append((p, listing[i].mark_id))
     if not asks:
         return None
+    text = marks_text("zoom_1", listing, marks.describe, layout=marks.layout)
+    segs = [(f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>", False)]
     for desc, mark_id in asks:
         segs += [("\n", False), (_turn(f"Query: {desc}"), False), (_answer_mark(mark_id), True)]
-    return Drill(family="mark_lookup", segments=tuple(segs), level=len(listing))
+    return segs, len(asks), len(listing)
 
 
 # ---------------------------------------------------------------------------------------------
