@@ -238,6 +238,11 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="protocol tokenizer: one token per view unit 0-1000 (default: digit by digit)",
     )
+    tm.add_argument(
+        "--tie-embeddings",
+        action="store_true",
+        help="the output layer shares the input embeddings (default: separate)",
+    )
     tm.set_defaults(func=cmd_make_tiny_model)
 
     rd = command("train-reader", help="reading drills before SFT (the reader stage)")

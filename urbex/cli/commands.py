@@ -504,7 +504,10 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
         "vocab_size": ("--vocab", args.vocab),
     }
     try:
-        spec = TinyModelSpec(**{field: value for field, (_, value) in sizes.items()})
+        spec = TinyModelSpec(
+            **{field: value for field, (_, value) in sizes.items()},
+            tie_embeddings=args.tie_embeddings,
+        )
     except ValueError as exc:  # the spec names its fields; the user typed the flags
         why = re.sub(r"\b[a-z_]+\b", lambda m: sizes.get(m[0], (m[0],))[0], str(exc))
         raise ConfigError(why) from exc

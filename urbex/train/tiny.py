@@ -118,6 +118,9 @@ class TinyModelSpec:
         Vision tower (``vision_depth`` >= 2: deepstack reads its layer 1).
     vocab_size
         Target BPE vocabulary (with a corpus).
+    tie_embeddings
+        The output layer shares the input embeddings (a token's logit is read off its own
+        embedding, so copying a token from the context needs no separate output row for it).
     """
 
     hidden_size: int = 32
@@ -129,6 +132,7 @@ class TinyModelSpec:
     vision_hidden_size: int = 16
     vision_depth: int = 2
     vocab_size: int = 1024
+    tie_embeddings: bool = False
 
     def __post_init__(self) -> None:
         if not 16 <= self.hidden_size <= 512 or self.hidden_size % 8:
@@ -280,7 +284,7 @@ def make_tiny_model(
         video_token_id=ids("<|video_pad|>"),
         vision_start_token_id=ids("<|vision_start|>"),
         vision_end_token_id=ids("<|vision_end|>"),
-        tie_word_embeddings=False,
+        tie_word_embeddings=sp.tie_embeddings,
     )
     state = torch.random.get_rng_state()
     try:
