@@ -47,7 +47,7 @@ def test_proposals_ignore_points_of_other_classes_and_small_clusters():
 
 
 def test_proposal_recall_without_proposals_is_zero():
-    from urbex.agents.ranking import Candidates
+    from urbex.agents.ranking_records import Candidates
 
     t = pl.DataFrame(
         {"class_name": ["Car"], "x_min": [0.0], "y_min": [0.0], "x_max": [1.0], "y_max": [1.0]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from urbex.agents.ranker_features import FEATURE_NAMES, HASH_DIM, pair_features
-from urbex.agents.ranking import Anchor, Candidates
+from urbex.agents.ranking_records import Anchor, Candidates
 from urbex.language import context_objects, parse
 
 F = {n: i for i, n in enumerate(FEATURE_NAMES)}

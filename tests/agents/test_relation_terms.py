@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbex.agents.ranking import Anchor, Candidates
-from urbex.agents.relations import ordinal_positions, relation_terms
+from urbex.agents.ranking_records import Anchor, Candidates
+from urbex.agents.relation_terms import ordinal_positions, relation_terms
 from urbex.language import context_objects, parse
 
 HALL = Anchor(name="Merton Hall", box=np.array([-5.0, -5.0, 5.0, 5.0]), kind="building")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from urbex.language.relations import INVERSE, relation_after, relation_before
+from urbex.language.relation_phrases import INVERSE, relation_after, relation_before
 
 
 @pytest.mark.parametrize(

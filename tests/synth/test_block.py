@@ -135,8 +135,8 @@ def test_footprint_shape_words(parts, word):
 def test_generate_block_shades_leave_the_plan_alone(block):
     """Shades come from their own stream: the block's names and basic colours are those of the
     plan drawn from the seed alone (which is plain)."""
-    from urbex.synth.layout import plan_city
     from urbex.synth.palette import CAR_COLOURS, ROOF_COLOURS
+    from urbex.synth.plan import plan_city
 
     plan = plan_city(np.random.default_rng(3), 90.0, "sensaturban")
     o = block.objects

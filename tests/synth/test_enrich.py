@@ -9,7 +9,7 @@ from urbex.synth.block import generate_block
 from urbex.synth.candidates import candidate_expressions
 from urbex.synth.enrich import MAX_COUNT, RATES, decorations
 from urbex.synth.expressions import Expression, HasColour, Ordinal, SceneFacts, satisfying
-from urbex.synth.relations import Counted
+from urbex.synth.predicates import Counted
 
 
 @pytest.fixture(scope="module")

@@ -164,7 +164,7 @@ def test_has_colour_shade_narrows_and_hedge_widens(block):
 
 
 def test_expression_rejects_a_count_among_the_also_facts():
-    from urbex.synth.relations import Counted
+    from urbex.synth.predicates import Counted
 
     with pytest.raises(TypeError, match="also"):
         Expression(object_name="Car", also=(Counted(2),))

@@ -8,7 +8,7 @@ import pytest
 from urbex.geometry import gap_2d
 from urbex.synth.block import generate_block
 from urbex.synth.facts import FRONT_MAX_M, SceneFacts, front_mask, pair_gap
-from urbex.synth.layout import Road
+from urbex.synth.plan import Road
 
 
 def _toy(boxes, classes, roads) -> SceneFacts:

@@ -8,7 +8,7 @@ import pytest
 
 from urbex.synth.expressions import Expression, Extreme, HasColour, NearLandmark, OnRoad, Ordinal
 from urbex.synth.families import VOCABULARY, render
-from urbex.synth.relations import Context, Counted, HasShape, HasWalls, MapRegion
+from urbex.synth.predicates import Context, Counted, HasShape, HasWalls, MapRegion
 
 FIRST = lambda options: options[0]  # noqa: E731
 LAST = lambda options: options[-1]  # noqa: E731

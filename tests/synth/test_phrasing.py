@@ -37,8 +37,8 @@ from urbex.synth.phrasing import (
     phenomena,
     phrase,
 )
+from urbex.synth.predicates import Context, Counted, FacingSide, HasShape, HasWalls, MapRelation
 from urbex.synth.queries import dedup_key, scene_queries
-from urbex.synth.relations import Context, Counted, FacingSide, HasShape, HasWalls, MapRelation
 
 EXPRESSIONS = (
     Expression(object_name="Car", filters=(HasColour("red"), OnRoad("Mill Lane"))),

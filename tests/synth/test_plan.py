@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbex.synth.layout import CAR_COLOURS, ROOF_COLOURS, STYLES, Road, Terrain, plan_city
+from urbex.synth.plan import CAR_COLOURS, ROOF_COLOURS, STYLES, Road, Terrain, plan_city
 
 
 @pytest.fixture(scope="module", params=STYLES)

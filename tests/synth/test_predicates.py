@@ -9,7 +9,7 @@ from urbex.geometry import gap_2d
 from urbex.synth.block import generate_block
 from urbex.synth.expressions import Expression, satisfying
 from urbex.synth.facts import SceneFacts, front_mask
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     BETWEEN_MAX_M,
     END_M,
     MAP_EDGE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbex.synth.layout import plan_city
+from urbex.synth.plan import plan_city
 from urbex.synth.sampling import KIND_NAMES, KIND_TO_SEMANTIC, sample_plan
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from urbex.synth.expressions import HasColour, NearLandmark, OnRoad
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     AtRoadEnd,
     Between,
     Context,

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.agents.ranker import RankerModel, RankerPolicy
-from urbex.agents.ranking import Candidates
+from urbex.agents.ranking_records import Candidates
 from urbex.atomic import atomic_path
 from urbex.classes import TARGET_CLASSES
 from urbex.env.marks import landmark_footprints, mark_names

@@ -25,7 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.agents.ranker_features import FEATURE_NAMES, HASH_DIM, pair_features
-from urbex.agents.ranking import Candidates, RankingPolicy, Reading, read_description
+from urbex.agents.ranking import RankingPolicy, Reading, read_description
+from urbex.agents.ranking_records import Candidates
 from urbex.atomic import atomic_write
 from urbex.env.world import World
 from urbex.errors import ConfigError

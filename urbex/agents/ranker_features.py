@@ -16,12 +16,12 @@ candidate (world metres):
   the rank of that gap among same-class candidates, inside a footprint, *is* it (a named
   landmark);
 * **relations** — each kind of relation the parse states, as the violation
-  :func:`urbex.agents.relations.relation_terms` measures (direction — compass and map frame —,
+  :func:`urbex.agents.relation_terms.relation_terms` measures (direction — compass and map frame —,
   next to, near, on a road, in, between, corner, across, end, "called X", context objects, map
   regions), and
   the agreement of the bearing landmark → candidate with the first direction;
 * **same-class neighbours** within 15 m (log count), and the **ordinal position**
-  (:func:`urbex.agents.relations.ordinal_positions`) among the same-class candidates near the
+  (:func:`urbex.agents.relation_terms.ordinal_positions`) among the same-class candidates near the
   landmarks, against the parse's k;
 * a **hashed bag of words** of the description (the mentioned names' words left out; unigrams
   and bigrams, :data:`HASH_DIM` buckets) crossed with the candidate's class one-hot (a sentence
@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.agents.ranking import Anchor, Candidates
-from urbex.agents.relations import ordinal_positions, relation_terms
+from urbex.agents.ranking_records import Anchor, Candidates
+from urbex.agents.relation_terms import ordinal_positions, relation_terms
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import colour_log_likelihood, exposure_gain, srgb_to_lab
 from urbex.geometry import gap_2d
@@ -49,7 +49,7 @@ __all__ = ["FEATURE_NAMES", "HASH_DIM", "pair_features"]
 
 #: Hashed bag-of-words buckets (crossed with the 4 class one-hots).
 HASH_DIM = 32
-#: Relation kinds of :class:`urbex.agents.relations.Term` with a violation feature each.
+#: Relation kinds of :class:`urbex.agents.relation_terms.Term` with a violation feature each.
 _RELATION_KINDS = (
     "direction", "next", "near", "road", "in", "between", "corner", "across", "end", "named",
     "context", "region",

@@ -38,18 +38,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from urbex.agents.ranking_records import Anchor, Candidates
 from urbex.colour import PALETTE, colour_log_likelihood, exposure_gain
 from urbex.geometry import gap_2d, overlap_bounds_2d
 from urbex.landmarks.names import normalize_name
 from urbex.language import ContextObject, Mention, Parse
-
-if TYPE_CHECKING:
-    from urbex.agents.ranking import Anchor, Candidates
 
 __all__ = [
     "CORNER_TOL",
@@ -401,7 +398,7 @@ def ordinal_positions(
     landmarks cross; "from X": by BEV gap to landmark X. "At the north end of X" without an
     ordinal counts as the first from the north. None when there is nothing to count from.
 
-    >>> from urbex.agents.ranking import Candidates
+    >>> from urbex.agents.ranking_records import Candidates
     >>> from urbex.language import parse
     >>> c = Candidates.build(class_name=["Car"] * 3, box=[[0, 0, 2, 2], [10, 0, 12, 2], [5, 0, 7, 2]])
     >>> ordinal_positions(parse("the second car from the east"), c, {}, np.arange(3)).tolist()

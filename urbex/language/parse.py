@@ -27,7 +27,7 @@ How it reads:
    those of context objects are left out. Shades fold to basic colours
    (:func:`urbex.language.vocabulary.colour_of`).
 5. **Relations and ordinals.** Each mention's relation is read from the words just before it
-   (:func:`urbex.language.relations.relation_before`), inherited across "A and B", or turned
+   (:func:`urbex.language.relation_phrases.relation_before`), inherited across "A and B", or turned
    round from the words after it; an ordinal ("the third house from the left", "8 houses to
    the right of X", "the northernmost car") with what it counts from.
 
@@ -52,7 +52,7 @@ from urbex.language.phrases import (
     target_phrase,
 )
 from urbex.language.records import ContextObject, Count, Mention, Ordinal, Parse
-from urbex.language.relations import relation_after, relation_before
+from urbex.language.relation_phrases import relation_after, relation_before
 from urbex.language.tokens import (
     ADJECTIVAL,
     COPULA,

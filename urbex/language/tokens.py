@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from urbex.landmarks.mentions import mention_spans
 from urbex.landmarks.names import normalize_name, words_of
-from urbex.language.relations import RELATION_WORDS
+from urbex.language.relation_phrases import RELATION_WORDS
 from urbex.language.vocabulary import (
     CLASS_NOUNS,
     COLOURS,

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from urbex.synth.block import Block, Landmark, ObjectTable, generate_block
     from urbex.synth.dataset import generate_dataset
     from urbex.synth.expressions import Expression, satisfying
-    from urbex.synth.layout import Road
     from urbex.synth.manifest import Defect, SceneEntry, SynthManifest, read_manifest
     from urbex.synth.phrasing import (
         FAMILIES,
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
         Phrasing,
         describe,
     )
+    from urbex.synth.plan import Road
     from urbex.synth.queries import Query, scene_queries
 
 __all__ = [

@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.pointcloud import PointCloud
-from urbex.synth.layout import Road, plan_city
 from urbex.synth.palette import CAR_COLOURS, ROOF_COLOURS, WALL_COLOURS, draw_shades, shade_word
+from urbex.synth.plan import Road, plan_city
 from urbex.synth.sampling import KIND_TO_SEMANTIC, sample_plan
 
 __all__ = [

@@ -32,7 +32,7 @@ from urbex.synth.expressions import (
     SceneFacts,
     filter_names,
 )
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     MAP_SIDES,
     NEAR_M,
     NEXT_TO_M,

@@ -4,7 +4,7 @@ context objects, the map, counts.
 :func:`decorations` lists, for a unique *core* expression of one target and one paraphrase
 family, the richer expressions to try, richest first. Each adds facts true of the target —
 ``also`` facts (its walls, shape, colour, a context object, its part of the map), a count of
-the group it belongs to (:class:`~urbex.synth.relations.Counted`), its colour worded as its
+the group it belongs to (:class:`~urbex.synth.predicates.Counted`), its colour worded as its
 own shade or hedged ("dark grey or black") — and each is kept only if it still selects exactly
 the target (:func:`urbex.synth.expressions.satisfying`). A family's rates (:data:`RATES`) say
 how often each fact is added; ``detailed`` adds them all and leaves them out one by one until
@@ -33,7 +33,7 @@ from urbex.synth.expressions import (
     filter_names,
     satisfying,
 )
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     MAP_SIDES,
     Context,
     Counted,

@@ -5,7 +5,7 @@ An :class:`Expression` is a target class, a tuple of *filter* predicates, at mos
 :func:`satisfying` evaluates it over **all** same-class instances of a block: filters in order,
 then the selector over what is left, then the ``also`` facts. The first generator's predicates
 live here (colour, road, corner, compass and "next to", across the road, car park, name); those
-people use that it lacked are in :mod:`urbex.synth.relations`.
+people use that it lacked are in :mod:`urbex.synth.predicates`.
 :func:`urbex.synth.candidates.candidate_expressions` lists what can be said about one instance;
 :mod:`urbex.synth.queries` keeps only those that select exactly the target, so every kept
 description is unambiguous (:func:`satisfying` lets a test re-check that independently), and
@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from urbex.synth.block import CITYREFER_LABELS, Block
 from urbex.synth.facts import Predicate, SceneFacts
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     NEAR_M,
     NEXT_TO_M,
     ROAD_GAP,
@@ -295,7 +295,7 @@ class Expression:
     Lane. *It is dark blue.*"), checked after the selector, so they never change which
     candidate the selector picks.
 
-    Only :class:`~urbex.synth.relations.Counted` depends on its place in ``filters``.
+    Only :class:`~urbex.synth.predicates.Counted` depends on its place in ``filters``.
     """
 
     object_name: str

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from urbex.synth.expressions import Expression, Extreme, Filter, IsLandmark, OnRoad, Ordinal
-from urbex.synth.relations import Counted
+from urbex.synth.predicates import Counted
 from urbex.synth.wording import (
     NOUNS,
     PLURALS,

@@ -47,7 +47,7 @@ from urbex.synth.expressions import (
 )
 from urbex.synth.families import VOCABULARY, render
 from urbex.synth.noise import NOISE_KINDS, NOISE_RATES, Findable, add_noise
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     AtRoadEnd,
     Between,
     Context,

@@ -35,7 +35,7 @@ from urbex.synth.expressions import (
 )
 from urbex.synth.noise import Findable
 from urbex.synth.phrasing import NOISE_RATES, Phrasing, family_weights, phrase
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     Between,
     FacingSide,
     MapRegion,

@@ -1,4 +1,4 @@
-"""Point sampling of a :class:`~urbex.synth.layout.CityPlan`: surfaces → coloured points.
+"""Point sampling of a :class:`~urbex.synth.plan.CityPlan`: surfaces → coloured points.
 
 Every surface is sampled in one vectorised pass per surface family (ground, roofs, facades,
 tree crowns, car bodies, furniture, free-standing walls): counts per primitive from the
@@ -9,7 +9,7 @@ raster painted from the plan, looked up per point.
 Frame
 -----
 All coordinates are the block's **local world frame** (metres, x east, y north, z up; see
-:mod:`urbex.synth.layout`). Output xyz is float32.
+:mod:`urbex.synth.plan`). Output xyz is float32.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.synth.layout import CityPlan
 from urbex.synth.palette import CAR_COLOURS, PALETTES, ROOF_COLOURS, WALL_COLOURS, shaded_rgb
+from urbex.synth.plan import CityPlan
 
 __all__ = ["KIND_NAMES", "KIND_TO_SEMANTIC", "SampledPoints", "sample_plan"]
 

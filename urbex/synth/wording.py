@@ -25,7 +25,7 @@ from urbex.synth.expressions import (
     NearLandmark,
     OnRoad,
 )
-from urbex.synth.relations import (
+from urbex.synth.predicates import (
     AtRoadEnd,
     Between,
     Context,
@@ -252,7 +252,7 @@ def phrase_filter(f: Filter, cls: str, pick: Pick) -> Worded:
     ------
     TypeError
         ``f`` has no wording (an :class:`~urbex.synth.expressions.IsLandmark` or a
-        :class:`~urbex.synth.relations.Counted`, which the families word themselves).
+        :class:`~urbex.synth.predicates.Counted`, which the families word themselves).
 
     Examples
     --------
