@@ -128,3 +128,20 @@ def test_diagnose_refuses_a_run_with_duplicate_queries(project):
         for c in copies:
             Path(c).unlink()
     diagnose(_params(project), refresh=False)  # one episode per query again: accepted
+
+
+def test_diagnose_step_skills_of_a_marks_run_follow_the_oracle_step_by_step(project):
+    """The oracle with numbered marks zooms on the target and answers its mark: every episode
+    whose zooms listed the target's mark named it."""
+    p = _params(project).with_updates(
+        env={"marks": {"enabled": True, "describe": "attributes", "layout": "id_last"}}
+    )
+    r = evaluate(p, RunSpec.from_params(p, policy="oracle", split="test_no"), progress=False)
+    assert r.run_id.endswith("-marks")
+    paths = diagnose(p)
+    t = pl.read_parquet(next(x for x in paths if x.name == "step_skills.parquet"))
+    row = t.filter(pl.col("run_id") == r.run_id).row(0, named=True)
+    assert row["n"] == r.n_queries and row["zoom_on_target"] == 100.0
+    assert row["target_mark_shown"] > 50.0 and row["right_mark_given_shown"] == 100.0
+    assert row["valid_answer"] == 100.0
+    assert "## step_skills" in (project / "eval" / "diagnostics" / "diagnostics.md").read_text()

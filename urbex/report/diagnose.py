@@ -80,6 +80,9 @@ _TITLES = {
     "the repeats (`urbex evaluate --repeats N`) of each method × split",
     "proposal_recall": "Without-GT proposals: recall of the split's targets at BEV IoU 0.25 "
     "and 0.5, per split and class (the `ranking_proposals` runs' candidates)",
+    "step_skills": "Where a marks episode fails, per step (runs with numbered marks): share of "
+    "episodes whose landmark_query named a mentioned landmark, whose zoom holds the target, "
+    "whose zooms listed the target's mark, and — of those — whose answer named it",
 }
 
 
@@ -108,12 +111,12 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
                 "run_id, policy, split, query_id, scene_id, object_id, valid_answer, hit1, "
                 "hit1_iou25, target_rank, target_rank_nz, target_rank_ciou, n_pos_overlap, "
                 "n_iou25, area_ratio, n_landmark_query, n_zoom_in, n_oblique_render, n_invalid, "
-                "turns",
+                "turns, answer_mark",
             ),
             "steps": q(
                 "steps",
-                "run_id, query_id, turn, tool, valid, region_x_min_m, region_y_min_m, region_x_max_m, "
-                "region_y_max_m",
+                "run_id, query_id, turn, tool, arguments, valid, region_x_min_m, region_y_min_m, "
+                "region_x_max_m, region_y_max_m",
             ),
             "queries": q("queries", "query_id, scene_id, object_id, description"),
             "instances": q("instances", "scene_id, object_id, class_name, cx, cy"),
@@ -191,6 +194,61 @@ def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str,
     }
 
 
+def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
+    """Per run with numbered marks (of the params' benchmark): the share of its episodes with
+    each skill of :data:`urbex.eval.skills.SKILLS` (:func:`urbex.eval.skills.episode_skills`);
+    None when no such run exists."""
+    from urbex.annotations.splits import load_queries
+    from urbex.env.world import World
+    from urbex.eval.skills import SKILLS, episode_skills, skill_shares
+
+    runs = frames["runs"]
+    if "marks" not in runs.columns:
+        return None
+    mine = runs.filter(pl.col("marks").fill_null(False))
+    if "benchmark" in runs.columns:
+        bench = pl.col("benchmark").fill_null("cityrefer") == params.eval.benchmark
+        mine = mine.filter(bench)
+    if mine.height == 0:
+        return None
+    world = World.from_params(params)
+    index = world.landmarks
+    targets: dict[str, object] = {}
+    mentions: dict[str, list[str]] = {}
+    rows = []
+    for run in mine.iter_rows(named=True):
+        ep = frames["episodes"].filter(pl.col("run_id") == run["run_id"])
+        if ep.height == 0:
+            continue
+        for split in ep["split"].unique().to_list():
+            for q in load_queries(params, split):
+                targets.setdefault(q.query_id, q.target_box_2d)
+                if index is not None and q.query_id not in mentions:
+                    mentions[q.query_id] = index.mentions(q.description, q.scene_id)
+        shares = skill_shares(
+            episode_skills(
+                ep,
+                frames["steps"].filter(pl.col("run_id") == run["run_id"]),
+                targets_m=targets,
+                mentions=mentions,
+                proposals=lambda sid: world.scenes(sid).proposals,
+                max_listed=params.env.marks.max_listed,
+            )
+        )
+        rows.append(
+            {
+                "run_id": run["run_id"],
+                "policy": str(ep["policy"][0]),
+                "split": str(ep["split"][0]),
+                "n": ep.height,
+                **{k: round(100 * shares[k], 1) for k in SKILLS},
+            }
+        )
+    if not rows:
+        return None
+    return pl.DataFrame(rows).sort("run_id")
+
+
 def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> list[Path]:
     """Compute every diagnostic table over the warehouse's runs; write tables, summary, plots.
 
@@ -224,6 +282,11 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         )
         recall = proposal_recall_table(params, splits)  # diagnostics_proposal_recall
         paths.append(params.layout.diagnostic_table("proposal_recall"))
+    skills = step_skills(params, frames)
+    if skills is not None:
+        paths.append(
+            write_table_atomic(skills.to_arrow(), params.layout.diagnostic_table("step_skills"))
+        )
     n_runs = frames["episodes"]["run_id"].n_unique()
     md = [
         "# urbex diagnostics",
@@ -236,6 +299,8 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         md += ["", f"## {name}", "", _TITLES[name], "", markdown_table(tables[name], drop=drop)]
     if recall is not None:
         md += ["", "## proposal_recall", "", _TITLES["proposal_recall"], "", markdown_table(recall)]
+    if skills is not None:
+        md += ["", "## step_skills", "", _TITLES["step_skills"], "", markdown_table(skills)]
     text = "\n".join(md) + "\n"
     md_path = out / "diagnostics.md"
     with atomic_write(md_path, "w") as fh:
