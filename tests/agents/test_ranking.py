@@ -9,20 +9,14 @@ import re
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
 from tests.fixtures.city import build_eval_project
-from urbex.agents.ranking import (
-    Anchor,
-    Candidates,
-    RankingPolicy,
-    colour_log_likelihood,
-    score_candidates,
-)
+from urbex.agents.ranking import RankingPolicy, colour_log_likelihood, score_candidates
+from urbex.agents.ranking_records import Anchor, Candidates
 from urbex.config import EnvParams, Params
 from urbex.env.episode import GroundingEnv
-from urbex.errors import CacheError, PolicyError
+from urbex.errors import PolicyError
 from urbex.eval.runspec import RunSpec
 from urbex.language import context_objects, parse
 from urbex.query import Query
@@ -160,15 +154,6 @@ def test_colour_log_likelihood_unknown_word_and_nan_colour():
         colour_log_likelihood("mauve", [[1, 2, 3]])
     ll = colour_log_likelihood("grey", [[np.nan, np.nan, np.nan], [128, 128, 128]])
     assert ll[1] > ll[0]
-
-
-def test_records_reject_bad_input():
-    with pytest.raises(ValueError, match="Anchor 'X'"):
-        Anchor(name="X", box=np.array([1.0, 0.0, 0.0, 1.0]))
-    with pytest.raises(ValueError, match=r"Candidates.box"):
-        Candidates.build(class_name=["Car"], box=[[0, 0, np.nan, 1]])
-    with pytest.raises(CacheError, match="missing"):
-        Candidates.from_table(pl.DataFrame({"object_id": ["1"]}), scene_id="s")
 
 
 # -------------------------------------------------------------------------------- the policy
