@@ -49,7 +49,7 @@ want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   quiet "$VENV/bin/python" -m pip install --upgrade pip
-  # torch + torchvision pins (STACK_NOTES): the CPU wheel of torch 2.13 and PyPI's torchvision
+  # torch + torchvision pins: the CPU wheel of torch 2.13 and PyPI's torchvision
   # do not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
   quiet "$VENV/bin/pip" install "torch==2.14.1" "torchvision==0.29.1"
   quiet "$VENV/bin/pip" install -e ".[ml,render,geo,dev]"
@@ -62,7 +62,8 @@ fi
 # DVC in an environment of its own: dagster's asset-selection parser needs antlr4 4.13 and dvc's
 # hydra integration (`dvc exp run -S key=value`) pins 4.9, so no one environment has both
 # working. $VENV/bin/dvc runs this DVC with $VENV/bin first on PATH: the stages' `urbex` is the
-# project's. (Bump DVC_PIN to move DVC; STACK_NOTES names the version verified here.)
+# project's. (Bump DVC_PIN to move DVC; docs/pipelines.md names the version the pipeline is
+# tested with.)
 DVC_PIN="dvc==3.67.1"
 dvc_stamp="$DVC_VENV/.urbex-installed"
 if [ ! -f "$dvc_stamp" ] || [ "$(cat "$dvc_stamp")" != "$DVC_PIN" ]; then

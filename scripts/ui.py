@@ -1,7 +1,7 @@
 """``make ui``: the Dagster UI (``dagster dev``) under a supervisor that stops it on one Ctrl-C.
 
 Dagster 1.13's ``dagster dev`` ignores Ctrl-C and SIGTERM for over a minute (its daemon stops its
-threads, the webserver and code servers stay; STACK_NOTES) and the installed Dagster has no
+threads, the webserver and code servers stay) and the installed Dagster has no
 ``dg dev`` (``dagster-dg-cli`` is not part of the stack). So this script starts ``dagster dev``
 in a process group of its own (a terminal's Ctrl-C reaches only this script) and, on SIGINT or
 SIGTERM, asks the group to stop (SIGINT), waits :data:`GRACE_S` seconds and kills what is left

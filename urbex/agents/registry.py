@@ -1,6 +1,6 @@
 """Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
 
-Names (ARCHITECTURE.md): ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
+Names: ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
 ``oracle``, ``ranking``, ``ranking_rules``, ``ranking_proposals``. ``workflow`` and ``no_tools`` wrap the model named by
 ``params.policy.backend`` (``vlm`` or ``openai``). ``oracle``, ``landmark_prior`` and the rankers
 are bound to the environment they play in (pass ``env``); the model policies ignore it.

@@ -1,6 +1,6 @@
 """Writing a scene cache's rasters: the banded BEV rasterization, PNG and COG exports, ``.npy``.
 
-The BEV frame is GDAL's (ARCHITECTURE.md): ``X = x_min + (col + 0.5)·r``,
+The BEV frame is GDAL's (:class:`urbex.geometry.Affine`): ``X = x_min + (col + 0.5)·r``,
 ``Y = y_max − (row + 0.5)·r``, ``r`` metres per pixel; every layer is written as a ``.npy``
 stream band by band (``BEV_LAYERS``: dtype per layer), so a 10,000-pixel mosaic is never held
 in memory twice. Called by :func:`urbex.scene.build.build_scene_cache` only.

@@ -15,7 +15,7 @@ Generation: trl's own ``generate`` by default; ``train.use_vllm`` hands the roll
 **colocate** mode (``use_vllm=True, vllm_mode="colocate"``: each process runs its own engine on
 its GPU, ``train.vllm_gpu_memory_utilization`` of it). Server mode is not offered: trl's
 ``vllm_mode="server"`` dedupes prompts by ``num_generations`` and mishandles tool loops and tool
-images (STACK_NOTES). :func:`check_vllm` fails fast — before anything is loaded or written —
+images. :func:`check_vllm` fails fast — before anything is loaded or written —
 where vLLM cannot run (not installed, or no CUDA).
 """
 
@@ -127,7 +127,7 @@ def check_completion_length(params: Params) -> None:
     """``ValueError`` unless ``train.max_completion_length`` holds one tool image and a turn.
 
     The completion of a GRPO rollout is the whole episode: every tool image's tokens count
-    (STACK_NOTES); a budget that cannot hold one zoom or oblique image plus a short turn
+    (trl appends each tool response, images included, to the completion); a budget that cannot hold one zoom or oblique image plus a short turn
     (:data:`MIN_TURN_TOKENS`) can only train on truncated episodes.
     """
     e = params.env

@@ -9,7 +9,7 @@ model's chat template — the tool schemas (``vlm.template_tools``), the tool ca
 responses with their images — and the loss on the assistant turns only (each turn's text and its
 ``<|im_end|>``; system, user and tool-response tokens are ``-100``).
 
-trl 1.16's ``SFTTrainer`` does not fit (read in its source, STACK_NOTES): its vision collator
+trl 1.16's ``SFTTrainer`` does not fit: its vision collator
 renders without ``tools``, masks only padding (the loss would cover user and tool turns), and
 ``assistant_only_loss=True`` raises for VLMs. So this is a plain torch loop (AdamW, and
 transformers' learning-rate schedule: linear warmup then cosine decay, :func:`lr_schedule`),

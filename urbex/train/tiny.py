@@ -1,6 +1,6 @@
 """A tiny Qwen3-VL checkpoint built fully offline (no download): plumbing tests and CPU learning.
 
-The model is randomly initialised. Recipe (STACK_NOTES "A tiny Qwen3-VL"): a byte-level BPE
+The model is randomly initialised. Recipe: a byte-level BPE
 tokenizer with Qwen's special tokens; ``Qwen2VLImageProcessor`` (patch 16, temporal patch 2,
 merge 2) + ``Qwen3VLVideoProcessor`` in a ``Qwen3VLProcessor`` with trl's Qwen3-VL chat template
 (trl recognises templates by exact string); a small ``Qwen3VLConfig``.
