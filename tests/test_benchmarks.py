@@ -487,7 +487,9 @@ def test_bench_eval_figures(eval_out):
 LEARNING_KEYS = (
     "seed", "valid_rate_base", "valid_rate_sft", "valid_rate_grpo", "iou_val_sft",
     "iou_val_grpo", "hit1_val_sft", "hit1_val_grpo", "reward_first10", "reward_last10",
-    "reward_sem", "frac_zero_std", "s_per_step", "env_share",
+    "reward_sem", "frac_zero_std", "s_per_step", "env_share", "reader_acc_mark_lookup",
+    "reader_acc_name_copy", "reader_acc_box_copy", "reader_acc_whole_turn", "reader_steps",
+    "reader_s", "hit1_val_reader_only", "sft_landmark_named", "grpo_right_mark_given_shown",
 )  # fmt: skip
 
 
@@ -507,8 +509,13 @@ def test_bench_learning_figures(learning_out):
     assert abs(sft["sps"] - figs["sft_s_per_step"]) <= sft["sps"].tol + 1e-9
     grpo = _figs(learning_out, r"^grpo: val valid {valid}  Hit@1 {hit1}  IoU {iou}")
     assert abs(grpo["valid"] - figs["valid_rate_grpo"]) <= grpo["valid"].tol + 1e-9
+    reader = _figs(learning_out, r"^reader: {steps} steps, {sps} s/step, level {level} marks")
+    assert reader["steps"] == figs["reader_steps"] and reader["level"] == figs["reader_level"]
+    for k in ("mark_lookup", "name_copy", "box_copy", "whole_turn"):
+        assert 0.0 <= figs[f"reader_acc_{k}"] <= 1.0, k
     verdicts = re.findall(r"^target .+: (PASS|MISS)$", learning_out, flags=re.MULTILINE)
-    assert len(verdicts) == 10  # n_val, two Hit@1 gains, validity x2, wall, reward, std, IoU, env
+    # n_val, two Hit@1 gains, validity x3, the reader's two, wall, reward, std, IoU, env
+    assert len(verdicts) == 13
 
 
 # --- bench_serving ----------------------------------------------------------------------------
