@@ -198,6 +198,9 @@ MARKS_RECIPE = {
     "env.marks.layout": "id_last",
     "reader.checkpoint": "assets/checkpoints/tiny",
     "sft.checkpoint": "assets/checkpoints/reader",
+    "reader.steps": 2500,
+    "reader.mix.mark_lookup": 0.6,
+    "reader.mix.whole_turn": 0.1,
 }
 
 
@@ -221,10 +224,12 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
 
     raw = yaml.safe_load((repo_root / "params-cpu.yaml").read_text())
     assert raw.pop("base") == "params.yaml"
-    assert set(_leaves(raw)) == changed | {"train.run_name", "sft.run_name", "reader.run_name"}
+    # (and the whole reader.mix: the overlay names every family's share)
+    named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
+    assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 2
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's two
+        len(changed) == 21 + 3 + 5
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's five
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
 

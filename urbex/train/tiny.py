@@ -169,13 +169,14 @@ RECIPE_SPEC = TinyModelSpec(
     head_dim=32,
     vision_hidden_size=64,
     vocab_size=4096,
+    tie_embeddings=True,
 )
 
 
 def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
     """The CPU recipe's tiny model with its protocol BPE (what ``urbex make-tiny-model PATH
     --tokenizer protocol --hidden 256 --layers 4 --heads 8 --kv-heads 4 --head-dim 32
-    --vision-hidden 64 --vocab 4096 --number-tokens`` builds): the tokenizer is trained on the
+    --vision-hidden 64 --vocab 4096 --number-tokens --tie-embeddings`` builds): the tokenizer is trained on the
     protocol's text and, when the project's splits exist, the train split's teacher
     conversations (one path per query: the tokenizer needs the words, not the variety); every
     number 0–1000 is one token, so a mark id or a box coordinate is copied as one token."""
