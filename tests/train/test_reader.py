@@ -168,3 +168,7 @@ def test_a_tokenizer_of_another_model_is_refused_naming_both(assets, tiny, tmp_p
 
     with pytest.raises(PolicyError, match=r"tokenizer of \d+ tokens but a model of \d+"):
         train_reader(_params(assets), checkpoint=mixed, steps=1, progress=False)
+    from urbex.train.sft import sft  # SFT from such a "reader" is refused the same way
+
+    with pytest.raises(PolicyError, match=r"sft\.checkpoint"):
+        sft(_params(assets), checkpoint=mixed, steps=1, progress=False, trajectories=[])

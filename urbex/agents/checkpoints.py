@@ -18,7 +18,7 @@ from typing import Any
 from urbex.config import Params
 from urbex.errors import ConfigError, PolicyError
 
-__all__ = ["check_checkpoint", "load_local_vlm", "resolve_checkpoint"]
+__all__ = ["check_checkpoint", "check_vocabulary", "load_local_vlm", "resolve_checkpoint"]
 
 _OFFLINE_HINT = (
     "urbex never downloads weights — pass a directory, e.g. one written by "
@@ -292,3 +292,22 @@ def load_local_vlm(
             f"cannot load the model: {_one_line(exc)}", path=path, field=field
         ) from exc
     return model, processor
+
+
+def check_vocabulary(model: Any, processor: Any, path: Path, *, field: str) -> None:
+    """Refuse a checkpoint whose tokenizer has ids its model has no embedding for (a model and
+    a tokenizer of different checkpoints, e.g. a reader of another tokenizer or size copied
+    beside another's processor).
+
+    Raises
+    ------
+    PolicyError
+        ``len(tokenizer)`` exceeds the model's vocabulary (both named, on one line).
+    """
+    n_tok = len(processor.tokenizer)
+    n_emb = int(model.get_input_embeddings().weight.shape[0])
+    if n_tok > n_emb:
+        raise PolicyError(
+            f"{path}: tokenizer of {n_tok} tokens but a model of {n_emb} embeddings ({field}); "
+            "the model and the tokenizer come from different checkpoints — rebuild it from one"
+        )

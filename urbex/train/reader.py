@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import check_vocabulary, load_local_vlm, resolve_checkpoint
 from urbex.atomic import atomic_path
 from urbex.config_reader import DRILL_FAMILIES
-from urbex.errors import ConfigError, PolicyError
+from urbex.errors import ConfigError
 from urbex.layout import READER_CURVES_FILE
 from urbex.train.drill_loss import (
     answer_logits,
@@ -78,7 +78,6 @@ __all__ = [
     "READER_LOG_FILE",
     "READER_SUMMARY_FILE",
     "ReaderResult",
-    "check_vocabulary",
     "held_out",
     "train_reader",
 ]
@@ -121,24 +120,6 @@ class ReaderResult:
     wall_s: float
     s_per_step: float
     resumed_from: int | None = None
-
-
-def check_vocabulary(model: Any, processor: Any, path: Path, *, field: str) -> None:
-    """Refuse a checkpoint whose tokenizer has ids its model has no embedding for (a reader or
-    model of another tokenizer or size copied beside another's processor).
-
-    Raises
-    ------
-    PolicyError
-        ``len(tokenizer)`` exceeds the model's vocabulary (both named).
-    """
-    n_tok = len(processor.tokenizer)
-    n_emb = int(model.get_input_embeddings().weight.shape[0])
-    if n_tok > n_emb:
-        raise PolicyError(
-            f"{path}: tokenizer of {n_tok} tokens but a model of {n_emb} embeddings ({field}); "
-            "the model and the tokenizer come from different checkpoints — rebuild it from one"
-        )
 
 
 def _split(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:

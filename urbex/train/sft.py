@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import check_vocabulary, load_local_vlm, resolve_checkpoint
 from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
@@ -387,6 +387,7 @@ def sft(
     n_steps = steps or s.steps
     out = params.layout.checkpoint(name)
     model, processor = load_local_vlm(base, field="sft.checkpoint")
+    check_vocabulary(model, processor, base, field="sft.checkpoint")
     trajs = (
         list(trajectories)
         if trajectories is not None
