@@ -37,6 +37,7 @@ from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.executors import GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
+from urbex.agents.registry import policy_info
 from urbex.config import Params
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
@@ -210,7 +211,7 @@ def checkpoint_workflow_evaluation(
     Answer) imposed on the same checkpoint, on one test split: the fixed row of Table 9 beside
     ``checkpoint_evaluation``'s free one (:mod:`urbex.report.table9` pairs them)."""
     params = training_params.load()
-    if params.policy.backend != "vlm":
+    if not policy_info("workflow").takes_checkpoint(params.policy.backend):
         raise dg.Failure(
             f"policy.backend is {params.policy.backend!r} in the training params; the workflow "
             "over a checkpoint needs policy.backend: vlm"

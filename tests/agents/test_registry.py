@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from urbex.agents.registry import POLICY_NAMES, make_policy, policy_info, register_policy
+from urbex.agents.registry import (
+    POLICY_NAMES,
+    make_policy,
+    policies,
+    policy_info,
+    register_policy,
+)
 from urbex.config import Params
 
 
@@ -69,3 +75,46 @@ def test_make_policy_landmark_prior_takes_class_sizes_explicitly(synth_city):
     assert policy_info("landmark_prior").uses_class_sizes
     assert not policy_info("oracle").uses_class_sizes
     make_policy("oracle", Params(), env=env, class_sizes=sizes)  # ignored by policies without
+
+
+@pytest.mark.parametrize(
+    ("name", "configured", "backend"),
+    [
+        ("vlm", "openai", "vlm"),
+        ("openai", "vlm", "openai"),
+        ("workflow", "vlm", "vlm"),
+        ("workflow", "openai", "openai"),
+        ("no_tools", "openai", "openai"),
+        ("oracle", "vlm", None),
+        ("ranking_proposals", "openai", None),
+    ],
+)
+def test_policy_info_backend_follows_policy_backend_only_for_the_wrappers(
+    name, configured, backend
+):
+    info = policy_info(name)
+    assert info.backend(configured) == backend
+    assert info.takes_checkpoint(configured) == (backend == "vlm")
+    assert info.needs_server(configured) == (backend == "openai")
+    assert info.model_backed == (backend is not None)
+
+
+def _builtin(where):
+    return tuple(n for n in policies(where) if n in POLICY_NAMES)
+
+
+def test_policy_info_declares_what_each_policy_needs():
+    assert _builtin(lambda i: i.scores_with_ranker) == ("ranking", "ranking_proposals")
+    assert _builtin(lambda i: i.candidates == "instances") == ("ranking", "ranking_rules")
+    assert _builtin(lambda i: i.candidates == "proposals") == ("ranking_proposals",)
+    assert _builtin(lambda i: i.needs_ground_truth) == ("oracle",)
+    assert _builtin(lambda i: i.fixed_workflow) == ("workflow",)
+    assert _builtin(lambda i: i.model_backed) == ("vlm", "openai", "workflow", "no_tools")
+
+
+def test_register_policy_with_a_model_is_model_backed():
+    register_policy(
+        "remote_x", lambda params, *, env, checkpoint: None, model="openai", replace=True
+    )
+    assert policy_info("remote_x").needs_server("vlm")
+    assert "remote_x" in policies(lambda i: i.model_backed)

@@ -1,4 +1,4 @@
-"""Policies by name: ``make_policy(name, params, ...)`` and what the runner needs to know of each.
+"""Policies by name: ``make_policy(name, params, ...)`` and what each needs (:class:`PolicyInfo`).
 
 Names: ``vlm``, ``openai``, ``workflow``, ``no_tools``, ``landmark_prior``,
 ``oracle``, ``ranking``, ``ranking_rules``, ``ranking_proposals``. ``workflow`` and ``no_tools`` wrap the model named by
@@ -21,17 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from urbex.agents.heuristics import LandmarkPriorPolicy, no_tools_policy
-from urbex.agents.openai_api import OpenAIPolicy
-from urbex.agents.oracle import OraclePolicy
-from urbex.agents.proposals import ProposalRankerPolicy
-from urbex.agents.ranker import RankerModel, RankerPolicy
-from urbex.agents.ranking import RankingPolicy
-from urbex.agents.vlm import VLMPolicy
-from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
-from urbex.annotations.class_sizes import read_class_sizes
 from urbex.config import POLICY_NAMES as BUILTIN_POLICY_NAMES
 
 if TYPE_CHECKING:
@@ -41,13 +32,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POLICY_NAMES",
+    "Backend",
     "PolicyFactory",
     "PolicyInfo",
     "make_policy",
+    "policies",
     "policy_class_sizes",
     "policy_info",
     "register_policy",
 ]
+
+#: A model backend (``policy.backend``): the local VLM (a checkpoint) or an OpenAI-compatible
+#: server. Each is also the name of the policy that plays the model alone.
+Backend = Literal["vlm", "openai"]
 
 
 class PolicyFactory(Protocol):
@@ -60,7 +57,8 @@ class PolicyFactory(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyInfo:
-    """What the runner needs to know of a policy.
+    """What a policy needs and how it may be run: the runner, the command line, the report and
+    the Dagster assets read these instead of testing the policy's name.
 
     Attributes
     ----------
@@ -74,9 +72,22 @@ class PolicyInfo:
     uses_class_sizes : bool
         Its factory takes ``class_sizes=`` (``{class: (dx_m, dy_m)}``); the runner reads them
         and puts them in the run fingerprint.
-    model_backed : bool
-        Plays through a model (a local checkpoint or an endpoint): its evaluation is GPU work
-        (the Dagster ``model_evaluation`` asset, pool ``gpu``).
+    model : {"vlm", "openai", "configured"} or None
+        The model it plays through: the local VLM (a checkpoint), an OpenAI-compatible server,
+        or whichever of the two ``policy.backend`` names (``configured``: the wrappers that
+        impose or remove tools); None for the model-free policies.
+    scores_with_ranker : bool
+        Scores candidates with the fitted ranker (``layout.ranker_model``): the run fingerprint
+        holds a hash of its weights.
+    candidates : {"instances", "proposals"} or None
+        Where a candidate-ranking policy takes its candidates from: the scene's ground-truth
+        instance table (With-GT) or instance proposals clustered from its points (Without-GT,
+        whose recall the diagnostics measure); None for the others.
+    needs_ground_truth : bool
+        Reads the query's target (``urbex ground`` needs ``--object-id`` for it).
+    fixed_workflow : bool
+        Imposes the paper's fixed tool sequence on its model (the fixed row of Table 9, paired
+        with the free run of the same backend).
     """
 
     name: str
@@ -84,10 +95,41 @@ class PolicyInfo:
     parallel: bool
     needs_env: bool
     uses_class_sizes: bool = False
-    model_backed: bool = False
+    model: Literal["vlm", "openai", "configured"] | None = None
+    scores_with_ranker: bool = False
+    candidates: Literal["instances", "proposals"] | None = None
+    needs_ground_truth: bool = False
+    fixed_workflow: bool = False
+
+    @property
+    def model_backed(self) -> bool:
+        """Plays through a model (a local checkpoint or an endpoint): its evaluation is GPU work
+        (the Dagster ``model_evaluation`` asset, pool ``gpu``)."""
+        return self.model is not None
+
+    def backend(self, configured: Backend) -> Backend | None:
+        """The model backend it plays through when ``policy.backend`` is ``configured``; None for
+        a model-free policy.
+
+        >>> policy_info("workflow").backend("openai"), policy_info("vlm").backend("openai")
+        ('openai', 'vlm')
+        """
+        return configured if self.model == "configured" else self.model
+
+    def takes_checkpoint(self, configured: Backend) -> bool:
+        """Plays a local checkpoint (the ``vlm`` section) when ``policy.backend`` is
+        ``configured``."""
+        return self.backend(configured) == "vlm"
+
+    def needs_server(self, configured: Backend) -> bool:
+        """Plays through an OpenAI-compatible server (the ``openai`` section) when
+        ``policy.backend`` is ``configured``."""
+        return self.backend(configured) == "openai"
 
 
 def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+
+    from urbex.agents.oracle import OraclePolicy
 
     assert env is not None
     return OraclePolicy(env)
@@ -101,12 +143,16 @@ def _landmark_prior(
     class_sizes: Mapping[str, tuple[float, float]] | None = None,
 ) -> Policy:
 
+    from urbex.agents.heuristics import LandmarkPriorPolicy
+
     assert env is not None
     sizes = params.policy.class_sizes or class_sizes  # None: CityRefer's means
     return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=params.policy.prior_gap_m)
 
 
 def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+
+    from urbex.agents.ranker import RankerModel, RankerPolicy
 
     assert env is not None
     provider = env.scene_provider
@@ -122,6 +168,9 @@ def _ranking_proposals(
     params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
 ) -> Policy:
 
+    from urbex.agents.proposals import ProposalRankerPolicy
+    from urbex.agents.ranker import RankerModel
+
     assert env is not None
     return ProposalRankerPolicy(
         env,
@@ -133,6 +182,8 @@ def _ranking_proposals(
 
 def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
+    from urbex.agents.ranking import RankingPolicy
+
     assert env is not None
     provider = env.scene_provider
     return RankingPolicy(
@@ -143,10 +194,14 @@ def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path
 
 
 def _model(
-    params: Params, checkpoint: Path | None, backend: str, tool_names: tuple[str, ...] | None
+    params: Params, checkpoint: Path | None, backend: Backend, tool_names: tuple[str, ...] | None
 ) -> Policy:
     if backend == "openai":
+        from urbex.agents.openai_api import OpenAIPolicy
+
         return OpenAIPolicy.from_params(params, tool_names=tool_names)
+
+    from urbex.agents.vlm import VLMPolicy
 
     return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
 
@@ -166,6 +221,8 @@ def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
 
 def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
+    from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
+
     inner = _model(params, checkpoint, params.policy.backend, _offered(params))
     steps = tuple(s for s in PAPER_WORKFLOW if s == "answer" or s in params.env.tools)
     return WorkflowPolicy(
@@ -179,6 +236,8 @@ def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
 
 def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
+    from urbex.agents.heuristics import no_tools_policy
+
     inner = _model(params, checkpoint, params.policy.backend, ())
     return no_tools_policy(
         inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
@@ -188,15 +247,18 @@ def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
 _REGISTRY: dict[str, PolicyInfo] = {
     i.name: i
     for i in (
-        PolicyInfo(name="vlm", factory=_vlm, parallel=False, needs_env=False, model_backed=True),
+        PolicyInfo(name="vlm", factory=_vlm, parallel=False, needs_env=False, model="vlm"),
+        PolicyInfo(name="openai", factory=_openai, parallel=False, needs_env=False, model="openai"),
         PolicyInfo(
-            name="openai", factory=_openai, parallel=False, needs_env=False, model_backed=True
+            name="workflow",
+            factory=_workflow,
+            parallel=False,
+            needs_env=False,
+            model="configured",
+            fixed_workflow=True,
         ),
         PolicyInfo(
-            name="workflow", factory=_workflow, parallel=False, needs_env=False, model_backed=True
-        ),
-        PolicyInfo(
-            name="no_tools", factory=_no_tools, parallel=False, needs_env=False, model_backed=True
+            name="no_tools", factory=_no_tools, parallel=False, needs_env=False, model="configured"
         ),
         PolicyInfo(
             name="landmark_prior",
@@ -205,11 +267,31 @@ _REGISTRY: dict[str, PolicyInfo] = {
             needs_env=True,
             uses_class_sizes=True,
         ),
-        PolicyInfo(name="oracle", factory=_oracle, parallel=True, needs_env=True),
-        PolicyInfo(name="ranking", factory=_ranking, parallel=True, needs_env=True),
-        PolicyInfo(name="ranking_rules", factory=_ranking_rules, parallel=True, needs_env=True),
         PolicyInfo(
-            name="ranking_proposals", factory=_ranking_proposals, parallel=True, needs_env=True
+            name="oracle", factory=_oracle, parallel=True, needs_env=True, needs_ground_truth=True
+        ),
+        PolicyInfo(
+            name="ranking",
+            factory=_ranking,
+            parallel=True,
+            needs_env=True,
+            scores_with_ranker=True,
+            candidates="instances",
+        ),
+        PolicyInfo(
+            name="ranking_rules",
+            factory=_ranking_rules,
+            parallel=True,
+            needs_env=True,
+            candidates="instances",
+        ),
+        PolicyInfo(
+            name="ranking_proposals",
+            factory=_ranking_proposals,
+            parallel=True,
+            needs_env=True,
+            scores_with_ranker=True,
+            candidates="proposals",
         ),
     )
 }
@@ -229,7 +311,7 @@ def register_policy(
     parallel: bool = False,
     needs_env: bool = False,
     uses_class_sizes: bool = False,
-    model_backed: bool = False,
+    model: Literal["vlm", "openai", "configured"] | None = None,
     replace: bool = False,
 ) -> None:
     """Add a policy name (process-local: pool workers started by *spawn* do not see it).
@@ -245,7 +327,7 @@ def register_policy(
         parallel=parallel,
         needs_env=needs_env,
         uses_class_sizes=uses_class_sizes,
-        model_backed=model_backed,
+        model=model,
     )
 
 
@@ -262,12 +344,23 @@ def policy_info(name: str) -> PolicyInfo:
     return _REGISTRY[name]
 
 
+def policies(where: Callable[[PolicyInfo], bool]) -> tuple[str, ...]:
+    """The registered names whose :class:`PolicyInfo` satisfies ``where``, in registration order.
+
+    >>> policies(lambda i: i.candidates == "proposals")
+    ('ranking_proposals',)
+    """
+    return tuple(n for n, i in _REGISTRY.items() if where(i))
+
+
 def policy_class_sizes(params: Params, name: str) -> dict[str, tuple[float, float]] | None:
     """The class size priors ``name`` takes (``class_sizes=`` of :func:`make_policy`), read
     once from the splits stage's file; None when it takes none or ``policy.class_sizes``
     overrides them (the override is in the params)."""
     if not policy_info(name).uses_class_sizes or params.policy.class_sizes:
         return None
+
+    from urbex.annotations.class_sizes import read_class_sizes
 
     return read_class_sizes(params.assets)
 

@@ -319,6 +319,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
     from dataclasses import replace
 
+    from urbex.agents.registry import policy_info
     from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
     from urbex.eval.runner import evaluate
     from urbex.stages import refresh
@@ -326,10 +327,10 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     if run_id is not None:
         raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
     policy = params.eval.policy
-    backend = params.policy.backend if policy in ("workflow", "no_tools") else policy
-    if backend == "vlm" and not params.vlm.do_sample:
+    info = policy_info(policy)
+    if info.takes_checkpoint(params.policy.backend) and not params.vlm.do_sample:
         params = params.with_updates(vlm={"do_sample": True})  # repeats of greedy decoding agree
-    if backend == "openai" and params.openai.temperature == 0:
+    if info.needs_server(params.policy.backend) and params.openai.temperature == 0:
         raise ConfigError(
             "--repeats with openai.temperature 0 repeats greedy decoding; set openai.temperature "
             "> 0 in the params",

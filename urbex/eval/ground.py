@@ -313,12 +313,12 @@ def ground(
     """
     _check_input(scene_id, query)
     try:
-        policy_info(policy)
+        info = policy_info(policy)
     except ValueError as exc:
         raise ConfigError(str(exc), field="policy") from exc
-    if policy == "oracle" and object_id is None:
+    if info.needs_ground_truth and object_id is None:
         raise PolicyError(
-            "the oracle policy needs ground truth: name the target with object_id "
+            f"the {policy} policy needs ground truth: name the target with object_id "
             "(--object-id ID, an object of the scene's instance table) or pick another policy, "
             "e.g. landmark_prior"
         )

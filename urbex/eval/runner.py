@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.registry import policy_class_sizes
+from urbex.agents.registry import policy_class_sizes, policy_info
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
@@ -160,19 +160,20 @@ def _fingerprint(
     pert = LandmarkPerturbation.from_params(params).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
-    if policy in ("ranking", "ranking_proposals"):  # the fitted weights it scores with
+    info = policy_info(policy)
+    if info.scores_with_ranker:  # the fitted weights it scores with
         fp["ranker"] = _ranker_hash(params.layout.ranker_model)
     if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
         fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
-    if policy in ("vlm", "workflow", "no_tools"):
+    # the vlm settings, for the vlm policy and for a wrapper on either backend (the wrappers'
+    # stored fingerprints hold them: without them, their runs would not resume)
+    if info.takes_checkpoint("vlm"):
         fp["vlm"] = {
             k: v
             for k, v in params.section_dict("vlm").items()
             if k not in ("batch_size", "device", "checkpoint")
         }
-    if policy == "openai" or (
-        policy in ("workflow", "no_tools") and params.policy.backend == "openai"
-    ):
+    if info.needs_server(params.policy.backend):
         fp["openai"] = {
             k: v
             for k, v in params.section_dict("openai").items()

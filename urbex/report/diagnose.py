@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from urbex.agents.proposals import proposal_recall_table
+from urbex.agents.registry import policies
 from urbex.atomic import atomic_write
 from urbex.eval.episodes import write_table_atomic
 from urbex.eval.repeats import repeated_decoding
@@ -276,9 +277,10 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
             write_table_atomic(tables[name].to_arrow(), params.layout.diagnostic_table(name))
         )
     recall = None
-    if "ranking_proposals" in set(frames["episodes"]["policy"].to_list()):
+    on_proposals = policies(lambda i: i.candidates == "proposals")  # Without-GT rankers
+    if set(on_proposals) & set(frames["episodes"]["policy"].to_list()):
         splits = sorted(
-            set(frames["episodes"].filter(pl.col("policy") == "ranking_proposals")["split"])
+            set(frames["episodes"].filter(pl.col("policy").is_in(list(on_proposals)))["split"])
         )
         recall = proposal_recall_table(params, splits)  # diagnostics_proposal_recall
         paths.append(params.layout.diagnostic_table("proposal_recall"))

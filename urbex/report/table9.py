@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
 
+from urbex.agents.registry import policies
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runspec import spec_of_meta
@@ -40,7 +41,6 @@ from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE, readable_ru
 
 __all__ = ["pair_workflow_runs", "table9", "table9_markdown"]
 
-_FIXED = "workflow"
 _SPLIT_ORDER = {"train": 0, "val": 1, "test_nd": 2, "test_no": 3}
 
 
@@ -86,9 +86,10 @@ def _pairs(found: dict[str, tuple[RunSpec, dict[str, Any]]]) -> list[tuple[str, 
     by_spec: dict[RunSpec, list[str]] = {}
     for rid, (spec, _) in found.items():
         by_spec.setdefault(spec, []).append(rid)
+    fixed = set(policies(lambda i: i.fixed_workflow))
     pairs = []
     for rid, (spec, fp) in found.items():
-        if spec.policy != _FIXED:
+        if spec.policy not in fixed:
             continue
         backend = str((fp.get("policy") or {}).get("backend") or "vlm")
         for free in sorted(by_spec.get(replace(spec, policy=backend), [])):
