@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tests.fixtures.city import play_scored
-from urbex.agents import OraclePolicy, Policy
+from urbex.agents import OraclePolicy
+from urbex.env.policy import Policy
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv
 

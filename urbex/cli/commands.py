@@ -4,7 +4,7 @@ Each resolves its flags into the params (a flag with a params twin is validated 
 would be), calls the library (stages, runner, training, report) and prints what it did; see
 :mod:`urbex.cli` for the parser and the error contract. Each imports the library it calls
 when it runs, so that ``urbex --help`` or a mistyped flag costs the parser and the params
-model, not the whole library (``tests/test_lazy.py``).
+model, not the whole library (``tests/test_imports.py``).
 """
 
 from __future__ import annotations

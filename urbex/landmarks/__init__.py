@@ -33,46 +33,6 @@ Submodules: :mod:`~urbex.landmarks.names` (normalisation, kinds), :mod:`~urbex.l
 (building/registering/reading tables), :mod:`~urbex.landmarks.lookup` (:class:`LandmarkIndex`).
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from urbex.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from urbex.landmarks.lookup import LandmarkIndex, LookupResult, Match, landmark_index
-    from urbex.landmarks.names import LANDMARK_KINDS, landmark_kind, normalize_name
-    from urbex.landmarks.table import (
-        FOOTPRINT_BOUNDS,
-        LANDMARK_SCHEMA,
-        empty_landmark_table,
-        footprint_bounds,
-        landmarks_from_geojson,
-        landmarks_from_instances,
-        merge_landmark_tables,
-        read_landmark_table,
-        registration_offset,
-        with_footprint_bounds,
-        write_landmark_table,
-    )
-
-__all__ = [
-    "FOOTPRINT_BOUNDS",
-    "LANDMARK_KINDS",
-    "LANDMARK_SCHEMA",
-    "LandmarkIndex",
-    "LookupResult",
-    "Match",
-    "empty_landmark_table",
-    "footprint_bounds",
-    "landmark_index",
-    "landmark_kind",
-    "landmarks_from_geojson",
-    "landmarks_from_instances",
-    "merge_landmark_tables",
-    "normalize_name",
-    "read_landmark_table",
-    "registration_offset",
-    "with_footprint_bounds",
-    "write_landmark_table",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

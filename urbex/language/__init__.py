@@ -6,34 +6,6 @@ shape, counts, ordinal, landmark mentions with their relations). It stands besid
 description (the lift, the rankers, the baselines, ``urbex parse``).
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from urbex.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from urbex.language.parse import check_description, context_objects, map_regions, parse
-    from urbex.language.records import (
-        MAP_SIDES,
-        RELATIONS,
-        ContextObject,
-        Count,
-        Mention,
-        Ordinal,
-        Parse,
-    )
-
-__all__ = [
-    "MAP_SIDES",
-    "RELATIONS",
-    "ContextObject",
-    "Count",
-    "Mention",
-    "Ordinal",
-    "Parse",
-    "check_description",
-    "context_objects",
-    "map_regions",
-    "parse",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -5,26 +5,6 @@ Build with :func:`build_scene_cache`, open with :meth:`SceneCache.open`. Frames 
 (azimuth/elevation, camera frame).
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from urbex.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from urbex.scene.build import build_scene_cache, cache_is_fresh, content_hash
-    from urbex.scene.cache import SceneCache, View
-    from urbex.scene.meta import CacheMeta
-    from urbex.scene.oblique import Camera, ObliqueRender, render_oblique
-
-__all__ = [
-    "CacheMeta",
-    "Camera",
-    "ObliqueRender",
-    "SceneCache",
-    "View",
-    "build_scene_cache",
-    "cache_is_fresh",
-    "content_hash",
-    "render_oblique",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -1,7 +1,9 @@
-"""Lazy package exports (urbex.lazy) and what the command line imports before it runs a command."""
+"""Importing urbex: each package's exports load on first use (``lazy_loader`` over its
+``__init__.pyi``), and what the command line imports before it runs a command."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import subprocess
@@ -11,67 +13,48 @@ from pathlib import Path
 import pytest
 
 import urbex
-from urbex.lazy import type_checking_imports
 
-PACKAGES = sorted(
-    p.parent.name
-    for p in Path(urbex.__file__).parent.glob("*/__init__.py")
-    if "lazy_exports(" in p.read_text()
-)
+ROOT = Path(urbex.__file__).parent
+PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.pyi"))
 
 
-def _type_checking_imports(package: str) -> dict[str, str]:
-    return type_checking_imports(
-        (Path(urbex.__file__).parent / package / "__init__.py").read_text()
-    )
+def _stub(package: str) -> tuple[dict[str, str], list[str]]:
+    """``name → absolute module`` of the stub's imports, and its ``__all__``."""
+    tree = ast.parse((ROOT / package / "__init__.pyi").read_text())
+    where: dict[str, str] = {}
+    declared: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1 and node.module, "lazy_loader reads `from .<module> import`"
+            where |= {a.name: f"urbex.{package}.{node.module}" for a in node.names}
+        elif isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
+            declared = ast.literal_eval(node.value)
+    return where, declared
 
 
 def test_the_packages_that_load_lazily():
-    assert {"agents", "env", "io", "landmarks", "language", "scene", "synth", "train"} <= set(
-        PACKAGES
-    )
+    assert PACKAGES == ["agents", "env", "io", "landmarks", "language", "scene", "synth", "train"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_export_resolves_to_its_submodule_s_object(package):
     pkg = importlib.import_module(f"urbex.{package}")
-    declared = _type_checking_imports(package)
-    assert set(declared) == set(pkg.__all__), "the TYPE_CHECKING imports and __all__ differ"
-    for name, module in declared.items():
+    where, declared = _stub(package)
+    assert sorted(declared) == sorted(where), "the stub's imports and its __all__ differ"
+    assert sorted(pkg.__all__) == sorted(declared)
+    for name, module in where.items():
         assert getattr(pkg, name) is getattr(importlib.import_module(module), name), name
     assert set(pkg.__all__) <= set(dir(pkg))
 
 
-def test_a_submodule_is_an_attribute_and_a_typo_an_attribute_error():
-    import urbex.scene as scene
+def test_a_submodule_imports_by_name_and_a_typo_is_an_attribute_error():
+    from urbex.scene import raster
 
-    assert scene.raster is importlib.import_module("urbex.scene.raster")
-    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
-        _ = scene.no_such_name
+    assert raster is importlib.import_module("urbex.scene.raster")
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = importlib.import_module("urbex.scene").no_such_name
     with pytest.raises(ImportError, match="no_such_name"):
         exec("from urbex.env import no_such_name", {})
-
-
-@pytest.mark.parametrize(
-    "line",
-    ["import urbex.env.episode", "from urbex.env.episode import GroundingEnv as G",
-     "from .episode import GroundingEnv"],
-)  # fmt: skip
-def test_an_export_line_it_cannot_serve_is_an_error_naming_the_line(line):
-    source = f"from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    {line}\n"
-    with pytest.raises(ValueError, match="line 4: expected `from <absolute module> import"):
-        type_checking_imports(source)
-
-
-def test_only_the_type_checking_block_is_read():
-    source = (
-        "from urbex.errors import UrbexError\n"
-        "if TYPE_CHECKING:\n    from urbex.env.episode import GroundingEnv, make_global_view\n"
-    )
-    assert type_checking_imports(source) == {
-        "GroundingEnv": "urbex.env.episode",
-        "make_global_view": "urbex.env.episode",
-    }
 
 
 def test_an_export_named_like_its_submodule_stays_the_export_after_a_sibling_loads_it():
@@ -82,7 +65,7 @@ def test_an_export_named_like_its_submodule_stays_the_export_after_a_sibling_loa
         "import urbex.language as language\n"
         "assert callable(parse) and language.parse is parse, parse\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(urbex.__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT.parent)
 
 
 HEAVY = (
