@@ -231,7 +231,8 @@ def loss_types(grpo_config: Any) -> frozenset[str]:
     """The loss types the installed trl names in ``GRPOConfig.loss_type``'s help (empty: unknown).
 
     trl 1.16 accepts any string there and fails only at the first loss computation, after the
-    model load and a round of rollouts; its field documentation lists the supported values.
+    model load and a round of rollouts. The field's help text is the one place trl lists the
+    supported values: the field is typed ``str`` and no constant or ``Literal`` names them.
     """
     field = {f.name: f for f in dataclasses.fields(grpo_config)}.get("loss_type")
     text = str(field.metadata.get("help", "")) if field is not None else ""
