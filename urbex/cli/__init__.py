@@ -44,6 +44,7 @@ from urbex.cli.commands import (
     repeat_count,
     tool_list,
 )
+from urbex.cli.export import add_export_command
 from urbex.cli.parse import add_parse_command
 from urbex.config import POLICY_NAMES, SPLIT_NAMES, load_params
 from urbex.errors import UrbexError
@@ -197,6 +198,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     gr.set_defaults(func=cmd_ground)
     add_parse_command(sub, common)
+    add_export_command(sub, common)
     rp = command(
         "report", help="the Table-1-shaped comparison (Markdown + CSV) and the results page"
     )
