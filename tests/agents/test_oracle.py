@@ -7,9 +7,9 @@ import pytest
 
 from tests.fixtures.city import play_scored
 from urbex.agents import OraclePolicy
-from urbex.env.policy import Policy
 from urbex.config import EnvParams
 from urbex.env.episode import GroundingEnv
+from urbex.env.policy import Policy
 
 
 @pytest.fixture()

@@ -141,7 +141,8 @@ def _system_prompt(
     )
     if include_tool_schemas and tools:
         schemas = "\n".join(
-            json.dumps(s["function"]) for s in openai_tool_schemas(tools=list(tools), marks=marks is not None)
+            json.dumps(s["function"])
+            for s in openai_tool_schemas(tools=list(tools), marks=marks is not None)
         )
         text += f"\n\n## Tool schemas\n<tools>\n{schemas}\n</tools>"
     return text
