@@ -22,6 +22,8 @@ def test_dvcignore_lists_the_unversioned_patterns(repo_root):
     ("rel", "unversioned"),
     [
         ("eval/index.html", True),
+        ("checkpoints/sft/runs/sft/events.out.tfevents.1.host", True),
+        ("checkpoints/sft/model.safetensors", False),
         ("eval/curves/grpo.png", True),
         ("eval/runs/oracle-test_no/index.html", True),
         ("eval/runs/oracle-test_no/gallery/q1.html", True),

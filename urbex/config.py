@@ -294,6 +294,11 @@ class TrainParams(StrictModel):
     vllm_gpu_memory_utilization: Float = Field(
         0.3, gt=0, le=1, description="share of each GPU the colocated vLLM engine may take"
     )
+    report_to: Literal["tensorboard", "none"] = Field(
+        "tensorboard",
+        description="training scalars (GRPO through trl, SFT's loop) as TensorBoard events under "
+        "the checkpoint's runs/ folder (`tensorboard --logdir assets/checkpoints`), or none",
+    )
     trl: dict[str, Any] = Field(
         {}, description="other trl.GRPOConfig fields, passed through (names checked against trl)"
     )

@@ -88,7 +88,8 @@ RUN_TIMES_FILE = "run.json"
 #: to the root (``*`` within one name, ``**`` any number of folders, a trailing ``/`` a folder and
 #: everything under it): the results page (rewritten from the runs by every ``urbex report``),
 #: the ``.gitignore`` files DVC writes beside the outputs it tracks (git bookkeeping: a pulled
-#: checkout has none) and every :data:`TIMINGS_DIR` folder. ``.dvcignore`` lists the same patterns
+#: checkout has none), every :data:`TIMINGS_DIR` folder and a checkpoint's TensorBoard events
+#: (``runs/``: wall times, a host name). ``.dvcignore`` lists the same patterns
 #: under ``assets/`` (tests/test_versioning.py), so DVC's directory hashes and
 #: :func:`urbex.versioning.content_hash` leave out the same files.
 UNVERSIONED = (
@@ -98,6 +99,7 @@ UNVERSIONED = (
     "eval/runs/*/gallery/",
     "**/.gitignore",
     f"**/{TIMINGS_DIR}/",
+    "checkpoints/*/runs/",
 )
 
 #: The benchmark the pipeline trains and tests on; its data sit at the top of the assets root.

@@ -93,11 +93,19 @@ def test_make_grpo_config_passes_train_trl_through(tmp_path):
     pytest.importorskip("trl")
     from urbex.train.config import make_grpo_config
 
-    params = _params(tmp_path, trl={"max_grad_norm": 0.25, "report_to": "tensorboard"})
+    params = _params(tmp_path, trl={"max_grad_norm": 0.25, "report_to": "none"})
     cfg = make_grpo_config(params, tmp_path / "out")
-    assert cfg.max_grad_norm == 0.25 and cfg.report_to == ["tensorboard"]
+    assert cfg.max_grad_norm == 0.25 and cfg.report_to == []
     default = make_grpo_config(_params(tmp_path), tmp_path / "out")
-    assert default.max_grad_norm != 0.25 and default.report_to == []
+    assert default.max_grad_norm != 0.25 and default.report_to == ["tensorboard"]
+
+
+def test_make_grpo_config_report_to_follows_train_report_to(tmp_path):
+    pytest.importorskip("trl")
+    from urbex.train.config import make_grpo_config
+
+    params = _params(tmp_path, report_to="none")
+    assert make_grpo_config(params, tmp_path / "out").report_to == []
 
 
 @pytest.mark.parametrize(

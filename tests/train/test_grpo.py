@@ -104,6 +104,12 @@ def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny,
     assert row["reward_std"] > 0 and row["reward_terminal_iou_std"] > 0
     assert 0 < row["env_share"] < 1 and row["s_per_step"] > 0
     assert params.layout.train_curves("tiny-run").stat().st_size > 10_000
+    # trl's scalars as TensorBoard events in the checkpoint's runs/ (train.report_to)
+    from tests.fixtures.tensorboard import scalars
+
+    (events,) = (r.checkpoint_dir / "runs").iterdir()
+    tags = set(scalars(events))
+    assert {"train/loss", "train/reward", "train/learning_rate"} <= tags, sorted(tags)
     refresh_warehouse(params.assets)
     with connect(params.assets) as con:
         assert con.execute("SELECT count(*), max(step) FROM training_log").fetchone() == (1, 1)

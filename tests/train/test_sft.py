@@ -129,6 +129,12 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert len(changed) >= 0.9 * len(before)  # (almost) every parameter trained
     assert not list(d.parent.glob(".staging-*"))
+    # the loss and learning rate as TensorBoard events in the checkpoint (train.report_to)
+    from tests.fixtures.tensorboard import scalars
+
+    events = scalars(d / "runs" / "sft")
+    assert sorted(events) == ["train/learning_rate", "train/loss"]
+    assert [s for s, _ in events["train/loss"]] == [1, 2, 3, 4]
     # the published checkpoint is a policy the loop can play (whatever it says)
     env = GroundingEnv(p, CachedSceneProvider(p.layout.scenes))
     pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}), checkpoint=d)

@@ -306,7 +306,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         "use_cpu": on_cpu,
         "bf16": False if on_cpu else t.bf16,
         "activation_checkpointing": False if on_cpu else t.gradient_checkpointing,
-        "report_to": "none",
+        "report_to": t.report_to,  # trl writes <output_dir>/runs/<date>_<host> (grpo.py moves it)
         "dataloader_num_workers": 0,
         "remove_unused_columns": False,
     }

@@ -13,6 +13,8 @@ shaping). Outputs, published atomically (trained in a staging directory, then re
         training_log.parquet, train_curves.png  what the environment saw, per step (urbex.train.logs)
         train.json                            params, steps, reward mean per logged step, tool
                                               calls made during training
+        runs/<date>_<host>/                   trl's scalars as TensorBoard events, one folder per
+                                              (resumed) run (train.report_to)
         timings/                              wall time, seconds per step, when, resumed or not
                                               (not versioned: urbex.layout.TIMINGS_DIR)
 
@@ -64,6 +66,7 @@ from urbex.train.logs import (
 )
 from urbex.train.publish import publish_checkpoint
 from urbex.train.teacher import solvable_queries
+from urbex.train.tensorboard import move_runs
 
 __all__ = ["TrainResult", "checkpoint_dir", "train"]
 
@@ -388,6 +391,7 @@ def train(
                 TRAINING_LOG_FILE: log_times,
             },
         )
+        move_runs(staging / "trainer", final)  # trl's TensorBoard events (train.report_to)
         shutil.rmtree(staging)  # the intermediate trainer checkpoints
     trainer.accelerator.wait_for_everyone()
     return TrainResult(

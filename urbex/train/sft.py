@@ -23,6 +23,8 @@ Output, published atomically (written in a staging directory, then renamed), the
         processor / tokenizer files           the processor, unchanged
         sft_log.parquet                       one row per step: loss, learning rate
         sft.json                              params, examples, tokens, steps, losses
+        runs/sft/                             loss and learning rate as TensorBoard events
+                                              (train.report_to; urbex.train.tensorboard)
         timings/sft.json, sft_log.parquet     wall time, seconds per step, when, resumed from
                                               (not versioned: urbex.layout.TIMINGS_DIR)
 
@@ -52,6 +54,7 @@ from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
 from urbex.train.publish import publish_checkpoint
 from urbex.train.sft_state import SFTState, examples_digest, load_state, save_state
 from urbex.train.teacher import RecoveryStats, recovery_round, teacher_trajectories
+from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -437,6 +440,7 @@ def sft(
     t_start = time.perf_counter()
     at = round(s.recovery_at * n_steps) if s.recovery_at > 0 else -1
     bar = tqdm(range(start, n_steps), desc="sft", unit="step", disable=not progress)
+    scalars = ScalarLog(params.train.report_to, staging / RUNS_DIR / "sft", start_step=start)
     for step in bar:
         if step == at:
             more, recovery = recovery_round(params, model, processor, progress=progress)
@@ -459,6 +463,7 @@ def sft(
         n_tok += mask.tolist()
         n_sup += (inputs["labels"] != -100).sum(dim=1).tolist()
         log.append({"step": step + 1, "loss": float(loss.detach()), "learning_rate": lr})
+        scalars.add(step + 1, loss=log[-1]["loss"], learning_rate=lr)
         seconds.append({"step": step + 1, "seconds": time.perf_counter() - t0})
         bar.set_postfix(loss=f"{log[-1]['loss']:.3f}")
         if (step + 1) % s.save_steps == 0 and step + 1 < n_steps:
@@ -492,6 +497,7 @@ def sft(
                 fingerprint,
             )
     wall = spent + time.perf_counter() - t_start
+    scalars.close()
     model.eval()
     losses = [r["loss"] for r in log]
     result = SFTResult(
@@ -557,5 +563,6 @@ def sft(
     except BaseException:
         shutil.rmtree(model_dir, ignore_errors=True)  # the resume state stays
         raise
+    move_runs(staging, out)  # the TensorBoard events (train.report_to)
     shutil.rmtree(staging, ignore_errors=True)  # the resume state: the checkpoint is published
     return result
