@@ -70,6 +70,13 @@ def test_reader_trains_scores_every_family_and_publishes(assets, tiny, trajs):
     assert r.checkpoint_dir == out and (out / "config.json").is_file()
     for name in ("reader.json", "reader_log.parquet", "reader_eval.parquet", "reader_curves.png"):
         assert (out / name).is_file(), name
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ev = EventAccumulator(str(out / "runs" / "reader"))
+    ev.Reload()
+    tags = set(ev.Tags()["scalars"])
+    assert {"train/loss", "train/learning_rate", "train/acc_mark_lookup"} <= tags
+    assert [e.step for e in ev.Scalars("train/acc_mark_lookup")] == [2, 4]
     evals = pl.read_parquet(out / "reader_eval.parquet")
     assert evals["step"].to_list() == [2, 4]
     for fam in ("mark_lookup", "name_copy", "box_copy", "whole_turn"):

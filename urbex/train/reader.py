@@ -23,6 +23,7 @@ Output, published atomically as SFT's::
         reader_eval.parquet       one row per evaluation: step, level, accuracy per family
         reader.json               params, steps, final accuracies, level reached
         reader_curves.png         held-out accuracy per family and the level, per step
+        runs/reader/              the same as TensorBoard events (train.report_to)
 
 An interrupted run (Ctrl-C: exit 130; a kill) started again with the same settings resumes from
 its last save (``reader.save_steps``) in ``<assets>/checkpoints/.staging-<run_name>/resume/``.
@@ -68,6 +69,7 @@ from urbex.train.reader_plot import plot_reader_curves
 from urbex.train.sft import SFTExample, causal_lm_loss, render_examples
 from urbex.train.sft import _batch as sft_batch
 from urbex.train.teacher import teacher_trajectories
+from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -349,6 +351,7 @@ def train_reader(
         spent, reached = state["seconds"], state["reached_full_at"]
     sets = eval_sets(r.levels[li])
     model.train()
+    scalars = ScalarLog(params.train.report_to, staging / RUNS_DIR / "reader", start_step=start)
     t_start = time.perf_counter()
     bar = tqdm(range(start, n_steps), desc="reader", unit="step", disable=not progress)
     for step in bar:
@@ -393,9 +396,13 @@ def train_reader(
                 "seconds": time.perf_counter() - t0,
             }
         )
+        scalars.add(step + 1, loss=log[-1]["loss"], learning_rate=lr, level=level)
         if (step + 1) % r.eval_every == 0 or step + 1 == n_steps:
             acc = _accuracy(model, tok, processor, sets, whole_held, params)
             at_level = acc.pop("mark_lookup_level", acc["mark_lookup"])
+            scalars.add(
+                step + 1, acc_mark_lookup_level=at_level, **{f"acc_{k}": v for k, v in acc.items()}
+            )
             evals.append(
                 {"step": step + 1, "level": level, "acc_mark_lookup_level": at_level}
                 | {f"acc_{k}": v for k, v in acc.items()}
@@ -425,6 +432,7 @@ def train_reader(
                 fingerprint,
             )
     wall = spent + time.perf_counter() - t_start
+    scalars.close()
     model.eval()
     if li == 0 and len(r.levels) == 1:
         reached = 0
@@ -494,5 +502,6 @@ def train_reader(
     except BaseException:
         shutil.rmtree(model_dir, ignore_errors=True)
         raise
+    move_runs(staging, out)  # the TensorBoard events (train.report_to)
     shutil.rmtree(staging, ignore_errors=True)
     return result
