@@ -128,7 +128,9 @@ def _published(d: Path) -> dict[str, Any]:
     for p in sorted(d.rglob("*")):
         rel = p.relative_to(d)
         if p.is_file() and not any(part.startswith(".") for part in rel.parts):
-            if "timings" not in rel.parts:  # measured seconds (urbex.layout.TIMINGS_DIR)
+            # measured seconds (urbex.layout.TIMINGS_DIR); TensorBoard events (wall times, a
+            # host name: a checkpoint's runs/, unversioned as timings are)
+            if "timings" not in rel.parts and rel.parts[0] != "runs":
                 out[rel.as_posix()] = _digest(p)
     return out
 
