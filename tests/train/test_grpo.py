@@ -176,3 +176,26 @@ def test_train_completion_too_short_for_one_image_is_a_config_error(project, tin
     )
     with pytest.raises(ConfigError, match=r"train\.max_completion_length.*at least 288"):
         train(p, checkpoint=tiny, max_steps=1)
+
+
+def test_prepare_staging_resumes_from_the_last_complete_trainer_checkpoint(tmp_path):
+    """A kill between the trainer's files and the training log's rows leaves a checkpoint that
+    would resume with steps missing from the log: it is removed, the complete one before it is
+    resumed; with none complete the run starts over."""
+    import json
+
+    from urbex.train.grpo import _prepare_staging
+    from urbex.train.logs import RESUME_LOG_FILE
+
+    staging, fp = tmp_path / ".staging-g", {"a": 1}
+    assert _prepare_staging(staging, fp) is False  # fresh
+    for step, files in ((2, ("trainer_state.json", RESUME_LOG_FILE)), (4, ("trainer_state.json",))):
+        ck = staging / "trainer" / f"checkpoint-{step}"
+        ck.mkdir(parents=True)
+        for f in files:
+            (ck / f).write_text(json.dumps({}))
+    assert _prepare_staging(staging, fp) is True
+    assert sorted(p.name for p in (staging / "trainer").iterdir()) == ["checkpoint-2"]
+    (staging / "trainer" / "checkpoint-2" / RESUME_LOG_FILE).unlink()
+    assert _prepare_staging(staging, fp) is False  # nothing complete: start over
+    assert not (staging / "trainer").exists()

@@ -58,6 +58,7 @@ from urbex.layout import (
 from urbex.train.config import make_grpo_config
 from urbex.train.curves import plot_training_curves
 from urbex.train.logs import (
+    RESUME_LOG_FILE,
     TIMING_COLUMNS,
     TrainingLogCallback,
     TrainingRecorder,
@@ -208,8 +209,12 @@ def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
     """Create the staging dir; True when it holds trainer checkpoints of the same settings.
 
     A run that crashed leaves ``staging/trainer/checkpoint-N``; rerunning with the same base
-    model and ``train``/``env`` params resumes from the latest one. Other leftovers are removed.
-    Only the main process (``RANK`` 0) touches the directory.
+    model and ``train``/``env`` params resumes from the latest *complete* one: transformers
+    writes a checkpoint's files one by one and the training log's rows
+    (:data:`urbex.train.logs.RESUME_LOG_FILE`) are written after them, so a run killed in
+    between leaves a checkpoint that would resume with steps missing from its log; such
+    checkpoints are removed first. Other leftovers are removed. Only the main process (``RANK``
+    0) touches the directory.
     """
     spec = staging / "fingerprint.json"
     if int(os.environ.get("RANK", "0")) != 0:
@@ -218,6 +223,9 @@ def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
         same = spec.is_file() and json.loads(spec.read_text()) == json.loads(
             json.dumps(fingerprint, default=str)
         )
+        for ck in sorted((staging / "trainer").glob("checkpoint-*")):
+            if not all((ck / f).is_file() for f in ("trainer_state.json", RESUME_LOG_FILE)):
+                shutil.rmtree(ck)  # cut short between the trainer's files and the log's rows
         if same and any((staging / "trainer").glob("checkpoint-*")):
             return True
         shutil.rmtree(staging)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from urbex.atomic import atomic_path
 from urbex.env.rewards import TERMINAL_TERMS
 from urbex.env.trajectory import TOOL_NAMES, invalid_turns, tool_counts
 
@@ -287,7 +288,8 @@ class TrainingLogCallback:
         """Write the rows and counts so far beside a trainer checkpoint (``checkpoint-N/``), so a
         run resumed from it logs every step, not only those after the restart."""
         data = {"rows": self.rows, "counts": dict(self.counts)}
-        (Path(checkpoint_dir) / RESUME_LOG_FILE).write_text(json.dumps(data))
+        with atomic_path(Path(checkpoint_dir) / RESUME_LOG_FILE) as tmp:  # whole or absent
+            tmp.write_text(json.dumps(data))
 
     def restore(self, checkpoint_dir: Path) -> bool:
         """Take the rows and counts saved with ``checkpoint_dir``; False if it holds none."""
