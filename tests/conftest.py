@@ -31,8 +31,13 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
-    """``../shared/realdata`` next to the checkout (real LAS/LAZ scans from laspy's test data)."""
-    for cand in (REPO_ROOT.parent / "shared" / "realdata", REPO_ROOT / "shared" / "realdata"):
-        if (cand / "autzen_trim.laz").exists():
+    """The folder of the real LAS/LAZ samples (laspy's test data; docs/realdata.md): the
+    environment variable ``URBEX_REALDATA``, else ``shared/realdata`` beside or inside the
+    checkout; the test is skipped when none holds ``autzen_trim.laz``."""
+    env = os.environ.get("URBEX_REALDATA")
+    cands = [Path(env)] if env else []
+    cands += [REPO_ROOT.parent / "shared" / "realdata", REPO_ROOT / "shared" / "realdata"]
+    for cand in cands:
+        if (cand / "autzen_trim.laz").is_file():
             return cand
-    pytest.skip("../shared/realdata is not present next to this checkout")
+    pytest.skip("real LiDAR samples not found: set URBEX_REALDATA (docs/realdata.md)")
