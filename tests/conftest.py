@@ -34,8 +34,8 @@ def realdata() -> Path:
     """The folder of the real LAS/LAZ samples (laspy's test data; docs/realdata.md): the
     environment variable ``URBEX_REALDATA``, else ``shared/realdata`` beside or inside the
     checkout; the test is skipped when none holds ``autzen_trim.laz``."""
-    env = os.environ.get("URBEX_REALDATA")
-    cands = [Path(env)] if env else []
+    given = os.environ.get("URBEX_REALDATA")
+    cands = [Path(given)] if given else []
     cands += [REPO_ROOT.parent / "shared" / "realdata", REPO_ROOT / "shared" / "realdata"]
     for cand in cands:
         if (cand / "autzen_trim.laz").is_file():
