@@ -10,7 +10,6 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 
 
-
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``tests/data``."""
