@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -117,7 +117,7 @@ class DrillSources:
     lookups: tuple[tuple[str, int, int], ...] = ()
     names: tuple[tuple[str, str], ...] = ()
     query_texts: tuple[str, ...] = ()
-    name_pool: tuple[str, ...] = field(default=())
+    name_pool: tuple[str, ...] = ()
 
 
 def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:

@@ -313,12 +313,14 @@ def train_reader(
                 field="reader.mix",
             )
 
+    full = r.levels[-1]
+    full_sets = {  # the full-length held-out drills, built once; a level adds its own look-ups
+        f: held_out(f, src_held, params, level=full, n=r.held_out, seed=r.seed) for f in families
+    }
+    stop = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
+
     def eval_sets(level: int) -> dict[str, list[Drill]]:
-        full = r.levels[-1]
-        sets = {
-            f: held_out(f, src_held, params, level=full, n=r.held_out, seed=r.seed)
-            for f in families
-        }
+        sets = dict(full_sets)
         if level < full:
             sets["mark_lookup_level"] = held_out(
                 "mark_lookup", src_held, params, level=level, n=r.held_out, seed=r.seed
@@ -379,7 +381,6 @@ def train_reader(
         if n_whole:
             idx = rng.choice(len(whole), size=n_whole, replace=len(whole) < n_whole)
             inputs = sft_batch(processor, [whole[int(i)] for i in idx], params.sft.max_length)
-            stop = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
             loss = loss + causal_lm_loss(model, inputs, stop) * n_whole
         loss = loss / max(1, len(drills) + n_whole)
         opt.zero_grad(set_to_none=True)
