@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export TQDM_MININTERVAL := 5
 
-.PHONY: setup demo test lint bench ui clean
+.PHONY: setup demo learn test lint bench ui clean
 
 setup:
 	@bash scripts/setup.sh
@@ -19,6 +19,9 @@ setup:
 
 demo: setup  ## generate the synthetic city and materialize every asset (Dagster, in-process)
 	$(BIN)/python -m pipelines.demo
+
+learn: setup  ## the full CPU recipe (params-cpu.yaml) into this project: reader → SFT → GRPO, its rows in the report (~50 min)
+	$(BIN)/python -m pipelines.learn
 
 test: setup  ## lint + type check + the whole test suite
 	$(BIN)/ruff check .

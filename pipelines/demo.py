@@ -89,17 +89,20 @@ def _run(
     partition_key: str | None = None,
     *,
     echo: bool = True,
+    resources: dict[str, Any] | None = None,
+    ops: dict[str, Any] | None = None,
 ) -> float:
-    """Materialize ``selection`` (one partition); print a timed line (``echo``); the seconds."""
+    """Materialize ``selection`` (one partition) with ``resources`` (default the demo's) and
+    op config ``ops``; print a timed line (``echo``); the seconds."""
     from pipelines.definitions import defs  # after --executor set its environment variable
 
     label = ",".join(selection) + (f" [{partition_key}]" if partition_key else "")
-    run_config: dict[str, Any] = {"loggers": QUIET_LOGGERS}
+    run_config: dict[str, Any] = {"loggers": QUIET_LOGGERS, **({"ops": ops} if ops else {})}
     t0 = time.perf_counter()
     result = dg.materialize(
         list(defs.assets or []),
         instance=instance,
-        resources=DEMO_RESOURCES,
+        resources=DEMO_RESOURCES if resources is None else resources,
         partition_key=partition_key,
         selection=selection,
         run_config=run_config,
@@ -112,9 +115,15 @@ def _run(
     return seconds
 
 
-def _run_partitions(instance: dg.DagsterInstance, asset: str, keys: list[Any], what: str) -> None:
+def _run_partitions(
+    instance: dg.DagsterInstance,
+    asset: str,
+    keys: list[Any],
+    what: str,
+    resources: dict[str, Any] | None = None,
+) -> None:
     """Every partition of one asset, then one line: the asset, the count, the seconds."""
-    seconds = sum(_run(instance, [asset], k, echo=False) for k in keys)
+    seconds = sum(_run(instance, [asset], k, echo=False, resources=resources) for k in keys)
     print(f"▶ {asset}: {len(keys)} partitions ({what}): {seconds:.1f} s", flush=True)
 
 
@@ -141,16 +150,16 @@ def dvc_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def record_with_dvc(repo: Path) -> None:
-    """``dvc commit -f dvc.yaml`` in ``repo`` (the module docstring says why); a line saying so,
-    or why it was skipped (no DVC project, no ``dvc`` command)."""
+def record_with_dvc(repo: Path, dvc_yaml: str = "dvc.yaml") -> None:
+    """``dvc commit -f <dvc_yaml>`` in ``repo`` (the module docstring says why); a line saying
+    so, or why it was skipped (no DVC project, no ``dvc`` command)."""
     dvc = dvc_executable(repo)
     if not (repo / ".dvc").is_dir() or dvc is None:
         print("▶ dvc commit: skipped (no DVC project or no dvc command)", flush=True)
         return
     t0 = time.perf_counter()
     r = subprocess.run(
-        [str(dvc), "commit", "-f", "-q", "dvc.yaml"],
+        [str(dvc), "commit", "-f", "-q", dvc_yaml],
         cwd=repo,
         capture_output=True,
         text=True,
@@ -158,7 +167,8 @@ def record_with_dvc(repo: Path) -> None:
     )
     if r.returncode != 0:
         raise SystemExit(f"demo: dvc commit failed:\n{r.stdout}{r.stderr}")
-    print(f"▶ dvc commit dvc.yaml (dvc.lock): {time.perf_counter() - t0:.1f} s", flush=True)
+    lock = str(Path(dvc_yaml).with_suffix(".lock"))
+    print(f"▶ dvc commit {dvc_yaml} ({lock}): {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

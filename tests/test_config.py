@@ -201,6 +201,8 @@ MARKS_RECIPE = {
     "reader.steps": 2500,
     "reader.mix.mark_lookup": 0.6,
     "reader.mix.whole_turn": 0.1,
+    # the recipe's name, recorded with each checkpoint (the demo's rows are marked smoke)
+    "recipe.name": "cpu",
 }
 
 
@@ -228,8 +230,8 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 5
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's five
+        len(changed) == 21 + 3 + 5 + 1
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's five, recipe.name
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
 

@@ -55,6 +55,7 @@ __all__ = [
     "PathsParams",
     "PolicyParams",
     "ReaderParams",
+    "RecipeParams",
     "SFTParams",
     "SceneParams",
     "Split",
@@ -387,6 +388,27 @@ class SFTParams(StrictModel):
         return safe_name(v, what="sft.run_name")  # the rule of run ids (urbex.layout.safe_name)
 
 
+class RecipeParams(StrictModel):
+    """What a training run is: the recipe's name and whether it is a smoke run.
+
+    The reader, SFT and GRPO stages record it (with the step counts of every stage behind the
+    checkpoint) in their summary JSON; the report and the results page mark rows of a checkpoint
+    trained as ``smoke`` (a few steps, to show the stages run: ``make demo``) so that nobody
+    reads them as the method's result.
+    """
+
+    name: str = Field("custom", description="the recipe's name, recorded with each checkpoint")
+    smoke: Bool = Field(
+        False,
+        description="true: the stages run at smoke length (the report marks the checkpoint's rows)",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        return safe_name(v, what="recipe.name")
+
+
 class Params(StrictModel):
     """All parameters. ``base_dir`` is the directory relative paths are resolved against."""
 
@@ -406,6 +428,7 @@ class Params(StrictModel):
     train: TrainParams = TrainParams()
     sft: SFTParams = SFTParams()
     reader: ReaderParams = ReaderParams()
+    recipe: RecipeParams = RecipeParams()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("base_dir")

@@ -113,6 +113,7 @@ SCENE_ROW_FILE = "scene.parquet"
 GLOBAL_VIEW_FILE = "global_view.png"
 #: Files of a trained checkpoint directory, beside the model and its processor.
 SFT_SUMMARY_FILE = "sft.json"
+READER_SUMMARY_FILE = "reader.json"
 SFT_LOG_FILE = "sft_log.parquet"
 GRPO_SUMMARY_FILE = "train.json"
 GRPO_TRAINER_LOG_FILE = "train_log.parquet"

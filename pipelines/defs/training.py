@@ -56,9 +56,11 @@ CHECKPOINT_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
 
 
 class StepsConfig(dg.Config):
-    """Override the recipe's optimizer steps for one materialization (the demo trains briefly)."""
+    """Override the recipe's optimizer steps for one materialization; ``progress``: tqdm bars
+    on the terminal (``make learn``; off in the demo and in the UI's runs)."""
 
     steps: int | None = None
+    progress: bool = False
 
 
 @dg.asset(deps=[splits], group_name="training")
@@ -106,7 +108,7 @@ def reader_model(
     if params.reader.checkpoint is None:
         context.log.info("reader.checkpoint is unset (a pretrained model): no reader stage")
         return dg.MaterializeResult(metadata={"skipped": True})
-    r = train_reader(params, steps=config.steps, progress=False)
+    r = train_reader(params, steps=config.steps, progress=config.progress)
     return dg.MaterializeResult(
         data_version=data_version(params, r.checkpoint_dir),
         metadata={
@@ -136,7 +138,7 @@ def sft_checkpoint(
     if params.sft.checkpoint is None:
         context.log.info("sft.checkpoint is unset (a real base model): no SFT stage")
         return dg.MaterializeResult(metadata={"skipped": True})
-    r = sft(params, steps=config.steps, progress=False)
+    r = sft(params, steps=config.steps, progress=config.progress)
     return dg.MaterializeResult(
         data_version=data_version(params, r.checkpoint_dir),
         metadata={
@@ -161,7 +163,7 @@ def grpo_checkpoint(
 
     params = training_params.load()
     base = params.layout.checkpoint(params.sft.run_name) if params.sft.checkpoint else None
-    r = train(params, checkpoint=base, max_steps=config.steps, progress=False)
+    r = train(params, checkpoint=base, max_steps=config.steps, progress=config.progress)
     context.instance.add_dynamic_partitions(CHECKPOINTS.name, [r.run_name])
     log = pl.read_parquet(params.layout.training_log(r.run_name))
     curves = params.layout.train_curves(r.run_name)

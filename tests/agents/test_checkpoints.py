@@ -151,3 +151,40 @@ def test_load_local_vlm_of_another_model_type_is_one_short_line(tmp_path):
     text = str(e.value)
     assert text.startswith(f"{path / 'config.json'}: ") and "model_type 'bert'" in text
     assert "\n" not in text and len(text) < 400
+
+
+def test_recipe_record_chains_the_steps_and_smoke_of_the_stages_behind(tmp_path):
+    """Each training stage records the recipe and the steps of every stage behind its
+    checkpoint; a smoke base makes the checkpoint smoke, whatever its own recipe says."""
+    from urbex.agents.checkpoints import read_recipe, recipe_record
+
+    demo = Params(recipe={"name": "demo", "smoke": True})
+    full = Params(recipe={"name": "cpu"})
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    assert read_recipe(tiny) is None  # a base model: no record
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    (reader / "reader.json").write_text(
+        json.dumps({"recipe": recipe_record(demo, "reader", 20, tiny)})
+    )
+    sft = tmp_path / "sft"
+    sft.mkdir()
+    rec = recipe_record(full, "sft", 500, reader)
+    assert rec == {"name": "cpu", "smoke": True, "steps": {"reader": 20, "sft": 500}}
+    (sft / "sft.json").write_text(json.dumps({"recipe": rec}))
+    assert read_recipe(sft) == rec
+    assert recipe_record(full, "grpo", 40, tiny) == {
+        "name": "cpu", "smoke": False, "steps": {"grpo": 40}
+    }  # fmt: skip
+    (sft / "sft.json").write_text("{not json")
+    assert read_recipe(sft) is None  # a label, never an error
+    with pytest.raises(ValueError, match="stage 'rl'"):
+        recipe_record(full, "rl", 1, tiny)
+
+
+def test_recipe_name_is_checked_like_a_run_name():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"recipe\.name: expected a safe name"):
+        Params.model_validate({"recipe": {"name": "../x"}})

@@ -132,3 +132,23 @@ def test_report_table11_block_and_warehouse_table(tmp_path):
         assert got.fetchall() == [("p", pytest.approx(20.0)), ("r", pytest.approx(40.0))]
     finally:
         con.close()
+
+
+def test_report_marks_rows_of_smoke_checkpoints(tmp_path):
+    """A checkpoint trained at smoke length (its summary JSON's ``recipe.smoke``) gives rows
+    labelled ``(smoke)``, and report.md says what they are; a full-recipe checkpoint does not."""
+    import json
+
+    ckpts = tmp_path / "checkpoints"
+    for name, smoke in (("demo-grpo", True), ("grpo", False)):
+        (ckpts / name).mkdir(parents=True)
+        rec = {"name": "demo" if smoke else "cpu", "smoke": smoke, "steps": {"sft": 40, "grpo": 2}}
+        (ckpts / name / "train.json").write_text(json.dumps({"recipe": rec}))
+        _spec_run(tmp_path, 0.1, policy="vlm", split="test_no", checkpoint=str(ckpts / name))
+    params = Params(paths={"assets": tmp_path})
+    t = report_table(params)
+    assert t["method"].to_list() == ["vlm-demo-grpo (smoke)", "vlm-grpo"]
+    md = report(params, echo=False).read_text()
+    assert "| vlm-demo-grpo (smoke) | vlm |" in md
+    assert "`demo-grpo` (recipe `demo`: sft 40 + grpo 2 steps)" in md
+    assert "make learn" in md and "`grpo` (recipe" not in md

@@ -17,8 +17,24 @@ from typing import Any
 
 from urbex.config import Params
 from urbex.errors import ConfigError, PolicyError
+from urbex.layout import GRPO_SUMMARY_FILE, READER_SUMMARY_FILE, SFT_SUMMARY_FILE
 
-__all__ = ["check_checkpoint", "check_vocabulary", "load_local_vlm", "resolve_checkpoint"]
+__all__ = [
+    "STAGE_SUMMARY_FILES",
+    "check_checkpoint",
+    "check_vocabulary",
+    "load_local_vlm",
+    "read_recipe",
+    "recipe_record",
+    "resolve_checkpoint",
+]
+
+#: The summary JSON each training stage writes beside its model (stage → file name).
+STAGE_SUMMARY_FILES = {
+    "reader": READER_SUMMARY_FILE,
+    "sft": SFT_SUMMARY_FILE,
+    "grpo": GRPO_SUMMARY_FILE,
+}
 
 _OFFLINE_HINT = (
     "urbex never downloads weights — pass a directory, e.g. one written by "
@@ -311,3 +327,39 @@ def check_vocabulary(model: Any, processor: Any, path: Path, *, field: str) -> N
             f"{path}: tokenizer of {n_tok} tokens but a model of {n_emb} embeddings ({field}); "
             "the model and the tokenizer come from different checkpoints — rebuild it from one"
         )
+
+
+def read_recipe(checkpoint_dir: Path) -> dict[str, Any] | None:
+    """The ``recipe`` record of a trained checkpoint (``{"name", "smoke", "steps": {stage:
+    steps}}``, written by :func:`recipe_record` into the stage's summary JSON), or None for a
+    directory no training stage of urbex wrote (a real Qwen3-VL snapshot, a tiny base model) or
+    one written before recipes were recorded. An unreadable summary is None too: the record
+    labels report rows, it never stops one."""
+    for name in STAGE_SUMMARY_FILES.values():
+        f = Path(checkpoint_dir) / name
+        if not f.is_file():
+            continue
+        try:
+            rec = json.loads(f.read_text()).get("recipe")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return rec if isinstance(rec, dict) else None
+    return None
+
+
+def recipe_record(params: Params, stage: str, steps: int, base: Path) -> dict[str, Any]:
+    """The ``recipe`` record a training stage writes into its summary JSON: the recipe's name,
+    whether it is a smoke run (``params.recipe``), and the optimizer steps of every stage behind
+    the checkpoint (the base checkpoint's own record, then ``stage``'s ``steps``). A smoke base
+    makes the result smoke too: a long GRPO from a smoke SFT checkpoint is still no result of
+    the method."""
+    if stage not in STAGE_SUMMARY_FILES:
+        raise ValueError(f"stage {stage!r}: expected one of {sorted(STAGE_SUMMARY_FILES)}")
+    behind = read_recipe(base) or {}
+    stage_steps = dict(behind.get("steps") or {})
+    stage_steps[stage] = int(steps)
+    return {
+        "name": params.recipe.name,
+        "smoke": bool(params.recipe.smoke or behind.get("smoke", False)),
+        "steps": stage_steps,
+    }

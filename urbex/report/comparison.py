@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.checkpoints import read_recipe
 from urbex.eval.repeats import group_repeats, t_interval
 from urbex.eval.runspec import resolve_specs
 from urbex.report.warehouse import refresh_warehouse
@@ -39,10 +41,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METRIC_LABELS",
+    "SMOKE_MARK",
     "TABLE11_METRICS",
     "fmt_metric",
     "method_labels",
     "report_table",
+    "smoke_note",
+    "smoke_recipes",
     "split_metric",
     "table11",
     "table11_markdown",
@@ -68,6 +73,9 @@ METRIC_LABELS: dict[str, str] = {
     "latency_s": "s/query",
     "turns": "Turns",
 }
+#: Appended to the row label of a run whose checkpoint was trained at smoke length
+#: (``recipe.smoke``: ``make demo``): the row shows that the stages run, not the method's result.
+SMOKE_MARK = " (smoke)"
 _PERCENT = {"valid_rate", "iou_bev", "iou_3d", "point_f1"}
 _SPLIT_LABELS = {"test_nd": "ND", "test_no": "NO", "val": "Val", "train": "Train"}
 
@@ -133,7 +141,7 @@ def report_table(
     specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
     df, intervals = _fold_repeats(df, specs, mets)
     keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
-    labels = method_labels(keys, specs)
+    labels = method_labels(keys, specs, smoke=smoke_recipes(specs, params.base_dir))
     df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))
     rows = df.select("method", "policy").unique(maintain_order=True)
     for s in cols:
@@ -197,13 +205,60 @@ def _fold_repeats(
     return pl.concat([keep, back]), True
 
 
+def smoke_recipes(specs: Mapping[str, RunSpec | None], base_dir: Path) -> dict[str, dict[str, Any]]:
+    """Run id → the recipe record (:func:`urbex.agents.checkpoints.read_recipe`) of every run
+    whose checkpoint was trained at smoke length; relative checkpoint paths are read against
+    ``base_dir`` (the params file's folder, as :meth:`urbex.config.Params.portable` wrote them)."""
+    out: dict[str, dict[str, Any]] = {}
+    seen: dict[str, dict[str, Any] | None] = {}
+    for rid, spec in specs.items():
+        if spec is None or spec.checkpoint is None:
+            continue
+        if spec.checkpoint not in seen:
+            path = Path(spec.checkpoint)
+            seen[spec.checkpoint] = read_recipe(path if path.is_absolute() else base_dir / path)
+        rec = seen[spec.checkpoint]
+        if rec is not None and rec.get("smoke"):
+            out[rid] = rec
+    return out
+
+
+def smoke_note(params: Params, methods: Sequence[str]) -> str | None:
+    """A paragraph for the report under a table that has smoke rows (labels ending in
+    :data:`SMOKE_MARK`): which checkpoints were trained at smoke length, with the recipe and
+    the steps of each stage, and where the recipe's real figures are. None without smoke rows.
+    """
+    marked = sorted({m for m in methods if m.endswith(SMOKE_MARK)})
+    if not marked:
+        return None
+    ckpts = []
+    root = params.layout.checkpoints
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        rec = read_recipe(d)
+        if rec is None or not rec.get("smoke"):
+            continue
+        steps = " + ".join(f"{k} {v}" for k, v in (rec.get("steps") or {}).items())
+        ckpts.append(f"`{d.name}` (recipe `{rec.get('name')}`: {steps} steps)")
+    return (
+        f"Rows marked{SMOKE_MARK} ({', '.join(f'`{m}`' for m in marked)}) come from checkpoints "
+        f"trained at smoke length — {', '.join(ckpts) or 'see their summary JSON'}: they show "
+        "that the training stages run and write loadable checkpoints, not what the method "
+        "achieves. `make learn` trains the full CPU recipe into this project; its measured "
+        "figures are in docs/reader.md and docs/training.md."
+    )
+
+
 def method_labels(
-    runs: Sequence[tuple[str, str]], specs: Mapping[str, RunSpec | None]
+    runs: Sequence[tuple[str, str]],
+    specs: Mapping[str, RunSpec | None],
+    *,
+    smoke: Mapping[str, Any] = {},
 ) -> dict[tuple[str, str], str]:
     """The report row of each ``(run_id, split)``: its spec's method, made unique per split.
 
     A run without a spec is labelled by its run id. Runs sharing a label on one split keep it
-    only under their spec's default id; the others become ``<label> [<run_id>]``.
+    only under their spec's default id; the others become ``<label> [<run_id>]``. A run in
+    ``smoke`` (:func:`smoke_recipes`) gets :data:`SMOKE_MARK` after its label.
 
     >>> from urbex.eval.runspec import RunSpec
     >>> o = RunSpec(policy="oracle", split="test_no")
@@ -223,7 +278,8 @@ def method_labels(
         spec = specs.get(rid)
         canonical = spec is not None and spec.run_id == rid
         shared = len(set(groups[(label, split)])) > 1
-        out[(rid, split)] = f"{label} [{rid}]" if shared and not canonical else label
+        label = f"{label} [{rid}]" if shared and not canonical else label
+        out[(rid, split)] = label + SMOKE_MARK if rid in smoke else label
     return out
 
 

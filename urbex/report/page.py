@@ -51,7 +51,13 @@ from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runspec import read_spec
 from urbex.report.blocks import PLOT_TITLES, Block, Cell, markdown_blocks
-from urbex.report.comparison import METRIC_LABELS, fmt_metric, report_table, split_metric
+from urbex.report.comparison import (
+    METRIC_LABELS,
+    fmt_metric,
+    report_table,
+    smoke_note,
+    split_metric,
+)
 from urbex.report.replay import Replayer
 from urbex.report.warehouse import readable_runs, refresh_warehouse
 
@@ -224,6 +230,9 @@ def _report(params: Params) -> Block | None:
         [_cell(row[c], m) for c, m in zip(cols, metrics)] for row in table.iter_rows(named=True)
     ]
     note = f"{len(rows)} method(s); percent, except n. Click a column to sort."
+    smoke = smoke_note(params, table["method"].to_list())
+    if smoke:
+        note += " " + smoke.replace("`", "")
     return Block(key="report", title="Report (Table 1)", note=note, heads=heads, rows=rows)
 
 

@@ -13,7 +13,13 @@ from pathlib import Path
 from urbex.atomic import atomic_path, atomic_write
 from urbex.config import Params
 from urbex.errors import UrbexError
-from urbex.report.comparison import report_table, table11, table11_markdown, to_markdown
+from urbex.report.comparison import (
+    report_table,
+    smoke_note,
+    table11,
+    table11_markdown,
+    to_markdown,
+)
 from urbex.report.page import write_results_page
 from urbex.report.table2 import table2, table2_markdown
 from urbex.report.table9 import table9, table9_markdown
@@ -54,6 +60,9 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
             + md
             + "\n"
         )
+        note = smoke_note(params, table["method"].to_list() if table.height else [])
+        if note:
+            fh.write("\n" + note + "\n")
         if t11.height:
             fh.write(
                 "\n## Table 11 (test_no): box and point quality\n\nWith-GT ranking (`ranking`, "

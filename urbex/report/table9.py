@@ -35,7 +35,7 @@ from urbex.agents.registry import policies
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runspec import spec_of_meta
-from urbex.report.comparison import method_labels
+from urbex.report.comparison import method_labels, smoke_recipes
 from urbex.report.diagnostics import tool_use
 from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE, readable_runs
 
@@ -116,7 +116,8 @@ def table9(params: Params) -> pl.DataFrame:
         return pl.DataFrame(schema=_schema())
     ids = sorted({r for free, fixed, _ in pairs for r in (free, fixed)})
     specs = {r: found[r][0] for r in ids}
-    labels = method_labels([(r, specs[r].split) for r in ids], dict(specs))
+    smoke = smoke_recipes(dict(specs), params.base_dir)
+    labels = method_labels([(r, specs[r].split) for r in ids], dict(specs), smoke=smoke)
     rows = []
     for i, (free, fixed, backend) in enumerate(pairs):
         for mode, rid in (("free", free), ("fixed", fixed)):

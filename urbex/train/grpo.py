@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import load_local_vlm, recipe_record, resolve_checkpoint
 from urbex.annotations.splits import load_queries
 from urbex.atomic import PUBLIC
 from urbex.config import Params
@@ -375,6 +375,7 @@ def train(
             "steps": steps,
             "reward_mean": [{"step": s, "reward": r} for s, r in rewards],
             "tool_calls": tool_calls,
+            "recipe": recipe_record(params, "grpo", steps, base),
             "params": {**fingerprint, "base_checkpoint": params.portable(base)},
         }
         timing = {

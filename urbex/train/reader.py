@@ -43,11 +43,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from urbex.agents.checkpoints import check_vocabulary, load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import (
+    check_vocabulary,
+    load_local_vlm,
+    recipe_record,
+    resolve_checkpoint,
+)
 from urbex.atomic import atomic_path
 from urbex.config_reader import DRILL_FAMILIES
 from urbex.errors import ConfigError
-from urbex.layout import READER_CURVES_FILE
+from urbex.layout import READER_CURVES_FILE, READER_SUMMARY_FILE
 from urbex.train.drill_loss import (
     answer_logits,
     drill_loss,
@@ -84,7 +89,6 @@ __all__ = [
     "train_reader",
 ]
 
-READER_SUMMARY_FILE = "reader.json"
 READER_LOG_FILE = "reader_log.parquet"
 READER_EVAL_FILE = "reader_eval.parquet"
 #: One train query in this many is held out (its drills score the reader, never train it).
@@ -472,6 +476,7 @@ def train_reader(
             "accuracy": accuracy,
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
+            "recipe": recipe_record(params, "reader", n_steps, base),
             "drill_sources": {
                 "train_episodes": len(train_t),
                 "held_out_episodes": len(held_t),

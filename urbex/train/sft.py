@@ -47,7 +47,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.checkpoints import check_vocabulary, load_local_vlm, resolve_checkpoint
+from urbex.agents.checkpoints import (
+    check_vocabulary,
+    load_local_vlm,
+    recipe_record,
+    resolve_checkpoint,
+)
 from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
@@ -533,6 +538,7 @@ def sft(
             "assistant_tokens_mean": result.assistant_tokens_mean,
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
+            "recipe": recipe_record(params, "sft", n_steps, base),
             "recovery": None
             if recovery is None
             else {
