@@ -150,5 +150,5 @@ def test_report_marks_rows_of_smoke_checkpoints(tmp_path):
     assert t["method"].to_list() == ["vlm-demo-grpo (smoke)", "vlm-grpo"]
     md = report(params, echo=False).read_text()
     assert "| vlm-demo-grpo (smoke) | vlm |" in md
-    assert "`demo-grpo` (recipe `demo`: sft 40 + grpo 2 steps)" in md
+    assert "smoke length: `demo-grpo` (recipe `demo`: sft 40 + grpo 2 steps). They" in md
     assert "make learn" in md and "`grpo` (recipe" not in md

@@ -23,6 +23,7 @@ the same units as the Markdown: percent for fractions).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -228,23 +229,24 @@ def smoke_note(params: Params, methods: Sequence[str]) -> str | None:
     :data:`SMOKE_MARK`): which checkpoints were trained at smoke length, with the recipe and
     the steps of each stage, and where the recipe's real figures are. None without smoke rows.
     """
-    marked = sorted({m for m in methods if m.endswith(SMOKE_MARK)})
+    marked = [m for m in methods if m.endswith(SMOKE_MARK)]
     if not marked:
         return None
     ckpts = []
     root = params.layout.checkpoints
     for d in sorted(root.iterdir()) if root.is_dir() else []:
         rec = read_recipe(d)
-        if rec is None or not rec.get("smoke"):
+        named = any(re.search(rf"-{re.escape(d.name)}(-|\s|$)", m) for m in marked)
+        if rec is None or not rec.get("smoke") or not named:
             continue
         steps = " + ".join(f"{k} {v}" for k, v in (rec.get("steps") or {}).items())
         ckpts.append(f"`{d.name}` (recipe `{rec.get('name')}`: {steps} steps)")
     return (
-        f"Rows marked{SMOKE_MARK} ({', '.join(f'`{m}`' for m in marked)}) come from checkpoints "
-        f"trained at smoke length — {', '.join(ckpts) or 'see their summary JSON'}: they show "
-        "that the training stages run and write loadable checkpoints, not what the method "
-        "achieves. `make learn` trains the full CPU recipe into this project; its measured "
-        "figures are in docs/reader.md and docs/training.md."
+        f"Rows marked “{SMOKE_MARK.strip()}” come from checkpoints trained at smoke length"
+        f"{': ' + ', '.join(ckpts) if ckpts else ''}. They show that the training stages run "
+        "and write loadable checkpoints, not what the method achieves: `make learn` trains the "
+        "full CPU recipe into this project, and docs/reader.md and docs/training.md hold its "
+        "measured figures."
     )
 
 
