@@ -13,9 +13,10 @@ right after and ``dvc push`` can store that version. Every file the demo writes 
 of its inputs and params (measured seconds go to unversioned ``timings/`` folders), so on a
 fresh clone the committed ``dvc.lock`` is what the demo records and ``git status`` stays clean.
 The training pipeline (``training/dvc.yaml``, the full CPU recipe) is *not* run or committed:
-the demo trains a shortened recipe, ``params-demo.yaml`` (an overlay of ``params-cpu.yaml``:
-fewer steps, checkpoint names of its own: ``demo-tiny``, ``demo-sft``, ``demo-grpo``), so it
-never writes that pipeline's outputs.
+the demo trains the recipe at smoke length, ``params-demo.yaml`` (an overlay of
+``params-cpu.yaml``: a few steps per stage, ``recipe.smoke`` so the report marks its rows,
+checkpoint names of its own: ``demo-tiny``, ``demo-reader``, ``demo-sft``, ``demo-grpo``), so it
+never writes that pipeline's outputs; ``make learn`` (:mod:`pipelines.learn`) trains the recipe.
 
     python -m pipelines.demo                          # in-process, one partition after another
     python -m pipelines.demo --executor multiprocess  # independent partitions at once
@@ -53,20 +54,21 @@ DEMO_EVALS = [
     for p in ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
     for s in ("test_nd", "test_no")
 ]
+#: Queries per test split the fixed workflow over the demo's checkpoint plays first (a probe:
+#: its partitions materialized on that sample); with no valid answer among them the demo plays
+#: no more (see main).
+DEMO_WORKFLOW_PROBE = 4
 #: Zero-shot runs on STPLS3D-Refer (Table 2): ``zero_shot_evaluation`` partitions (benchmark ×
 #: policy), the same policies and fitted ranker, nothing fitted on the benchmark.
-#: Queries per test split the fixed workflow over the demo's checkpoint plays first (a probe):
-#: with no valid answer among them the demo plays no more (see main).
-DEMO_WORKFLOW_PROBE = 4
 DEMO_ZERO_SHOT = ("oracle", "landmark_prior", "ranking_rules", "ranking", "ranking_proposals")
 #: Landmark-perturbation runs (paper D.3, Table 10) of the landmark-reading baseline, as
 #: (perturbation mode, split); each is a :class:`~urbex.eval.runspec.RunSpec` (its run id
 #: ``spec.run_id``). Not partitions of ``evaluation`` (its partitions are policy × split), so the
 #: demo plays them through the same library call.
 DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("test_nd", "test_no")]
-#: The demo's training: the tiny CPU recipe (``params-cpu.yaml``: the measured one) shortened so
-#: the whole demo stays within ~10 minutes on 2 cores, with checkpoint names of its own (not
-#: ``training/dvc.yaml``'s outputs). An overlay, loaded after ``params-cpu.yaml``.
+#: The demo's training: the tiny CPU recipe (``params-cpu.yaml``: the measured one) at smoke
+#: length, so the whole demo stays within ~5 minutes on 2 cores, with checkpoint names of its own
+#: (not ``training/dvc.yaml``'s outputs). An overlay, loaded after ``params-cpu.yaml``.
 DEMO_TRAINING_OVERLAY = REPO / "params-demo.yaml"
 #: The resources of the demo's runs: the training assets read the demo's recipe.
 DEMO_RESOURCES = {
@@ -121,9 +123,12 @@ def _run_partitions(
     keys: list[Any],
     what: str,
     resources: dict[str, Any] | None = None,
+    ops: dict[str, Any] | None = None,
 ) -> None:
     """Every partition of one asset, then one line: the asset, the count, the seconds."""
-    seconds = sum(_run(instance, [asset], k, echo=False, resources=resources) for k in keys)
+    seconds = sum(
+        _run(instance, [asset], k, echo=False, resources=resources, ops=ops) for k in keys
+    )
     print(f"▶ {asset}: {len(keys)} partitions ({what}): {seconds:.1f} s", flush=True)
 
 
@@ -215,13 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         _run_partitions(instance, "zero_shot_evaluation", keys, f"{BENCHMARK} × policy")
     from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
+    from urbex.eval.workers import WorkerPool
 
     t0, played, resumed = time.perf_counter(), 0, 0
-    for mode, split in DEMO_PERTURBATIONS:
-        p = params.with_updates(eval={"landmark_perturbation": mode})
-        spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
-        r = evaluate(params, spec=spec, progress=False)
-        played, resumed = played + r.n_played, resumed + r.n_skipped
+    with WorkerPool() as pool:  # worker processes started by one run serve the next
+        for mode, split in DEMO_PERTURBATIONS:
+            p = params.with_updates(eval={"landmark_perturbation": mode})
+            spec = RunSpec.from_params(p, policy="landmark_prior", split=split)
+            r = evaluate(params, spec=spec, progress=False, pool=pool)
+            played, resumed = played + r.n_played, resumed + r.n_skipped
     print(
         f"▶ landmark-perturbation runs: {len(DEMO_PERTURBATIONS)} ({played} episodes played, "
         f"{resumed} resumed): {time.perf_counter() - t0:.1f} s",
@@ -239,17 +246,20 @@ def main(argv: list[str] | None = None) -> int:
     name = train_params.train.run_name
     keys = [dg.MultiPartitionKey({"checkpoint": name, "split": s}) for s in CHECKPOINT_SPLITS]
     _run_partitions(instance, "checkpoint_evaluation", keys, f"{name} × split")
-    # the fixed workflow over the same checkpoint: Table 9 (free vs fixed) in the report. A probe
-    # of its first queries per split comes first (the same runs, extended by the full ones): a
-    # tiny checkpoint that answers none of them validly under the fixed order would spend
-    # minutes on rows of zeros, so the demo stops at the probe and says so
+    # the fixed workflow over the same checkpoint: Table 9 (free vs fixed) in the report. Its
+    # partitions are materialized on a probe of the first queries per split first; the whole
+    # splits (the same runs, extended) only when the checkpoint answered any of them validly:
+    # a smoke checkpoint that answers none under the fixed order would spend minutes on zeros
     t0 = time.perf_counter()
-    valid = _workflow_probe(train_params, name)
+    probe = {"checkpoint_workflow_evaluation": {"config": {"limit": DEMO_WORKFLOW_PROBE}}}
+    for key in keys:
+        _run(instance, ["checkpoint_workflow_evaluation"], key, echo=False, ops=probe)
+    valid = _valid_answers(train_params, name)
     if valid:
         _run_partitions(instance, "checkpoint_workflow_evaluation", keys, f"{name} × split")
     else:
         print(
-            f"▶ checkpoint_workflow_evaluation: shortened to {DEMO_WORKFLOW_PROBE} queries per "
+            f"▶ checkpoint_workflow_evaluation: 2 partitions on {DEMO_WORKFLOW_PROBE} queries per "
             f"split ({time.perf_counter() - t0:.1f} s): under the fixed workflow {name} answered "
             "none of them validly. The whole splits: urbex --params params-demo.yaml evaluate "
             f"--policy workflow --checkpoint assets/checkpoints/{name} --split test_no",
@@ -285,23 +295,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _workflow_probe(params: Any, checkpoint: str) -> int:
-    """Play the fixed ``workflow`` over ``checkpoint`` on the first :data:`DEMO_WORKFLOW_PROBE`
-    queries (the run's seeded sample) of each of :data:`CHECKPOINT_SPLITS`; return how many
-    ended in a valid answer. The runs are the ``checkpoint_workflow_evaluation`` partitions'
-    own: evaluating the whole split later extends them."""
+def _valid_answers(params: Any, checkpoint: str) -> int:
+    """Valid answers of the fixed ``workflow`` over ``checkpoint`` in its runs on each of
+    :data:`CHECKPOINT_SPLITS` (the ``checkpoint_workflow_evaluation`` partitions' runs, played on
+    the probe's sample)."""
     from urbex.eval.episodes import read_episodes
-    from urbex.eval.runner import evaluate
     from urbex.eval.runspec import RunSpec
 
     ckpt = params.layout.checkpoint(checkpoint)
     n = 0
     for split in CHECKPOINT_SPLITS:
-        spec = RunSpec.from_params(
-            params, policy="workflow", split=split, checkpoint=ckpt, limit=DEMO_WORKFLOW_PROBE
+        spec = RunSpec.from_params(params, policy="workflow", split=split, checkpoint=ckpt)
+        n += int(
+            read_episodes(params.layout.run(spec.run_id))["valid_answer"].fill_null(False).sum()
         )
-        r = evaluate(params, spec=spec, progress=False)
-        n += int(read_episodes(r.run_dir)["valid_answer"].fill_null(False).sum())
     return n
 
 

@@ -63,6 +63,13 @@ class StepsConfig(dg.Config):
     progress: bool = False
 
 
+class SampleConfig(dg.Config):
+    """A seeded sample of ``limit`` queries of the split for one materialization (the demo's
+    probe); a later materialization without it extends the same run to the whole split."""
+
+    limit: int | None = None
+
+
 @dg.asset(deps=[splits], group_name="training")
 def base_model(
     context: dg.AssetExecutionContext, training_params: UrbexParams
@@ -193,10 +200,10 @@ def grpo_checkpoint(
     op_tags=GPU_OP_TAGS,
 )
 def checkpoint_evaluation(
-    context: dg.AssetExecutionContext, training_params: UrbexParams
+    context: dg.AssetExecutionContext, config: SampleConfig, training_params: UrbexParams
 ) -> dg.MaterializeResult:
     """The ``vlm`` policy from one checkpoint on one test split (a resumable evaluation run)."""
-    return _evaluate_checkpoint(context, training_params.load(), "vlm")
+    return _evaluate_checkpoint(context, training_params.load(), "vlm", config.limit)
 
 
 @dg.asset(
@@ -207,7 +214,7 @@ def checkpoint_evaluation(
     op_tags=GPU_OP_TAGS,
 )
 def checkpoint_workflow_evaluation(
-    context: dg.AssetExecutionContext, training_params: UrbexParams
+    context: dg.AssetExecutionContext, config: SampleConfig, training_params: UrbexParams
 ) -> dg.MaterializeResult:
     """The paper's fixed workflow (``workflow``: Landmark Query → Zoom-in → Oblique Render →
     Answer) imposed on the same checkpoint, on one test split: the fixed row of Table 9 beside
@@ -218,15 +225,17 @@ def checkpoint_workflow_evaluation(
             f"policy.backend is {params.policy.backend!r} in the training params; the workflow "
             "over a checkpoint needs policy.backend: vlm"
         )
-    return _evaluate_checkpoint(context, params, "workflow")
+    return _evaluate_checkpoint(context, params, "workflow", config.limit)
 
 
 def _evaluate_checkpoint(
-    context: dg.AssetExecutionContext, params: Params, policy: str
+    context: dg.AssetExecutionContext, params: Params, policy: str, limit: int | None
 ) -> dg.MaterializeResult:
     key = context.partition_key.keys_by_dimension
     ckpt = params.layout.checkpoint(key["checkpoint"])
-    spec = RunSpec.from_params(params, policy=policy, split=key["split"], checkpoint=ckpt)
+    spec = RunSpec.from_params(
+        params, policy=policy, split=key["split"], checkpoint=ckpt, limit=limit
+    )
     r = evaluate(params, spec=spec, progress=False)
     refresh(params)
     m = r.metrics.row(0, named=True) if r.metrics.height else {}
@@ -237,6 +246,7 @@ def _evaluate_checkpoint(
             "checkpoint": dg.MetadataValue.path(str(ckpt)),
             "n": r.n_queries,
             "played": r.n_played,
+            "sample": limit,
             "hit1": float(m.get("hit1") or 0.0),
             "iou_bev": float(m.get("iou_bev") or 0.0),
             "turns": float(m.get("turns") or 0.0),

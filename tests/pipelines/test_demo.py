@@ -96,45 +96,34 @@ def test_demo_training_writes_none_of_the_training_pipelines_outputs():
     assert demo.env == recipe.env and demo.vlm == recipe.vlm  # otherwise the same recipe
 
 
-def test_workflow_probe_plays_the_partitions_runs_on_a_sample_and_counts_valid_answers(
-    tmp_path, monkeypatch
-):
-    """Issue 22: the demo plays the fixed workflow over its checkpoint on a few queries of each
-    test split first, in the very runs the full partitions would extend, and counts the valid
-    answers (none: the demo stops there and says so)."""
+def test_workflow_probe_counts_valid_answers_in_the_partitions_own_runs(monkeypatch):
+    """The demo materializes the fixed workflow's partitions on a probe sample first
+    (``SampleConfig.limit``) and counts the valid answers of those runs (none: it stops there
+    and says so). The probe's runs are the ones the whole splits extend: a sampled spec has the
+    run id of the unsampled one."""
     import polars as pl
 
     import urbex.eval.episodes as episodes
-    import urbex.eval.runner as runner
     from pipelines import demo as demo_mod
     from pipelines.defs.training import CHECKPOINT_SPLITS
     from pipelines.demo import DEMO_RESOURCES
     from urbex.eval.runspec import RunSpec
 
-    played: list[tuple[str, str, int | None, str]] = []
-
-    def fake_evaluate(params, *, spec, progress):  # type: ignore[no-untyped-def]
-        played.append((spec.policy, spec.split, spec.sample.limit, spec.run_id))
-        return type("R", (), {"run_dir": tmp_path / spec.run_id})()
-
+    read: list[str] = []
     valid = {"test_nd": [False, None, True, False], "test_no": [False] * 4}
-    monkeypatch.setattr(runner, "evaluate", fake_evaluate)
-    monkeypatch.setattr(
-        episodes,
-        "read_episodes",
-        lambda d: pl.DataFrame({"valid_answer": valid[d.name.split("-")[1]]}),
-    )
+
+    def fake_read(d):  # type: ignore[no-untyped-def]
+        read.append(d.name)
+        return pl.DataFrame({"valid_answer": valid[d.name.split("-")[1]]})
+
+    monkeypatch.setattr(episodes, "read_episodes", fake_read)
     params = DEMO_RESOURCES["training_params"].load()
     ckpt = params.layout.checkpoint("demo-grpo")
-    assert demo_mod._workflow_probe(params, "demo-grpo") == 1
-    assert played == [
-        (
-            "workflow",
-            s,
-            demo_mod.DEMO_WORKFLOW_PROBE,
-            RunSpec.from_params(params, policy="workflow", split=s, checkpoint=ckpt).run_id,
-        )
+    assert demo_mod._valid_answers(params, "demo-grpo") == 1
+    probe = demo_mod.DEMO_WORKFLOW_PROBE
+    assert read == [
+        RunSpec.from_params(params, policy="workflow", split=s, checkpoint=ckpt, limit=probe).run_id
         for s in CHECKPOINT_SPLITS
     ]
     valid["test_nd"] = [False] * 4
-    assert demo_mod._workflow_probe(params, "demo-grpo") == 0
+    assert demo_mod._valid_answers(params, "demo-grpo") == 0
