@@ -8,9 +8,11 @@ Numbers and switches are strict: an int field takes an int (not ``true``, not ``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, field_validator
+
+from urbex.tool_vocabulary import EnvTool
 
 __all__ = ["Bool", "EnvParams", "Float", "Int", "MarksParams", "Seed", "StrictModel"]
 
@@ -93,8 +95,8 @@ class EnvParams(StrictModel):
     oblique_shaping_scale: Float = Field(0.1, ge=0, description="oblique shaping x overlap ratio")
     oblique_shaping_cap: Float = Field(0.1, ge=0, description="oblique shaping cap per call")
     invalid_penalty: Float = Field(0.1, ge=0, description="subtracted per invalid action")
-    tools: list[Literal["landmark_query", "zoom_in", "oblique_render"]] = Field(
-        ["landmark_query", "zoom_in", "oblique_render"],
+    tools: list[EnvTool] = Field(
+        list(get_args(EnvTool)),
         description="the tools offered to the agent (tool ablation; [] = none): schemas, "
         "system prompt, validator and trl environment; a call to another tool is invalid",
     )

@@ -31,6 +31,7 @@ from urbex.annotations.class_sizes import CITYREFER_CLASS_SIZES
 from urbex.env.policy import PolicyBase
 from urbex.landmarks.table import footprint_bounds
 from urbex.language import Parse, parse
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -216,4 +217,4 @@ class LandmarkPriorPolicy(PolicyBase):
 def no_tools_policy(inner: Policy, *, max_turns: int = 8, redirects: int = 1) -> Policy:
     """``no_tools``: the wrapped model must answer from the global view (a one-step workflow)."""
 
-    return WorkflowPolicy(inner, steps=("answer",), max_turns=max_turns, redirects=redirects)
+    return WorkflowPolicy(inner, steps=(ToolName.ANSWER,), max_turns=max_turns, redirects=redirects)

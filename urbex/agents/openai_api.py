@@ -64,6 +64,7 @@ from urbex.config import Params
 from urbex.env.policy import PolicyBase
 from urbex.env.tools import openai_tool_schemas
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     import httpx2
@@ -295,7 +296,7 @@ class OpenAIPolicy(PolicyBase):
 
         tools = openai_tool_schemas(include_answer=True, marks=self.marks)
         if self.tool_names is not None:
-            keep = {*self.tool_names, "answer"}
+            keep = {*self.tool_names, ToolName.ANSWER}
             tools = [t for t in tools if t["function"]["name"] in keep]
         return tools
 

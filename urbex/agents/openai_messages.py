@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from urbex.tool_vocabulary import ToolName
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -198,7 +200,7 @@ def from_openai_message(message: dict[str, Any]) -> str:
         except (ValueError, RecursionError):  # not JSON, or nested past json's recursion
             args = raw  # the environment reports the malformed arguments to the agent
         try:
-            if name == "answer" and isinstance(args, dict):
+            if name == ToolName.ANSWER and isinstance(args, dict):
                 actions.append(f"<answer>{json.dumps(args)}</answer>")
             else:
                 actions.append(

@@ -31,6 +31,7 @@ from urbex.env.protocol import Invalid, parse_action
 from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
 from urbex.landmarks.table import footprint_bounds
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -130,17 +131,19 @@ class OraclePolicy(PolicyBase):
         done = {r.tool for r in env.steps if r.valid}
         zoom = env.views.last("zoom")
         if self.use_tools:
-            if "landmark_query" not in done and "zoom_in" not in done:
+            if ToolName.LANDMARK_QUERY not in done and ToolName.ZOOM_IN not in done:
                 name = self._landmark_name()
                 if name is not None:
-                    return _call("landmark_query", name=name, view_id="global")
+                    return _call(ToolName.LANDMARK_QUERY, name=name, view_id="global")
             if zoom is None:
                 return _call(
-                    "zoom_in", view_id="global", bbox_2d=self._zoom_box(env.views["global"])
+                    ToolName.ZOOM_IN, view_id="global", bbox_2d=self._zoom_box(env.views["global"])
                 )
-            if "oblique_render" not in done:
+            if ToolName.OBLIQUE_RENDER not in done:
                 box = _outward(zoom.from_world_box(target))
-                return _call("oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=180)
+                return _call(
+                    ToolName.OBLIQUE_RENDER, view_id=zoom.view_id, bbox_2d=box, azimuth_deg=180
+                )
         mark = self._target_mark()
         if mark is not None:
             return _mark_answer(mark)
@@ -264,23 +267,26 @@ class TeacherPolicy(OraclePolicy):
         target = self._target()
         done = {r.tool for r in env.steps if r.valid}
         zoom = env.views.last("zoom")
-        if self._use_landmark and not done & {"landmark_query", "zoom_in"}:
+        if self._use_landmark and not done & {ToolName.LANDMARK_QUERY, ToolName.ZOOM_IN}:
             name = self._landmark_name()
             if name is not None:
-                return _call("landmark_query", name=name, view_id="global")
+                return _call(ToolName.LANDMARK_QUERY, name=name, view_id="global")
         if zoom is None:
             box = self._zoom_box(env.views["global"])
             if self._mistake and not any(not r.valid for r in env.steps):
                 if self._mistake_kind == 0:  # corners swapped: x1 > x2
                     return _call(
-                        "zoom_in", view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]]
+                        ToolName.ZOOM_IN, view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]]
                     )
                 return f"<answer>{json.dumps({'view_id': 'zoom_1', 'bbox_2d': box})}</answer>"
-            return _call("zoom_in", view_id="global", bbox_2d=box)
-        if self._use_oblique and "oblique_render" not in done:
+            return _call(ToolName.ZOOM_IN, view_id="global", bbox_2d=box)
+        if self._use_oblique and ToolName.OBLIQUE_RENDER not in done:
             box = _outward(zoom.from_world_box(target))
             return _call(
-                "oblique_render", view_id=zoom.view_id, bbox_2d=box, azimuth_deg=self._azimuth
+                ToolName.OBLIQUE_RENDER,
+                view_id=zoom.view_id,
+                bbox_2d=box,
+                azimuth_deg=self._azimuth,
             )
         mark = self._target_mark()
         if mark is not None:
@@ -306,25 +312,30 @@ class TeacherPolicy(OraclePolicy):
         done = {r.tool for r in env.steps if r.valid}
         zoom = env.views.last("zoom")
         marks = env.marks is not None
-        if "landmark_query" not in done:
+        if ToolName.LANDMARK_QUERY not in done:
             name = self._area_landmark()
             if name is None and marks:  # marks: a road's surroundings are worth a look too
                 name = self._landmark_name()
             if name is None:
                 return None
-            return _call("landmark_query", name=name, view_id="global")
+            return _call(ToolName.LANDMARK_QUERY, name=name, view_id="global")
         if zoom is None:
             box = _printed_box(messages, surroundings=marks)
             if box is None:
                 return None
             if self._mistake and not any(not r.valid for r in env.steps):
-                return _call("zoom_in", view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]])
-            return _call("zoom_in", view_id="global", bbox_2d=box)
+                return _call(
+                    ToolName.ZOOM_IN, view_id="global", bbox_2d=[box[2], box[1], box[0], box[3]]
+                )
+            return _call(ToolName.ZOOM_IN, view_id="global", bbox_2d=box)
         inside = _nearest(_into_view(zoom.from_world_box(target)))
         mark = self._target_mark()
-        if self._use_oblique and not marks and "oblique_render" not in done:
+        if self._use_oblique and not marks and ToolName.OBLIQUE_RENDER not in done:
             return _call(
-                "oblique_render", view_id=zoom.view_id, bbox_2d=inside, azimuth_deg=self._azimuth
+                ToolName.OBLIQUE_RENDER,
+                view_id=zoom.view_id,
+                bbox_2d=inside,
+                azimuth_deg=self._azimuth,
             )
         if mark is not None:
             return _mark_answer(mark)
@@ -419,7 +430,7 @@ def _printed_box(messages: list[dict[str, Any]], *, surroundings: bool = False) 
     """The first match's box (global view units) in the last ``landmark_query`` response
     (``surroundings``: its surroundings box, printed with marks on)."""
     for m in reversed(messages):
-        if m.get("role") == "tool" and m.get("name") == "landmark_query":
+        if m.get("role") == "tool" and m.get("name") == ToolName.LANDMARK_QUERY:
             content = m.get("content")
             parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
             text = "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from urbex.config import POLICY_NAMES as BUILTIN_POLICY_NAMES
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -224,7 +225,7 @@ def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | No
     from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
     inner = _model(params, checkpoint, params.policy.backend, _offered(params))
-    steps = tuple(s for s in PAPER_WORKFLOW if s == "answer" or s in params.env.tools)
+    steps = tuple(s for s in PAPER_WORKFLOW if s == ToolName.ANSWER or s in params.env.tools)
     return WorkflowPolicy(
         inner,
         steps=steps,

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from urbex.env.policy import PolicyBase
+from urbex.tool_vocabulary import ENV_TOOLS, ToolName
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -37,15 +38,15 @@ if TYPE_CHECKING:
 __all__ = ["PAPER_WORKFLOW", "WorkflowPolicy", "action_name", "due_step"]
 
 #: The paper's order (appendix D.2).
-PAPER_WORKFLOW: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render", "answer")
+PAPER_WORKFLOW: tuple[str, ...] = (*ENV_TOOLS, ToolName.ANSWER)
 
-_STEPS = {"landmark_query", "zoom_in", "oblique_render", "answer"}
+_STEPS = set(ToolName)
 _CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_HINTS = {
-    "landmark_query": 'call landmark_query with the landmark the query names, on view "global"',
-    "zoom_in": "call zoom_in on the region where the target should be",
-    "oblique_render": "call oblique_render on the candidate in your latest zoom view",
-    "answer": "give the final <answer> with a box in a global or zoom view",
+_HINTS: dict[str, str] = {
+    ToolName.LANDMARK_QUERY: 'call landmark_query with the landmark the query names, on view "global"',
+    ToolName.ZOOM_IN: "call zoom_in on the region where the target should be",
+    ToolName.OBLIQUE_RENDER: "call oblique_render on the candidate in your latest zoom view",
+    ToolName.ANSWER: "give the final <answer> with a box in a global or zoom view",
 }
 #: The answer step's hint with numbered marks on (``env.marks``).
 _MARK_ANSWER_HINT = (
@@ -67,7 +68,7 @@ def action_name(text: str) -> str | None:
     """
     body = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
     if "<answer>" in body and "<tool_call>" not in body:
-        return "answer"
+        return ToolName.ANSWER
     m = _CALL_RE.search(body)
     if not m:
         return None
@@ -114,7 +115,7 @@ def due_step(messages: Sequence[dict[str, Any]], steps: Sequence[str], *, max_tu
         if done < len(steps) and name == steps[done] and accepted:
             done += 1
     if max_turns - used <= 1 or done >= len(steps):
-        return "answer"
+        return ToolName.ANSWER
     return steps[done]
 
 
@@ -145,8 +146,10 @@ class WorkflowPolicy(PolicyBase):
         marks: bool = False,
     ) -> None:
         steps = tuple(steps)
-        if not steps or steps[-1] != "answer" or not set(steps) <= _STEPS:
-            raise ValueError(f"steps: expected tool names ending with 'answer', got {steps}")
+        if not steps or steps[-1] != ToolName.ANSWER or not set(steps) <= _STEPS:
+            raise ValueError(
+                f"steps: expected tool names ending with {ToolName.ANSWER!r}, got {steps}"
+            )
         if max_turns < 1 or redirects < 0:
             raise ValueError(
                 f"max_turns >= 1 and redirects >= 0 expected, got {max_turns}, {redirects}"
@@ -179,7 +182,7 @@ class WorkflowPolicy(PolicyBase):
         self.inner.begin_episode(seed=seed, deadline=deadline)
 
     def _system_note(self) -> str:
-        if self.steps == ("answer",):
+        if self.steps == (ToolName.ANSWER,):
             return "\n\nIn this run no tools are available: give your <answer> on the first turn, from the global view."
         order = " -> ".join(self.steps)
         return f"\n\nThis run follows a fixed workflow, one step per turn: {order}."
@@ -190,7 +193,7 @@ class WorkflowPolicy(PolicyBase):
         out = [dict(m) for m in messages]
         if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
             out[0]["content"] = out[0]["content"] + self._system_note()
-        hint = _MARK_ANSWER_HINT if step == "answer" and self.marks else _HINTS[step]
+        hint = _MARK_ANSWER_HINT if step == ToolName.ANSWER and self.marks else _HINTS[step]
         note = f"\nWorkflow step {n}/{len(self.steps)}: {hint}."
         for m in reversed(out):
             if m.get("role") in ("user", "tool"):

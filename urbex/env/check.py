@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from urbex.env.records import EpisodeOutcome
+from urbex.tool_vocabulary import ToolName
 
 __all__ = ["EnvCheckError", "check_env"]
 
@@ -139,19 +140,22 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
     done.append("reset")
 
     out = _check_step(
-        env.step(_call("zoom_in", view_id="global", bbox_2d=[250, 250, 750, 750])), "zoom_in"
+        env.step(_call(ToolName.ZOOM_IN, view_id="global", bbox_2d=[250, 250, 750, 750])),
+        ToolName.ZOOM_IN,
     )
-    _check_obs(out[0], "zoom_in", n_images=1, size=p.zoom_size)
+    _check_obs(out[0], ToolName.ZOOM_IN, n_images=1, size=p.zoom_size)
     _require(
         not out[2] and not out[3], "zoom_in: a tool call must not end the episode before the budget"
     )
     zid = out[0]["view_ids"][0]
     out = _check_step(
-        env.step(_call("oblique_render", view_id=zid, bbox_2d=[0, 0, 1000, 1000], azimuth_deg=90)),
-        "oblique_render",
+        env.step(
+            _call(ToolName.OBLIQUE_RENDER, view_id=zid, bbox_2d=[0, 0, 1000, 1000], azimuth_deg=90)
+        ),
+        ToolName.OBLIQUE_RENDER,
     )
     if out[0]["images"]:
-        _check_obs(out[0], "oblique_render", n_images=1, size=p.oblique_size)
+        _check_obs(out[0], ToolName.OBLIQUE_RENDER, n_images=1, size=p.oblique_size)
     done.append("tools")
 
     env.reset(query=query, seed=seed)
@@ -185,7 +189,8 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
 
     env.reset(query=query, seed=seed)
     out = _check_step(
-        env.step('<answer>{"view_id": "global", "bbox_2d": [0, 0, 1000, 1000]}</answer>'), "answer"
+        env.step('<answer>{"view_id": "global", "bbox_2d": [0, 0, 1000, 1000]}</answer>'),
+        ToolName.ANSWER,
     )
     _require(
         out[2] and not out[3],
@@ -215,7 +220,7 @@ def check_env(env: Any, query: Any, *, seed: int = 0) -> dict[str, Any]:
         imgs = [np.asarray(o["images"][0])]
         rs = []
         for text in (
-            _call("zoom_in", view_id="global", bbox_2d=[100, 100, 600, 600]),
+            _call(ToolName.ZOOM_IN, view_id="global", bbox_2d=[100, 100, 600, 600]),
             "junk",
             '<answer>{"view_id": "zoom_1", "bbox_2d": [10, 10, 990, 990]}</answer>',
         ):

@@ -53,6 +53,7 @@ from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 from urbex.language import parse
 from urbex.query import Query
+from urbex.tool_vocabulary import ToolName
 
 __all__ = [
     "GroundingEnv",
@@ -423,10 +424,10 @@ class GroundingEnv:
             tool, args = action.name, json_arguments(action.arguments)
         elif isinstance(action, MarkAnswer):
             out = self._answer_mark(action)
-            tool, args = "answer", {"mark": action.mark}
+            tool, args = ToolName.ANSWER, {"mark": action.mark}
         else:
             out = self._answer(action)
-            tool = "answer"
+            tool = ToolName.ANSWER
             args = {"view_id": action.view_id, "bbox_2d": list(action.bbox_2d)}
             if out.snap is not None:
                 args["snap"] = out.snap
@@ -444,7 +445,7 @@ class GroundingEnv:
             self._done = True
         rec = Step(
             turn=self._turn,
-            tool=tool,
+            tool=None if tool is None else str(tool),  # the records hold plain strings
             arguments=args,
             valid=out.error is None,
             error=out.error,

@@ -7,10 +7,22 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from urbex.config import EnvParams
 from urbex.env.tools import offered_tools, openai_tool_schemas
 from urbex.language.chat import chat_safe
+from urbex.tool_vocabulary import (
+    LandmarkQueryArgs,
+    ObliqueRenderArgs,
+    ToolName,
+    ZoomInArgs,
+    arg_specs,
+    arguments_json,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["system_prompt", "user_prompt"]
 
@@ -41,27 +53,23 @@ Answer before the budget runs out: a box in a BEV view (global or zoom) tightly 
 """
 
 
-_TOOL_EXAMPLE = (
-    '- a tool call: <tool_call>{"name": "zoom_in", "arguments": {"view_id": "global", '
-    '"bbox_2d": [400, 380, 520, 470]}}</tool_call>\n'
-)
+#: The tool call the action format shows, by preference: the first offered tool's.
+_TOOL_EXAMPLES: dict[ToolName, DataclassInstance] = {
+    ToolName.ZOOM_IN: ZoomInArgs(view_id="global", bbox_2d=(400, 380, 520, 470)),
+    ToolName.LANDMARK_QUERY: LandmarkQueryArgs(name="Merton Hall", view_id="global"),
+    ToolName.OBLIQUE_RENDER: ObliqueRenderArgs(
+        view_id="global", bbox_2d=(400, 380, 520, 470), azimuth_deg=180
+    ),
+}
 
 
 def _tool_example(tools: Collection[str]) -> str:
     """The action format's tool-call line, with an offered tool (none offered: no line)."""
-    if not tools:
-        return ""
-    if "zoom_in" in tools:
-        return _TOOL_EXAMPLE
-    if "landmark_query" in tools:
-        return (
-            '- a tool call: <tool_call>{"name": "landmark_query", "arguments": {"name": '
-            '"Merton Hall", "view_id": "global"}}</tool_call>\n'
-        )
-    return (
-        '- a tool call: <tool_call>{"name": "oblique_render", "arguments": {"view_id": '
-        '"global", "bbox_2d": [400, 380, 520, 470], "azimuth_deg": 180}}</tool_call>\n'
-    )
+    for name, args in _TOOL_EXAMPLES.items():
+        if name in tools:
+            call = json.dumps({"name": str(name), "arguments": arguments_json(args)})
+            return f"- a tool call: <tool_call>{call}</tool_call>\n"
+    return ""
 
 
 _MARKS_SECTION = """\
@@ -90,10 +98,7 @@ def _tool_lines(tools: Collection[str] | None = None) -> str:
         return "No tools are offered in this episode: answer from the global view.\n"
     lines = []
     for spec in specs.values():
-        args = ", ".join(
-            f"{k}{'' if k in spec.parameters.get('required', ()) else '?'}"
-            for k in spec.parameters["properties"]
-        )
+        args = ", ".join(f"{a.name}{'' if a.required else '?'}" for a in arg_specs(spec.arguments))
         lines.append(f"- {spec.name}({args}): {spec.description}")
     return "\n".join(lines) + "\n"
 

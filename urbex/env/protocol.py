@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from urbex.env.tools import TOOLS, ToolSpec, offered_tools
+from urbex.tool_vocabulary import ArgKind, ArgSpec, ToolName, arg_specs
 
 __all__ = [
     "Action",
@@ -39,7 +40,7 @@ __all__ = [
 
 _MAX_TEXT_CHARS = 200_000
 _MAX_NAME_CHARS = 200
-_TAGS = ("tool_call", "answer")
+_TAGS = ("tool_call", ToolName.ANSWER)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,7 +50,7 @@ class ToolCall:
     Attributes
     ----------
     name : str
-        One of :data:`urbex.env.tools.TOOLS`.
+        One of the environment tools (:data:`urbex.tool_vocabulary.ENV_TOOLS`).
     arguments : dict
         Validated, normalised arguments: ``bbox_2d`` a tuple of 4 floats (view units 0–1000),
         ``azimuth_deg`` in [0, 360), ``elevation_deg`` in (0, 90] (filled with the default when
@@ -302,60 +303,55 @@ def _validate_tool_call(
             reason=f'{name}: "arguments" must be a JSON object, got {_describe(arguments)}',
             tool=name,
         )
-    props: dict[str, Any] = spec.parameters["properties"]
-    required = spec.parameters.get("required", [])
-    unknown = [k for k in arguments if k not in props]
+    specs = {a.name: a for a in arg_specs(spec.arguments)}
+    unknown = [k for k in arguments if k not in specs]
     if unknown:
         return Invalid(
             reason=f"{name}: unknown argument(s) {[str(k)[:40] for k in unknown]}; "
-            f"expected {list(props)}",
+            f"expected {list(specs)}",
             tool=name,
         )
-    missing = [k for k in required if k not in arguments]
+    missing = [k for k, a in specs.items() if a.required and k not in arguments]
     if missing:
         return Invalid(reason=f"{name}: missing argument(s) {missing}", tool=name)
     out: dict[str, Any] = {}
     for key, value in arguments.items():
-        schema = props[key]
-        where = key
-        if key == "view_id":
-            purpose = "for boxes or landmark projection"
-            err = _check_view(value, where, known, oblique, purpose)
-            if err:
-                return Invalid(reason=f"{name}: {err}", tool=name)
-            out[key] = value
-        elif key == "bbox_2d":
-            box, err = _check_box(value, where)
-            if err:
-                return Invalid(reason=f"{name}: {err}", tool=name)
-            out[key] = box
-        elif schema.get("type") == "string":
-            if not isinstance(value, str):
-                return Invalid(
-                    reason=f"{name}: {where} must be a string, got {_describe(value)}", tool=name
-                )
-            s = value.strip()
-            if not s or len(s) > _MAX_NAME_CHARS:
-                return Invalid(
-                    reason=f"{name}: {where} must be 1..{_MAX_NAME_CHARS} characters, got {len(s)}",
-                    tool=name,
-                )
-            out[key] = s
-        elif schema.get("type") == "number":
-            f, err = _number(value, where)
-            if err or f is None:
-                return Invalid(reason=f"{name}: {err}", tool=name)
-            lo, hi = schema.get("exclusiveMinimum"), schema.get("maximum")
-            if (lo is not None and not f > lo) or (hi is not None and not f <= hi):
-                return Invalid(
-                    reason=f"{name}: {where} must be in ({lo}, {hi}], got {_fmt(f)}", tool=name
-                )
-            out[key] = f % 360.0 if key == "azimuth_deg" else f
-        else:  # pragma: no cover - schema/validator mismatch is a programming error
-            return Invalid(reason=f"{name}: argument {key!r} cannot be validated", tool=name)
-    if name == "oblique_render" and "elevation_deg" not in out:
+        value, err = _check_arg(specs[key], value, known, oblique)
+        if err:
+            return Invalid(reason=f"{name}: {err}", tool=name)
+        out[key] = value
+    if name == ToolName.OBLIQUE_RENDER and "elevation_deg" not in out:
         out["elevation_deg"] = float(default_elevation)
     return ToolCall(name=name, arguments=out)
+
+
+def _check_arg(
+    a: ArgSpec, value: Any, known: Collection[str], oblique: Collection[str]
+) -> tuple[Any, str | None]:
+    """One tool argument checked and normalised by its kind: ``(value, None)`` or
+    ``(None, error)``."""
+    where = a.name
+    if a.kind is ArgKind.VIEW:
+        err = _check_view(value, where, known, oblique, "for boxes or landmark projection")
+        return (None, err) if err else (value, None)
+    if a.kind is ArgKind.BOX:
+        return _check_box(value, where)
+    if a.kind is ArgKind.TEXT:
+        if not isinstance(value, str):
+            return None, f"{where} must be a string, got {_describe(value)}"
+        s = value.strip()
+        if not s or len(s) > _MAX_NAME_CHARS:
+            return None, f"{where} must be 1..{_MAX_NAME_CHARS} characters, got {len(s)}"
+        return s, None
+    if a.kind in (ArgKind.NUMBER, ArgKind.AZIMUTH):
+        f, err = _number(value, where)
+        if err or f is None:
+            return None, err
+        lo, hi = a.bounds.get("exclusiveMinimum"), a.bounds.get("maximum")
+        if (lo is not None and not f > lo) or (hi is not None and not f <= hi):
+            return None, f"{where} must be in ({lo}, {hi}], got {_fmt(f)}"
+        return (f % 360.0 if a.kind is ArgKind.AZIMUTH else f), None
+    return None, f"argument {where!r} cannot be validated"  # pragma: no cover - a kind unchecked
 
 
 def validate_answer(
@@ -369,10 +365,10 @@ def validate_answer(
     """
     err = _check_view(view_id, "view_id", known_views, oblique_views, "for the answer")
     if err:
-        return Invalid(reason=f"answer: {err}", tool="answer")
+        return Invalid(reason=f"answer: {err}", tool=ToolName.ANSWER)
     box, err = _check_box(bbox_2d, "bbox_2d")
     if err or box is None:
-        return Invalid(reason=f"answer: {err}", tool="answer")
+        return Invalid(reason=f"answer: {err}", tool=ToolName.ANSWER)
     return Answer(view_id=view_id, bbox_2d=box)
 
 
@@ -394,15 +390,16 @@ def validate_mark(mark: Any, *, shown: Collection[int]) -> MarkAnswer | Invalid:
     """
     if isinstance(mark, bool) or not isinstance(mark, int):
         return Invalid(
-            reason=f"answer: mark must be an integer mark id, got {_describe(mark)}", tool="answer"
+            reason=f"answer: mark must be an integer mark id, got {_describe(mark)}",
+            tool=ToolName.ANSWER,
         )
     if mark < 0:
-        return Invalid(reason=f"answer: mark must be >= 0, got {mark}", tool="answer")
+        return Invalid(reason=f"answer: mark must be >= 0, got {mark}", tool=ToolName.ANSWER)
     if mark not in shown:
         seen = _ids(shown) if shown else "none (zoom in to see the marks of a region)"
         return Invalid(
             reason=f"answer: mark {mark} was never shown; marks shown so far: {seen}",
-            tool="answer",
+            tool=ToolName.ANSWER,
         )
     return MarkAnswer(mark=mark)
 
@@ -497,24 +494,25 @@ def _parse(
     tag, body = actions[0]
     obj, err = _loads(body, f"<{tag}>")
     if err:
-        return Invalid(reason=err, tool="answer" if tag == "answer" else None)
-    if tag == "answer":
+        return Invalid(reason=err, tool=ToolName.ANSWER if tag == ToolName.ANSWER else None)
+    if tag == ToolName.ANSWER:
         if not isinstance(obj, dict):
             return Invalid(
-                reason=f"<answer> must hold a JSON object, got {_describe(obj)}", tool="answer"
+                reason=f"<answer> must hold a JSON object, got {_describe(obj)}",
+                tool=ToolName.ANSWER,
             )
         if marks_shown is not None and "mark" in obj:
             if "view_id" in obj or "bbox_2d" in obj:
                 return Invalid(
                     reason='<answer> names a mark or a box, not both: give {"mark": N} or '
                     '{"view_id": ..., "bbox_2d": [x1, y1, x2, y2]}',
-                    tool="answer",
+                    tool=ToolName.ANSWER,
                 )
             extra = sorted(str(k)[:40] for k in obj if k != "mark")
             if extra:
                 return Invalid(
                     reason=f'<answer> by mark must have exactly the key "mark"; unexpected {extra}',
-                    tool="answer",
+                    tool=ToolName.ANSWER,
                 )
             return validate_mark(obj["mark"], shown=marks_shown)
         extra = sorted(str(k)[:40] for k in obj if k not in ("view_id", "bbox_2d"))
@@ -522,7 +520,7 @@ def _parse(
             return Invalid(
                 reason='<answer> must have exactly the keys "view_id" and "bbox_2d"'
                 + (f"; unexpected {extra}" if extra else ""),
-                tool="answer",
+                tool=ToolName.ANSWER,
             )
         return validate_answer(
             obj["view_id"], obj["bbox_2d"], known_views=known, oblique_views=oblique

@@ -1,4 +1,7 @@
-"""The agent's tools, each defined ONCE: name, description, JSON schema, handler.
+"""The agent's tools, each defined ONCE: name, description, arguments model, handler.
+
+The names and the typed arguments models (from which every JSON schema is derived) are
+:mod:`urbex.tool_vocabulary`'s.
 
 The same definitions feed the Python episode API (:class:`urbex.env.episode.GroundingEnv`),
 OpenAI-style tool schemas (:func:`openai_tool_schemas`) and the trl ``environment_factory``
@@ -15,11 +18,10 @@ the horizon.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,6 +37,17 @@ from urbex.env.views import EpisodeView, ViewRegistry, expand_to_aspect, view_im
 from urbex.errors import CacheError, ToolCallError
 from urbex.landmarks.table import footprint_bounds
 from urbex.language.chat import chat_safe
+from urbex.tool_vocabulary import (
+    TOOL_ARGUMENTS,
+    AnswerArgs,
+    MarkAnswerArgs,
+    ToolName,
+    arg_specs,
+    json_schema,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -79,20 +92,27 @@ class Tool(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSpec:
-    """One tool: its name, description, JSON schema of the arguments, and handler."""
+    """One tool: its name, description, arguments model and handler.
 
-    name: str
+    ``arguments`` is the tool's typed model (:data:`urbex.tool_vocabulary.TOOL_ARGUMENTS`); the
+    JSON schema, the validator's checks, trl's docstring and the prompts' tool line all come
+    from it.
+    """
+
+    name: ToolName
     description: str
-    parameters: dict[str, Any]
+    arguments: type[DataclassInstance]
     handler: Tool = field(repr=False)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, as models are shown it (a fresh dict)."""
+        return json_schema(self.arguments)
 
     def google_docstring(self) -> str:
         """The tool as a Google-style docstring (summary + ``Args:``), the form trl/transformers
         read a tool's schema from when the tool is a method (``environment_factory``)."""
-        args = "\n".join(
-            f"    {name}: {prop.get('description', name)}"
-            for name, prop in self.parameters.get("properties", {}).items()
-        )
+        args = "\n".join(f"    {a.name}: {a.description}" for a in arg_specs(self.arguments))
         return f"{self.description}\n\nArgs:\n{args}\n"
 
     def openai_schema(self) -> dict[str, Any]:
@@ -100,9 +120,9 @@ class ToolSpec:
         return {
             "type": "function",
             "function": {
-                "name": self.name,
+                "name": str(self.name),
                 "description": self.description,
-                "parameters": json.loads(json.dumps(self.parameters)),
+                "parameters": self.parameters,
             },
         }
 
@@ -111,87 +131,11 @@ class ToolSpec:
 # schemas
 # --------------------------------------------------------------------------------------------
 
-_VIEW_ID = {
-    "type": "string",
-    "description": 'id of a BEV view you have seen: "global" or "zoom_N" (not "oblique_N")',
-}
-_BBOX = {
-    "type": "array",
-    "description": "box [x1, y1, x2, y2] in that view, integers 0-1000 normalised to the view's "
-    "width/height, top-left origin, x1 < x2 and y1 < y2",
-    "items": {"type": "number", "minimum": 0, "maximum": 1000},
-    "minItems": 4,
-    "maxItems": 4,
-}
-
-_LANDMARK_PARAMS = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "landmark name, e.g. a street or building"},
-        "view_id": _VIEW_ID,
-    },
-    "required": ["name", "view_id"],
-    "additionalProperties": False,
-}
-_ZOOM_PARAMS = {
-    "type": "object",
-    "properties": {"view_id": _VIEW_ID, "bbox_2d": _BBOX},
-    "required": ["view_id", "bbox_2d"],
-    "additionalProperties": False,
-}
-_OBLIQUE_PARAMS = {
-    "type": "object",
-    "properties": {
-        "view_id": _VIEW_ID,
-        "bbox_2d": _BBOX,
-        "azimuth_deg": {
-            "type": "number",
-            "description": "camera direction, degrees clockwise from north (0 = from the north, "
-            "90 = from the east)",
-        },
-        "elevation_deg": {
-            "type": "number",
-            "description": "camera elevation above the horizon, degrees (0, 90]; default 45",
-            "exclusiveMinimum": 0,
-            "maximum": 90,
-        },
-    },
-    "required": ["view_id", "bbox_2d", "azimuth_deg"],
-    "additionalProperties": False,
-}
-
 #: The final answer's schema with numbered marks on (``env.marks``): a shown mark or a box.
-MARK_ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "mark": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "the number of a mark shown so far (give either mark, or view_id "
-            "and bbox_2d)",
-        },
-        "view_id": {"type": "string", "description": 'a BEV view: "global" or "zoom_N"'},
-        "bbox_2d": {
-            "type": "array",
-            "description": "box [x1, y1, x2, y2] in that view, integers 0-1000",
-            "items": {"type": "number", "minimum": 0, "maximum": 1000},
-            "minItems": 4,
-            "maxItems": 4,
-        },
-    },
-    "additionalProperties": False,
-}
+MARK_ANSWER_SCHEMA: dict[str, Any] = json_schema(MarkAnswerArgs)
 
 #: The final answer's schema (an ``<answer>`` tag, or an ``answer`` function for API models).
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "view_id": {"type": "string", "description": 'a BEV view: "global" or "zoom_N"'},
-        "bbox_2d": _BBOX,
-    },
-    "required": ["view_id", "bbox_2d"],
-    "additionalProperties": False,
-}
+ANSWER_SCHEMA: dict[str, Any] = json_schema(AnswerArgs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,29 +333,29 @@ def _oblique_render(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     return _with_marks(ctx, view, text)
 
 
-#: Every tool, by name.
+#: Every tool, by name, in :data:`urbex.tool_vocabulary.ENV_TOOLS` order.
 TOOLS: dict[str, ToolSpec] = {
     s.name: s
     for s in (
         ToolSpec(
-            name="landmark_query",
+            name=ToolName.LANDMARK_QUERY,
             description="Look up a named landmark (street, building, park, ...); returns its world "
             "position and its box/point in the given view (0-1000), or the closest known names.",
-            parameters=_LANDMARK_PARAMS,
+            arguments=TOOL_ARGUMENTS[ToolName.LANDMARK_QUERY],
             handler=_landmark_query,
         ),
         ToolSpec(
-            name="zoom_in",
+            name=ToolName.ZOOM_IN,
             description="Crop a box of a BEV view from the full-resolution bird's-eye image; "
             'returns a new view "zoom_N" with finer detail.',
-            parameters=_ZOOM_PARAMS,
+            arguments=TOOL_ARGUMENTS[ToolName.ZOOM_IN],
             handler=_zoom_in,
         ),
         ToolSpec(
-            name="oblique_render",
+            name=ToolName.OBLIQUE_RENDER,
             description="Render the 3D points under a box of a BEV view in perspective, seen from "
             'a compass direction; returns a new view "oblique_N" to check shape and height.',
-            parameters=_OBLIQUE_PARAMS,
+            arguments=TOOL_ARGUMENTS[ToolName.OBLIQUE_RENDER],
             handler=_oblique_render,
         ),
     )
@@ -469,7 +413,7 @@ def openai_tool_schemas(
             {
                 "type": "function",
                 "function": {
-                    "name": "answer",
+                    "name": str(ToolName.ANSWER),
                     "description": (
                         "Commit the final answer: a shown mark's number, or a box around the "
                         "target in a BEV view; ends the episode."
@@ -477,9 +421,7 @@ def openai_tool_schemas(
                         else "Commit the final box around the target in a BEV view; ends "
                         "the episode."
                     ),
-                    "parameters": json.loads(
-                        json.dumps(MARK_ANSWER_SCHEMA if marks else ANSWER_SCHEMA)
-                    ),
+                    "parameters": json_schema(MarkAnswerArgs if marks else AnswerArgs),
                 },
             }
         )

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from urbex.tool_vocabulary import ENV_TOOLS
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TOOL_NAMES", "Trajectory", "invalid_turns", "tool_counts"]
 
-#: The tools counted per episode (``n_<tool>``).
-TOOL_NAMES: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
+#: The tools counted per episode (``n_<tool>``), as plain strings: the names of record columns.
+TOOL_NAMES: tuple[str, ...] = tuple(map(str, ENV_TOOLS))
 
 
 def tool_counts(steps: Iterable[Step], *, valid_only: bool = True) -> dict[str, int]:
@@ -40,8 +42,9 @@ def tool_counts(steps: Iterable[Step], *, valid_only: bool = True) -> dict[str, 
     >>> def step(turn, tool, valid):
     ...     return Step(turn=turn, tool=tool, arguments={}, valid=valid, error=None,
     ...                 reward_shaping=0.0, reward_terminal=0.0, env_s=0.0)
-    >>> steps = [step(1, "zoom_in", True), step(2, "zoom_in", False), step(3, None, False),
-    ...          step(4, "answer", True)]
+    >>> from urbex.tool_vocabulary import ToolName as T
+    >>> steps = [step(1, T.ZOOM_IN, True), step(2, T.ZOOM_IN, False), step(3, None, False),
+    ...          step(4, T.ANSWER, True)]
     >>> tool_counts(steps)
     {'n_landmark_query': 0, 'n_zoom_in': 1, 'n_oblique_render': 0}
     >>> tool_counts(steps, valid_only=False)["n_zoom_in"]

@@ -41,6 +41,7 @@ from urbex.env.protocol import (
 from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS
 from urbex.query import Query
+from urbex.tool_vocabulary import ENV_TOOLS, ToolName
 
 __all__ = [
     "EpisodeObserver",
@@ -263,13 +264,13 @@ def make_environment_class(
             return None
 
         def landmark_query(self, name: str, view_id: str) -> str:
-            """(schema docstring set from ``TOOLS['landmark_query']`` below)"""
-            out = self._run("landmark_query", {"name": name, "view_id": view_id})
+            """(schema docstring set from the tool's :data:`TOOLS` entry below)"""
+            out = self._run(ToolName.LANDMARK_QUERY, {"name": name, "view_id": view_id})
             return out if isinstance(out, str) else _content_text(out)
 
         def zoom_in(self, view_id: str, bbox_2d: list[int]) -> str | list[dict]:
-            """(schema docstring set from ``TOOLS['zoom_in']`` below)"""
-            return self._run("zoom_in", {"view_id": view_id, "bbox_2d": bbox_2d})
+            """(schema docstring set from the tool's :data:`TOOLS` entry below)"""
+            return self._run(ToolName.ZOOM_IN, {"view_id": view_id, "bbox_2d": bbox_2d})
 
         def oblique_render(
             self,
@@ -278,9 +279,9 @@ def make_environment_class(
             azimuth_deg: float,
             elevation_deg: float = default_el,
         ) -> str | list[dict]:
-            """(schema docstring set from ``TOOLS['oblique_render']`` below)"""
+            """(schema docstring set from the tool's :data:`TOOLS` entry below)"""
             return self._run(
-                "oblique_render",
+                ToolName.OBLIQUE_RENDER,
                 {
                     "view_id": view_id,
                     "bbox_2d": bbox_2d,
@@ -295,8 +296,8 @@ def make_environment_class(
             return self._tool_reward_paid()
 
     # One definition per tool: trl reads each method's schema from its docstring, so the
-    # docstrings are generated from the same ToolSpec the OpenAI schemas come from.
-    for tool in ("landmark_query", "zoom_in", "oblique_render"):
+    # docstrings are generated from the same arguments model the OpenAI schemas come from.
+    for tool in map(str, ENV_TOOLS):  # plain strings: attribute names of the class
         if tool in p.tools:
             getattr(UrbexGroundingEnv, tool).__doc__ = TOOLS[tool].google_docstring()
             setattr(UrbexGroundingEnv, tool, _lenient(tool, getattr(UrbexGroundingEnv, tool)))
@@ -320,7 +321,9 @@ def _lenient(name: str, method: Any) -> Any:
     def tool(self: _Base, *args: Any, **kwargs: Any) -> Any:
         arguments = {**dict(zip(params, args, strict=False)), **kwargs}
         out = self._run(name, arguments)
-        return _content_text(out) if name == "landmark_query" and not isinstance(out, str) else out
+        if name == ToolName.LANDMARK_QUERY and not isinstance(out, str):
+            return _content_text(out)
+        return out
 
     return tool
 

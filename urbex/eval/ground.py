@@ -43,6 +43,7 @@ from urbex.eval.metrics import trajectory_metrics
 from urbex.language import check_description
 from urbex.layout import INSTANCES_FILE, META_FILE, plain_name
 from urbex.query import Query
+from urbex.tool_vocabulary import ToolName
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ def landmark_hits(
     if index is None:
         return out
     for s in steps:
-        if s.tool != "landmark_query" or not s.valid:
+        if s.tool != ToolName.LANDMARK_QUERY or not s.valid:
             continue
         name = s.arguments.get("name")
         if not isinstance(name, str):

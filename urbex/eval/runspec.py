@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urbex.errors import ConfigError
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.layout import safe_part
+from urbex.tool_vocabulary import ENV_TOOLS, ToolName
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -64,10 +65,15 @@ SPEC_COLUMNS: tuple[tuple[str, str], ...] = (
 #: The benchmark a spec plays unless it names another (its run ids carry no benchmark tag).
 DEFAULT_BENCHMARK = "cityrefer"
 
-#: Every tool, in order (``env.tools`` default); a spec's ``tools`` is None when all are offered.
-ALL_TOOLS: tuple[str, ...] = ("landmark_query", "zoom_in", "oblique_render")
+#: Every tool, in order (``env.tools`` default), as the plain strings run.json and the params
+#: hold; a spec's ``tools`` is None when all are offered.
+ALL_TOOLS: tuple[str, ...] = tuple(map(str, ENV_TOOLS))
 #: Short tool names in run ids (``-tools_lm+zoom``).
-_TOOL_TAGS = {"landmark_query": "lm", "zoom_in": "zoom", "oblique_render": "obl"}
+_TOOL_TAGS: dict[str, str] = {
+    ToolName.LANDMARK_QUERY: "lm",
+    ToolName.ZOOM_IN: "zoom",
+    ToolName.OBLIQUE_RENDER: "obl",
+}
 
 
 def _is_int(v: object) -> bool:

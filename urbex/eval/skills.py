@@ -36,6 +36,7 @@ import polars as pl
 from urbex.env.marks import marks_under_bev
 from urbex.geometry import iou_2d
 from urbex.landmarks.names import normalize_name
+from urbex.tool_vocabulary import ToolName
 
 __all__ = ["SKILLS", "episode_skills", "skill_shares", "zoom_units"]
 
@@ -119,12 +120,12 @@ def episode_skills(
         asked = set()
         zooms = []
         for s in mine:
-            if s["tool"] == "landmark_query":
+            if s["tool"] == ToolName.LANDMARK_QUERY:
                 try:
                     asked.add(normalize_name(str(json.loads(s["arguments"]).get("name", ""))))
                 except (ValueError, AttributeError):
                     pass
-            elif s["tool"] == "zoom_in" and s["region_x_min_m"] is not None:
+            elif s["tool"] == ToolName.ZOOM_IN and s["region_x_min_m"] is not None:
                 zooms.append(
                     [
                         s["region_x_min_m"],

@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from urbex.env.trajectory import TOOL_NAMES
 from urbex.errors import DuplicateEpisodesError
 from urbex.eval.runspec import RunSpec, clean_twins
+from urbex.tool_vocabulary import ENV_TOOLS, ToolName
 
 if TYPE_CHECKING:
     pass
@@ -362,7 +364,7 @@ def regional_success(steps: pl.DataFrame, context: pl.DataFrame) -> pl.DataFrame
     >>> regional_success(st, ctx).rows()
     [('r', 'q', True)]
     """
-    z = steps.filter((pl.col("tool") == "zoom_in") & pl.col("valid").fill_null(False))
+    z = steps.filter((pl.col("tool") == ToolName.ZOOM_IN) & pl.col("valid").fill_null(False))
     z = z.join(context.select("query_id", "target_cx", "target_cy"), on="query_id")
     inside = (
         (pl.col("region_x_min_m") <= pl.col("target_cx"))
@@ -528,7 +530,7 @@ def landmark_availability(
 
 
 #: The paper's free trajectory pattern (appendix D.2): landmark → zoom → oblique → answer.
-_LZOA = ["landmark_query", "zoom_in", "oblique_render", "answer"]
+_LZOA = [*ENV_TOOLS, ToolName.ANSWER]
 
 
 def tool_use(episodes: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
@@ -569,10 +571,7 @@ def tool_use(episodes: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         ep.group_by(_KEYS)
         .agg(
             pl.len().cast(pl.Int64).alias("n"),
-            *(
-                pl.col(f"n_{t}").cast(pl.Float64).mean().alias(t)
-                for t in ("landmark_query", "zoom_in", "oblique_render")
-            ),
+            *(pl.col(f"n_{t}").cast(pl.Float64).mean().alias(t) for t in TOOL_NAMES),
             (pl.col("n_invalid").sum() / pl.col("turns").sum().clip(1)).alias("invalid_rate"),
             pl.col("turns").cast(pl.Float64).mean().alias("turns"),
             _rate(pl.col("lzoa")).alias("lzoa_share"),

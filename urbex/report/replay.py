@@ -30,6 +30,7 @@ from urbex.env.views import EpisodeView, GlobalViews
 from urbex.env.world import World
 from urbex.eval.ground import landmark_hits
 from urbex.query import Query
+from urbex.tool_vocabulary import ToolName
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class Replayer:
             view = None
             if s["valid"] and s["view_id"] and None not in region:
                 box = np.asarray(region, dtype=np.float64)
-                if s["tool"] == "zoom_in":
+                if s["tool"] == ToolName.ZOOM_IN:
                     bev = scene.bev_window(box, out_size=(w, h))
                     view = EpisodeView(
                         view_id=s["view_id"], kind="zoom",
@@ -93,7 +94,7 @@ class Replayer:
                         transform=bev.transform, turn=int(s["turn"]),
                     )  # fmt: skip
                     view = view if marks is None else mark_view(view, marks)
-                elif s["tool"] == "oblique_render":
+                elif s["tool"] == ToolName.OBLIQUE_RENDER:
                     view = EpisodeView(
                         view_id=s["view_id"], kind="oblique", image=oblique_placeholder(),
                         world_box=box, transform=None, turn=int(s["turn"]),

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from urbex.eval.runspec import RunSpec
 
 from urbex.agents.registry import policies
+from urbex.env.trajectory import TOOL_NAMES
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.runspec import spec_of_meta
@@ -151,8 +152,8 @@ def table9_markdown(t: pl.DataFrame) -> str:
     | test_no | vlm-g | free | 10 | 30.0 | 50.0 | 25.0 | 0.50 | 1.50 | 0.00 | 10.0 | 3.00 | 0.0 |
     | test_no | workflow-g | fixed | 10 | 20.0 | 40.0 | 20.0 | 1.00 | 1.00 | 1.00 | 30.0 | 4.50 | 90.0 |
     """
-    heads = ["split", "method", "mode", "n", "Hit@1", "Hit@3", "IoU", "landmark_query",
-             "zoom_in", "oblique_render", "Invalid", "Turns", "L→Z→O→A"]  # fmt: skip
+    heads = ["split", "method", "mode", "n", "Hit@1", "Hit@3", "IoU", *TOOL_NAMES,
+             "Invalid", "Turns", "L→Z→O→A"]  # fmt: skip
     lines = ["| " + " | ".join(heads) + " |", "|---|---|---|" + "---:|" * (len(heads) - 3)]
     percent = {"hit1", "hit3", "iou_bev", "invalid_rate", "lzoa_share"}
     for r in t.iter_rows(named=True):

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from urbex.annotations.clean import QUERY_SCHEMA
 from urbex.atomic import PUBLIC
+from urbex.env.trajectory import TOOL_NAMES
 from urbex.eval.episodes import ROW_KEYS, SHARD_GLOB, episode_schema, step_schema, timing_schema
 from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
 from urbex.eval.metrics import metrics_schema
@@ -106,9 +107,7 @@ def _arrow_columns(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
 TABLE9_ACCURACY: tuple[str, ...] = ("n", "hit1", "hit3", "iou_bev")
 #: Its tool-use columns, from :func:`urbex.report.diagnostics.tool_use` (calls per episode, rates).
 TABLE9_TOOL_USE: tuple[str, ...] = (
-    "landmark_query",
-    "zoom_in",
-    "oblique_render",
+    *TOOL_NAMES,
     "invalid_rate",
     "turns",
     "lzoa_share",
@@ -368,9 +367,7 @@ TABLES: dict[str, TableSpec] = {
                     "tool_use",
                     (
                         ("n", "BIGINT"),
-                        ("landmark_query", "DOUBLE"),
-                        ("zoom_in", "DOUBLE"),
-                        ("oblique_render", "DOUBLE"),
+                        *((t, "DOUBLE") for t in TOOL_NAMES),
                         ("invalid_rate", "DOUBLE"),
                         ("turns", "DOUBLE"),
                         ("lzoa_share", "DOUBLE"),

@@ -17,6 +17,7 @@ import numpy as np
 
 from urbex.env.prompts import system_prompt
 from urbex.env.trl_adapter import template_tool_schemas
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.config import Params
@@ -67,14 +68,14 @@ def protocol_corpus(
         kind = int(rng.integers(0, 4))
         if kind == 0:
             args: dict[str, object] = {"view_id": view, "bbox_2d": box}
-            yield f"<tool_call>{json.dumps({'name': 'zoom_in', 'arguments': args})}</tool_call>"
+            yield f"<tool_call>{json.dumps({'name': ToolName.ZOOM_IN, 'arguments': args})}</tool_call>"
         elif kind == 1:
             args = {
                 "view_id": view,
                 "bbox_2d": box,
                 "azimuth_deg": int(rng.choice([0, 90, 180, 270])),
             }
-            yield f"<tool_call>{json.dumps({'name': 'oblique_render', 'arguments': args})}</tool_call>"
+            yield f"<tool_call>{json.dumps({'name': ToolName.OBLIQUE_RENDER, 'arguments': args})}</tool_call>"
         elif kind == 2 and p.marks.enabled and rng.random() < 0.5:
             yield f"<answer>{json.dumps({'mark': int(rng.integers(1, 200))})}</answer>"
         elif kind == 2:

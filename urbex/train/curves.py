@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from urbex.atomic import atomic_path
+from urbex.env.trajectory import TOOL_NAMES
 from urbex.viz.style import COLOURS, pil_font
 
 __all__ = ["CURVES_SIZE", "SMOOTH", "plot_training_curves"]
@@ -37,11 +38,7 @@ _PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Tool calls per episode",
         "calls",
-        (
-            ("calls_landmark_query", "landmark_query"),
-            ("calls_zoom_in", "zoom_in"),
-            ("calls_oblique_render", "oblique_render"),
-        ),
+        tuple((f"calls_{t}", t) for t in TOOL_NAMES),
     ),
 )
 

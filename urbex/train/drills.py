@@ -40,6 +40,7 @@ from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
 from urbex.synth.noise import misspell
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.config_env import MarksParams
@@ -135,7 +136,7 @@ def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
             if v.kind == "zoom" and v.marks:
                 listings.append(tuple(v.marks))
         for m in t.messages:
-            if m.get("role") == "tool" and m.get("name") == "landmark_query":
+            if m.get("role") == "tool" and m.get("name") == ToolName.LANDMARK_QUERY:
                 c = m.get("content")
                 parts = c if isinstance(c, list) else [{"type": "text", "text": c}]
                 text = "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
@@ -145,7 +146,7 @@ def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
             if not s.valid:
                 continue
             args = s.arguments or {}
-            if s.tool == "landmark_query" and isinstance(args.get("name"), str):
+            if s.tool == ToolName.LANDMARK_QUERY and isinstance(args.get("name"), str):
                 name = str(args["name"])
                 pool.add(name)
                 if name in desc:
@@ -356,7 +357,7 @@ def name_copy_drill(
             desc, name = desc.replace(name, shown), new
         segs += [
             (_turn(f"Query: {desc}"), False),
-            (_call("landmark_query", name=name, view_id="global"), True),
+            (_call(ToolName.LANDMARK_QUERY, name=name, view_id="global"), True),
             ("\n", False),
         ]
     return Drill(family="name_copy", segments=tuple(segs))
@@ -401,7 +402,7 @@ def box_copy_drill(
         box = [int(v) for v in found.groups()]
         segs += [
             (_turn(f"<tool_response>\n{text}\n</tool_response>"), False),
-            (_call("zoom_in", view_id="global", bbox_2d=box), True),
+            (_call(ToolName.ZOOM_IN, view_id="global", bbox_2d=box), True),
             ("\n", False),
         ]
     if not segs:

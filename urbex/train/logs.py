@@ -42,6 +42,7 @@ import polars as pl
 from urbex.atomic import atomic_path
 from urbex.env.rewards import TERMINAL_TERMS
 from urbex.env.trajectory import TOOL_NAMES, invalid_turns, tool_counts
+from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.env.records import EpisodeOutcome, Step
@@ -65,7 +66,7 @@ COMPONENTS: tuple[str, ...] = (*TERMINAL_TERMS, "zoom", "oblique", "invalid")
 #: ``calls_<tool>``: mean calls per episode of each tool (valid and invalid calls alike).
 TOOL_COLUMNS: tuple[str, ...] = tuple(f"calls_{t}" for t in TOOL_NAMES)
 #: The shaping component of a valid call of each shaped tool.
-_SHAPED: dict[str | None, str] = {"zoom_in": "zoom", "oblique_render": "oblique"}
+_SHAPED: dict[str | None, str] = {ToolName.ZOOM_IN: "zoom", ToolName.OBLIQUE_RENDER: "oblique"}
 
 #: Beside each trainer checkpoint (``checkpoint-N/``): the log rows and tool counts up to it.
 RESUME_LOG_FILE = "urbex_training_log.json"
