@@ -10,9 +10,10 @@ so ``bare ep/s / ep/s`` is what the harness itself costs; ``loop ep/s`` (the loo
 not timed) is printed too. The two sides alternate, round by round; figures are the best of
 ``--rounds`` with their ranges.
 
-``evaluate()`` keeps its worker processes for the next run of the process
-(:mod:`urbex.eval.schedule`): here they start in the first 2-worker run, ``oracle`` on the
-largest split, measured apart (``cold``), and serve every later 2-worker run. Also measured:
+``evaluate()`` keeps its worker processes in the :class:`~urbex.eval.workers.WorkerPool` it is
+given, for the next run given the same pool: here one pool serves the whole benchmark; its
+processes start in the first 2-worker run, ``oracle`` on the largest split, measured apart
+(``cold``), and serve every later 2-worker run. Also measured:
 how long a spawned worker takes to start (``pool_start_s``, what ``eval.parallel_min_s`` is set
 from).
 
@@ -51,7 +52,7 @@ from urbex.env.world import World
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
-from urbex.eval.schedule import shutdown_pool
+from urbex.eval.workers import WorkerPool
 from urbex.layout import AssetLayout
 
 POLICIES = ("oracle", "landmark_prior")
@@ -144,13 +145,16 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float, 
     return len(qs), t2 - t0, t2 - t1
 
 
-def timed_evaluate(assets: Path, policy: str, split: str, workers: int) -> tuple[float, dict]:
-    """Wall seconds of one fresh ``evaluate()`` run; its episodes' env/policy shares and Hit@1
-    (the run directory is deleted afterwards, untimed)."""
+def timed_evaluate(
+    assets: Path, policy: str, split: str, workers: int, pool: WorkerPool
+) -> tuple[float, dict]:
+    """Wall seconds of one fresh ``evaluate()`` run (worker processes from ``pool``); its
+    episodes' env/policy shares and Hit@1 (the run directory is deleted afterwards, untimed)."""
     p = Params(paths={"assets": assets}, eval={"workers": workers, "chunk_size": 8})
     rid = f"bench-{policy}-{split}-w{workers}-{time.time_ns()}"
     t = time.perf_counter()
-    r = evaluate(p, RunSpec.from_params(p, policy=policy, split=split), run_id=rid, progress=False)
+    spec = RunSpec.from_params(p, policy=policy, split=split)
+    r = evaluate(p, spec, run_id=rid, progress=False, pool=pool)
     wall = time.perf_counter() - t
     ep = read_episodes(r.run_dir)
     lat = float(ep["latency_s"].sum())
@@ -167,7 +171,7 @@ def timed_evaluate(assets: Path, policy: str, split: str, workers: int) -> tuple
 
 def _ready() -> int:
     """A worker's first task: what evaluate's worker processes import."""
-    import urbex.eval.schedule  # noqa: F401
+    import urbex.eval.workers  # noqa: F401
 
     return os.getpid()
 
@@ -193,7 +197,7 @@ def main() -> None:
     args = ap.parse_args()
     rounds = args.rounds or (1 if args.quick else 3)
     figures: dict[str, float | int | None] = {"rounds": rounds}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, WorkerPool() as pool:
         t0 = time.perf_counter()
         if args.assets is not None:
             assets = args.assets.resolve()
@@ -212,9 +216,9 @@ def main() -> None:
         print(f"a spawned worker process answers its first task after {start:.2f} s")
         for policy in POLICIES:  # untimed warm-up: imports, compiled kernels, the page cache
             bare_rollouts(p1, policy, splits[0])
-            timed_evaluate(assets, policy, splits[0], 1)
-        shutdown_pool(wait=True)
-        cold, cold_info = timed_evaluate(assets, COLD_POLICY, largest, 2)
+            timed_evaluate(assets, policy, splits[0], 1, pool)
+        pool.close(wait=True)
+        cold, cold_info = timed_evaluate(assets, COLD_POLICY, largest, 2, pool)
         print(
             f"cold: {COLD_POLICY}/{largest}, 2 workers, starting its worker process: {cold:.2f} s"
         )
@@ -232,9 +236,9 @@ def main() -> None:
                     n, t_bare, t_loop = bare_rollouts(p1, policy, split)
                     bare.append(n / t_bare)
                     loop.append(n / t_loop)
-                    t1, info1 = timed_evaluate(assets, policy, split, 1)
+                    t1, info1 = timed_evaluate(assets, policy, split, 1, pool)
                     w1.append(info1["n"] / t1)
-                    t2, info2 = timed_evaluate(assets, policy, split, 2)
+                    t2, info2 = timed_evaluate(assets, policy, split, 2, pool)
                     w2.append(info2["n"] / t2)
                     assert info1["n"] == info2["n"] == n and info1["hit1"] == info2["hit1"]
                 (b, *b_r), (lp, *_), (e1, *e1_r), (e2, *e2_r) = map(_best, (bare, loop, w1, w2))
@@ -261,7 +265,7 @@ def main() -> None:
                     f"  {policy}/{split}: bare {b_r[0]:.1f}–{b_r[1]:.1f}, w1 {e1_r[0]:.1f}–"
                     f"{e1_r[1]:.1f}, w2 {e2_r[0]:.1f}–{e2_r[1]:.1f} ep/s"
                 )
-        shutdown_pool(wait=True)
+        pool.close(wait=True)
         n_cold, e1_warm = (figures[f"{COLD_POLICY}_{largest}_{k}"] for k in ("episodes", "eps_w1"))
         figures[f"{COLD_POLICY}_w2_cold_vs_w1"] = (n_cold / cold) / e1_warm
     print(

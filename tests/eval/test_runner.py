@@ -20,7 +20,6 @@ from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec, Sample, read_spec
-from urbex.eval.schedule import shutdown_pool
 
 # columns that legitimately differ between two runs of the same episodes
 _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
@@ -280,7 +279,6 @@ def test_evaluate_process_pool_equals_in_process(assets):
         run_id="par",
         progress=False,
     )
-    shutdown_pool(wait=True)  # later tests of this process start without worker processes
     assert par.n_played == seq.n_played
     assert _stable(read_episodes(par.run_dir)).equals(_stable(read_episodes(seq.run_dir)))
 

@@ -1,5 +1,6 @@
-"""The runner's scheduler: worker processes decided from the first chunk, kept for the next run,
-chunks shared from both ends; the episodes do not depend on it (test_runner.py compares them)."""
+"""The runner's scheduler: worker processes decided from the first chunk, kept in the caller's
+pool for the next run, chunks shared from both ends; the episodes do not depend on it
+(test_runner.py compares them)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from urbex.config import Params
 from urbex.eval.episodes import read_episodes
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
-from urbex.eval.schedule import _POOL, _Chunks, _spawn_ignoring_sigint, shutdown_pool
+from urbex.eval.workers import WorkerPool, _Chunks, _spawn_ignoring_sigint
 
 
 @pytest.fixture(scope="module")
@@ -26,36 +27,36 @@ def assets(tmp_path_factory) -> Path:
     return build_eval_project(tmp_path_factory.mktemp("sched"))
 
 
-def _run(assets: Path, run_id: str, **eval_kw):
+def _run(assets: Path, run_id: str, pool: WorkerPool | None = None, **eval_kw):
     p = Params(paths={"assets": assets}, eval={"workers": 2, "chunk_size": 2, **eval_kw})
     spec = RunSpec.from_params(p, policy="landmark_prior", split="train")
-    return evaluate(p, spec, run_id=run_id, progress=False)
+    return evaluate(p, spec, run_id=run_id, progress=False, pool=pool)
 
 
-@pytest.fixture(autouse=True)
-def _no_kept_workers():
-    """Each test starts without the worker processes an earlier run in this process kept."""
-    shutdown_pool(wait=True)
-    yield
+@pytest.fixture
+def pool():
+    """The worker processes of one test (none running at its start), stopped at its end."""
+    with WorkerPool() as kept:
+        yield kept
 
 
-def test_a_short_run_starts_no_worker_process_and_says_why(assets):
-    r = _run(assets, "short")  # seconds of episodes left < eval.parallel_min_s (2 s)
+def test_a_short_run_starts_no_worker_process_and_says_why(assets, pool):
+    r = _run(assets, "short", pool)  # seconds of episodes left < eval.parallel_min_s (2 s)
     assert "< eval.parallel_min_s 2 s: no worker processes" in r.schedule
-    assert "landmark_prior/train:" in r.schedule and not _POOL
+    assert "landmark_prior/train:" in r.schedule and pool.processes == 0
 
 
-def test_workers_start_once_and_serve_the_next_run(assets):
+def test_workers_start_once_and_serve_the_next_run(assets, pool):
     try:
-        first = _run(assets, "cold", parallel_min_s=0)
+        first = _run(assets, "cold", pool, parallel_min_s=0)
         assert "≥ eval.parallel_min_s 0 s: starting 1 worker process(es)" in first.schedule
-        assert set(_POOL) == {1}
-        pool = _POOL[1]
-        again = _run(assets, "warm")  # the threshold is not asked again: they are running
+        assert pool.processes == 1
+        kept = pool._executor
+        again = _run(assets, "warm", pool)  # the threshold is not asked again: they are running
         assert (
             again.schedule == "landmark_prior/train: this process and 1 running worker process(es)"
         )
-        assert _POOL[1] is pool
+        assert pool._executor is kept
         cols = ["query_id", "hit1", "iou_bev", "turns"]
         assert (
             read_episodes(again.run_dir)
@@ -63,20 +64,38 @@ def test_workers_start_once_and_serve_the_next_run(assets):
             .equals(read_episodes(first.run_dir).select(cols))
         )
     finally:
-        shutdown_pool(wait=True)
-    assert not _POOL
+        pool.close(wait=True)
+    assert pool.processes == 0
 
 
-def test_a_run_shared_with_workers_is_merged_without_reading_its_shards_back(assets, monkeypatch):
+def test_a_call_without_a_pool_stops_the_processes_it_started(assets, monkeypatch):
+    import urbex.eval.schedule as S
+
+    pools: list[WorkerPool] = []
+
+    class Recorded(WorkerPool):
+        def __init__(self) -> None:
+            super().__init__()
+            pools.append(self)
+
+    monkeypatch.setattr(S, "WorkerPool", Recorded)
+    r = _run(assets, "own", parallel_min_s=0)
+    assert "starting 1 worker process(es)" in r.schedule
+    assert len(pools) == 1 and pools[0].processes == 0
+
+
+def test_a_run_shared_with_workers_is_merged_without_reading_its_shards_back(
+    assets, pool, monkeypatch
+):
     """The workers send the tables of the shards they wrote back with their episodes, so the
     run is compacted from memory (reading a shard back here would fail the run)."""
     import time
 
     import urbex.eval.episodes as E
-    import urbex.eval.schedule as S
+    import urbex.eval.workers as W
 
     try:
-        first = _run(assets, "merge-cold", parallel_min_s=0)
+        first = _run(assets, "merge-cold", pool, parallel_min_s=0)
 
         def no_read(*a, **k):
             raise AssertionError("a shard was read back")
@@ -85,10 +104,10 @@ def test_a_run_shared_with_workers_is_merged_without_reading_its_shards_back(ass
             time.sleep(0.3)
             return play(*a, **k)
 
-        play = S._play_chunk
+        play = W.play_chunk
         monkeypatch.setattr(E, "_read", no_read)
-        monkeypatch.setattr(S, "_play_chunk", slow_here)
-        again = _run(assets, "merge-warm")
+        monkeypatch.setattr(W, "play_chunk", slow_here)
+        again = _run(assets, "merge-warm", pool)
         assert "1 running worker process" in again.schedule
         monkeypatch.undo()
         cols = ["query_id", "hit1", "iou_bev", "turns"]
@@ -97,22 +116,22 @@ def test_a_run_shared_with_workers_is_merged_without_reading_its_shards_back(ass
             .equals(read_episodes(first.run_dir).select(cols))
         )  # fmt: skip
     finally:
-        shutdown_pool(wait=True)
+        pool.close(wait=True)
 
 
-def test_a_kept_worker_that_died_is_replaced_by_this_process(assets):
+def test_a_kept_worker_that_died_is_replaced_by_this_process(assets, pool):
     import os
     import signal
 
     try:
-        first = _run(assets, "alive", parallel_min_s=0)
-        for proc in list(_POOL[1]._processes.values()):  # killed while idle between runs
+        first = _run(assets, "alive", pool, parallel_min_s=0)
+        for proc in list(pool._executor._processes.values()):  # killed while idle between runs
             os.kill(proc.pid, signal.SIGKILL)
             proc.join(10)
-        again = _run(assets, "dead")
-        assert again.n_played == first.n_played and not _POOL  # played here; discarded
+        again = _run(assets, "dead", pool)
+        assert again.n_played == first.n_played and pool.processes == 0  # played here; discarded
     finally:
-        shutdown_pool(wait=True)
+        pool.close(wait=True)
 
 
 def test_one_worker_plays_everything_here_and_says_nothing(assets):
@@ -161,8 +180,8 @@ def test_ctrl_c_during_the_spawn_waits_until_every_process_has_its_start_up_data
 
 _KEEP_A_POOL = """
 import multiprocessing.resource_tracker as rt, time
-from urbex.eval.schedule import _pool
-pool = _pool(2)
+from urbex.eval.workers import WorkerPool
+pool = WorkerPool().start(2)
 for f in [pool.submit(time.sleep, 0.2) for _ in range(4)]:
     f.result()
 print(*pool._processes, rt._resource_tracker._pid, flush=True)

@@ -322,6 +322,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     from urbex.agents.registry import policy_info
     from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
     from urbex.eval.runner import evaluate
+    from urbex.eval.workers import WorkerPool
     from urbex.stages import refresh
 
     if run_id is not None:
@@ -340,10 +341,17 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     if args.checkpoint is not None:
         specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
     rows = []
-    for spec in specs:
-        r = evaluate(params, spec=spec, progress=not args.quiet, restart_stale=args.restart_stale)
-        print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
-        rows.append(r.metrics.row(0, named=True))
+    with WorkerPool() as pool:  # worker processes started by one repeat serve the next
+        for spec in specs:
+            r = evaluate(
+                params,
+                spec=spec,
+                progress=not args.quiet,
+                restart_stale=args.restart_stale,
+                pool=pool,
+            )
+            print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
+            rows.append(r.metrics.row(0, named=True))
     refresh(params)
     for m in REPEAT_METRICS:
         mean, lo, hi = t_interval([float(row[m]) for row in rows])

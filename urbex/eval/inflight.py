@@ -24,6 +24,9 @@ caller can write every finished episode before it propagates, as with one at a t
 
 Latency: each episode's ``latency_s`` is its own wall time, waiting included (other episodes'
 environment steps share the cores, so it can exceed a one-at-a-time run's).
+
+:class:`InFlight` is the scheduler's execution of this kind (:mod:`urbex.eval.execution`): it
+writes a shard each time ``chunk_size`` episodes have finished.
 """
 
 from __future__ import annotations
@@ -31,15 +34,70 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from urbex.eval.episodes import write_chunk
+from urbex.eval.execution import Execution, Played, Progress, RunWork
 
 if TYPE_CHECKING:
     from urbex.env.episode import GroundingEnv
-    from urbex.eval.episodes import EpisodeRecord, StepRow
     from urbex.eval.player import EpisodePlayer
+    from urbex.eval.rows import EpisodeRecord, StepRow
     from urbex.query import Query
 
-__all__ = ["in_flight_workers", "play_in_flight"]
+__all__ = ["InFlight", "in_flight_workers", "play_in_flight"]
+
+
+class InFlight(Execution):
+    """Episodes in flight (:func:`play_in_flight`, ``n`` threads), the chunks played in order
+    (one scene after another); a shard written each time ``chunk_size`` episodes have finished.
+
+    Parameters
+    ----------
+    n
+        Episodes in flight at once (:func:`in_flight_workers`).
+    chunk_size
+        Finished episodes per shard (``eval.chunk_size``).
+    """
+
+    def __init__(self, n: int, chunk_size: int) -> None:
+        self.n, self.chunk_size = n, chunk_size
+
+    def play(
+        self,
+        player: EpisodePlayer,
+        run: RunWork,
+        chunks: Sequence[list[Query]],
+        progress: Progress,
+    ) -> Played:
+        played = 0
+        flat = [q for c in chunks for q in c]
+        for k in self._shards(player, flat, run.directory):
+            played += k
+            progress.advance(k)
+        return Played(n=played)
+
+    def _shards(
+        self, player: EpisodePlayer, queries: Sequence[Query], directory: Path
+    ) -> Iterator[int]:
+        """Play ``queries``; write a shard per ``chunk_size`` finished episodes and yield its
+        size; on an error, write the finished episodes, then re-raise."""
+        eps: list[EpisodeRecord] = []
+        steps: list[StepRow] = []
+        try:
+            for rec, st in play_in_flight(player, queries, self.n):
+                eps.append(rec)
+                steps.extend(st)
+                if len(eps) >= self.chunk_size:
+                    write_chunk(directory, eps, steps)
+                    k = len(eps)
+                    eps, steps = [], []
+                    yield k
+        finally:
+            write_chunk(directory, eps, steps)
+        if eps:
+            yield len(eps)
 
 
 def in_flight_workers(player: EpisodePlayer, n_pending: int) -> int:

@@ -31,9 +31,9 @@ from urbex.env.policy import Policy
 from urbex.env.trajectory import Trajectory
 from urbex.env.world import World
 from urbex.errors import AnnotationError
-from urbex.eval.episodes import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.eval.metrics import trajectories_metrics
 from urbex.eval.perturb import PerturbedLandmarks
+from urbex.eval.rows import EpisodeRecord, StepRow, episode_record, step_rows
 from urbex.query import Query
 
 __all__ = ["EpisodePlayer"]

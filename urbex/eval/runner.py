@@ -23,14 +23,15 @@ the rest in chunks of ``params.eval.chunk_size`` episodes — written as Parquet
   ``failed`` with the ``error`` text when anything raised (a policy that fails to build
   included); the warehouse shows the episodes of complete runs only.
 * **Parallel**: policies marked ``parallel`` (``oracle``, ``landmark_prior``) play chunks in
-  this process and ``eval.workers - 1`` spawned worker processes, kept for the next run, when
-  the episodes left after the first chunk would take at least ``eval.parallel_min_s`` seconds
-  in one process (:mod:`urbex.eval.schedule`; the decision is printed); model policies
-  run in this process (``vlm`` with ``vlm.batch_size > 1`` plays episodes in lockstep batches;
-  a thread-safe policy — ``openai``, and ``workflow``/``no_tools`` over it — keeps
-  ``openai.concurrency`` episodes in flight, one thread each, :mod:`urbex.eval.inflight`, and
-  writes a shard each time ``eval.chunk_size`` episodes have finished; the episodes played do
-  not depend on the concurrency).
+  this process and ``eval.workers - 1`` spawned worker processes when the episodes left after
+  the first chunk would take at least ``eval.parallel_min_s`` seconds in one process
+  (:mod:`urbex.eval.schedule`; the decision is printed); a caller that evaluates several
+  runs passes them one :class:`urbex.eval.workers.WorkerPool`, which keeps the processes from
+  one run to the next. Model policies run in this process (``vlm`` with
+  ``vlm.batch_size > 1`` plays episodes in lockstep batches; a thread-safe policy — ``openai``,
+  and ``workflow``/``no_tools`` over it — keeps ``openai.concurrency`` episodes in flight, one
+  thread each, :mod:`urbex.eval.inflight`, and writes a shard each time ``eval.chunk_size``
+  episodes have finished; the episodes played do not depend on the concurrency).
 * **Bounded**: each episode stops at the env's turn budget or after ``eval.episode_timeout_s``
   (checked between turns; a timed-out episode counts as unanswered).
 * **Latency** ("warm online", as the paper): model + environment time per query, excluding
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 
     from urbex.config import Params
     from urbex.env.policy import Policy
+    from urbex.eval.workers import WorkerPool
 
 __all__ = [
     "RUN_TIMES_FILE",
@@ -340,6 +342,7 @@ def evaluate(
     workers: int | None = None,
     policy_obj: Policy | None = None,
     restart_stale: bool = False,
+    pool: WorkerPool | None = None,
 ) -> RunResult:
     """Play the run ``spec`` names (a policy over a split or its seeded sample), resumably; write
     episodes, steps, metrics.
@@ -370,6 +373,11 @@ def evaluate(
         outputs (an interrupted ``dvc repro`` resumes), and a changed param or a sweep
         (``dvc exp run -S``) must replace them, as DVC replaces any other output; the old
         version stays in DVC's cache.
+    pool
+        The worker processes of parallel-safe policies, owned by the caller: started by the
+        first run that needs them, kept for the next run given the same pool (``with
+        WorkerPool() as pool:``). None: this call starts its own if the run needs them and
+        stops them at its end.
 
     Returns
     -------
@@ -448,6 +456,7 @@ def evaluate(
                 workers=workers,
                 progress=progress,
                 policy_obj=policy_obj,
+                pool=pool,
             )
             metrics = finalize_run(params, rid, played.written)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from urbex.eval.episodes import EpisodeRecord, StepRow, Written, write_chunk
+from urbex.eval.episodes import Written, write_chunk
+from urbex.eval.rows import EpisodeRecord, StepRow
 
 __all__ = ["ShardWriter"]
 
