@@ -122,7 +122,7 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float, 
     t0 = time.perf_counter()
     env = World.from_params(params).env()
     pol = make_policy(policy, params, env=env, class_sizes=policy_class_sizes(params, policy))
-    qs = load_queries(params, split)
+    qs = load_queries(params.layout, split)
     for sid in sorted({q.scene_id for q in qs}):  # open each scene, build its global view
         env.reset(query=next(q for q in qs if q.scene_id == sid))
     system = {"role": "system", "content": system_prompt(env.params)}
@@ -211,7 +211,7 @@ def main() -> None:
         present = set(pl.read_parquet(AssetLayout(assets).queries)["split"])
         splits = [s for s in ("test_nd", "test_no") if s in present]
         p1 = Params(paths={"assets": assets})
-        largest = max(splits, key=lambda s: len(load_queries(p1, s)))
+        largest = max(splits, key=lambda s: len(load_queries(p1.layout, s)))
         figures["pool_start_s"] = start = pool_start_s()
         print(f"a spawned worker process answers its first task after {start:.2f} s")
         for policy in POLICIES:  # untimed warm-up: imports, compiled kernels, the page cache

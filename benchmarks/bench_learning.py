@@ -139,7 +139,7 @@ def val_skills(params: Any, name: str) -> dict[str, float]:
 
     run_dir = params.layout.run(f"bench-{name}")
     world = World.from_params(params)
-    queries = {q.query_id: q for q in load_queries(params, "val")}
+    queries = {q.query_id: q for q in load_queries(params.layout, "val")}
     idx = world.landmarks
     ep = read_episodes(run_dir)
     skills = episode_skills(

@@ -182,7 +182,7 @@ def main() -> None:
         assets = build_project(
             Path(tmp), blocks=blocks, size=100.0, density=10.0, targets=40, per_target=3
         )
-        n_split = len(load_queries(Params(paths={"assets": assets}), SPLIT))
+        n_split = len(load_queries(Params(paths={"assets": assets}).layout, SPLIT))
         print(
             f"project: {blocks} blocks of 100 m, {n_split} {SPLIT} queries "
             f"(built in {time.perf_counter() - t0:.1f} s); cores: {os.cpu_count()}"

@@ -18,7 +18,10 @@ def _params(tmp_path, **kw):
 
 
 def test_synthetic_scene_ids_follow_synth_scenes(tmp_path):
-    assert synthetic_scene_ids(_params(tmp_path)) == ["synthville_block_0", "synthville_block_1"]
+    assert synthetic_scene_ids(_params(tmp_path).synth) == [
+        "synthville_block_0",
+        "synthville_block_1",
+    ]
 
 
 def test_raw_dataset_synthetic_is_described_without_generating(tmp_path):

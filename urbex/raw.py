@@ -17,6 +17,7 @@ from pathlib import Path
 
 from urbex.atomic import atomic_write, publish_dir, remove_stale, staging_path
 from urbex.config import Params
+from urbex.config_data import SynthParams
 from urbex.errors import ConfigError
 from urbex.io.datasets import list_scenes
 from urbex.synth import generate_dataset
@@ -53,22 +54,21 @@ class RawDataset:
     found: tuple[str, ...] = ()
 
 
-def synthetic_scene_ids(params: Params) -> list[str]:
-    """The scene ids the synthetic generator produces for ``params.synth`` (known without generating)."""
-    return [f"synthville_block_{i}" for i in range(params.synth.scenes)]
+def synthetic_scene_ids(synth: SynthParams) -> list[str]:
+    """The scene ids the synthetic generator produces for ``synth`` (known without generating)."""
+    return [f"synthville_block_{i}" for i in range(synth.scenes)]
 
 
-def _synth_fingerprint(params: Params) -> str:
+def _synth_fingerprint(synth: SynthParams) -> str:
     """The ``synth`` params and the generator's version: either changed → regenerate."""
 
     blob = json.dumps(
-        {**params.section_dict("synth"), "generator_version": GENERATOR_VERSION}, sort_keys=True
+        {**synth.model_dump(mode="json"), "generator_version": GENERATOR_VERSION}, sort_keys=True
     ).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _select(found: list[str], params: Params, root: Path) -> tuple[str, ...]:
-    wanted = params.data.scenes
+def _select(found: list[str], wanted: list[str] | None, root: Path) -> tuple[str, ...]:
     if wanted is None:
         return tuple(found)
     missing = sorted(set(wanted) - set(found))
@@ -85,8 +85,8 @@ def raw_dataset(params: Params) -> RawDataset:
 
     if params.data.source == "synthetic":
         synth_root = params.layout.raw_synthetic
-        every = synthetic_scene_ids(params)
-        ids = _select(every, params, synth_root)
+        every = synthetic_scene_ids(params.synth)
+        ids = _select(every, params.data.scenes, synth_root)
         return RawDataset(
             source="cityrefer", root=synth_root, scene_ids=ids, generated=True, found=tuple(every)
         )
@@ -106,7 +106,7 @@ def raw_dataset(params: Params) -> RawDataset:
     return RawDataset(
         source=params.data.source,
         root=root,
-        scene_ids=_select(found, params, root),
+        scene_ids=_select(found, params.data.scenes, root),
         generated=False,
         found=tuple(found),
     )
@@ -131,7 +131,7 @@ def materialize_raw(params: Params, *, force: bool = False, progress: bool = Tru
         return ds
 
     stamp = ds.root / ".urbex_synth"
-    fp = _synth_fingerprint(params)
+    fp = _synth_fingerprint(params.synth)
     if not force and stamp.exists() and stamp.read_text().strip() == fp:
         return ds
     s = params.synth

@@ -214,7 +214,7 @@ def build_benchmark_queries(params: Params, name: str) -> Path:
         raise AnnotationError(
             f"benchmark {name!r}: cleaning left no query", path=bp.layout.clean_queries
         )
-    index = landmark_index(bp)
+    index = landmark_index(bp.layout, bp.landmarks)
     names = (
         index.mentions_many(clean["description"].to_list(), clean["scene_id"].to_list())
         if index is not None

@@ -99,7 +99,7 @@ def test_in_flight_run_plays_the_episodes_of_a_sequential_run(assets, reference)
 
 
 def test_rate_limited_episode_backs_off_without_stalling_the_others(assets, reference):
-    qs = load_queries(_params(assets, "http://x", 4), "test_no")
+    qs = load_queries(_params(assets, "http://x", 4).layout, "test_no")
     from urbex.env.play import episode_seed
 
     slow = episode_seed(0, qs[0].query_id)  # the first episode started
@@ -125,7 +125,7 @@ def test_rate_limited_episode_backs_off_without_stalling_the_others(assets, refe
 
 
 def test_in_flight_error_writes_the_finished_episodes_and_a_rerun_completes(assets, reference):
-    qs = load_queries(_params(assets, "http://x", 4), "test_no")
+    qs = load_queries(_params(assets, "http://x", 4).layout, "test_no")
     from urbex.env.play import episode_seed
 
     bad = episode_seed(0, qs[5].query_id)
@@ -177,4 +177,4 @@ def test_in_flight_refuses_more_threads_than_the_policy_allows(assets):
     assert isinstance(player.policy, OraclePolicy)
     assert in_flight_workers(player, 10) == 1
     with pytest.raises(ValueError, match="max_concurrency"):
-        next(play_in_flight(player, load_queries(params, "test_no"), 2))
+        next(play_in_flight(player, load_queries(params.layout, "test_no"), 2))

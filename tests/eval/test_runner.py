@@ -41,17 +41,17 @@ def _stable(df: pl.DataFrame) -> pl.DataFrame:
 
 def test_load_queries_joins_target_boxes_and_samples(assets):
     p = _params(assets)
-    qs = load_queries(p, "test_no")
+    qs = load_queries(p.layout, "test_no")
     assert len(qs) >= 10 and [q.query_id for q in qs] == sorted(q.query_id for q in qs)
     assert all(q.target_box_2d[2] > q.target_box_2d[0] for q in qs)
-    sample = load_queries(p, "test_no", limit=4, sample_seed=1)
-    again = load_queries(p, "test_no", limit=4, sample_seed=1)
+    sample = load_queries(p.layout, "test_no", limit=4, sample_seed=1)
+    again = load_queries(p.layout, "test_no", limit=4, sample_seed=1)
     assert len(sample) == 4 and [q.query_id for q in sample] == [q.query_id for q in again]
 
 
 def test_load_queries_unknown_split_names_the_known_ones(assets):
     with pytest.raises(AnnotationError, match="splits present"):
-        load_queries(_params(assets), "nope")
+        load_queries(_params(assets).layout, "nope")
 
 
 def test_evaluate_oracle_hits_every_target_and_fills_the_warehouse(assets):
@@ -415,7 +415,7 @@ def test_evaluate_resume_with_another_sample_never_mixes_samples(assets):
         run_id="grow",
         progress=False,
     )
-    want = {q.query_id for q in load_queries(p, "test_no", limit=3, sample_seed=0)}
+    want = {q.query_id for q in load_queries(p.layout, "test_no", limit=3, sample_seed=0)}
     assert set(read_episodes(r.run_dir)["query_id"].to_list()) == want
     assert r.n_skipped == 2 and r.metrics["n"][0] == 3
     # a smaller sample than the run holds would silently keep the extra episodes in the metrics
@@ -442,7 +442,7 @@ def test_evaluate_restart_stale_replaces_a_run_of_other_settings(assets):
     smaller = evaluate(p, spec(p, 2), restart_stale=True, **kw)
     assert smaller.n_skipped == 0 and smaller.n_played == 2
     assert not (smaller.run_dir / "index.html").exists()
-    want = {q.query_id for q in load_queries(p, "test_no", limit=2, sample_seed=0)}
+    want = {q.query_id for q in load_queries(p.layout, "test_no", limit=2, sample_seed=0)}
     assert set(read_episodes(smaller.run_dir)["query_id"].to_list()) == want
     changed = p.with_updates(env={"max_turns": 3})
     r = evaluate(changed, spec(changed, 2), restart_stale=True, **kw)

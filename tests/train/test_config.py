@@ -189,9 +189,11 @@ def test_image_tokens_other_patch_and_merge():
 def test_check_completion_length_needs_one_tool_image_and_a_turn():
     env = {"zoom_size": [256, 256], "oblique_size": [128, 128]}
     need = image_tokens((256, 256)) + MIN_TURN_TOKENS
-    check_completion_length(Params(env=env, train={"max_completion_length": need}))
+    ok = Params(env=env, train={"max_completion_length": need})
+    check_completion_length(ok.train, ok.env)
+    short = Params(env=env, train={"max_completion_length": need - 1})
     with pytest.raises(ValueError, match=rf"set it to at least {need}"):
-        check_completion_length(Params(env=env, train={"max_completion_length": need - 1}))
+        check_completion_length(short.train, short.env)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

@@ -138,7 +138,7 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     # the published checkpoint is a policy the loop can play (whatever it says)
     env = GroundingEnv(p, CachedSceneProvider(p.layout.scenes))
     pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}), checkpoint=d)
-    traj = play_episode(env, pol, load_queries(p, "test_no", limit=1)[0], seed=0)
+    traj = play_episode(env, pol, load_queries(p.layout, "test_no", limit=1)[0], seed=0)
     assert traj.outcome.turns >= 1 and len(traj.images) >= 1
 
 
@@ -189,7 +189,7 @@ def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny)
     kinds = {t.steps[[s.valid for s in t.steps].index(False)].tool for t in trajs}
     assert kinds == {"zoom_in", "answer"}  # both kinds of mistake occur
     proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
-    ex = render_examples(trajs[:2], proc, p)
+    ex = render_examples(trajs[:2], proc, p.env, p.vlm)
     batch = _batch(proc, ex, None)
     for row, t in enumerate(trajs[:2]):
         kept = proc.tokenizer.decode(batch["input_ids"][row][batch["labels"][row] != -100])
@@ -268,9 +268,9 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
     from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, rename_rate=1.0, anchor_rate=1.0)
-    original = {q.query_id: q for q in load_queries(p, "train")}
+    original = {q.query_id: q for q in load_queries(p.layout, "train")}
     trajs = teacher_trajectories(p, per_query=2, limit=6)
-    names = set(landmark_index(p).table["name"].to_list())
+    names = set(landmark_index(p.layout, p.landmarks).table["name"].to_list())
     renamed = [t for t in trajs if t.query.description != original[t.query.query_id].description]
     assert len(renamed) >= 3 and all(t.outcome.answered for t in trajs)  # some mention none
     for t in renamed:
@@ -310,7 +310,7 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
         assert t.outcome.answered and not all(s.valid for s in t.steps)
         assert sum(not s.valid for s in t.steps) <= p.sft.recovery_max_errors
     proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
-    batch = _batch(proc, render_examples(trajs[:1], proc, p), None)
+    batch = _batch(proc, render_examples(trajs[:1], proc, p.env, p.vlm), None)
     kept = proc.tokenizer.decode(batch["input_ids"][0][batch["labels"][0] != -100])
     assert all(s.model_text in kept for s in trajs[0].steps if s.valid)
     assert not any(s.model_text in kept for s in trajs[0].steps if not s.valid and s.model_text)

@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 
 from urbex.annotations.clean import normalize_description
-from urbex.config import Params
 from urbex.errors import AnnotationError, CacheError, ConfigError
+from urbex.layout import AssetLayout
 from urbex.query import Query
 
 __all__ = [
@@ -219,8 +219,8 @@ def split_counts(frame: pl.DataFrame) -> pl.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 
-def _instances(params: Params, scene_id: str) -> pl.DataFrame:
-    p = params.layout.instances(scene_id)
+def _instances(lay: AssetLayout, scene_id: str) -> pl.DataFrame:
+    p = lay.instances(scene_id)
     if not p.is_file():
         raise CacheError(
             f"scene cache of {scene_id!r} not found; build it with `urbex cache`", path=p
@@ -229,7 +229,7 @@ def _instances(params: Params, scene_id: str) -> pl.DataFrame:
 
 
 def load_queries(
-    params: Params, split: str, *, limit: int | None = None, sample_seed: int = 0
+    lay: AssetLayout, split: str, *, limit: int | None = None, sample_seed: int = 0
 ) -> list[Query]:
     """The split's queries with their target boxes (world metres), sorted by ``query_id``.
 
@@ -248,7 +248,7 @@ def load_queries(
     CacheError
         A query's scene cache is missing.
     """
-    qpath = params.layout.queries
+    qpath = lay.queries
     if not qpath.is_file():
         raise AnnotationError("split table not found; build it with `urbex splits`", path=qpath)
     q = pl.read_parquet(qpath, glob=False)
@@ -264,7 +264,7 @@ def load_queries(
         q = q[keep.tolist()]
     out: list[Query] = []
     for sid in q["scene_id"].unique().sort().to_list():
-        inst = _instances(params, sid).select(
+        inst = _instances(lay, sid).select(
             "object_id", "class_name", "x_min", "y_min", "z_min", "x_max", "y_max", "z_max"
         )
         rows = q.filter(pl.col("scene_id") == sid).join(

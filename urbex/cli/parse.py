@@ -129,7 +129,7 @@ def _names(args: argparse.Namespace, params: Params) -> list[str]:
 
     names = list(args.landmark)
     if args.scene:
-        index = landmark_index(params)
+        index = landmark_index(params.layout, params.landmarks)
         if index is None or args.scene not in index.scene_ids:
             raise ConfigError(
                 f"--scene {args.scene!r}: no landmark table for it under "

@@ -71,7 +71,7 @@ class World:
         LandmarkError
             ``require_landmarks`` and ``<assets>/landmarks`` holds no table.
         """
-        index = landmark_index(params)
+        index = landmark_index(params.layout, params.landmarks)
         if index is None and require_landmarks:
             raise LandmarkError(
                 "landmark tables not found; build them with `urbex landmarks`",

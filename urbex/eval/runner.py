@@ -411,7 +411,7 @@ def evaluate(
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
         meta = _check_run(d, policy, split, fp, restart_stale=restart_stale)
         lim = None if spec.sample is None else spec.sample.limit
-        queries = load_queries(params, split, limit=lim, sample_seed=params.eval.sample_seed)
+        queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
         done = finished_query_ids(d)
         extra = sorted(done - {q.query_id for q in queries})
         if extra and restart_stale:

@@ -137,7 +137,7 @@ class GroundingGymEnv(gym.Env[dict[str, Any], str]):
         p = resolve_params(params, assets)
         _require_built(p)
         self.split = split
-        self.queries: list[Query] = load_queries(p, split)
+        self.queries: list[Query] = load_queries(p.layout, split)
         self.world = World.from_params(p)
         self.inner: GroundingEnv = self.world.env()
         e = self.inner.params

@@ -17,7 +17,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from urbex.atomic import PUBLIC
-from urbex.config import Params
+from urbex.config_data import LandmarkParams
 from urbex.landmarks.mentions import mention_spans
 from urbex.landmarks.names import (
     GENERIC_WORDS,
@@ -26,6 +26,7 @@ from urbex.landmarks.names import (
     normalize_name,
 )
 from urbex.landmarks.table import FOOTPRINT_BOUNDS, read_landmark_table, with_footprint_bounds
+from urbex.layout import AssetLayout
 
 __all__ = ["LandmarkIndex", "LookupResult", "Match", "landmark_index"]
 
@@ -371,9 +372,15 @@ class LandmarkIndex:
         return [self.mentions(d, s) for d, s in zip(descriptions, scene_ids, strict=True)]
 
 
-def landmark_index(params: Params) -> LandmarkIndex | None:
-    """The landmark index of ``<assets>/landmarks/*.parquet`` (None when there is none)."""
-    d = params.layout.landmarks
+def landmark_index(lay: AssetLayout, landmarks: LandmarkParams) -> LandmarkIndex | None:
+    """The landmark index of ``<assets>/landmarks/*.parquet`` with the thresholds of
+    ``landmarks`` (None when there is no table)."""
+    d = lay.landmarks
     if not d.exists() or not any(d.glob(f"{PUBLIC}.parquet")):
         return None
-    return LandmarkIndex.from_params(read_landmark_table(d), params)
+    return LandmarkIndex(
+        read_landmark_table(d),
+        threshold=landmarks.threshold,
+        ambiguity_margin=landmarks.ambiguity_margin,
+        mention_threshold=landmarks.mention_threshold,
+    )

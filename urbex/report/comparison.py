@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from urbex.config import Params
     from urbex.eval.runspec import RunSpec
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "METRIC_LABELS",
@@ -224,7 +225,7 @@ def smoke_recipes(specs: Mapping[str, RunSpec | None], base_dir: Path) -> dict[s
     return out
 
 
-def smoke_note(params: Params, methods: Sequence[str]) -> str | None:
+def smoke_note(lay: AssetLayout, methods: Sequence[str]) -> str | None:
     """A paragraph for the report under a table that has smoke rows (labels ending in
     :data:`SMOKE_MARK`): which checkpoints were trained at smoke length, with the recipe and
     the steps of each stage, and where the recipe's real figures are. None without smoke rows.
@@ -233,7 +234,7 @@ def smoke_note(params: Params, methods: Sequence[str]) -> str | None:
     if not marked:
         return None
     ckpts = []
-    root = params.layout.checkpoints
+    root = lay.checkpoints
     for d in sorted(root.iterdir()) if root.is_dir() else []:
         rec = read_recipe(d)
         named = any(re.search(rf"-{re.escape(d.name)}(-|\s|$)", m) for m in marked)

@@ -34,7 +34,9 @@ from urbex.report.plots import plot_panels
 from urbex.report.warehouse import TABLES, refresh_warehouse
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import DiagnoseParams, Params
+    from urbex.landmarks.lookup import LandmarkIndex
+    from urbex.layout import AssetLayout
 
 __all__ = ["compute_tables", "diagnose", "markdown_table"]
 
@@ -87,13 +89,13 @@ _TITLES = {
 }
 
 
-def _load(params: Params) -> dict[str, pl.DataFrame]:
+def _load(lay: AssetLayout) -> dict[str, pl.DataFrame]:
     import duckdb
 
     # the views over the files now on disk, in memory: reading never writes warehouse.duckdb
     con = duckdb.connect(":memory:")
     try:
-        refresh_warehouse(params.assets, con=con)
+        refresh_warehouse(lay.root, con=con)
 
         def q(table: str, cols: str, distinct: bool = False) -> pl.DataFrame:
             # Columns added later (e.g. steps.view_*) are NULL over shards written before them.
@@ -123,7 +125,7 @@ def _load(params: Params) -> dict[str, pl.DataFrame]:
             "instances": q("instances", "scene_id, object_id, class_name, cx, cy"),
             "runs": _runs(
                 q("metrics", ", ".join(["run_id", *(c for c, _ in SPEC_COLUMNS)]), distinct=True),
-                params.layout.runs,
+                lay.runs,
             ),
             "metrics": q(
                 "metrics",
@@ -145,10 +147,10 @@ def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=metrics.schema)
 
 
-def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _mentions(
+    index: LandmarkIndex | None, queries: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(query_id, name)`` mentions with the clean landmark map, and that map."""
-
-    index = landmark_index(params)
     if index is None or queries.height == 0:
         empty = pl.DataFrame(schema={"query_id": pl.String, "name": pl.String})
         return empty, pl.DataFrame(
@@ -162,19 +164,21 @@ def _mentions(params: Params, queries: pl.DataFrame) -> tuple[pl.DataFrame, pl.D
     return m.drop_nulls("name"), index.table.select("scene_id", "name", "x", "y")
 
 
-def compute_tables(params: Params, frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Every diagnostic table from the warehouse frames of :func:`diagnose`.
+def compute_tables(
+    frames: dict[str, pl.DataFrame], d: DiagnoseParams, index: LandmarkIndex | None
+) -> dict[str, pl.DataFrame]:
+    """Every diagnostic table from the warehouse frames of :func:`diagnose`, binned by ``d``;
+    the landmark mentions come from ``index`` (None: no landmark table).
 
     Raises
     ------
     urbex.errors.DuplicateEpisodesError
         A run holds a query more than once (:func:`urbex.report.diagnostics.check_unique_episodes`).
     """
-    d = params.diagnose
     ep, steps, queries = frames["episodes"], frames["steps"], frames["queries"]
     check_unique_episodes(ep)
     used = queries.filter(pl.col("query_id").is_in(ep["query_id"].unique().to_list()))
-    mentions, landmarks = _mentions(params, used)
+    mentions, landmarks = _mentions(index, used)
     ctx = query_context(
         used, frames["instances"], mentions, landmarks, radius_m=d.distractor_radius_m
     )
@@ -222,7 +226,7 @@ def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
         if ep.height == 0:
             continue
         for split in ep["split"].unique().to_list():
-            for q in load_queries(params, split):
+            for q in load_queries(params.layout, split):
                 targets.setdefault(q.query_id, q.target_box_2d)
                 if index is not None and q.query_id not in mentions:
                     mentions[q.query_id] = index.mentions(q.description, q.scene_id)
@@ -269,8 +273,10 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
     """
 
     out = params.layout.diagnostics
-    frames = _load(params)
-    tables = compute_tables(params, frames)
+    frames = _load(params.layout)
+    tables = compute_tables(
+        frames, params.diagnose, landmark_index(params.layout, params.landmarks)
+    )
     paths = []
     for name in DIAGNOSTIC_TABLES:
         paths.append(

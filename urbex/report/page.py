@@ -63,6 +63,7 @@ from urbex.report.warehouse import readable_runs, refresh_warehouse
 
 if TYPE_CHECKING:
     from urbex.config import Params
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "GALLERY",
@@ -230,7 +231,7 @@ def _report(params: Params) -> Block | None:
         [_cell(row[c], m) for c, m in zip(cols, metrics)] for row in table.iter_rows(named=True)
     ]
     note = f"{len(rows)} method(s); percent, except n. Click a column to sort."
-    smoke = smoke_note(params, table["method"].to_list())
+    smoke = smoke_note(params.layout, table["method"].to_list())
     if smoke:
         note += " " + smoke.replace("`", "")
     return Block(key="report", title="Report (Table 1)", note=note, heads=heads, rows=rows)
@@ -240,17 +241,17 @@ def _report(params: Params) -> Block | None:
 _LATENCY = ("latency_s", "latency_p50_s", "latency_p90_s", "env_s", "policy_s")
 
 
-def _latency(params: Params) -> Block | None:
+def _latency(lay: AssetLayout) -> Block | None:
     """Seconds per query of every complete run (warm online latency, its median and 90th
     percentile, environment and policy shares): measured on this machine, so shown here and
     never in the versioned report.md."""
     import duckdb
 
-    if not any(params.layout.runs.glob("*/metrics.parquet")):
+    if not any(lay.runs.glob("*/metrics.parquet")):
         return None
     con = duckdb.connect(":memory:")
     try:
-        refresh_warehouse(params.assets, con=con)
+        refresh_warehouse(lay.root, con=con)
         cols = ", ".join(_LATENCY)
         rows = con.execute(
             f"SELECT run_id, split, n, {cols} FROM metrics ORDER BY run_id, split"
@@ -269,14 +270,13 @@ def _latency(params: Params) -> Block | None:
     return Block(key="latency", title="Latency", note=note, heads=heads, rows=cells)
 
 
-def _blocks(params: Params) -> list[Block]:
+def _blocks(lay: AssetLayout) -> list[Block]:
     """Every block of report.md after its comparison (Tables 11, 9, 2), the latency, and every
     block of diagnostics.md (:func:`urbex.report.blocks.markdown_blocks`)."""
-    lay = params.layout
     out: list[Block] = []
     if lay.report_md.is_file():
         out += markdown_blocks(lay.report_md.read_text(), prefix="report", skip_first=True)
-    latency = _latency(params)
+    latency = _latency(lay)
     if latency is not None:
         out.append(latency)
     diag = lay.diagnostics / DIAGNOSTICS_MD
@@ -285,11 +285,10 @@ def _blocks(params: Params) -> list[Block]:
     return out
 
 
-def _plot_groups(params: Params) -> list[tuple[str, list[tuple[str, str]]]]:
+def _plot_groups(lay: AssetLayout) -> list[tuple[str, list[tuple[str, str]]]]:
     """The diagnostic plots by kind: (title, [(file name, stem)]) — one panel per policy
     family (``<stem>-<family>.png``, :data:`urbex.report.blocks.PLOT_TITLES`), then any other
     PNG of the folder under "Other plots"."""
-    lay = params.layout
     pngs = sorted(lay.diagnostics.glob("*.png")) if lay.diagnostics.is_dir() else []
     groups: dict[str, list[tuple[str, str]]] = {}
     for p in pngs:
@@ -300,9 +299,9 @@ def _plot_groups(params: Params) -> list[tuple[str, list[tuple[str, str]]]]:
     return [(t, groups[t]) for t in order if t in groups]
 
 
-def _run_ids(params: Params) -> list[str]:
+def _run_ids(lay: AssetLayout) -> list[str]:
     """The runs to show: those whose files can all be read (:func:`readable_runs`)."""
-    return [d.name for d in readable_runs(params.assets)]
+    return [d.name for d in readable_runs(lay.root)]
 
 
 def write_results_page(
@@ -316,12 +315,12 @@ def write_results_page(
     lay = params.layout
     lay.eval.mkdir(parents=True, exist_ok=True)
     report = _report(params)
-    blocks = _blocks(params)
-    plots = _plot_groups(params)
-    curves = _copy_curves(params)
+    blocks = _blocks(lay)
+    plots = _plot_groups(lay)
+    curves = _copy_curves(lay)
     runs = [
         (rid, _write_run_page(params, rid, n_best=n_best, n_worst=n_worst, n_random=n_random))
-        for rid in _run_ids(params)
+        for rid in _run_ids(lay)
     ]
     index = lay.results_page
     page = render(
@@ -337,10 +336,9 @@ def write_results_page(
     return index
 
 
-def _copy_curves(params: Params) -> list[str]:
+def _copy_curves(lay: AssetLayout) -> list[str]:
     """Copy every checkpoint's ``train_curves.png`` (a reader stage's ``reader_curves.png``: its
     held-out drill accuracy) to ``eval/curves/<name>.png``; their names."""
-    lay = params.layout
     names = []
     if lay.checkpoints.is_dir():
         for d in sorted(lay.checkpoints.iterdir()):
@@ -357,8 +355,8 @@ def _copy_curves(params: Params) -> list[str]:
     return names
 
 
-def _descriptions(params: Params) -> dict[str, str]:
-    path = params.layout.queries
+def _descriptions(lay: AssetLayout) -> dict[str, str]:
+    path = lay.queries
     if not path.is_file():
         return {}
     df = pl.read_parquet(path, columns=["query_id", "description"], glob=False)
@@ -389,7 +387,7 @@ def _write_run_page(
         picks = pick_episodes(
             eps, n_best=n_best, n_worst=n_worst, n_random=n_random, seed=params.eval.seed
         )
-        texts = _descriptions(params)
+        texts = _descriptions(params.layout)
         shutil.rmtree(run_dir / GALLERY, ignore_errors=True)  # stale picks of an earlier page
         replay = Replayer(_run_params(params, run_dir))
         for pick in picks:

@@ -60,7 +60,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
             + md
             + "\n"
         )
-        note = smoke_note(params, table["method"].to_list() if table.height else [])
+        note = smoke_note(params.layout, table["method"].to_list() if table.height else [])
         if note:
             fh.write("\n" + note + "\n")
         if t11.height:

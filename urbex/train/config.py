@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.config import Params, TrainParams
+from urbex.config_env import EnvParams
 from urbex.errors import ConfigError
 from urbex.params_files import nearest
 
@@ -123,34 +124,34 @@ def image_tokens(size: tuple[int, int], *, patch: int = 16, merge: int = 2) -> i
     return max(1, math.ceil(w / patch) * math.ceil(h / patch) // (merge * merge))
 
 
-def check_completion_length(params: Params) -> None:
+def check_completion_length(train: TrainParams, env: EnvParams) -> None:
     """``ValueError`` unless ``train.max_completion_length`` holds one tool image and a turn.
 
     The completion of a GRPO rollout is the whole episode: every tool image's tokens count
     (trl appends each tool response, images included, to the completion); a budget that cannot hold one zoom or oblique image plus a short turn
     (:data:`MIN_TURN_TOKENS`) can only train on truncated episodes.
     """
-    e = params.env
+    e = env
     need = max(image_tokens(e.zoom_size), image_tokens(e.oblique_size)) + MIN_TURN_TOKENS
-    if params.train.max_completion_length < need:
+    if train.max_completion_length < need:
         raise ValueError(
-            f"train.max_completion_length: {params.train.max_completion_length} tokens cannot "
+            f"train.max_completion_length: {train.max_completion_length} tokens cannot "
             f"hold one tool image ({need - MIN_TURN_TOKENS} tokens at env.zoom_size {list(e.zoom_size)} / "
             f"env.oblique_size {list(e.oblique_size)}) and a turn; set it to at least {need}, or "
             "shrink the views"
         )
 
 
-def check_vllm(params: Params, device: str) -> None:
+def check_vllm(train: TrainParams, device: str) -> None:
     """``ConfigError`` unless ``train.use_vllm`` can run: vllm importable and ``device`` cuda.
 
     A no-op when ``train.use_vllm`` is false. ``device`` is the resolved device
     (:func:`resolve_device`).
 
-    >>> from urbex.config import Params
-    >>> check_vllm(Params(), "cpu")  # use_vllm false: nothing to check
+    >>> from urbex.config import TrainParams
+    >>> check_vllm(TrainParams(), "cpu")  # use_vllm false: nothing to check
     """
-    if not params.train.use_vllm:
+    if not train.use_vllm:
         return
     import importlib.util
 
@@ -281,9 +282,9 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
             f"{', '.join(sorted(known))}" + (f" (did you mean {best!r}?)" if best else ""),
             field="train.loss_type",
         )
-    check_completion_length(params)
+    check_completion_length(t, params.env)
     device = resolve_device(t.device)
-    check_vllm(params, device)
+    check_vllm(t, device)
     on_cpu = device == "cpu"
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),

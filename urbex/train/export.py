@@ -33,6 +33,7 @@ from urbex.atomic import publish_dir, staging_path
 from urbex.config import SPLIT_NAMES, Params
 from urbex.errors import CacheError, ConfigError, OutputExistsError
 from urbex.eval.episodes import episode_schema, read_episodes, read_steps, step_schema
+from urbex.layout import AssetLayout
 from urbex.train.teacher import teacher_trajectories
 
 if TYPE_CHECKING:
@@ -136,9 +137,9 @@ def teacher_dataset(
     return Dataset.from_list([_teacher_row(t) for t in trajs], features=teacher_features())
 
 
-def _runs_of(params: Params, split: str) -> list[Path]:
+def _runs_of(lay: AssetLayout, split: str) -> list[Path]:
     """The run folders whose ``run.json`` names ``split``, sorted by run id."""
-    runs = params.layout.runs
+    runs = lay.runs
     out = []
     for meta in sorted(runs.glob("[!.]*/run.json")) if runs.is_dir() else []:
         try:
@@ -152,7 +153,7 @@ def _runs_of(params: Params, split: str) -> list[Path]:
     return out
 
 
-def episodes_dataset(params: Params, split: str) -> datasets.Dataset:
+def episodes_dataset(lay: AssetLayout, split: str) -> datasets.Dataset:
     """The finished episodes of every evaluation run of ``split``, with their steps.
 
     Raises
@@ -164,7 +165,7 @@ def episodes_dataset(params: Params, split: str) -> datasets.Dataset:
     from datasets import Dataset
 
     rows: list[dict[str, Any]] = []
-    for run in _runs_of(params, split):
+    for run in _runs_of(lay, split):
         steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in read_steps(run).iter_rows(named=True):
             steps[s["query_id"]].append(s)
@@ -174,7 +175,7 @@ def episodes_dataset(params: Params, split: str) -> datasets.Dataset:
         raise CacheError(
             f"no evaluated episode of split {split!r}: stage `evaluate` is not built for it; "
             f"run `urbex evaluate --split {split}` first",
-            path=params.layout.runs,
+            path=lay.runs,
         )
     return Dataset.from_list(rows, features=episode_features())
 
@@ -218,7 +219,7 @@ def export_dataset(
     if what == "teacher":
         ds = teacher_dataset(params, split, limit=limit, progress=progress)
     else:
-        ds = episodes_dataset(params, split)
+        ds = episodes_dataset(params.layout, split)
     tmp = staging_path(final)
     try:
         ds.save_to_disk(str(tmp))

@@ -54,6 +54,7 @@ from urbex.layout import (
     GRPO_TRAINER_LOG_FILE,
     TRAIN_CURVES_FILE,
     TRAINING_LOG_FILE,
+    AssetLayout,
 )
 from urbex.train.config import make_grpo_config
 from urbex.train.curves import plot_training_curves
@@ -124,13 +125,13 @@ class TrainResult:
         return self.checkpoint_dir / GRPO_SUMMARY_FILE
 
 
-def checkpoint_dir(params: Params, run_name: str | None = None) -> Path:
-    """``<assets>/checkpoints/<run_name>`` (default ``params.train.run_name``)."""
-    return params.layout.checkpoint(run_name or params.train.run_name)
+def checkpoint_dir(layout: AssetLayout, run_name: str) -> Path:
+    """``<assets>/checkpoints/<run_name>``."""
+    return layout.checkpoint(run_name)
 
 
-def _check_inputs(params: Params, scene_ids: list[str]) -> None:
-    layout = params.layout
+def _check_inputs(layout: AssetLayout, scene_ids: list[str]) -> None:
+    """Fail before the model loads when a scene cache or the landmark tables are missing."""
     missing = [s for s in scene_ids if not layout.scene_meta(s).is_file()]
     if missing:
         raise CacheError(
@@ -289,15 +290,15 @@ def train(
         params = params.with_updates(train=updates)  # ConfigError naming train.<field>
     t = params.train
     base = resolve_checkpoint(params, t.checkpoint, field="train.checkpoint")
-    queries = load_queries(params, t.split, limit=t.limit, sample_seed=t.seed)
-    _check_inputs(params, sorted({q.scene_id for q in queries}))
+    queries = load_queries(params.layout, t.split, limit=t.limit, sample_seed=t.seed)
+    _check_inputs(params.layout, sorted({q.scene_id for q in queries}))
     if t.query_filter == "solvable":
         queries = solvable_queries(params, queries)
 
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    final = checkpoint_dir(params)
+    final = checkpoint_dir(params.layout, params.train.run_name)
     staging = params.layout.checkpoint_staging(final.name)
     fingerprint = {
         "base_checkpoint": str(base),

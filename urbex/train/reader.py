@@ -77,7 +77,9 @@ from urbex.train.teacher import teacher_trajectories
 from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import Params, SFTParams
+    from urbex.config_env import EnvParams, MarksParams
+    from urbex.config_reader import ReaderParams
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
@@ -142,11 +144,11 @@ def _make(
     family: str,
     rng: np.random.Generator,
     src: DrillSources,
-    params: Params,
+    r: ReaderParams,
+    marks: MarksParams,
     *,
     level: int,
 ) -> Drill | None:
-    r = params.reader
     if family == "mark_lookup":
         return mark_lookup_drill(
             rng,
@@ -155,7 +157,7 @@ def _make(
             full=level >= r.levels[-1],
             answers=r.answers_per_drill,
             synthetic_rate=r.synthetic_rate,
-            marks=params.env.marks,
+            marks=marks,
         )
     if family == "name_copy":
         return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
@@ -165,13 +167,21 @@ def _make(
 
 
 def held_out(
-    family: str, src: DrillSources, params: Params, *, level: int, n: int, seed: int
+    family: str,
+    src: DrillSources,
+    r: ReaderParams,
+    marks: MarksParams,
+    *,
+    level: int,
+    n: int,
+    seed: int,
 ) -> list[Drill]:
-    """``n`` drills of ``family`` (not ``whole_turn``) at ``level``, seeded (held-out sets)."""
+    """``n`` drills of ``family`` (not ``whole_turn``) at ``level``, seeded (held-out sets), by
+    the curriculum of ``r`` with the mark listing of ``marks``."""
     rng = np.random.default_rng([seed, 77, DRILL_FAMILIES.index(family), level])
     out: list[Drill] = []
     for _ in range(20 * n):
-        d = _make(family, rng, src, params, level=level)
+        d = _make(family, rng, src, r, marks, level=level)
         if d is not None:
             out.append(d)
         if len(out) >= n:
@@ -185,8 +195,11 @@ def _accuracy(
     processor: Any,
     sets: dict[str, list[Drill]],
     whole: Sequence[SFTExample],
-    params: Params,
+    max_length: int,
+    whole_max_length: int | None,
 ) -> dict[str, float]:
+    """Held-out accuracy of each drill set (encoded to ``max_length`` tokens) and of the
+    whole turns (``whole_max_length``, SFT's)."""
     import torch
 
     model.eval()
@@ -194,7 +207,7 @@ def _accuracy(
     for name, drills in sets.items():
         right = total = 0
         for i in range(0, len(drills), 16):
-            b = encode_drills(drills[i : i + 16], tok, params.reader.max_length)
+            b = encode_drills(drills[i : i + 16], tok, max_length)
             with torch.no_grad():
                 logits, target, owner = answer_logits(model, b)
             r, n = right_answers(logits.argmax(-1) != target, owner)
@@ -202,7 +215,7 @@ def _accuracy(
         out[name] = right / total if total else float("nan")
     right = total = 0
     for i in range(0, len(whole), 4):
-        inputs = sft_batch(processor, list(whole[i : i + 4]), params.sft.max_length)
+        inputs = sft_batch(processor, list(whole[i : i + 4]), whole_max_length)
         r, n = exact_answers(model, inputs, turn_owner(inputs["labels"]))
         right, total = right + r, total + n
     out["whole_turn"] = right / total if total else float("nan")
@@ -210,8 +223,11 @@ def _accuracy(
     return out
 
 
-def _fingerprint(params: Params, base: Path, name: str, n_steps: int) -> dict[str, Any]:
-    section = {k: v for k, v in params.section_dict("reader").items() if k != "save_steps"}
+def _fingerprint(
+    r: ReaderParams, env: EnvParams, sft: SFTParams, base: Path, name: str, n_steps: int
+) -> dict[str, Any]:
+    """What a resumed run must share with the one that saved its state."""
+    section = {k: v for k, v in r.model_dump(mode="json").items() if k != "save_steps"}
     weights = sorted((p.name, p.stat().st_size) for p in base.glob("*.safetensors"))
     return {
         "base_checkpoint": str(base),
@@ -219,8 +235,8 @@ def _fingerprint(params: Params, base: Path, name: str, n_steps: int) -> dict[st
         "run_name": name,
         "steps": n_steps,
         "reader": section,
-        "env": params.section_dict("env"),
-        "sft": params.section_dict("sft"),
+        "env": env.model_dump(mode="json"),
+        "sft": sft.model_dump(mode="json"),
     }
 
 
@@ -305,12 +321,14 @@ def train_reader(
     if not held_t:
         train_t, held_t = trajs[1:], trajs[:1]
     src, src_held = drill_sources(train_t), drill_sources(held_t)
-    whole = render_examples(train_t, processor, params)
+    whole = render_examples(train_t, processor, params.env, params.vlm)
     # whole turns are long (images); a quarter as many as each text family's set
-    whole_held = render_examples(held_t, processor, params)[: max(4, r.held_out // 4)]
+    whole_held = render_examples(held_t, processor, params.env, params.vlm)[
+        : max(4, r.held_out // 4)
+    ]
     families = [f for f in DRILL_FAMILIES if f != "whole_turn"]
     for fam in families:
-        if not held_out(fam, src, params, level=r.levels[-1], n=1, seed=r.seed):
+        if not held_out(fam, src, r, params.env.marks, level=r.levels[-1], n=1, seed=r.seed):
             raise ConfigError(
                 f"no {fam} drill can be built from the train split's teacher episodes "
                 f"({len(train_t)}); check env.marks and the landmark tables",
@@ -319,7 +337,8 @@ def train_reader(
 
     full = r.levels[-1]
     full_sets = {  # the full-length held-out drills, built once; a level adds its own look-ups
-        f: held_out(f, src_held, params, level=full, n=r.held_out, seed=r.seed) for f in families
+        f: held_out(f, src_held, r, params.env.marks, level=full, n=r.held_out, seed=r.seed)
+        for f in families
     }
     stop = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
 
@@ -327,7 +346,7 @@ def train_reader(
         sets = dict(full_sets)
         if level < full:
             sets["mark_lookup_level"] = held_out(
-                "mark_lookup", src_held, params, level=level, n=r.held_out, seed=r.seed
+                "mark_lookup", src_held, r, params.env.marks, level=level, n=r.held_out, seed=r.seed
             )
         return sets
 
@@ -340,7 +359,7 @@ def train_reader(
     warm = max(1, r.warmup_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warm))
     staging = params.layout.checkpoint_staging(name)
-    fingerprint = _fingerprint(params, base, name, n_steps)
+    fingerprint = _fingerprint(r, params.env, params.sft, base, name, n_steps)
     state = _load_state(staging, fingerprint)
     if state is None and staging.exists():
         shutil.rmtree(staging)
@@ -372,7 +391,7 @@ def train_reader(
                 lv = level
                 if fam == "mark_lookup" and li > 0 and rng.random() < 0.25:
                     lv = r.levels[int(rng.integers(li))]
-                d = _make(fam, rng, src, params, level=lv)
+                d = _make(fam, rng, src, r, params.env.marks, level=lv)
                 if d is not None:
                     drills.append(d)
                     c -= 1
@@ -403,7 +422,9 @@ def train_reader(
         )
         scalars.add(step + 1, loss=log[-1]["loss"], learning_rate=lr, level=level)
         if (step + 1) % r.eval_every == 0 or step + 1 == n_steps:
-            acc = _accuracy(model, tok, processor, sets, whole_held, params)
+            acc = _accuracy(
+                model, tok, processor, sets, whole_held, r.max_length, params.sft.max_length
+            )
             at_level = acc.pop("mark_lookup_level", acc["mark_lookup"])
             scalars.add(
                 step + 1, acc_mark_lookup_level=at_level, **{f"acc_{k}": v for k, v in acc.items()}

@@ -62,7 +62,8 @@ from urbex.train.teacher import RecoveryStats, recovery_round, teacher_trajector
 from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import Params, SFTParams, VLMParams
+    from urbex.config_env import EnvParams
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
@@ -92,16 +93,17 @@ class SFTExample:
     supervised: tuple[bool, ...] = ()
 
 
-def _tools(params: Params) -> list[dict[str, Any]] | None:
-
-    return template_tool_schemas(params.env.tools) if params.vlm.template_tools else None
+def _tools(env: EnvParams, vlm: VLMParams) -> list[dict[str, Any]] | None:
+    """The tool schemas the chat template lists (None when the ``vlm`` policy's does not)."""
+    return template_tool_schemas(env.tools) if vlm.template_tools else None
 
 
 def render_examples(
-    trajectories: Sequence[Trajectory], processor: Any, params: Params
+    trajectories: Sequence[Trajectory], processor: Any, env: EnvParams, vlm: VLMParams
 ) -> list[SFTExample]:
-    """Each trajectory's conversation rendered with the processor's chat template (with tools)."""
-    tools = _tools(params)
+    """Each trajectory's conversation rendered with the processor's chat template (with the
+    tools of ``env.tools`` when ``vlm.template_tools``)."""
+    tools = _tools(env, vlm)
     out = []
     for t in trajectories:
         text = processor.apply_chat_template(
@@ -328,11 +330,17 @@ def _batch(
 
 
 def _fingerprint(
-    params: Params, base: Path, name: str, n_steps: int, examples: Sequence[SFTExample]
+    s: SFTParams,
+    env: EnvParams,
+    vlm: VLMParams,
+    base: Path,
+    name: str,
+    n_steps: int,
+    examples: Sequence[SFTExample],
 ) -> dict[str, Any]:
     """The settings a resumed run must share with the run it continues (``sft.save_steps``
     aside, which changes nothing trained)."""
-    section = {k: v for k, v in params.section_dict("sft").items() if k != "save_steps"}
+    section = {k: v for k, v in s.model_dump(mode="json").items() if k != "save_steps"}
     weights = sorted((p.name, p.stat().st_size) for p in base.glob("*.safetensors"))
     return {
         "base_checkpoint": str(base),
@@ -340,8 +348,8 @@ def _fingerprint(
         "run_name": name,
         "steps": n_steps,
         "sft": section,
-        "env": params.section_dict("env"),
-        "template_tools": params.vlm.template_tools,
+        "env": env.model_dump(mode="json"),
+        "template_tools": vlm.template_tools,
         "examples": examples_digest([e.text for e in examples], [e.supervised for e in examples]),
     }
 
@@ -403,7 +411,7 @@ def sft(
     )
     if not trajs:
         raise AnnotationError("no valid teacher trajectory to train on", field="sft.split")
-    examples = render_examples(trajs, processor, params)
+    examples = render_examples(trajs, processor, params.env, params.vlm)
     tok = processor.tokenizer
     stop_ids = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
     rng = np.random.default_rng(s.seed)
@@ -411,7 +419,7 @@ def sft(
     opt = torch.optim.AdamW(model.parameters(), lr=s.learning_rate, weight_decay=0.0)
     schedule = lr_schedule(opt, steps=n_steps, warmup_steps=s.warmup_steps)
     staging = params.layout.checkpoint_staging(name)
-    fingerprint = _fingerprint(params, base, name, n_steps, examples)
+    fingerprint = _fingerprint(params.sft, params.env, params.vlm, base, name, n_steps, examples)
     state = load_state(staging, fingerprint)
     if state is None and staging.exists():  # another run's leftovers (other settings)
         shutil.rmtree(staging)
@@ -449,7 +457,7 @@ def sft(
     for step in bar:
         if step == at:
             more, recovery = recovery_round(params, model, processor, progress=progress)
-            added = render_examples(more, processor, params)
+            added = render_examples(more, processor, params.env, params.vlm)
             examples += added
             order = []  # the new episodes enter the next permutation at once
         if len(order) < s.batch_size:

@@ -79,7 +79,7 @@ def teacher_trajectories(
     split = split or s.split
     per_query = per_query or s.per_query
     seed = s.seed if seed is None else seed
-    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
+    queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
     index, env, teacher = _teacher_in_env(params, p_mistake=s.mistake_rate)
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
@@ -192,7 +192,7 @@ def recovery_trajectories(
     split = split or s.split
     per_query = per_query or s.recovery_per_query
     seed = s.seed if seed is None else seed
-    queries = load_queries(params, split, limit=limit or s.limit, sample_seed=seed)
+    queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
     _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
     policy = RecoveryTeacher(env, student, teacher, max_errors=s.recovery_max_errors)
     out: list[Trajectory] = []
