@@ -33,7 +33,7 @@ from pathlib import Path
 from bench_eval import build_project
 
 from urbex.annotations.splits import load_queries
-from urbex.config import Params
+from urbex.config import EnvParams, Params, VLMParams
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 
@@ -135,7 +135,7 @@ def bench_vlm(assets: Path, root: Path, n: int) -> dict[str, float]:
     from urbex.train.tiny import make_tiny_model
 
     t0 = time.perf_counter()  # a BPE of the protocol: prompts of hundreds of tokens, not bytes
-    corpus = list(protocol_corpus(Params(paths={"assets": assets}), n_actions=200))
+    corpus = list(protocol_corpus(EnvParams(), VLMParams(), n_actions=200))
     tiny = make_tiny_model(root / "tiny", seed=0, corpus=corpus)
     print(
         f"== vlm: tiny Qwen3-VL, protocol BPE, on CPU (built in {time.perf_counter() - t0:.1f} s), "

@@ -104,7 +104,7 @@ def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
         progress=False,
     )
     assert lp.spec.benchmark == "stpls3d_refer"
-    t = table2(project)
+    t = table2(project.layout)
     assert set(t["method"]) == {"oracle", "landmark_prior"}
     assert set(t["subset"]) <= {"all", "landmark_free"} and "all" in set(t["subset"])
     q = pl.read_parquet(benchmark_params(project, "stpls3d_refer").layout.queries)

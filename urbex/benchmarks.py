@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import get_args
 
 from urbex.config import Benchmark, Params
+from urbex.layout import AssetLayout
 
 __all__ = ["BENCHMARKS", "ZERO_SHOT", "ZERO_SHOT_SPLIT", "benchmark_params", "benchmark_source"]
 
@@ -34,10 +35,10 @@ ZERO_SHOT: tuple[str, ...] = tuple(b for b in BENCHMARKS if b != "cityrefer")
 ZERO_SHOT_SPLIT = "test"
 
 
-def benchmark_source(params: Params, name: str) -> Path:
-    """The CityRefer-layout data root a zero-shot benchmark is built from."""
+def benchmark_source(lay: AssetLayout, name: str) -> Path:
+    """The CityRefer-layout data root (under ``lay``) a zero-shot benchmark is built from."""
     if name == "stpls3d_refer":
-        return params.layout.stpls3d_refer
+        return lay.stpls3d_refer
     raise ValueError(f"benchmark: expected one of {list(ZERO_SHOT)}, got {name!r}")
 
 
@@ -57,6 +58,10 @@ def benchmark_params(params: Params, name: str) -> Params:
         return params.with_updates(eval={"benchmark": name})
     return params.with_updates(
         eval={"benchmark": name},
-        data={"source": "cityrefer", "root": str(benchmark_source(params, name)), "scenes": None},
+        data={
+            "source": "cityrefer",
+            "root": str(benchmark_source(params.layout, name)),
+            "scenes": None,
+        },
         landmarks={"use_geojson": True},
     )

@@ -268,7 +268,7 @@ def build_benchmark(params: Params, name: str, *, force: bool = False) -> Benchm
     scenes = benchmark_scene_ids(params, name)
     if not scenes:
         raise ConfigError(
-            f"benchmark {name!r}: its source {benchmark_source(params, name)} holds no scene; build it "
+            f"benchmark {name!r}: its source {benchmark_source(params.layout, name)} holds no scene; build it "
             "with `urbex stpls3d-refer`",
             field="eval.benchmark",
         )

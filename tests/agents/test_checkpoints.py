@@ -54,7 +54,7 @@ def test_check_checkpoint_follows_the_shard_index(tmp_path):
 def test_resolve_checkpoint_relative_path_is_resolved_against_the_params_dir(tmp_path):
     _fake_checkpoint(tmp_path / "ckpt")
     params = Params(base_dir=tmp_path)
-    assert resolve_checkpoint(params, "ckpt", field="vlm.checkpoint") == tmp_path / "ckpt"
+    assert resolve_checkpoint(params.base_dir, "ckpt", field="vlm.checkpoint") == tmp_path / "ckpt"
     assert resolve_checkpoint(None, tmp_path / "ckpt", field="vlm.checkpoint") == tmp_path / "ckpt"
 
 
@@ -66,7 +66,7 @@ def test_resolve_checkpoint_not_a_checkpoint_dir_raises_policy_error(tmp_path, m
     elif make == "no_config":
         p.mkdir()
     with pytest.raises(PolicyError, match=r"config.json missing.*never downloads") as e:
-        resolve_checkpoint(Params(base_dir=tmp_path), "ckpt", field="train.checkpoint")
+        resolve_checkpoint(Params(base_dir=tmp_path).base_dir, "ckpt", field="train.checkpoint")
     assert e.value.path == p and e.value.field == "train.checkpoint"
 
 
@@ -166,21 +166,21 @@ def test_recipe_record_chains_the_steps_and_smoke_of_the_stages_behind(tmp_path)
     reader = tmp_path / "reader"
     reader.mkdir()
     (reader / "reader.json").write_text(
-        json.dumps({"recipe": recipe_record(demo, "reader", 20, tiny)})
+        json.dumps({"recipe": recipe_record(demo.recipe, "reader", 20, tiny)})
     )
     sft = tmp_path / "sft"
     sft.mkdir()
-    rec = recipe_record(full, "sft", 500, reader)
+    rec = recipe_record(full.recipe, "sft", 500, reader)
     assert rec == {"name": "cpu", "smoke": True, "steps": {"reader": 20, "sft": 500}}
     (sft / "sft.json").write_text(json.dumps({"recipe": rec}))
     assert read_recipe(sft) == rec
-    assert recipe_record(full, "grpo", 40, tiny) == {
+    assert recipe_record(full.recipe, "grpo", 40, tiny) == {
         "name": "cpu", "smoke": False, "steps": {"grpo": 40}
     }  # fmt: skip
     (sft / "sft.json").write_text("{not json")
     assert read_recipe(sft) is None  # a label, never an error
     with pytest.raises(ValueError, match="stage 'rl'"):
-        recipe_record(full, "rl", 1, tiny)
+        recipe_record(full.recipe, "rl", 1, tiny)
 
 
 def test_recipe_name_is_checked_like_a_run_name():

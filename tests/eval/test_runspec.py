@@ -20,6 +20,7 @@ from urbex.eval.runspec import (
     resolve_specs,
     spec_of_meta,
 )
+from urbex.layout import AssetLayout
 
 
 def _old_default_run_id(
@@ -275,7 +276,7 @@ def test_finalize_run_of_a_legacy_run_json_writes_the_spec_columns(tmp_path):
     d.mkdir(parents=True)
     pert = {"mode": "noise", "seed": 0, "noise_m": 5.0}
     (d / "run.json").write_text(json.dumps(_legacy_meta(landmark_perturbation=pert)))
-    m = finalize_run(Params(paths={"assets": tmp_path}), "old")
+    m = finalize_run(AssetLayout(tmp_path), "old")
     assert set(m.columns) >= {c for c, _ in SPEC_COLUMNS}
     df = pl.read_parquet(d / "metrics.parquet")
     assert df.schema["landmark_noise_m"] == pl.Float64

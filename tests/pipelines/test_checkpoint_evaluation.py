@@ -69,7 +69,8 @@ def test_checkpoint_workflow_evaluation_sits_beside_the_free_run_in_table9(tmp_p
     assert res.success
     md = res.asset_materializations_for_node("checkpoint_workflow_evaluation")[0].metadata
     assert md["run_id"].value == "workflow-test_no-tiny" and md["n"].value == 2
-    t = table9(resources["training_params"].load())
+    tp = resources["training_params"].load()
+    t = table9(tp.layout, tp.base_dir)
     assert t.select("mode", "run_id").rows() == [
         ("free", "vlm-test_no-tiny"),
         ("fixed", "workflow-test_no-tiny"),

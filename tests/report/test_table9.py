@@ -50,7 +50,7 @@ def test_table9_pairs_the_free_and_fixed_run_of_a_split_side_by_side(project):
     free = _run(p, "vlm", "test_no", ckpt)
     fixed = _run(p, "workflow", "test_no", ckpt)
     _run(p, "vlm", "test_nd", ckpt)  # no workflow run on test_nd: no Table-9 row there
-    t = table9(p)
+    t = table9(p.layout, p.base_dir)
     assert t.select("split", "mode", "run_id").rows() == [
         ("test_no", "free", free.run_id),
         ("test_no", "fixed", fixed.run_id),
@@ -85,12 +85,12 @@ def test_table9_leaves_out_a_workflow_run_played_under_other_settings(project):
     evaluate(p, spec=spec, run_id="workflow-one", progress=False)  # other sample
     fixed = {fx for _, fx, _ in pair_workflow_runs(p.layout.runs)}
     assert not fixed & {"workflow-short", "workflow-one"}
-    assert "test_nd" not in set(table9(p)["split"])
+    assert "test_nd" not in set(table9(p.layout, p.base_dir)["split"])
 
 
 def test_report_without_a_workflow_run_has_no_table9_block(tmp_path):
     _spec_run(tmp_path, 0.2, policy="vlm", split="test_no", checkpoint="/c/tiny")
     params = Params(paths={"assets": tmp_path})
-    assert table9(params).height == 0
+    assert table9(params.layout, params.base_dir).height == 0
     assert "Table 9" not in report(params, echo=False, page=False).read_text()
     assert pl.read_parquet(params.layout.diagnostic_table("table9")).height == 0

@@ -52,7 +52,8 @@ def tiny(assets, trajs, tmp_path_factory) -> Path:
     from urbex.train.corpus import protocol_corpus
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
-    corpus = list(protocol_corpus(_params(assets), trajs, n_actions=300))
+    p = _params(assets)
+    corpus = list(protocol_corpus(p.env, p.vlm, trajs, n_actions=300))
     spec = TinyModelSpec(hidden_size=32, vocab_size=800)
     out = tmp_path_factory.mktemp("m") / "tiny"
     return make_tiny_model(out, seed=0, spec=spec, corpus=corpus, number_tokens=True)

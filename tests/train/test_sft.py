@@ -34,7 +34,7 @@ def tiny(assets, tmp_path_factory) -> Path:
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
     p = _params(assets)
-    corpus = list(protocol_corpus(p, teacher_trajectories(p, limit=6), n_actions=300))
+    corpus = list(protocol_corpus(p.env, p.vlm, teacher_trajectories(p, limit=6), n_actions=300))
     spec = TinyModelSpec(hidden_size=32, vocab_size=800)
     return make_tiny_model(tmp_path_factory.mktemp("m") / "tiny", seed=0, spec=spec, corpus=corpus)
 

@@ -67,11 +67,11 @@ def test_protocol_tokenizer_keeps_identifiers_whole(number_tokens):
     ``2`` + ``d``, and a trained model wrote ``"bbox_2, 73, ...``); numbers are digit by digit,
     or with ``number_tokens`` one token per view unit 0-1000 (larger ones digit by digit)."""
     pytest.importorskip("tokenizers")
-    from urbex.config import Params
+    from urbex.config import EnvParams, VLMParams
     from urbex.train.corpus import protocol_corpus
     from urbex.train.tiny import _tokenizer
 
-    corpus = list(protocol_corpus(Params(), n_actions=200))
+    corpus = list(protocol_corpus(EnvParams(), VLMParams(), n_actions=200))
     tok = _tokenizer(corpus, vocab_size=600, number_tokens=number_tokens)
     text = '"bbox_2d": [880, 7, 1000, 0]} zoom_1 2150'
     pieces = [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from urbex.config import Params
+from urbex.config import RecipeParams
 from urbex.errors import ConfigError, PolicyError
 from urbex.layout import GRPO_SUMMARY_FILE, READER_SUMMARY_FILE, SFT_SUMMARY_FILE
 
@@ -43,15 +43,15 @@ _OFFLINE_HINT = (
 
 
 def resolve_checkpoint(
-    params: Params | None, checkpoint: str | Path | None, *, field: str, flag: str = "--checkpoint"
+    base_dir: Path | None, checkpoint: str | Path | None, *, field: str, flag: str = "--checkpoint"
 ) -> Path:
     """The local checkpoint directory ``checkpoint`` names.
 
     Parameters
     ----------
-    params
-        Relative paths are resolved against ``params.base_dir`` (the params file's directory);
-        None: against the working directory.
+    base_dir
+        Relative paths are resolved against it (``params.base_dir``: the params file's
+        directory); None: against the working directory.
     checkpoint
         The path given (the command-line flag, else the params key ``field``).
     field
@@ -72,8 +72,8 @@ def resolve_checkpoint(
             field=field,
         )
     path = Path(checkpoint)
-    if not path.is_absolute() and params is not None:
-        path = params.base_dir / path
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
     if not path.is_dir() or not (path / "config.json").is_file():
         raise PolicyError(
             f"not a local checkpoint directory (config.json missing); {_OFFLINE_HINT}",
@@ -347,9 +347,9 @@ def read_recipe(checkpoint_dir: Path) -> dict[str, Any] | None:
     return None
 
 
-def recipe_record(params: Params, stage: str, steps: int, base: Path) -> dict[str, Any]:
+def recipe_record(recipe: RecipeParams, stage: str, steps: int, base: Path) -> dict[str, Any]:
     """The ``recipe`` record a training stage writes into its summary JSON: the recipe's name,
-    whether it is a smoke run (``params.recipe``), and the optimizer steps of every stage behind
+    whether it is a smoke run (``recipe``), and the optimizer steps of every stage behind
     the checkpoint (the base checkpoint's own record, then ``stage``'s ``steps``). A smoke base
     makes the result smoke too: a long GRPO from a smoke SFT checkpoint is still no result of
     the method."""
@@ -359,7 +359,7 @@ def recipe_record(params: Params, stage: str, steps: int, base: Path) -> dict[st
     stage_steps = dict(behind.get("steps") or {})
     stage_steps[stage] = int(steps)
     return {
-        "name": params.recipe.name,
-        "smoke": bool(params.recipe.smoke or behind.get("smoke", False)),
+        "name": recipe.name,
+        "smoke": bool(recipe.smoke or behind.get("smoke", False)),
         "steps": stage_steps,
     }

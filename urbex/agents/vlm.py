@@ -170,7 +170,7 @@ class VLMPolicy(PolicyBase):
 
         p: VLMParams = params.vlm if isinstance(params, Params) else params
         ckpt = resolve_checkpoint(
-            params if isinstance(params, Params) else None,
+            params.base_dir if isinstance(params, Params) else None,
             checkpoint if checkpoint is not None else p.checkpoint,
             field="vlm.checkpoint",
         )

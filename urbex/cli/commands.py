@@ -445,7 +445,7 @@ def _refuse_replacing(params: Params, base: Path | None, *, command: str, force:
     section = params.sft if command == "sft" else params.train
     refuse_replacing(
         params.layout.checkpoint(section.run_name),
-        base=resolve_checkpoint(params, base, field=f"{command}.checkpoint"),
+        base=resolve_checkpoint(params.base_dir, base, field=f"{command}.checkpoint"),
         summary_file=SFT_SUMMARY_FILE if command == "sft" else GRPO_SUMMARY_FILE,
         force=force,
     )
@@ -527,7 +527,7 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
         trajs = []
         if params.layout.queries.is_file():  # a built project: one teacher path per query too
             trajs = teacher_trajectories(params, per_query=1, progress=not args.quiet)
-        corpus = list(protocol_corpus(params, trajs, seed=args.seed))
+        corpus = list(protocol_corpus(params.env, params.vlm, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
     path = make_tiny_model(
         args.path, seed=args.seed, spec=spec, corpus=corpus, number_tokens=args.number_tokens
@@ -574,7 +574,7 @@ def cmd_train_reader(args: argparse.Namespace, params: Params) -> int:
     base = args.checkpoint if args.checkpoint is not None else params.reader.checkpoint
     refuse_replacing(
         params.layout.checkpoint(params.reader.run_name),
-        base=resolve_checkpoint(params, base, field="reader.checkpoint"),
+        base=resolve_checkpoint(params.base_dir, base, field="reader.checkpoint"),
         summary_file=READER_SUMMARY_FILE,
         force=args.force,
     )

@@ -41,7 +41,7 @@ from urbex.env.world import World
 from urbex.errors import AnnotationError, CacheError, ConfigError, LandmarkError, PolicyError
 from urbex.eval.metrics import trajectory_metrics
 from urbex.language import check_description
-from urbex.layout import INSTANCES_FILE, META_FILE, plain_name
+from urbex.layout import INSTANCES_FILE, META_FILE, AssetLayout, plain_name
 from urbex.query import Query
 from urbex.tool_vocabulary import ToolName
 from urbex.viz.trajectory import trajectory_picture
@@ -170,9 +170,8 @@ class GroundResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _require_project(params: Params, scene_id: str) -> tuple[Path, Path]:
+def _require_project(lay: AssetLayout, scene_id: str) -> tuple[Path, Path]:
     """The scene cache directory and landmark table of ``scene_id``, or a clear error."""
-    lay = params.layout
     cache = lay.scene(scene_id)
     if not lay.scene_meta(scene_id).is_file():
         known = sorted(p.name for p in lay.scenes.glob(PUBLIC) if (p / META_FILE).is_file())
@@ -253,9 +252,10 @@ def landmark_hits(
     return out
 
 
-def _default_out(params: Params, scene_id: str) -> Path:
+def _default_out(lay: AssetLayout, scene_id: str) -> Path:
+    """A new ``ground/<scene_id>-<UTC time>[-k]`` folder name (not created)."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = params.layout.ground / f"{scene_id}-{stamp}"
+    base = lay.ground / f"{scene_id}-{stamp}"
     out, k = base, 1
     while out.exists():
         out, k = base.with_name(f"{base.name}-{k}"), k + 1
@@ -323,7 +323,7 @@ def ground(
             "(--object-id ID, an object of the scene's instance table) or pick another policy, "
             "e.g. landmark_prior"
         )
-    _require_project(params, scene_id)
+    _require_project(params.layout, scene_id)
     world = World.from_params(params, max_open_scenes=1)
     scene = world.scenes(scene_id)
     q = _make_query(scene, scene_id, query, None if object_id is None else str(object_id))
@@ -348,7 +348,7 @@ def ground(
         query=query,
         policy=policy,
         object_id=q.object_id or None,
-        out_dir=Path(out_dir) if out_dir is not None else _default_out(params, scene_id),
+        out_dir=Path(out_dir) if out_dir is not None else _default_out(params.layout, scene_id),
         answered=o.answered,
         answer_view_id=o.answer_view_id,
         answer_mark=o.answer_mark,

@@ -73,7 +73,7 @@ from urbex.eval.runspec import (
     read_spec,
 )
 from urbex.eval.schedule import play_pending
-from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR
+from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, AssetLayout
 
 if TYPE_CHECKING:
     import polars as pl
@@ -261,7 +261,7 @@ class _RunTimes:
         write_json_atomic(data, self.path)
 
 
-def finalize_run(params: Params, run_id: str, written: Written | None = None) -> pl.DataFrame:
+def finalize_run(lay: AssetLayout, run_id: str, written: Written | None = None) -> pl.DataFrame:
     """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
 
     First merges the run's shards into one per folder (:func:`urbex.eval.episodes.compact_run`;
@@ -282,7 +282,7 @@ def finalize_run(params: Params, run_id: str, written: Written | None = None) ->
     """
     import polars as pl
 
-    d = params.layout.run(run_id)
+    d = lay.run(run_id)
     eps = compact_run(d, written)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
@@ -296,10 +296,10 @@ def finalize_run(params: Params, run_id: str, written: Written | None = None) ->
     timing = [c for c in METRIC_TIMING if c in metrics.columns]
     write_table_atomic(
         metrics.select([*GROUP_KEYS, *timing]).to_arrow(),
-        d / TIMINGS_DIR / params.layout.run_metrics(run_id).name,
+        d / TIMINGS_DIR / lay.run_metrics(run_id).name,
     )
-    write_table_atomic(metrics.drop(timing).to_arrow(), params.layout.run_metrics(run_id))
-    write_json_atomic(run_summary(metrics.drop(timing)), params.layout.run_summary(run_id))
+    write_table_atomic(metrics.drop(timing).to_arrow(), lay.run_metrics(run_id))
+    write_json_atomic(run_summary(metrics.drop(timing)), lay.run_summary(run_id))
     return metrics
 
 
@@ -458,7 +458,7 @@ def evaluate(
                 policy_obj=policy_obj,
                 pool=pool,
             )
-            metrics = finalize_run(params, rid, played.written)
+            metrics = finalize_run(params.layout, rid, played.written)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
             meta.update(status="failed", error=_one_line(exc))
             write_json_atomic(meta, params.layout.run_json(rid))

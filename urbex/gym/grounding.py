@@ -48,7 +48,7 @@ from urbex.env.episode import GroundingEnv
 from urbex.env.world import World
 from urbex.errors import AnnotationError, CacheError, ConfigError
 from urbex.eval.ground import landmark_hits
-from urbex.layout import META_FILE
+from urbex.layout import META_FILE, AssetLayout
 from urbex.query import Query
 from urbex.viz.trajectory import trajectory_picture
 
@@ -78,10 +78,9 @@ def resolve_params(params: Params | str | Path | None, assets: str | Path | None
     return p if assets is None else p.with_updates(paths={"assets": Path(assets)})
 
 
-def _require_built(params: Params) -> None:
+def _require_built(lay: AssetLayout) -> None:
     """The stages an episode needs, in build order: a one-line error naming the first missing
     one and its command."""
-    lay = params.layout
     built = lay.scenes.is_dir() and any(p.is_file() for p in lay.scenes.glob(f"*/{META_FILE}"))
     if not built:
         raise CacheError(
@@ -135,7 +134,7 @@ class GroundingGymEnv(gym.Env[dict[str, Any], str]):
             raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
         p = resolve_params(params, assets)
-        _require_built(p)
+        _require_built(p.layout)
         self.split = split
         self.queries: list[Query] = load_queries(p.layout, split)
         self.world = World.from_params(p)

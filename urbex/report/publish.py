@@ -42,7 +42,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
         There is no evaluation run yet (nothing is written).
     """
     table = report_table(params)
-    t2 = table2(params)
+    t2 = table2(params.layout)
     if table.height == 0 and t2.height == 0:
         raise UrbexError(
             "no evaluation runs to report; run `urbex evaluate` first",
@@ -50,7 +50,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
         )
     md = to_markdown(table)
     t11 = table11(params)
-    t9 = table9(params)
+    t9 = table9(params.layout, params.base_dir)
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:
         fh.write(

@@ -10,19 +10,15 @@ Each subset: ``n``, Hit@1, Hit@3 and BEV IoU, aggregated by :func:`urbex.eval.me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import polars as pl
 
-from urbex.benchmarks import ZERO_SHOT, benchmark_params
+from urbex.benchmarks import ZERO_SHOT
 from urbex.eval.episodes import read_episodes
 from urbex.eval.metrics import aggregate
 from urbex.eval.runspec import read_spec
+from urbex.layout import AssetLayout
 from urbex.report.comparison import method_labels
 from urbex.report.warehouse import readable_runs
-
-if TYPE_CHECKING:
-    from urbex.config import Params
 
 __all__ = ["SUBSETS", "TABLE2_METRICS", "subset_metrics", "table2", "table2_markdown"]
 
@@ -68,7 +64,7 @@ def subset_metrics(episodes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFram
     return out.sort(pl.col("run_id"), pl.col("subset").replace_strict(order, return_dtype=pl.Int64))
 
 
-def table2(params: Params) -> pl.DataFrame:
+def table2(lay: AssetLayout) -> pl.DataFrame:
     """Table 2 as a frame: ``benchmark, method, policy, run_id, subset, n, hit1, hit3, iou_bev``
     (fractions), one row per complete zero-shot run × subset; empty when there is none."""
     import json
@@ -77,7 +73,7 @@ def table2(params: Params) -> pl.DataFrame:
               "run_id": pl.String, "subset": pl.String, "n": pl.Int64,
               **{m: pl.Float64 for m in TABLE2_METRICS if m != "n"}}  # fmt: skip
     specs = {}
-    for d in readable_runs(params.assets):
+    for d in readable_runs(lay.root):
         spec = read_spec(d)
         if spec is None or spec.benchmark not in ZERO_SHOT:
             continue
@@ -91,13 +87,13 @@ def table2(params: Params) -> pl.DataFrame:
     queries: dict[str, pl.DataFrame] = {}
     for rid, spec in specs.items():
         if spec.benchmark not in queries:
-            qp = benchmark_params(params, spec.benchmark).layout.queries
+            qp = AssetLayout(lay.root, benchmark=spec.benchmark).queries
             queries[spec.benchmark] = (
                 pl.read_parquet(qp, columns=["query_id", "landmark_free"], glob=False)
                 if qp.is_file()
                 else pl.DataFrame(schema={"query_id": pl.String, "landmark_free": pl.Boolean})
             )
-        m = subset_metrics(read_episodes(params.layout.run(rid)), queries[spec.benchmark])
+        m = subset_metrics(read_episodes(lay.run(rid)), queries[spec.benchmark])
         if m.height == 0:
             continue
         frames.append(

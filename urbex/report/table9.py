@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from urbex.config import Params
     from urbex.eval.runspec import RunSpec
+    from urbex.layout import AssetLayout
 
 from urbex.agents.registry import policies
 from urbex.env.trajectory import TOOL_NAMES
@@ -100,30 +100,31 @@ def _pairs(found: dict[str, tuple[RunSpec, dict[str, Any]]]) -> list[tuple[str, 
     return sorted(pairs, key=lambda p: (_SPLIT_ORDER.get(found[p[1]][0].split, 9), p[1], p[0]))
 
 
-def table9(params: Params) -> pl.DataFrame:
+def table9(lay: AssetLayout, base_dir: Path) -> pl.DataFrame:
     """Table 9 as a frame: per pair, a ``free`` and a ``fixed`` row.
 
     Columns: ``split``, ``pair`` (0, 1, ... in order), ``mode``, ``method`` (the report's row
     label), ``policy``, ``run_id``, ``backend``, ``n``, ``hit1``, ``hit3``, ``iou_bev``
     (fractions), ``landmark_query``, ``zoom_in``, ``oblique_render`` (mean calls per episode),
     ``invalid_rate`` (invalid turns / turns), ``turns`` (mean), ``lzoa_share`` (fraction).
-    Empty (same columns) when no pair exists.
+    Empty (same columns) when no pair exists. Checkpoint paths in the specs are relative to
+    ``base_dir`` (the params file's folder).
     """
 
-    runs = params.layout.runs
+    runs = lay.runs
     found = _complete_runs(runs)  # every run.json read once
     pairs = _pairs(found)
     if not pairs:
         return pl.DataFrame(schema=_schema())
     ids = sorted({r for free, fixed, _ in pairs for r in (free, fixed)})
     specs = {r: found[r][0] for r in ids}
-    smoke = smoke_recipes(dict(specs), params.base_dir)
+    smoke = smoke_recipes(dict(specs), base_dir)
     labels = method_labels([(r, specs[r].split) for r in ids], dict(specs), smoke=smoke)
     rows = []
     for i, (free, fixed, backend) in enumerate(pairs):
         for mode, rid in (("free", free), ("fixed", fixed)):
-            d = params.layout.run(rid)
-            acc = pl.read_parquet(params.layout.run_metrics(rid), glob=False).row(0, named=True)
+            d = lay.run(rid)
+            acc = pl.read_parquet(lay.run_metrics(rid), glob=False).row(0, named=True)
             use = tool_use(read_episodes(d), read_steps(d)).row(0, named=True)
             rows.append(
                 {

@@ -20,14 +20,16 @@ from urbex.env.trl_adapter import template_tool_schemas
 from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import VLMParams
+    from urbex.config_env import EnvParams
     from urbex.env.trajectory import Trajectory
 
 __all__ = ["protocol_corpus"]
 
 
 def protocol_corpus(
-    params: Params,
+    env: EnvParams,
+    vlm: VLMParams,
     trajectories: Sequence[Trajectory] = (),
     *,
     n_actions: int = 2000,
@@ -35,16 +37,16 @@ def protocol_corpus(
 ) -> Iterator[str]:
     """Texts of the protocol (see the module docstring), deterministic for a seed.
 
-    >>> from urbex.config import Params
-    >>> texts = list(protocol_corpus(Params(), n_actions=3))
+    >>> from urbex.config import EnvParams, VLMParams
+    >>> texts = list(protocol_corpus(EnvParams(), VLMParams(), n_actions=3))
     >>> any(t.startswith("<tool_call>") for t in texts), any("<answer>" in t for t in texts)
     (True, True)
     """
     from transformers.utils.chat_template_utils import render_jinja_template
     from trl.chat_template_utils import qwen3_vl_chat_template
 
-    p = params.env
-    tools = template_tool_schemas(params.env.tools) if params.vlm.template_tools else None
+    p = env
+    tools = template_tool_schemas(env.tools) if vlm.template_tools else None
 
     def render(messages: list[dict[str, object]]) -> str:
         out: Any = render_jinja_template(

@@ -289,7 +289,7 @@ def train(
     if updates:
         params = params.with_updates(train=updates)  # ConfigError naming train.<field>
     t = params.train
-    base = resolve_checkpoint(params, t.checkpoint, field="train.checkpoint")
+    base = resolve_checkpoint(params.base_dir, t.checkpoint, field="train.checkpoint")
     queries = load_queries(params.layout, t.split, limit=t.limit, sample_seed=t.seed)
     _check_inputs(params.layout, sorted({q.scene_id for q in queries}))
     if t.query_filter == "solvable":
@@ -376,7 +376,7 @@ def train(
             "steps": steps,
             "reward_mean": [{"step": s, "reward": r} for s, r in rewards],
             "tool_calls": tool_calls,
-            "recipe": recipe_record(params, "grpo", steps, base),
+            "recipe": recipe_record(params.recipe, "grpo", steps, base),
             "params": {**fingerprint, "base_checkpoint": params.portable(base)},
         }
         timing = {

@@ -302,7 +302,9 @@ def train_reader(
 
     r = params.reader
     base = resolve_checkpoint(
-        params, checkpoint if checkpoint is not None else r.checkpoint, field="reader.checkpoint"
+        params.base_dir,
+        checkpoint if checkpoint is not None else r.checkpoint,
+        field="reader.checkpoint",
     )
     name = run_name or r.run_name
     n_steps = steps or r.steps
@@ -497,7 +499,7 @@ def train_reader(
             "accuracy": accuracy,
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
-            "recipe": recipe_record(params, "reader", n_steps, base),
+            "recipe": recipe_record(params.recipe, "reader", n_steps, base),
             "drill_sources": {
                 "train_episodes": len(train_t),
                 "held_out_episodes": len(held_t),

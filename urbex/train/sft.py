@@ -397,7 +397,9 @@ def sft(
 
     s = params.sft
     base = resolve_checkpoint(
-        params, checkpoint if checkpoint is not None else s.checkpoint, field="sft.checkpoint"
+        params.base_dir,
+        checkpoint if checkpoint is not None else s.checkpoint,
+        field="sft.checkpoint",
     )
     name = run_name or s.run_name
     n_steps = steps or s.steps
@@ -546,7 +548,7 @@ def sft(
             "assistant_tokens_mean": result.assistant_tokens_mean,
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
-            "recipe": recipe_record(params, "sft", n_steps, base),
+            "recipe": recipe_record(params.recipe, "sft", n_steps, base),
             "recovery": None
             if recovery is None
             else {

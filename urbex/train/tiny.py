@@ -184,7 +184,7 @@ def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
     trajs: list[Any] = []
     if params.layout.queries.is_file():
         trajs = teacher_trajectories(params, per_query=1)
-    corpus = list(protocol_corpus(params, trajs, seed=seed))
+    corpus = list(protocol_corpus(params.env, params.vlm, trajs, seed=seed))
     return make_tiny_model(path, seed=seed, spec=RECIPE_SPEC, corpus=corpus, number_tokens=True)
 
 
