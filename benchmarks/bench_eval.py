@@ -121,7 +121,12 @@ def bare_rollouts(params: Params, policy: str, split: str) -> tuple[int, float, 
     """The peer: ``(episodes, seconds with setup, seconds of the loop alone)``."""
     t0 = time.perf_counter()
     env = World.from_params(params).env()
-    pol = make_policy(policy, params, env=env, class_sizes=policy_class_sizes(params, policy))
+    pol = make_policy(
+        policy,
+        params,
+        env=env,
+        class_sizes=policy_class_sizes(policy, params.policy, params.layout),
+    )
     qs = load_queries(params.layout, split)
     for sid in sorted({q.scene_id for q in qs}):  # open each scene, build its global view
         env.reset(query=next(q for q in qs if q.scene_id == sid))

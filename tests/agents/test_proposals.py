@@ -86,9 +86,11 @@ def test_ranking_proposals_has_rows_on_both_test_splits(untidy):
 
 def test_proposal_recall_table_lands_in_the_warehouse(untidy):
     from urbex.agents.proposals import proposal_recall_table
+    from urbex.env.world import World
     from urbex.report.warehouse import refresh_warehouse
 
-    df = proposal_recall_table(untidy)
+    world = World.from_params(untidy)
+    df = proposal_recall_table(world, untidy.layout, untidy.eval.candidate_classes)
     assert set(df["split"]) == {"test_nd", "test_no"}
     assert (df["recall_iou25"] >= df["recall_iou50"]).all()
     refresh_warehouse(untidy.assets)

@@ -1,5 +1,5 @@
 """The results page's replay (urbex/report/replay.py): pictures drawn from stored episode and
-step rows, over the scenes and landmarks of ``World.from_params``."""
+step rows, over the scenes and landmarks of ``World.open``."""
 
 from __future__ import annotations
 
@@ -21,14 +21,15 @@ _STEPS = pl.from_arrow(step_schema().empty_table()).schema
 @pytest.fixture(scope="module")
 def replayer(tmp_path_factory) -> Replayer:
     assets = build_toy_project(tmp_path_factory.mktemp("replay"))
-    return Replayer(Params(paths={"assets": assets}))
+    p = Params(paths={"assets": assets})
+    return Replayer(p.layout, p.env, p.landmarks)
 
 
 def _episode(replayer: Replayer) -> tuple[dict, pl.DataFrame, str]:
     """An episode row of the toy scene with a landmark lookup, a zoom and an oblique render,
     then the answer; and the name looked up."""
     landmarks = replayer.world.landmarks
-    assert landmarks is not None  # the toy project's table, read by World.from_params
+    assert landmarks is not None  # the toy project's table, read by World.open
     lm = landmarks.table.row(0, named=True)
     scene_id, name = lm["scene_id"], lm["name"]
     inst = replayer.world.scenes(scene_id).instances.row(0, named=True)
@@ -71,7 +72,7 @@ def test_replay_draws_the_worlds_landmarks(replayer, tmp_path):
     same episode's picture differs (only by the landmark marker)."""
     ep, steps, _ = _episode(replayer)
     replayer.draw(ep, steps, "text", tmp_path / "with.png")
-    bare = Replayer(replayer.params)
+    bare = Replayer(replayer.layout, replayer.env_params, replayer.landmark_params)
     bare.world = replace(replayer.world, landmarks=None)
     bare.draw(ep, steps, "text", tmp_path / "without.png")
     assert (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
@@ -92,5 +93,5 @@ def test_oblique_placeholder_is_a_grey_square():
 
 
 def test_replay_opens_the_layouts_scenes_two_at_a_time(replayer):
-    assert replayer.world.scenes.root == replayer.params.layout.scenes
+    assert replayer.world.scenes.root == replayer.layout.scenes
     assert replayer.world.scenes.maxsize == 2

@@ -33,8 +33,8 @@ from urbex.scene.proposals import ProposalSet, build_proposals
 if TYPE_CHECKING:
     import polars as pl
 
-    from urbex.config import Params
     from urbex.env.episode import GroundingEnv
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "ProposalRankerPolicy",
@@ -140,15 +140,18 @@ def proposal_recall(
 
 
 def proposal_recall_table(
-    params: Params, splits: Sequence[str] = ("test_nd", "test_no")
+    world: World,
+    lay: AssetLayout,
+    candidate_classes: Sequence[str] | None,
+    splits: Sequence[str] = ("test_nd", "test_no"),
 ) -> pl.DataFrame:
     """Proposal recall per split and class over the split's query targets (distinct
-    instances), written to ``diagnostics/proposal_recall.parquet`` (the warehouse's
+    instances of ``lay``'s split table; proposals of ``world``'s scenes, of the
+    ``candidate_classes``), written to ``diagnostics/proposal_recall.parquet`` (the warehouse's
     ``diagnostics_proposal_recall``)."""
     import polars as pl
 
-    queries = pl.read_parquet(params.layout.queries, glob=False)
-    world = World.from_params(params)
+    queries = pl.read_parquet(lay.queries, glob=False)
     provider, index = world.scenes, world.landmarks
     rows = []
     for split in splits:
@@ -158,7 +161,7 @@ def proposal_recall_table(
             scene = provider(sid)
             ids = q.filter(pl.col("scene_id") == sid)["object_id"].cast(str).to_list()
             inst = scene.instances.filter(pl.col("object_id").cast(str).is_in(ids))
-            props = scene_proposals(scene, index, params.eval.candidate_classes)
+            props = scene_proposals(scene, index, candidate_classes)
             for r in proposal_recall(props, inst):
                 acc = per.setdefault(r["class_name"], {"n": 0, "p": 0, "r25": 0.0, "r50": 0.0})
                 acc["n"] += r["n_targets"]
@@ -184,7 +187,7 @@ def proposal_recall_table(
         "recall_iou50": pl.Float64,
     }  # fmt: skip
     df = pl.DataFrame(rows, schema=schema)
-    path = params.layout.diagnostic_table("proposal_recall")
+    path = lay.diagnostic_table("proposal_recall")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         df.write_parquet(tmp)

@@ -27,9 +27,11 @@ from urbex.config import POLICY_NAMES as BUILTIN_POLICY_NAMES
 from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import Params, PolicyParams
+    from urbex.config_env import EnvParams
     from urbex.env.episode import GroundingEnv
     from urbex.env.policy import Policy
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "POLICY_NAMES",
@@ -207,24 +209,24 @@ def _model(
     return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
 
 
-def _offered(params: Params) -> tuple[str, ...]:
+def _offered(env: EnvParams) -> tuple[str, ...]:
     """``env.tools``: the schemas a model policy passes to its chat template / API."""
-    return tuple(params.env.tools)
+    return tuple(env.tools)
 
 
 def _vlm(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "vlm", _offered(params))
+    return _model(params, checkpoint, "vlm", _offered(params.env))
 
 
 def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "openai", _offered(params))
+    return _model(params, checkpoint, "openai", _offered(params.env))
 
 
 def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
     from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
-    inner = _model(params, checkpoint, params.policy.backend, _offered(params))
+    inner = _model(params, checkpoint, params.policy.backend, _offered(params.env))
     steps = tuple(s for s in PAPER_WORKFLOW if s == ToolName.ANSWER or s in params.env.tools)
     return WorkflowPolicy(
         inner,
@@ -354,16 +356,18 @@ def policies(where: Callable[[PolicyInfo], bool]) -> tuple[str, ...]:
     return tuple(n for n, i in _REGISTRY.items() if where(i))
 
 
-def policy_class_sizes(params: Params, name: str) -> dict[str, tuple[float, float]] | None:
+def policy_class_sizes(
+    name: str, policy: PolicyParams, lay: AssetLayout
+) -> dict[str, tuple[float, float]] | None:
     """The class size priors ``name`` takes (``class_sizes=`` of :func:`make_policy`), read
-    once from the splits stage's file; None when it takes none or ``policy.class_sizes``
-    overrides them (the override is in the params)."""
-    if not policy_info(name).uses_class_sizes or params.policy.class_sizes:
+    once from the splits stage's file under ``lay``; None when it takes none or
+    ``policy.class_sizes`` overrides them (the override is in the params)."""
+    if not policy_info(name).uses_class_sizes or policy.class_sizes:
         return None
 
     from urbex.annotations.class_sizes import read_class_sizes
 
-    return read_class_sizes(params.assets)
+    return read_class_sizes(lay.root)
 
 
 def make_policy(

@@ -376,8 +376,10 @@ def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
 
 def cmd_proposals(args: argparse.Namespace, params: Params) -> int:
     from urbex.agents.proposals import proposal_recall_table
+    from urbex.env.world import World
 
-    df = proposal_recall_table(params)
+    world = World.from_params(params)
+    df = proposal_recall_table(world, params.layout, params.eval.candidate_classes)
     print("Without-GT proposal recall (BEV IoU ≥ 0.25 / 0.5) per split and class:")
     print(df.drop("run_id", "policy"))
     return 0

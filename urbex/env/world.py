@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from urbex.config import Params
+from urbex.config_data import LandmarkParams
+from urbex.config_env import EnvParams
 from urbex.env.episode import GroundingEnv
 from urbex.env.scenes import CachedSceneProvider
 from urbex.errors import LandmarkError
 from urbex.landmarks.lookup import LandmarkIndex, landmark_index
+from urbex.layout import AssetLayout
 
 __all__ = ["World"]
 
@@ -34,33 +37,36 @@ class World:
 
     Attributes
     ----------
-    params : Params
-        What the environments play by (``params.env``) and where the files are.
+    env_params : EnvParams
+        What the environments play by.
     scenes : CachedSceneProvider
         ``scene_id → SceneCache``, shared by every environment of this world (thread-safe).
     landmarks : LandmarkIndex or None
         The landmark index (None when the assets hold no landmark table).
     """
 
-    params: Params
+    env_params: EnvParams
     scenes: CachedSceneProvider
     landmarks: LandmarkIndex | None
 
     @classmethod
-    def from_params(
+    def open(
         cls,
-        params: Params,
+        layout: AssetLayout,
+        env: EnvParams,
+        landmarks: LandmarkParams,
         *,
         scenes_dir: Path | None = None,
         max_open_scenes: int = 8,
         require_landmarks: bool = False,
     ) -> World:
-        """The world of ``params``' layout (``<assets>/scenes``, ``<assets>/landmarks``).
+        """The world of ``layout`` (``<assets>/scenes``, ``<assets>/landmarks``), its
+        environments playing by ``env``, its landmark index matching by ``landmarks``.
 
         Parameters
         ----------
         scenes_dir
-            Directory of scene caches (default ``params.layout.scenes``).
+            Directory of scene caches (default ``layout.scenes``).
         max_open_scenes
             Scene caches kept open at once (least recently used closed first).
         require_landmarks
@@ -71,16 +77,35 @@ class World:
         LandmarkError
             ``require_landmarks`` and ``<assets>/landmarks`` holds no table.
         """
-        index = landmark_index(params.layout, params.landmarks)
+        index = landmark_index(layout, landmarks)
         if index is None and require_landmarks:
             raise LandmarkError(
                 "landmark tables not found; build them with `urbex landmarks`",
-                path=params.layout.landmarks,
+                path=layout.landmarks,
             )
-        scenes = CachedSceneProvider(scenes_dir or params.layout.scenes, maxsize=max_open_scenes)
-        return cls(params=params, scenes=scenes, landmarks=index)
+        scenes = CachedSceneProvider(scenes_dir or layout.scenes, maxsize=max_open_scenes)
+        return cls(env_params=env, scenes=scenes, landmarks=index)
+
+    @classmethod
+    def from_params(
+        cls,
+        params: Params,
+        *,
+        scenes_dir: Path | None = None,
+        max_open_scenes: int = 8,
+        require_landmarks: bool = False,
+    ) -> World:
+        """:meth:`open` with the layout, ``env`` and ``landmarks`` sections of ``params``."""
+        return cls.open(
+            params.layout,
+            params.env,
+            params.landmarks,
+            scenes_dir=scenes_dir,
+            max_open_scenes=max_open_scenes,
+            require_landmarks=require_landmarks,
+        )
 
     def env(self, *, landmarks: LandmarkIndex | None = _SAME) -> GroundingEnv:
         """A new environment over this world's scenes (and ``landmarks``, default the world's)."""
         index = self.landmarks if landmarks is _SAME else landmarks
-        return GroundingEnv(self.params, self.scenes, index)
+        return GroundingEnv(self.env_params, self.scenes, index)

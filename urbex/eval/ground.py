@@ -329,7 +329,11 @@ def ground(
     q = _make_query(scene, scene_id, query, None if object_id is None else str(object_id))
     env = world.env()
     # the train split's class sizes when the splits stage ran; ground needs no splits otherwise
-    sizes = policy_class_sizes(params, policy) if params.layout.class_sizes.is_file() else None
+    sizes = (
+        policy_class_sizes(policy, params.policy, params.layout)
+        if params.layout.class_sizes.is_file()
+        else None
+    )
     pol = make_policy(policy, params, env=env, checkpoint=checkpoint, class_sizes=sizes)
     env.reset(query=q, seed=0)  # untimed warm-up: open the scene, build the global view
     traj = play_episode(

@@ -406,7 +406,7 @@ def evaluate(
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
     d = params.layout.run(rid)
-    sizes = policy_class_sizes(params, policy)
+    sizes = policy_class_sizes(policy, params.policy, params.layout)
     fp = _fingerprint(params, policy, ckpt, sizes)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
         meta = _check_run(d, policy, split, fp, restart_stale=restart_stale)

@@ -15,10 +15,10 @@ import polars as pl
 from urbex.agents.proposals import proposal_recall_table
 from urbex.agents.registry import policies
 from urbex.atomic import atomic_write
+from urbex.env.world import World
 from urbex.eval.episodes import write_table_atomic
 from urbex.eval.repeats import repeated_decoding
 from urbex.eval.runspec import SPEC_COLUMNS, resolve_specs
-from urbex.landmarks.lookup import landmark_index
 from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
@@ -199,12 +199,13 @@ def compute_tables(
     }
 
 
-def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
-    """Per run with numbered marks (of the params' benchmark): the share of its episodes with
-    each skill of :data:`urbex.eval.skills.SKILLS` (:func:`urbex.eval.skills.episode_skills`);
-    None when no such run exists."""
+def step_skills(
+    world: World, lay: AssetLayout, frames: dict[str, pl.DataFrame]
+) -> pl.DataFrame | None:
+    """Per run with numbered marks (of ``lay``'s benchmark): the share of its episodes with
+    each skill of :data:`urbex.eval.skills.SKILLS` (:func:`urbex.eval.skills.episode_skills`),
+    over ``world``'s scenes and landmarks; None when no such run exists."""
     from urbex.annotations.splits import load_queries
-    from urbex.env.world import World
     from urbex.eval.skills import SKILLS, episode_skills, skill_shares
 
     runs = frames["runs"]
@@ -212,11 +213,10 @@ def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
         return None
     mine = runs.filter(pl.col("marks").fill_null(False))
     if "benchmark" in runs.columns:
-        bench = pl.col("benchmark").fill_null("cityrefer") == params.eval.benchmark
+        bench = pl.col("benchmark").fill_null("cityrefer") == lay.benchmark
         mine = mine.filter(bench)
     if mine.height == 0:
         return None
-    world = World.from_params(params)
     index = world.landmarks
     targets: dict[str, object] = {}
     mentions: dict[str, list[str]] = {}
@@ -226,7 +226,7 @@ def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
         if ep.height == 0:
             continue
         for split in ep["split"].unique().to_list():
-            for q in load_queries(params.layout, split):
+            for q in load_queries(lay, split):
                 targets.setdefault(q.query_id, q.target_box_2d)
                 if index is not None and q.query_id not in mentions:
                     mentions[q.query_id] = index.mentions(q.description, q.scene_id)
@@ -237,7 +237,7 @@ def step_skills(params: Params, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
                 targets_m=targets,
                 mentions=mentions,
                 proposals=lambda sid: world.scenes(sid).proposals,
-                max_listed=params.env.marks.max_listed,
+                max_listed=world.env_params.marks.max_listed,
             )
         )
         rows.append(
@@ -274,9 +274,8 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
 
     out = params.layout.diagnostics
     frames = _load(params.layout)
-    tables = compute_tables(
-        frames, params.diagnose, landmark_index(params.layout, params.landmarks)
-    )
+    world = World.from_params(params)  # scenes opened lazily; its landmark index read once
+    tables = compute_tables(frames, params.diagnose, world.landmarks)
     paths = []
     for name in DIAGNOSTIC_TABLES:
         paths.append(
@@ -288,9 +287,11 @@ def diagnose(params: Params, *, echo: bool = False, refresh: bool = True) -> lis
         splits = sorted(
             set(frames["episodes"].filter(pl.col("policy").is_in(list(on_proposals)))["split"])
         )
-        recall = proposal_recall_table(params, splits)  # diagnostics_proposal_recall
+        recall = proposal_recall_table(  # diagnostics_proposal_recall
+            world, params.layout, params.eval.candidate_classes, splits
+        )
         paths.append(params.layout.diagnostic_table("proposal_recall"))
-    skills = step_skills(params, frames)
+    skills = step_skills(world, params.layout, frames)
     if skills is not None:
         paths.append(
             write_table_atomic(skills.to_arrow(), params.layout.diagnostic_table("step_skills"))

@@ -389,7 +389,8 @@ def _write_run_page(
         )
         texts = _descriptions(params.layout)
         shutil.rmtree(run_dir / GALLERY, ignore_errors=True)  # stale picks of an earlier page
-        replay = Replayer(_run_params(params, run_dir))
+        played = _run_params(params, run_dir)
+        replay = Replayer(played.layout, played.env, played.landmarks)
         for pick in picks:
             ep = eps.filter(pl.col("query_id") == pick.query_id).row(0, named=True)
             st = steps.filter(pl.col("query_id") == pick.query_id).sort("turn")

@@ -34,7 +34,9 @@ from urbex.tool_vocabulary import ToolName
 from urbex.viz.trajectory import trajectory_picture
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config_data import LandmarkParams
+    from urbex.config_env import EnvParams
+    from urbex.layout import AssetLayout
 
 __all__ = ["PALETTE_COLORS", "PANEL_PX", "THUMB_PX", "Replayer", "oblique_placeholder"]
 
@@ -50,17 +52,25 @@ class Replayer:
 
     Parameters
     ----------
-    params
-        The run's parameters (``paths.assets``, ``env``: with ``env.marks`` on, the pictures
-        show the run's numbered marks); the scenes and landmarks are
-        ``World.from_params(params)``'s, two scene caches open at once.
+    layout
+        Where the scene caches and landmark tables are.
+    env_params
+        The run's environment parameters (with ``marks`` on, the pictures show the run's
+        numbered marks).
+    landmark_params
+        The landmark index's matching thresholds. The scenes and landmarks are
+        ``World.open(layout, env_params, landmark_params)``'s, two scene caches open at once.
     """
 
-    def __init__(self, params: Params) -> None:
-        self.params = params
-        self.world = World.from_params(params, max_open_scenes=2)
+    def __init__(
+        self, layout: AssetLayout, env_params: EnvParams, landmark_params: LandmarkParams
+    ) -> None:
+        self.layout = layout
+        self.env_params = env_params
+        self.landmark_params = landmark_params
+        self.world = World.open(layout, env_params, landmark_params, max_open_scenes=2)
         # a run's pictures share a few scenes: each scene's global view is built once
-        self.global_views = GlobalViews(params.env, maxsize=4)
+        self.global_views = GlobalViews(env_params, maxsize=4)
 
     def draw(
         self, ep: dict[str, Any], steps: pl.DataFrame, text: str, out: Path
@@ -68,11 +78,11 @@ class Replayer:
         """Draw the picture of episode row ``ep`` (its ``steps`` rows, turn order) to the PNG
         ``out``; ``(True, "")``, or ``(False, reason)`` when the scene cache is missing."""
         scene_id = str(ep["scene_id"])
-        if not self.params.layout.scene_meta(scene_id).is_file():
+        if not self.layout.scene_meta(scene_id).is_file():
             return False, f"no scene cache for {scene_id} (run urbex cache)"
         scene = self.world.scenes(scene_id)
         marks = None
-        if self.params.env.marks.enabled:  # the run's marks, as its views showed them
+        if self.env_params.marks.enabled:  # the run's marks, as its views showed them
             env = self.world.env()
             q = Query(query_id=str(ep["query_id"]), scene_id=scene_id, description=text or "-")
             env.reset(query=q)
@@ -80,7 +90,7 @@ class Replayer:
         else:
             views = [self.global_views(scene_id, scene)]
         recs: list[Step] = []
-        w, h = self.params.env.zoom_size
+        w, h = self.env_params.zoom_size
         for s in steps.iter_rows(named=True) if steps.height else ():
             region = [s.get(f"region_{a}_m") for a in ("x_min", "y_min", "x_max", "y_max")]
             view = None
