@@ -114,7 +114,7 @@ def test_zero_shot_oracle_and_report_table2_block(project: Params) -> None:
         lf = t.filter((pl.col("method") == "oracle") & (pl.col("subset") == "landmark_free"))
         assert lf["n"][0] == int(q["landmark_free"].sum())
     # the main table keeps the CityRefer runs only; Table 2 is its own block
-    main = report_table(project)
+    main = report_table(project.layout, project.eval, project.base_dir)
     assert "test_no_hit1" in main.columns and "test_hit1" not in main.columns
     md = report(project, echo=False).read_text()
     assert "## Table 2" in md and "| stpls3d_refer | oracle | oracle |" in md

@@ -87,7 +87,7 @@ def test_repeated_decoding_table_and_report_intervals(assets):
     assert row["n_repeats"] == 3 and row["seeds"] == "5,6,7" and row["run_id"] == "coin-test_no"
     assert row["hit1_mean"] == pytest.approx(mean) and row["hit1_lo"] == pytest.approx(lo)
     assert lo < mean < hi
-    table = report_table(params)
+    table = report_table(params.layout, params.eval, params.base_dir)
     folded = table.filter(pl.col("method") == "coin (repeats)")
     assert folded.height == 1
     assert folded["test_no_hit1"][0] == pytest.approx(100 * mean)

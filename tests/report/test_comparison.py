@@ -16,17 +16,23 @@ from urbex.report.comparison import report_table, to_markdown
 from urbex.report.publish import report
 
 
+def _table(assets, **kw):
+    """The report table of the runs under ``assets`` with the default params."""
+    p = Params(paths={"assets": assets})
+    return report_table(p.layout, p.eval, p.base_dir, **kw)
+
+
 def test_report_table_rows_runs_columns_split_metric(tmp_path):
     _metrics(tmp_path, "a", "oracle", "test_no", 1.0)
     _metrics(tmp_path, "a", "oracle", "test_nd", 0.9)
     _metrics(tmp_path, "b", "landmark_prior", "test_no", 0.25, n=8)
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert t["method"].to_list() == ["b", "a"]  # sorted by policy
     assert t.columns[:4] == ["method", "policy", "test_nd_n", "test_nd_hit1"]
     row = t.filter(pl.col("method") == "a").row(0, named=True)
     assert row["test_no_hit1"] == 100.0 and row["test_nd_hit1"] == pytest.approx(90.0)
     assert row["test_no_n"] == 10 and "test_no_latency_s" not in t.columns  # a timing
-    timed = report_table(Params(paths={"assets": tmp_path}), metrics=["n", "latency_s"])
+    timed = _table(tmp_path, metrics=["n", "latency_s"])
     assert timed.filter(pl.col("method") == "a")["test_no_latency_s"][0] == 0.5  # on request
     assert t.filter(pl.col("method") == "b")["test_nd_hit1"][0] is None
 
@@ -37,7 +43,7 @@ def test_report_runs_of_one_method_share_a_row(tmp_path):
     _spec_run(tmp_path, 0.1, policy="vlm", split="test_no", checkpoint="/c/ckpt")
     noise = LandmarkPerturbation(mode="noise", noise_m=10.0, seed=0)
     _spec_run(tmp_path, 0.2, policy="oracle", split="test_no", perturbation=noise)
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert t["method"].to_list() == ["oracle", "oracle-lm_noise10", "vlm-ckpt"]
     row = t.row(0, named=True)
     assert row["test_nd_hit1"] == pytest.approx(90.0) and row["test_no_hit1"] == 100.0
@@ -48,7 +54,7 @@ def test_report_rows_come_from_the_spec_not_the_run_id(tmp_path):
     for split, hit1 in (("test_no", 0.5), ("test_nd", 0.25)):
         spec = RunSpec(policy="vlm", split=split, checkpoint="/c/step-3")
         _metrics(tmp_path, f"my-{split}-ablation", "vlm", split, hit1, spec=spec)
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert t.select("method", "test_nd_hit1", "test_no_hit1").rows() == [("vlm-step-3", 25.0, 50.0)]
 
 
@@ -60,7 +66,7 @@ def test_report_custom_run_id_beside_the_default_run_shows_both(tmp_path):
     _metrics(tmp_path, "oracle-test_no", "oracle", "test_no", 1.0, spec=spec)
     _spec_run(tmp_path, 0.9, policy="oracle", split="test_nd")
     md = report(Params(paths={"assets": tmp_path}), echo=False).read_text()
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert t.select("method", "test_nd_hit1", "test_no_hit1").rows() == [
         ("oracle", 90.0, 100.0),
         ("oracle [oracle]", None, 50.0),
@@ -72,7 +78,7 @@ def test_report_two_custom_runs_of_one_method_are_both_labelled_by_id(tmp_path):
     spec = RunSpec(policy="oracle", split="test_no")
     _metrics(tmp_path, "b", "oracle", "test_no", 0.5, spec=spec)
     _metrics(tmp_path, "a", "oracle", "test_no", 1.0, spec=spec)
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert t["method"].to_list() == ["oracle [a]", "oracle [b]"]
 
 
@@ -87,18 +93,18 @@ def test_report_metrics_without_spec_columns_read_the_run_json(tmp_path):
     (tmp_path / "eval" / "runs" / "custom" / "run.json").write_text(
         json.dumps({"spec": spec.to_dict()})
     )
-    t = report_table(Params(paths={"assets": tmp_path}))
+    t = _table(tmp_path)
     assert sorted(t["method"].to_list()) == ["oracle", "vlm-ck"]
 
 
 def test_report_empty_warehouse_gives_header_only(tmp_path):
-    md = to_markdown(report_table(Params(paths={"assets": tmp_path})))
+    md = to_markdown(_table(tmp_path))
     assert md.splitlines()[0] == "| method | policy |"
 
 
 def test_report_unknown_metric_raises(tmp_path):
     with pytest.raises(ValueError, match="not columns"):
-        report_table(Params(paths={"assets": tmp_path}), metrics=["hit7"])
+        _table(tmp_path, metrics=["hit7"])
 
 
 def test_report_table11_block_and_warehouse_table(tmp_path):
@@ -116,7 +122,7 @@ def test_report_table11_block_and_warehouse_table(tmp_path):
         df.write_parquet(path)
     _metrics(tmp_path, "nd", "oracle", "test_nd", 1.0)  # not on test_no: not in Table 11
     params = Params(paths={"assets": tmp_path})
-    t = table11(params)
+    t = table11(params.layout, params.base_dir)
     assert t["method"].to_list() == ["r", "p"]
     row = t.filter(pl.col("method") == "p").row(0, named=True)
     assert row["iou_bev"] == pytest.approx(10.0) and row["point_f1"] == pytest.approx(20.0)
@@ -146,7 +152,7 @@ def test_report_marks_rows_of_smoke_checkpoints(tmp_path):
         (ckpts / name / "train.json").write_text(json.dumps({"recipe": rec}))
         _spec_run(tmp_path, 0.1, policy="vlm", split="test_no", checkpoint=str(ckpts / name))
     params = Params(paths={"assets": tmp_path})
-    t = report_table(params)
+    t = report_table(params.layout, params.eval, params.base_dir)
     assert t["method"].to_list() == ["vlm-demo-grpo (smoke)", "vlm-grpo"]
     md = report(params, echo=False).read_text()
     assert "| vlm-demo-grpo (smoke) | vlm |" in md

@@ -21,13 +21,19 @@ from urbex.train.config import (
 )
 
 
+def _grpo_config(p, out, **kw):
+    """``make_grpo_config`` from the ``train`` and ``env`` sections of ``p``."""
+    from urbex.train.config import make_grpo_config
+
+    return make_grpo_config(p.train, p.env, out, **kw)
+
+
 @pytest.mark.parametrize(
     ("batch", "accum", "gens", "ok"),
     [(8, 1, 8, True), (4, 2, 8, True), (4, 1, 8, False), (3, 1, 2, False), (6, 1, 3, True)],
 )
 def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, gens, ok):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = load_params(
         write_small_project(tmp_path),
@@ -39,23 +45,22 @@ def test_make_grpo_config_generation_batch_divisibility(tmp_path, batch, accum, 
         },
     )
     if ok:
-        cfg = make_grpo_config(params, tmp_path / "out")
+        cfg = _grpo_config(params, tmp_path / "out")
         assert cfg.generation_batch_size == batch * accum
         assert cfg.num_generations == gens
     else:
         with pytest.raises(ValueError, match=r"train\.per_device_train_batch_size"):
-            make_grpo_config(params, tmp_path / "out")
+            _grpo_config(params, tmp_path / "out")
 
 
 def test_make_grpo_config_maps_params(tmp_path):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = load_params(
         write_small_project(tmp_path, env={"max_turns": 8}),
         train={"device": "cpu", "max_steps": 300, "save_steps": 25},
     )
-    cfg = make_grpo_config(params, tmp_path / "out", save_strategy="no")
+    cfg = _grpo_config(params, tmp_path / "out", save_strategy="no")
     assert cfg.max_tool_calling_iterations == 7  # 8 assistant turns
     assert cfg.use_cpu and not cfg.bf16 and not cfg.activation_checkpointing
     assert cfg.beta == 0.0 and cfg.loss_type == "dapo" and cfg.max_steps == 300
@@ -91,21 +96,19 @@ def test_urbex_config_does_not_import_trl():
 
 def test_make_grpo_config_passes_train_trl_through(tmp_path):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = _params(tmp_path, trl={"max_grad_norm": 0.25, "report_to": "none"})
-    cfg = make_grpo_config(params, tmp_path / "out")
+    cfg = _grpo_config(params, tmp_path / "out")
     assert cfg.max_grad_norm == 0.25 and cfg.report_to == []
-    default = make_grpo_config(_params(tmp_path), tmp_path / "out")
+    default = _grpo_config(_params(tmp_path), tmp_path / "out")
     assert default.max_grad_norm != 0.25 and default.report_to == ["tensorboard"]
 
 
 def test_make_grpo_config_report_to_follows_train_report_to(tmp_path):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = _params(tmp_path, report_to="none")
-    assert make_grpo_config(params, tmp_path / "out").report_to == []
+    assert _grpo_config(params, tmp_path / "out").report_to == []
 
 
 @pytest.mark.parametrize(
@@ -124,11 +127,10 @@ def test_make_grpo_config_report_to_follows_train_report_to(tmp_path):
 )
 def test_make_grpo_config_bad_trl_name_is_a_config_error(tmp_path, trl, match):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = _params(tmp_path, trl=trl)  # urbex.config does not know trl: loading accepts it
     with pytest.raises(ConfigError, match=match):
-        make_grpo_config(params, tmp_path / "out")
+        _grpo_config(params, tmp_path / "out")
 
 
 def test_owned_fields_are_grpo_config_fields():
@@ -150,12 +152,11 @@ def test_train_unknown_loss_type_is_a_config_error_naming_the_nearest(tmp_path):
     # trl 1.16 accepts any string in GRPOConfig and fails only at the first loss computation,
     # after the model load and a round of rollouts: make_grpo_config checks the documented list
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     params = _params(tmp_path, loss_type="dapoo")
     with pytest.raises(ConfigError, match=r"train\.loss_type.*did you mean 'dapo'"):
-        make_grpo_config(params, tmp_path / "out")
-    assert make_grpo_config(_params(tmp_path, loss_type="grpo"), tmp_path / "o").loss_type == "grpo"
+        _grpo_config(params, tmp_path / "out")
+    assert _grpo_config(_params(tmp_path, loss_type="grpo"), tmp_path / "o").loss_type == "grpo"
 
 
 @pytest.mark.parametrize(
@@ -167,10 +168,9 @@ def test_train_unknown_loss_type_is_a_config_error_naming_the_nearest(tmp_path):
 )
 def test_make_grpo_config_trl_validation_is_a_config_error(tmp_path, train, match):
     pytest.importorskip("trl")
-    from urbex.train.config import make_grpo_config
 
     with pytest.raises(ConfigError, match=rf"field 'train': trl\.GRPOConfig rejected.*{match}"):
-        make_grpo_config(_params(tmp_path, **train), tmp_path / "out")
+        _grpo_config(_params(tmp_path, **train), tmp_path / "out")
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,11 @@ SMALL_ENV = {"global_view_size": [64, 64], "zoom_size": [64, 64], "oblique_size"
 TRAIN = {"num_generations": 2, "per_device_train_batch_size": 2, "max_completion_length": 256}
 
 
+def _grpo_config(p, out, **kw):
+    """``make_grpo_config`` from the ``train`` and ``env`` sections of ``p``."""
+    return tc.make_grpo_config(p.train, p.env, out, **kw)
+
+
 def _params(**train) -> Params:
     return Params(env=SMALL_ENV, train={**TRAIN, **train})
 
@@ -34,21 +39,21 @@ def _pretend_vllm(monkeypatch, present: bool) -> None:
 def test_use_vllm_without_vllm_names_the_field_and_the_fix(monkeypatch, tmp_path):
     _pretend_vllm(monkeypatch, present=False)
     with pytest.raises(ConfigError, match=r"vllm package.*pip install vllm.*use_vllm: false") as e:
-        tc.make_grpo_config(_params(use_vllm=True, device="cuda"), tmp_path)
+        _grpo_config(_params(use_vllm=True, device="cuda"), tmp_path)
     assert e.value.field == "train.use_vllm"
 
 
 def test_use_vllm_on_cpu_is_refused(monkeypatch, tmp_path):
     _pretend_vllm(monkeypatch, present=True)
     with pytest.raises(ConfigError, match=r"train\.device: cuda"):
-        tc.make_grpo_config(_params(use_vllm=True, device="cpu"), tmp_path)
+        _grpo_config(_params(use_vllm=True, device="cpu"), tmp_path)
 
 
 def test_use_vllm_maps_to_colocate_mode(monkeypatch, tmp_path):
     pytest.importorskip("trl")
     _pretend_vllm(monkeypatch, present=True)
     monkeypatch.setattr(tc, "resolve_device", lambda device: "cuda")
-    cfg = tc.make_grpo_config(
+    cfg = _grpo_config(
         _params(use_vllm=True, device="cuda", vllm_gpu_memory_utilization=0.25),
         tmp_path,
         use_cpu=True,  # no GPU here: only the mapping is checked
@@ -59,7 +64,7 @@ def test_use_vllm_maps_to_colocate_mode(monkeypatch, tmp_path):
         "colocate",
         0.25,
     )
-    off = tc.make_grpo_config(_params(device="cuda"), tmp_path, use_cpu=True, bf16=False)
+    off = _grpo_config(_params(device="cuda"), tmp_path, use_cpu=True, bf16=False)
     assert off.use_vllm is False
 
 

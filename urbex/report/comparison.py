@@ -37,7 +37,7 @@ from urbex.report.warehouse import refresh_warehouse
 if TYPE_CHECKING:
     import polars as pl
 
-    from urbex.config import Params
+    from urbex.config import EvalParams
     from urbex.eval.runspec import RunSpec
     from urbex.layout import AssetLayout
 
@@ -87,22 +87,29 @@ def _is_percent(metric: str) -> bool:
 
 
 def report_table(
-    params: Params,
+    lay: AssetLayout,
+    ev: EvalParams,
+    base_dir: Path,
     *,
     splits: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
     missing_as_null: bool = False,
 ) -> pl.DataFrame:
-    """The comparison as a frame: ``method, policy`` then ``<split>_<metric>`` columns.
+    """The comparison of the runs under ``lay`` as a frame: ``method, policy`` then
+    ``<split>_<metric>`` columns.
 
     Parameters
     ----------
+    ev
+        Gives the default splits and metrics (``report_splits``, ``report_metrics``).
+    base_dir
+        The params file's folder: relative checkpoint paths in the runs' specs resolve against
+        it (the smoke marks).
     splits
-        Column groups (default ``params.eval.report_splits``; those without any run are dropped,
-        and if none has a run, every split present is used).
+        Column groups (default ``ev.report_splits``; those without any run are dropped, and if
+        none has a run, every split present is used).
     metrics
-        Metrics per split (default ``params.eval.report_metrics``), columns of the ``metrics``
-        table.
+        Metrics per split (default ``ev.report_metrics``), columns of the ``metrics`` table.
     missing_as_null
         A metric no run has is a column of nulls instead of an error.
 
@@ -111,12 +118,30 @@ def report_table(
     ValueError
         A metric is not a column of the ``metrics`` table.
     """
+    return _comparison(
+        lay,
+        base_dir,
+        list(splits or ev.report_splits),
+        list(metrics or ev.report_metrics),
+        missing_as_null=missing_as_null,
+    )
+
+
+def _comparison(
+    lay: AssetLayout,
+    base_dir: Path,
+    wanted: list[str],
+    mets: list[str],
+    *,
+    missing_as_null: bool,
+) -> pl.DataFrame:
+    """:func:`report_table` over the splits ``wanted`` and the metrics ``mets``."""
     import duckdb
     import polars as pl
 
     con = duckdb.connect(":memory:")
     try:
-        refresh_warehouse(params.assets, con=con)
+        refresh_warehouse(lay.root, con=con)
         df = pl.from_arrow(
             con.cursor()
             .sql("SELECT * FROM metrics ORDER BY policy, run_id, split")
@@ -128,7 +153,6 @@ def report_table(
         raise TypeError(f"metrics table: expected a polars DataFrame, got {type(df).__name__}")
     if "benchmark" in df.columns:  # zero-shot benchmarks have their own block (Table 2)
         df = df.filter(pl.col("benchmark").fill_null("cityrefer") == "cityrefer")
-    mets = list(metrics or params.eval.report_metrics)
     missing = [m for m in mets if m not in df.columns]
     if missing and missing_as_null:  # columns no run file has yet (e.g. hand-made metrics)
         df = df.with_columns(pl.lit(None, dtype=pl.Float64).alias(m) for m in missing)
@@ -137,13 +161,12 @@ def report_table(
             f"metrics: {missing} are not columns of the metrics table; known: {df.columns}"
         )
     present = df["split"].unique().to_list() if df.height else []
-    wanted = list(splits or params.eval.report_splits)
     cols = [s for s in wanted if s in present] or sorted(present)
 
-    specs = resolve_specs(df.iter_rows(named=True), params.layout.runs)
+    specs = resolve_specs(df.iter_rows(named=True), lay.runs)
     df, intervals = _fold_repeats(df, specs, mets)
     keys = list(zip(df["run_id"].to_list(), df["split"].to_list()))
-    labels = method_labels(keys, specs, smoke=smoke_recipes(specs, params.base_dir))
+    labels = method_labels(keys, specs, smoke=smoke_recipes(specs, base_dir))
     df = df.with_columns(pl.Series("method", [labels[k] for k in keys], dtype=pl.String))
     rows = df.select("method", "policy").unique(maintain_order=True)
     for s in cols:
@@ -352,7 +375,7 @@ TABLE11_METRICS: tuple[str, ...] = ("iou_bev", "iou_3d", "point_f1")
 TABLE11_SPLIT = "test_no"
 
 
-def table11(params: Params) -> pl.DataFrame:
+def table11(lay: AssetLayout, base_dir: Path) -> pl.DataFrame:
     """The Table-11-shaped comparison: one row per method, BEV IoU, 3D IoU and point F1 (percent)
     on ``test_no`` (empty when no run covers it).
 
@@ -360,9 +383,7 @@ def table11(params: Params) -> pl.DataFrame:
     """
     import polars as pl
 
-    t = report_table(
-        params, splits=[TABLE11_SPLIT], metrics=["n", *TABLE11_METRICS], missing_as_null=True
-    )
+    t = _comparison(lay, base_dir, [TABLE11_SPLIT], ["n", *TABLE11_METRICS], missing_as_null=True)
     cols = [f"{TABLE11_SPLIT}_{m}" for m in ("n", *TABLE11_METRICS)]
     if not all(c in t.columns for c in cols):
         return pl.DataFrame(

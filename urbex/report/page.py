@@ -62,7 +62,7 @@ from urbex.report.replay import Replayer
 from urbex.report.warehouse import readable_runs, refresh_warehouse
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import EvalParams, Params
     from urbex.layout import AssetLayout
 
 __all__ = [
@@ -209,11 +209,11 @@ def _cell(v: Any, metric: str | None) -> Cell:
     return Cell(sort=_text(v), text=_text(v), numeric=False)
 
 
-def _report(params: Params) -> Block | None:
+def _report(lay: AssetLayout, ev: EvalParams, base_dir: Path) -> Block | None:
     """The report table's columns and cells (None: no runs)."""
-    if not any(params.layout.runs.glob("*/metrics.parquet")):
+    if not any(lay.runs.glob("*/metrics.parquet")):
         return None  # no finished run: no metrics view to read
-    table = report_table(params, missing_as_null=True)
+    table = report_table(lay, ev, base_dir, missing_as_null=True)
     if table.height == 0:
         return None
     cols = [c for c in table.columns if not c.endswith(("_lo", "_hi"))]
@@ -231,7 +231,7 @@ def _report(params: Params) -> Block | None:
         [_cell(row[c], m) for c, m in zip(cols, metrics)] for row in table.iter_rows(named=True)
     ]
     note = f"{len(rows)} method(s); percent, except n. Click a column to sort."
-    smoke = smoke_note(params.layout, table["method"].to_list())
+    smoke = smoke_note(lay, table["method"].to_list())
     if smoke:
         note += " " + smoke.replace("`", "")
     return Block(key="report", title="Report (Table 1)", note=note, heads=heads, rows=rows)
@@ -314,7 +314,7 @@ def write_results_page(
     """
     lay = params.layout
     lay.eval.mkdir(parents=True, exist_ok=True)
-    report = _report(params)
+    report = _report(lay, params.eval, params.base_dir)
     blocks = _blocks(lay)
     plots = _plot_groups(lay)
     curves = _copy_curves(lay)

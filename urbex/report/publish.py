@@ -41,7 +41,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
     UrbexError
         There is no evaluation run yet (nothing is written).
     """
-    table = report_table(params)
+    table = report_table(params.layout, params.eval, params.base_dir)
     t2 = table2(params.layout)
     if table.height == 0 and t2.height == 0:
         raise UrbexError(
@@ -49,7 +49,7 @@ def report(params: Params, *, echo: bool = True, page: bool = True) -> Path:
             path=params.layout.runs,
         )
     md = to_markdown(table)
-    t11 = table11(params)
+    t11 = table11(params.layout, params.base_dir)
     t9 = table9(params.layout, params.base_dir)
     out = params.layout.report_md
     with atomic_write(out, "w") as fh:

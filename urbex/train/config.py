@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.config import Params, TrainParams
+from urbex.config import TrainParams
 from urbex.config_env import EnvParams
 from urbex.errors import ConfigError
 from urbex.params_files import nearest
@@ -241,13 +241,15 @@ def loss_types(grpo_config: Any) -> frozenset[str]:
     return frozenset(re.findall(r"'(\w+)'", m.group(1))) if m else frozenset()
 
 
-def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -> GRPOConfig:
-    """A ``trl.GRPOConfig`` from ``params.train`` and ``params.env``.
+def make_grpo_config(
+    train: TrainParams, env: EnvParams, output_dir: str | Path, **overrides: Any
+) -> GRPOConfig:
+    """A ``trl.GRPOConfig`` from the ``train`` and ``env`` sections.
 
     Parameters
     ----------
-    params
-        All parameters; reads the ``train`` and ``env`` sections.
+    train, env
+        The GRPO recipe, and the environment (its turn budget and view sizes).
     output_dir
         The trainer's working directory (intermediate ``checkpoint-N`` folders).
     **overrides
@@ -272,7 +274,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
     """
     from trl import GRPOConfig  # deferred: trl (and torch) are heavy
 
-    t: TrainParams = params.train
+    t = train
     check_trl_fields(t.trl, [f.name for f in dataclasses.fields(GRPOConfig)])
     known = loss_types(GRPOConfig)
     if known and t.loss_type not in known:
@@ -282,7 +284,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
             f"{', '.join(sorted(known))}" + (f" (did you mean {best!r}?)" if best else ""),
             field="train.loss_type",
         )
-    check_completion_length(t, params.env)
+    check_completion_length(t, env)
     device = resolve_device(t.device)
     check_vllm(t, device)
     on_cpu = device == "cpu"
@@ -296,7 +298,7 @@ def make_grpo_config(params: Params, output_dir: str | Path, **overrides: Any) -
         "per_device_train_batch_size": t.per_device_train_batch_size,
         "gradient_accumulation_steps": t.gradient_accumulation_steps,
         "max_completion_length": t.max_completion_length,
-        "max_tool_calling_iterations": params.env.max_turns - 1,
+        "max_tool_calling_iterations": env.max_turns - 1,
         "temperature": t.temperature,
         "beta": t.beta,
         "loss_type": t.loss_type,

@@ -308,7 +308,11 @@ def train(
     }
     try:  # before anything is written: a batch/num_generations mismatch is a params error
         config = make_grpo_config(
-            params, staging / "trainer", disable_tqdm=not progress, **config_overrides
+            params.train,
+            params.env,
+            staging / "trainer",
+            disable_tqdm=not progress,
+            **config_overrides,
         )
     except ValueError as exc:
         raise ConfigError(str(exc), field="train") from exc

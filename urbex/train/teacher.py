@@ -22,7 +22,7 @@ from urbex.errors import AnnotationError
 from urbex.train.rename import renamed_world
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import Params, SFTParams, VLMParams
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
@@ -34,14 +34,15 @@ __all__ = [
 ]
 
 
-def _teacher_in_env(params: Params, *, p_mistake: float) -> tuple[Any, Any, Any]:
-    """The landmark index, a real environment over the scene caches, and the teacher in it
-    (its system prompt lists the tool schemas exactly when the ``vlm`` policy's does)."""
-
-    world = World.from_params(params)
+def _teacher_in_env(
+    world: World, sft: SFTParams, vlm: VLMParams, *, p_mistake: float
+) -> tuple[Any, Any, Any]:
+    """The landmark index, a real environment over the world's scene caches, and the teacher
+    in it (anchored at ``sft.anchor_rate``; its system prompt lists the tool schemas exactly
+    when the ``vlm`` policy's does)."""
     index, env = world.landmarks, world.env()
-    teacher = TeacherPolicy(env, p_mistake=p_mistake, p_anchor=params.sft.anchor_rate)
-    teacher.template_lists_tools = params.vlm.template_tools
+    teacher = TeacherPolicy(env, p_mistake=p_mistake, p_anchor=sft.anchor_rate)
+    teacher.template_lists_tools = vlm.template_tools
     return index, env, teacher
 
 
@@ -80,7 +81,9 @@ def teacher_trajectories(
     per_query = per_query or s.per_query
     seed = s.seed if seed is None else seed
     queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
-    index, env, teacher = _teacher_in_env(params, p_mistake=s.mistake_rate)
+    index, env, teacher = _teacher_in_env(
+        World.from_params(params), s, params.vlm, p_mistake=s.mistake_rate
+    )
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
         for k in range(per_query):
@@ -121,7 +124,8 @@ def solvable_queries(params: Params, queries: list[Any]) -> list[Any]:
     """
     if not params.env.marks.enabled:
         return list(queries)
-    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
+    world = World.from_params(params)
+    _, env, teacher = _teacher_in_env(world, params.sft, params.vlm, p_mistake=0.0)
     teacher.p_anchor = 1.0
     kept = []
     for q in queries:
@@ -193,7 +197,7 @@ def recovery_trajectories(
     per_query = per_query or s.recovery_per_query
     seed = s.seed if seed is None else seed
     queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
-    _, env, teacher = _teacher_in_env(params, p_mistake=0.0)
+    _, env, teacher = _teacher_in_env(World.from_params(params), s, params.vlm, p_mistake=0.0)
     policy = RecoveryTeacher(env, student, teacher, max_errors=s.recovery_max_errors)
     out: list[Trajectory] = []
     n_err = errors = 0
