@@ -27,7 +27,7 @@ from urbex.config import POLICY_NAMES as BUILTIN_POLICY_NAMES
 from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
-    from urbex.config import Params, PolicyParams
+    from urbex.config import OpenAIParams, Params, PolicyParams, VLMParams
     from urbex.config_env import EnvParams
     from urbex.env.episode import GroundingEnv
     from urbex.env.policy import Policy
@@ -38,6 +38,7 @@ __all__ = [
     "Backend",
     "PolicyFactory",
     "PolicyInfo",
+    "PolicySettings",
     "make_policy",
     "policies",
     "policy_class_sizes",
@@ -50,11 +51,39 @@ __all__ = [
 Backend = Literal["vlm", "openai"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicySettings:
+    """What a policy factory may read: the ``policy``, ``env``, ``vlm`` and ``openai``
+    sections, the candidate classes of the rankers (``eval.candidate_classes``), the layout (the
+    ranker's weights) and the folder relative checkpoint paths resolve against."""
+
+    policy: PolicyParams
+    env: EnvParams
+    vlm: VLMParams
+    openai: OpenAIParams
+    candidate_classes: list[str] | None
+    layout: AssetLayout
+    base_dir: Path
+
+    @classmethod
+    def of(cls, params: Params) -> PolicySettings:
+        """The settings held by ``params``."""
+        return cls(
+            policy=params.policy,
+            env=params.env,
+            vlm=params.vlm,
+            openai=params.openai,
+            candidate_classes=params.eval.candidate_classes,
+            layout=params.layout,
+            base_dir=params.base_dir,
+        )
+
+
 class PolicyFactory(Protocol):
-    """Builds a policy: ``factory(params, *, env, checkpoint) -> Policy``."""
+    """Builds a policy: ``factory(settings, *, env, checkpoint) -> Policy``."""
 
     def __call__(
-        self, params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
+        self, settings: PolicySettings, /, *, env: GroundingEnv | None, checkpoint: Path | None
     ) -> Policy: ...
 
 
@@ -130,7 +159,7 @@ class PolicyInfo:
         return self.backend(configured) == "openai"
 
 
-def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+def _oracle(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
     from urbex.agents.oracle import OraclePolicy
 
@@ -139,7 +168,7 @@ def _oracle(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
 
 
 def _landmark_prior(
-    params: Params,
+    s: PolicySettings,
     *,
     env: GroundingEnv | None,
     checkpoint: Path | None,
@@ -149,11 +178,11 @@ def _landmark_prior(
     from urbex.agents.heuristics import LandmarkPriorPolicy
 
     assert env is not None
-    sizes = params.policy.class_sizes or class_sizes  # None: CityRefer's means
-    return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=params.policy.prior_gap_m)
+    sizes = s.policy.class_sizes or class_sizes  # None: CityRefer's means
+    return LandmarkPriorPolicy(env, class_sizes=sizes, gap_m=s.policy.prior_gap_m)
 
 
-def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+def _ranking(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
     from urbex.agents.ranker import RankerModel, RankerPolicy
 
@@ -161,14 +190,14 @@ def _ranking(params: Params, *, env: GroundingEnv | None, checkpoint: Path | Non
     provider = env.scene_provider
     return RankerPolicy(
         env,
-        model=RankerModel.load(params.layout.ranker_model),
+        model=RankerModel.load(s.layout.ranker_model),
         instances=lambda scene_id: provider(scene_id).instances,
-        candidate_classes=params.eval.candidate_classes,
+        candidate_classes=s.candidate_classes,
     )
 
 
 def _ranking_proposals(
-    params: Params, *, env: GroundingEnv | None, checkpoint: Path | None
+    s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None
 ) -> Policy:
 
     from urbex.agents.proposals import ProposalRankerPolicy
@@ -177,13 +206,15 @@ def _ranking_proposals(
     assert env is not None
     return ProposalRankerPolicy(
         env,
-        model=RankerModel.load(params.layout.ranker_model),
+        model=RankerModel.load(s.layout.ranker_model),
         scenes=env.scene_provider,
-        candidate_classes=params.eval.candidate_classes,
+        candidate_classes=s.candidate_classes,
     )
 
 
-def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+def _ranking_rules(
+    s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None
+) -> Policy:
 
     from urbex.agents.ranking import RankingPolicy
 
@@ -192,21 +223,30 @@ def _ranking_rules(params: Params, *, env: GroundingEnv | None, checkpoint: Path
     return RankingPolicy(
         env,
         instances=lambda scene_id: provider(scene_id).instances,
-        candidate_classes=params.eval.candidate_classes,
+        candidate_classes=s.candidate_classes,
     )
 
 
 def _model(
-    params: Params, checkpoint: Path | None, backend: Backend, tool_names: tuple[str, ...] | None
+    s: PolicySettings, checkpoint: Path | None, backend: Backend, tool_names: tuple[str, ...] | None
 ) -> Policy:
+    """The model policy of ``backend``: the OpenAI-compatible server of ``s.openai`` (shown the
+    numbered marks when ``env.marks`` is on), or the local checkpoint (``checkpoint``, else
+    ``vlm.checkpoint``, relative to ``s.base_dir``) with the settings of ``s.vlm``."""
     if backend == "openai":
         from urbex.agents.openai_api import OpenAIPolicy
 
-        return OpenAIPolicy.from_params(params, tool_names=tool_names)
+        return OpenAIPolicy.from_params(s.openai, marks=s.env.marks.enabled, tool_names=tool_names)
 
+    from urbex.agents.checkpoints import resolve_checkpoint
     from urbex.agents.vlm import VLMPolicy
 
-    return VLMPolicy.from_params(params, checkpoint=checkpoint, tool_names=tool_names)
+    ckpt = resolve_checkpoint(
+        s.base_dir,
+        checkpoint if checkpoint is not None else s.vlm.checkpoint,
+        field="vlm.checkpoint",
+    )
+    return VLMPolicy.from_params(s.vlm, checkpoint=ckpt, tool_names=tool_names)
 
 
 def _offered(env: EnvParams) -> tuple[str, ...]:
@@ -214,37 +254,35 @@ def _offered(env: EnvParams) -> tuple[str, ...]:
     return tuple(env.tools)
 
 
-def _vlm(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "vlm", _offered(params.env))
+def _vlm(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    return _model(s, checkpoint, "vlm", _offered(s.env))
 
 
-def _openai(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
-    return _model(params, checkpoint, "openai", _offered(params.env))
+def _openai(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+    return _model(s, checkpoint, "openai", _offered(s.env))
 
 
-def _workflow(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+def _workflow(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
     from urbex.agents.workflow import PAPER_WORKFLOW, WorkflowPolicy
 
-    inner = _model(params, checkpoint, params.policy.backend, _offered(params.env))
-    steps = tuple(s for s in PAPER_WORKFLOW if s == ToolName.ANSWER or s in params.env.tools)
+    inner = _model(s, checkpoint, s.policy.backend, _offered(s.env))
+    steps = tuple(t for t in PAPER_WORKFLOW if t == ToolName.ANSWER or t in s.env.tools)
     return WorkflowPolicy(
         inner,
         steps=steps,
-        max_turns=params.env.max_turns,
-        redirects=params.policy.workflow_redirects,
-        marks=params.env.marks.enabled,
+        max_turns=s.env.max_turns,
+        redirects=s.policy.workflow_redirects,
+        marks=s.env.marks.enabled,
     )
 
 
-def _no_tools(params: Params, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
+def _no_tools(s: PolicySettings, *, env: GroundingEnv | None, checkpoint: Path | None) -> Policy:
 
     from urbex.agents.heuristics import no_tools_policy
 
-    inner = _model(params, checkpoint, params.policy.backend, ())
-    return no_tools_policy(
-        inner, max_turns=params.env.max_turns, redirects=params.policy.workflow_redirects
-    )
+    inner = _model(s, checkpoint, s.policy.backend, ())
+    return no_tools_policy(inner, max_turns=s.env.max_turns, redirects=s.policy.workflow_redirects)
 
 
 _REGISTRY: dict[str, PolicyInfo] = {
@@ -410,4 +448,4 @@ def make_policy(
         raise ValueError(f"policy {name!r} is bound to an environment: pass env=GroundingEnv(...)")
     ckpt = None if checkpoint is None else Path(checkpoint)
     inputs: dict[str, Any] = {"class_sizes": class_sizes} if info.uses_class_sizes else {}
-    return info.factory(params, env=env, checkpoint=ckpt, **inputs)
+    return info.factory(PolicySettings.of(params), env=env, checkpoint=ckpt, **inputs)

@@ -135,6 +135,8 @@ class GroundingGymEnv(gym.Env[dict[str, Any], str]):
         self.render_mode = render_mode
         p = resolve_params(params, assets)
         _require_built(p.layout)
+        #: The params the episodes play by (``paths.assets`` replaced by ``assets`` if given).
+        self.params: Params = p
         self.split = split
         self.queries: list[Query] = load_queries(p.layout, split)
         self.world = World.from_params(p)
