@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from urbex.config import Params
+from urbex.config import EvalParams, Params
 from urbex.errors import ConfigError
 from urbex.eval.perturb import LandmarkPerturbation, perturbation_tag
 from urbex.eval.runspec import (
@@ -98,8 +98,8 @@ def test_runspec_sample_is_not_in_the_id_and_repeat_seed_is_a_suffix():
 
 def test_runspec_perturbation_keeps_only_the_parameters_of_its_mode():
     for mode in ("none", "missing", "wrong", "noise"):
-        p = LandmarkPerturbation.from_params(
-            Params(eval={"landmark_perturbation": mode, "landmark_perturbation_seed": 4})
+        p = LandmarkPerturbation.from_eval(
+            EvalParams(landmark_perturbation=mode, landmark_perturbation_seed=4)
         )
         assert (p.noise_m is not None) == (mode == "noise")
         assert (p.seed is not None) == (mode in ("noise", "wrong"))

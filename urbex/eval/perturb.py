@@ -32,7 +32,7 @@ import polars as pl
 from urbex.landmarks import FOOTPRINT_BOUNDS, LandmarkIndex, with_footprint_bounds
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    from urbex.config import EvalParams
     from urbex.landmarks import LandmarkIndex
 
 __all__ = [
@@ -196,9 +196,8 @@ class PerturbedLandmarks:
         )
 
     @classmethod
-    def from_params(cls, index: LandmarkIndex | None, params: Params) -> PerturbedLandmarks:
-        """With ``params.eval.landmark_perturbation`` / ``landmark_noise_m`` / ``..._seed``."""
-        e = params.eval
+    def from_eval(cls, index: LandmarkIndex | None, e: EvalParams) -> PerturbedLandmarks:
+        """With ``e.landmark_perturbation`` / ``landmark_noise_m`` / ``..._seed``."""
         return cls(
             index,
             e.landmark_perturbation,
@@ -278,9 +277,8 @@ class LandmarkPerturbation:
             )
 
     @classmethod
-    def from_params(cls, params: Params) -> LandmarkPerturbation:
-        """``params.eval.landmark_perturbation`` with the parameters its mode uses."""
-        e = params.eval
+    def from_eval(cls, e: EvalParams) -> LandmarkPerturbation:
+        """``e.landmark_perturbation`` with the parameters its mode uses."""
         mode = e.landmark_perturbation
         return cls(
             mode=mode,

@@ -107,7 +107,7 @@ class EpisodePlayer:
         self.run_id = run_id
         self.env = env or World.from_params(params).env()
         # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
-        self._landmarks = PerturbedLandmarks.from_params(self.env.landmarks, params)
+        self._landmarks = PerturbedLandmarks.from_eval(self.env.landmarks, params.eval)
         if self._landmarks.mode != "none":
             self.env.use_landmarks(self._landmarks.index)
         self.policy = policy or make_policy(

@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.registry import policy_class_sizes, policy_info
+from urbex.agents.registry import PolicySettings, policy_class_sizes, policy_info
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
@@ -78,7 +78,7 @@ from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, AssetLayout
 if TYPE_CHECKING:
     import polars as pl
 
-    from urbex.config import Params
+    from urbex.config import EvalParams, Params
     from urbex.env.policy import Policy
     from urbex.eval.workers import WorkerPool
 
@@ -137,34 +137,36 @@ class RunResult:
 
 
 def _fingerprint(
-    params: Params,
+    s: PolicySettings,
+    ev: EvalParams,
     policy: str,
     checkpoint: Path | None,
     class_sizes: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
-    """The settings a resumed run must share with the run it continues."""
-    env = params.section_dict("env")
-    if not params.env.marks.enabled:  # absent when off: runs started before marks still resume
+    """The settings a resumed run must share with the run it continues: the policy's settings
+    ``s`` and the evaluation's ``ev``."""
+    env = s.env.model_dump(mode="json")
+    if not s.env.marks.enabled:  # absent when off: runs started before marks still resume
         env.pop("marks", None)
-    if params.env.answer_snap == "none":
+    if s.env.answer_snap == "none":
         env.pop("answer_snap", None)
         env.pop("snap_min_iou", None)
     fp: dict[str, Any] = {
         "env": env,
-        "policy": params.section_dict("policy"),
-        "candidate_classes": params.eval.candidate_classes,
-        "seed": params.eval.seed,
-        "point_metrics": params.eval.point_metrics,
+        "policy": s.policy.model_dump(mode="json"),
+        "candidate_classes": ev.candidate_classes,
+        "seed": ev.seed,
+        "point_metrics": ev.point_metrics,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
-    if params.eval.benchmark != "cityrefer":  # absent for cityrefer: its runs still resume
-        fp["benchmark"] = params.eval.benchmark
-    pert = LandmarkPerturbation.from_params(params).fingerprint()
+    if ev.benchmark != "cityrefer":  # absent for cityrefer: its runs still resume
+        fp["benchmark"] = ev.benchmark
+    pert = LandmarkPerturbation.from_eval(ev).fingerprint()
     if pert is not None:  # absent when clean: runs started before the knob existed still resume
         fp["landmark_perturbation"] = pert
     info = policy_info(policy)
     if info.scores_with_ranker:  # the fitted weights it scores with
-        fp["ranker"] = _ranker_hash(params.layout.ranker_model)
+        fp["ranker"] = _ranker_hash(s.layout.ranker_model)
     if class_sizes is not None:  # {class: [dx_m, dy_m]} of the train split (landmark_prior)
         fp["class_sizes"] = {c: list(v) for c, v in sorted(class_sizes.items())}
     # the vlm settings, for the vlm policy and for a wrapper on either backend (the wrappers'
@@ -172,13 +174,13 @@ def _fingerprint(
     if info.takes_checkpoint("vlm"):
         fp["vlm"] = {
             k: v
-            for k, v in params.section_dict("vlm").items()
+            for k, v in s.vlm.model_dump(mode="json").items()
             if k not in ("batch_size", "device", "checkpoint")
         }
-    if info.needs_server(params.policy.backend):
+    if info.needs_server(s.policy.backend):
         fp["openai"] = {
             k: v
-            for k, v in params.section_dict("openai").items()
+            for k, v in s.openai.model_dump(mode="json").items()
             if k not in ("timeout_s", "max_retries", "backoff_s", "concurrency")
         }
     return fp
@@ -407,7 +409,7 @@ def evaluate(
     rid = run_id or spec.run_id
     d = params.layout.run(rid)
     sizes = policy_class_sizes(policy, params.policy, params.layout)
-    fp = _fingerprint(params, policy, ckpt, sizes)
+    fp = _fingerprint(PolicySettings.of(params), params.eval, policy, ckpt, sizes)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
         meta = _check_run(d, policy, split, fp, restart_stale=restart_stale)
         lim = None if spec.sample is None else spec.sample.limit

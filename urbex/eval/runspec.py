@@ -230,7 +230,7 @@ class RunSpec:
             policy=policy,
             split=split,
             checkpoint=None if checkpoint is None else params.portable(checkpoint),
-            perturbation=LandmarkPerturbation.from_params(params),
+            perturbation=LandmarkPerturbation.from_eval(params.eval),
             sample=None if lim is None else Sample(limit=lim, seed=params.eval.sample_seed),
             tools=tuple(params.env.tools),
             benchmark=params.eval.benchmark,

@@ -62,6 +62,8 @@ from urbex.report.replay import Replayer
 from urbex.report.warehouse import readable_runs, refresh_warehouse
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from urbex.config import EvalParams, Params
     from urbex.layout import AssetLayout
 
@@ -318,8 +320,20 @@ def write_results_page(
     blocks = _blocks(lay)
     plots = _plot_groups(lay)
     curves = _copy_curves(lay)
+    seed = params.eval.seed
     runs = [
-        (rid, _write_run_page(params, rid, n_best=n_best, n_worst=n_worst, n_random=n_random))
+        (
+            rid,
+            _write_run_page(
+                lay,
+                rid,
+                functools.partial(_replayer, params),
+                seed=seed,
+                n_best=n_best,
+                n_worst=n_worst,
+                n_random=n_random,
+            ),
+        )
         for rid in _run_ids(lay)
     ]
     index = lay.results_page
@@ -363,34 +377,42 @@ def _descriptions(lay: AssetLayout) -> dict[str, str]:
     return dict(zip(df["query_id"].to_list(), df["description"].to_list()))
 
 
-def _run_params(params: Params, run_dir: Path) -> Params:
-    """The params a run played with (its spec: numbered marks, tools, ...); the project's for a
-    run without a readable spec or one whose sample seed predates recording."""
+def _replayer(params: Params, run_dir: Path) -> Replayer:
+    """The replayer of the run in ``run_dir``, with the params it played with (its spec:
+    numbered marks, tools, ...); the project's for a run without a readable spec or one whose
+    sample seed predates recording."""
     spec = read_spec(run_dir)
-    if spec is None:
-        return params
-    try:
-        return spec.play_params(params)
-    except ValueError:
-        return params
+    played = params
+    if spec is not None:
+        try:
+            played = spec.play_params(params)
+        except ValueError:
+            pass
+    return Replayer(played.layout, played.env, played.landmarks)
 
 
 def _write_run_page(
-    params: Params, run_id: str, *, n_best: int, n_worst: int, n_random: int
+    lay: AssetLayout,
+    run_id: str,
+    replayer: Callable[[Path], Replayer],
+    *,
+    seed: int,
+    n_best: int,
+    n_worst: int,
+    n_random: int,
 ) -> int:
-    """One run's gallery page and its pictures and step lists; returns the episode count."""
-    run_dir = params.layout.run(run_id)
+    """One run's gallery page and its pictures and step lists (drawn by ``replayer(run_dir)``,
+    built only when the run has episodes; the random picks seeded by ``seed``); returns the
+    episode count."""
+    run_dir = lay.run(run_id)
     eps = read_episodes(run_dir)
     cards: list[_Card] = []
     if eps.height:
         steps = read_steps(run_dir)
-        picks = pick_episodes(
-            eps, n_best=n_best, n_worst=n_worst, n_random=n_random, seed=params.eval.seed
-        )
-        texts = _descriptions(params.layout)
+        picks = pick_episodes(eps, n_best=n_best, n_worst=n_worst, n_random=n_random, seed=seed)
+        texts = _descriptions(lay)
         shutil.rmtree(run_dir / GALLERY, ignore_errors=True)  # stale picks of an earlier page
-        played = _run_params(params, run_dir)
-        replay = Replayer(played.layout, played.env, played.landmarks)
+        replay = replayer(run_dir)
         for pick in picks:
             ep = eps.filter(pl.col("query_id") == pick.query_id).row(0, named=True)
             st = steps.filter(pl.col("query_id") == pick.query_id).sort("turn")

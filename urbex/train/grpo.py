@@ -293,7 +293,9 @@ def train(
     queries = load_queries(params.layout, t.split, limit=t.limit, sample_seed=t.seed)
     _check_inputs(params.layout, sorted({q.scene_id for q in queries}))
     if t.query_filter == "solvable":
-        queries = solvable_queries(params, queries)
+        queries = solvable_queries(
+            World.from_params(params), params.sft, params.vlm, queries, seed=t.seed
+        )
 
     from datasets import Dataset
     from trl import GRPOTrainer

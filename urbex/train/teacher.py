@@ -111,25 +111,27 @@ def teacher_trajectories(
     return out
 
 
-def solvable_queries(params: Params, queries: list[Any]) -> list[Any]:
+def solvable_queries(
+    world: World, sft: SFTParams, vlm: VLMParams, queries: list[Any], *, seed: int
+) -> list[Any]:
     """The queries the anchored teacher answers by a mark the conversation showed, with a hit
     (BEV IoU ≥ 0.5): those on which a GRPO group can succeed (``train.query_filter:
-    solvable``; selection by difficulty, as DeepEyes filters its training queries). Without
-    numbered marks (``env.marks``) every query is kept.
+    solvable``; selection by difficulty, as DeepEyes filters its training queries). Played in
+    ``world`` with episode seeds from ``seed`` (``train.seed``); without numbered marks (the
+    world's ``env.marks``) every query is kept.
 
     Raises
     ------
     AnnotationError
         None of the queries is solvable.
     """
-    if not params.env.marks.enabled:
+    if not world.env_params.marks.enabled:
         return list(queries)
-    world = World.from_params(params)
-    _, env, teacher = _teacher_in_env(world, params.sft, params.vlm, p_mistake=0.0)
+    _, env, teacher = _teacher_in_env(world, sft, vlm, p_mistake=0.0)
     teacher.p_anchor = 1.0
     kept = []
     for q in queries:
-        traj = play_episode(env, teacher, q, seed=episode_seed(params.train.seed, q.query_id))
+        traj = play_episode(env, teacher, q, seed=episode_seed(seed, q.query_id))
         o = traj.outcome
         if o.answer_mark is not None and o.iou_bev >= 0.5:
             kept.append(q)
