@@ -15,6 +15,7 @@ from urbex.config import Params
 from urbex.env.policy import PolicyBase
 from urbex.eval.repeats import repeat_specs, t_interval
 from urbex.eval.runner import evaluate
+from urbex.eval.runspec import RunSpec
 
 
 class CoinPolicy(PolicyBase):
@@ -53,9 +54,15 @@ def _params(assets: Path) -> Params:
     return Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 8, "seed": 5})
 
 
+def _specs(params: Params, split: str, repeats: int) -> list:
+    """``repeats`` repeats of ``coin`` on ``split`` (seeds from ``eval.seed``)."""
+    base = RunSpec.from_params(params, policy="coin", split=split)
+    return repeat_specs(base, seed=params.eval.seed, repeats=repeats)
+
+
 def test_repeats_are_runs_with_their_own_seeds_and_reproducible(assets):
     params = _params(assets)
-    specs = repeat_specs(params, policy="coin", split="test_no", repeats=3)
+    specs = _specs(params, "test_no", 3)
     assert [s.repeat_seed for s in specs] == [5, 6, 7]
     hits = [evaluate(params, spec=s, progress=False).metrics["hit1"][0] for s in specs]
     assert len(set(hits)) > 1  # the repeats decode differently
@@ -63,7 +70,7 @@ def test_repeats_are_runs_with_their_own_seeds_and_reproducible(assets):
     assert again.metrics["hit1"][0] == hits[0]  # a repeat is reproducible from its seed
     assert again.metrics["repeat_seed"][0] == 5
     with pytest.raises(ValueError, match="repeats"):
-        repeat_specs(params, policy="coin", split="test_no", repeats=0)
+        _specs(params, "test_no", 0)
 
 
 def test_repeated_decoding_table_and_report_intervals(assets):
@@ -75,7 +82,7 @@ def test_repeated_decoding_table_and_report_intervals(assets):
     runs = [
         evaluate(params, spec=s, progress=False)
         for split in ("test_nd", "test_no")
-        for s in repeat_specs(params, policy="coin", split=split, repeats=3)
+        for s in _specs(params, split, 3)
     ]
     diagnose(params)
     import polars as pl

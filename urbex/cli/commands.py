@@ -322,6 +322,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
     from urbex.agents.registry import policy_info
     from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
     from urbex.eval.runner import evaluate
+    from urbex.eval.runspec import RunSpec
     from urbex.eval.workers import WorkerPool
     from urbex.stages import refresh
 
@@ -337,7 +338,8 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
             "> 0 in the params",
             field="openai.temperature",
         )
-    specs = repeat_specs(params, policy=policy, split=params.eval.split, repeats=args.repeats)
+    base = RunSpec.from_params(params, policy=policy, split=params.eval.split)
+    specs = repeat_specs(base, seed=params.eval.seed, repeats=args.repeats)
     if args.checkpoint is not None:
         specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
     rows = []

@@ -20,7 +20,7 @@ import polars as pl
 from urbex.eval.runspec import RunSpec
 
 if TYPE_CHECKING:
-    from urbex.config import Params
+    pass
 
 __all__ = ["REPEAT_METRICS", "group_repeats", "repeat_specs", "repeated_decoding", "t_interval"]
 
@@ -52,17 +52,17 @@ def t_interval(
     return (m, m - half, m + half)
 
 
-def repeat_specs(params: Params, *, policy: str, split: str, repeats: int) -> list[RunSpec]:
-    """The specs of ``repeats`` repeats of ``policy`` on ``split``: seeds ``eval.seed + k``.
+def repeat_specs(base: RunSpec, *, seed: int, repeats: int) -> list[RunSpec]:
+    """The specs of ``repeats`` repeats of the run ``base``: seeds ``seed + k`` (``seed``:
+    ``eval.seed``).
 
-    >>> from urbex.config import Params
-    >>> [s.run_id for s in repeat_specs(Params(), policy="vlm", split="test_no", repeats=2)]
+    >>> base = RunSpec(policy="vlm", split="test_no")
+    >>> [s.run_id for s in repeat_specs(base, seed=0, repeats=2)]
     ['vlm-test_no-rep0', 'vlm-test_no-rep1']
     """
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise ValueError(f"repeats: expected an int >= 1, got {repeats!r}")
-    base = RunSpec.from_params(params, policy=policy, split=split)
-    return [replace(base, repeat_seed=params.eval.seed + k) for k in range(repeats)]
+    return [replace(base, repeat_seed=seed + k) for k in range(repeats)]
 
 
 def repeated_decoding(metrics: pl.DataFrame) -> pl.DataFrame:
