@@ -31,21 +31,18 @@ from urbex.cli.commands import (
     cmd_fit_ranker,
     cmd_ground,
     cmd_landmarks,
-    cmd_make_tiny_model,
     cmd_proposals,
     cmd_report,
-    cmd_sft,
     cmd_splits,
     cmd_stpls3d_refer,
     cmd_synth,
-    cmd_train,
-    cmd_train_reader,
     cmd_warehouse,
     repeat_count,
     tool_list,
 )
 from urbex.cli.export import add_export_command
 from urbex.cli.parse import add_parse_command
+from urbex.cli.training import cmd_make_tiny_model, cmd_sft, cmd_train, cmd_train_reader
 from urbex.config import POLICY_NAMES, SPLIT_NAMES, load_params
 from urbex.errors import UrbexError
 
