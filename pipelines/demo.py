@@ -70,6 +70,11 @@ DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("t
 #: length, so the whole demo stays within ~5 minutes on 2 cores, with checkpoint names of its own
 #: (not ``training/dvc.yaml``'s outputs). An overlay, loaded after ``params-cpu.yaml``.
 DEMO_TRAINING_OVERLAY = REPO / "params-demo.yaml"
+#: Torch threads of the demo's training and model evaluation, whatever the machine's core count
+#: or ``OMP_NUM_THREADS``: CPU training is not bit-identical across thread counts (reductions are
+#: split per thread), so a fixed count keeps the smoke checkpoint, its evaluation runs and so
+#: ``dvc.lock`` the same on machines of the same CPU kind.
+DEMO_TORCH_THREADS = 2
 #: The resources of the demo's runs: the training assets read the demo's recipe.
 DEMO_RESOURCES = {
     **RESOURCES,
@@ -187,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines import parallel as par
 
     t_demo = time.perf_counter()
+    import torch
+
+    torch.set_num_threads(DEMO_TORCH_THREADS)
     instance = dg.DagsterInstance.get()
     params = RESOURCES["urbex_params"].load()
     _run(instance, ["raw_dataset"])
