@@ -20,7 +20,7 @@ setup:
 demo: setup  ## generate the synthetic city and materialize every asset (Dagster, in-process)
 	$(BIN)/python -m pipelines.demo
 
-learn: setup  ## the full CPU recipe (params-cpu.yaml) into this project: reader → SFT → GRPO, its rows in the report (~50 min)
+learn: setup  ## the full CPU recipe (params-cpu.yaml) into this project: reader → SFT → GRPO, its rows in the report (~85 min)
 	$(BIN)/python -m pipelines.learn
 
 test: setup  ## lint + type check + the whole test suite
