@@ -70,10 +70,10 @@ DEMO_PERTURBATIONS = [(m, s) for m in ("noise", "missing", "wrong") for s in ("t
 #: length, so the whole demo stays within ~5 minutes on 2 cores, with checkpoint names of its own
 #: (not ``training/dvc.yaml``'s outputs). An overlay, loaded after ``params-cpu.yaml``.
 DEMO_TRAINING_OVERLAY = REPO / "params-demo.yaml"
-#: Torch threads of the demo's training and model evaluation, whatever the machine's core count
-#: or ``OMP_NUM_THREADS``: CPU training is not bit-identical across thread counts (reductions are
-#: split per thread), so a fixed count keeps the smoke checkpoint, its evaluation runs and so
-#: ``dvc.lock`` the same on machines of the same CPU kind.
+#: Torch threads of the demo's training and model evaluation, whatever the machine's core count:
+#: CPU training is not bit-identical across thread counts (reductions are split per thread), and
+#: the committed ``dvc.lock`` hashes the smoke checkpoint's evaluation runs as a 2-core machine
+#: trains it. Other CPU kinds may still differ.
 DEMO_TORCH_THREADS = 2
 #: The resources of the demo's runs: the training assets read the demo's recipe.
 DEMO_RESOURCES = {
