@@ -68,6 +68,7 @@ _NONE_DEFAULT_EXAMPLES: dict[str, Any] = {
     "sft.max_length": 4096,
     "stpls3d_refer.offset": (0.0, 0.0, 0.0),
     "policy.class_sizes": {"Car": (4.0, 2.0)},
+    "reader.spread_from": 2,
 }
 
 

@@ -31,6 +31,8 @@ class ReaderParams(StrictModel):
     full (the last level is the listing as the environment prints it, every class's marks up to
     ``env.marks.max_listed``). Training moves to the next level when the held-out mark look-up
     accuracy at the current one reaches ``advance_at`` (measured every ``eval_every`` steps).
+    With ``spread_from`` every look-up listing has a random size between ``spread_from`` and the
+    current level, so one step mixes short and long listings (the gate is scored at the level).
     """
 
     checkpoint: Path | None = Field(
@@ -47,6 +49,12 @@ class ReaderParams(StrictModel):
     )
     advance_at: Float = Field(
         0.9, gt=0, le=1, description="held-out accuracy at a level that moves to the next one"
+    )
+    spread_from: Int | None = Field(
+        None,
+        ge=1,
+        description="look-up listings of a random size from this many marks up to the current "
+        "level (None: every listing at the level's size); the gate is still scored at the level",
     )
     answers_per_drill: Int = Field(
         8, ge=1, description="answers per drill sequence (look-ups per listing, copies per text)"
@@ -92,6 +100,15 @@ class ReaderParams(StrictModel):
                 f"expected increasing marks per listing (short to full length), got {v}"
             )
         return v
+
+    @model_validator(mode="after")
+    def _spread_below_levels(self) -> ReaderParams:
+        if self.spread_from is not None and self.spread_from > self.levels[0]:
+            raise ValueError(
+                f"reader.spread_from: expected at most the first level ({self.levels[0]} marks), "
+                f"got {self.spread_from}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _every_family(self) -> ReaderParams:

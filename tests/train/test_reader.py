@@ -138,6 +138,7 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
             "name_copy",
         ),
         ({"advance_at": 0.0}, "reader.advance_at"),
+        ({"levels": [4, 8], "spread_from": 6}, "reader.spread_from"),
     ],
 )
 def test_reader_params_that_cannot_work_are_one_line_errors(tmp_path, reader, field):
@@ -151,6 +152,23 @@ def test_reader_params_that_cannot_work_are_one_line_errors(tmp_path, reader, fi
         load_params(f)
     msg = str(e.value)
     assert field in msg and len(msg.splitlines()) == 1
+
+
+def test_spread_from_mixes_listing_sizes_up_to_the_level():
+    import numpy as np
+
+    from urbex.config_reader import ReaderParams
+    from urbex.train.reader import lookup_size
+
+    rng = np.random.default_rng(0)
+    fixed = ReaderParams(levels=[2, 8, 32])
+    assert {lookup_size(rng, fixed, 0) for _ in range(50)} == {2}
+    assert {lookup_size(rng, fixed, 1) for _ in range(200)} == {2, 8}  # a quarter revisit 2
+    spread = ReaderParams(levels=[8, 16, 32], spread_from=2)
+    sizes = [lookup_size(rng, spread, 0) for _ in range(400)]
+    assert set(sizes) == set(range(2, 9))  # every size from 2 to the level, none above
+    later = [lookup_size(rng, spread, 2) for _ in range(400)]
+    assert min(later) == 2 and max(later) == 32
 
 
 def test_a_listing_longer_than_max_length_names_the_field(assets, tiny, trajs):

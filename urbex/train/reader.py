@@ -88,6 +88,7 @@ __all__ = [
     "READER_SUMMARY_FILE",
     "ReaderResult",
     "held_out",
+    "lookup_size",
     "train_reader",
 ]
 
@@ -138,6 +139,20 @@ def _split(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajecto
         return h[0] % HOLD_OUT_EVERY == 0
 
     return [t for t in trajs if not held(t)], [t for t in trajs if held(t)]
+
+
+def lookup_size(rng: np.random.Generator, r: ReaderParams, level_index: int) -> int:
+    """Marks per listing of one look-up drill at curriculum level ``r.levels[level_index]``.
+
+    A quarter of the drills revisit an earlier (shorter) level; with ``r.spread_from`` the size
+    is then drawn uniformly from ``spread_from`` up to that level, so one step mixes short and
+    long listings."""
+    size = r.levels[level_index]
+    if level_index > 0 and rng.random() < 0.25:
+        size = r.levels[int(rng.integers(level_index))]
+    if r.spread_from is not None:
+        size = int(rng.integers(min(r.spread_from, size), size + 1))
+    return size
 
 
 def _make(
@@ -389,10 +404,7 @@ def train_reader(
             if fam == "whole_turn":
                 continue
             while c > 0:
-                # a quarter of the look-ups revisit an earlier (shorter) level
-                lv = level
-                if fam == "mark_lookup" and li > 0 and rng.random() < 0.25:
-                    lv = r.levels[int(rng.integers(li))]
+                lv = lookup_size(rng, r, li) if fam == "mark_lookup" else level
                 d = _make(fam, rng, src, r, params.env.marks, level=lv)
                 if d is not None:
                     drills.append(d)
