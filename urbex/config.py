@@ -48,6 +48,7 @@ __all__ = [
     "DiagnoseParams",
     "EnvParams",
     "EvalParams",
+    "GRPOLossType",
     "LandmarkParams",
     "MarksParams",
     "OpenAIParams",
@@ -71,6 +72,11 @@ __all__ = [
 Split = Literal["train", "val", "test_nd", "test_no", "test"]
 #: Benchmarks ``urbex evaluate --benchmark`` plays: the training one and the zero-shot ones.
 Benchmark = Literal["cityrefer", "stpls3d_refer"]
+#: The loss types trl 1.16's ``GRPOTrainer`` computes (``train.loss_type``). trl types
+#: ``GRPOConfig.loss_type`` as a plain ``str`` and would fail only at the first loss, after the
+#: model load and a round of rollouts; typed here, a wrong name is refused when params load.
+#: tests/train/test_config.py checks this list against the installed trl's documented values.
+GRPOLossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"]
 SPLIT_NAMES: tuple[str, ...] = get_args(Split)
 #: The built-in policies (``eval.policy``, ``urbex evaluate --policy``), in the registry's order
 #: (:mod:`urbex.agents.registry` holds their factories and refuses to load if the two differ):
@@ -262,7 +268,7 @@ class TrainParams(StrictModel):
     )
     temperature: Float = Field(1.0, gt=0, description="sampling temperature of the rollouts")
     beta: Float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
-    loss_type: str = Field("dapo", description="GRPOConfig.loss_type (checked against trl)")
+    loss_type: GRPOLossType = Field("dapo", description="GRPOConfig.loss_type")
     seed: Seed = Field(0, description="trainer seed; also seeds the query sample when limit is set")
     save_steps: Int = Field(50, ge=1, description="intermediate trainer checkpoint every N steps")
     logging_steps: Int = Field(1, ge=1)

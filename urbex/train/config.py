@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +41,6 @@ __all__ = [
     "check_trl_fields",
     "check_vllm",
     "image_tokens",
-    "loss_types",
     "make_grpo_config",
     "resolve_device",
 ]
@@ -228,19 +226,6 @@ def check_trl_fields(names: Any, field_names: Any) -> None:
             )
 
 
-def loss_types(grpo_config: Any) -> frozenset[str]:
-    """The loss types the installed trl names in ``GRPOConfig.loss_type``'s help (empty: unknown).
-
-    trl 1.16 accepts any string there and fails only at the first loss computation, after the
-    model load and a round of rollouts. The field's help text is the one place trl lists the
-    supported values: the field is typed ``str`` and no constant or ``Literal`` names them.
-    """
-    field = {f.name: f for f in dataclasses.fields(grpo_config)}.get("loss_type")
-    text = str(field.metadata.get("help", "")) if field is not None else ""
-    m = re.search(r"Supported values are (.*?)\.\s", text)
-    return frozenset(re.findall(r"'(\w+)'", m.group(1))) if m else frozenset()
-
-
 def make_grpo_config(
     train: TrainParams, env: EnvParams, output_dir: str | Path, **overrides: Any
 ) -> GRPOConfig:
@@ -268,22 +253,14 @@ def make_grpo_config(
         cannot hold one tool image (:func:`check_completion_length`).
     ConfigError
         ``train.use_vllm`` where vLLM cannot run (:func:`check_vllm`); a ``train.trl`` name
-        that is not a free ``GRPOConfig`` field (:func:`check_trl_fields`); a
-        ``train.loss_type`` the installed trl does not list (:func:`loss_types`); or a value
-        ``GRPOConfig`` itself rejects (its message, naming ``train``).
+        that is not a free ``GRPOConfig`` field (:func:`check_trl_fields`); or a value
+        ``GRPOConfig`` itself rejects (its message, naming ``train``). (``train.loss_type`` is
+        typed, :data:`urbex.config.GRPOLossType`: a wrong name is refused when params load.)
     """
     from trl import GRPOConfig  # deferred: trl (and torch) are heavy
 
     t = train
     check_trl_fields(t.trl, [f.name for f in dataclasses.fields(GRPOConfig)])
-    known = loss_types(GRPOConfig)
-    if known and t.loss_type not in known:
-        best = nearest(t.loss_type, sorted(known))
-        raise ConfigError(
-            f"trl {_trl_version()} has no loss type {t.loss_type!r}; expected one of "
-            f"{', '.join(sorted(known))}" + (f" (did you mean {best!r}?)" if best else ""),
-            field="train.loss_type",
-        )
     check_completion_length(t, env)
     device = resolve_device(t.device)
     check_vllm(t, device)
@@ -334,9 +311,3 @@ def make_grpo_config(
         raise ConfigError(
             f"trl.GRPOConfig rejected the training params: {exc}", field="train"
         ) from exc
-
-
-def _trl_version() -> str:
-    import trl  # deferred: heavy; already imported by the caller
-
-    return str(trl.__version__)
