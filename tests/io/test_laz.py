@@ -1,4 +1,6 @@
-"""Tests for urbex.io._laz: LAZ records straight from lazrs equal laspy's, group by group."""
+"""LAZ through :class:`urbex.io.las.LasReader` (laspy's reader, lazrs backend): a file read in
+several chunks gives the cloud its uncompressed twin gives, bit for bit, for the point formats
+that compress by layer (6–10) and those that do not."""
 
 from __future__ import annotations
 
@@ -7,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbex.io import las as las_mod
-from urbex.io._laz import laz_record_groups
 from urbex.io.las import LasReader, read_las
 
 
-def _laz(tmp_path: Path, n: int, fmt: int = 7) -> Path:
+def _pair(tmp_path: Path, n: int, fmt: int) -> tuple[Path, Path]:
+    """The same random points as ``.las`` and ``.laz`` (with a layer urbex does not read)."""
     import laspy
 
     rng = np.random.default_rng(fmt)
@@ -24,47 +25,38 @@ def _laz(tmp_path: Path, n: int, fmt: int = 7) -> Path:
     las.classification = rng.integers(0, 20, n).astype(np.uint8)
     if "red" in las.point_format.dimension_names:
         las.red = rng.integers(0, 65535, n).astype(np.uint16)
-    las.intensity = rng.integers(0, 999, n).astype(np.uint16)  # a layer urbex does not read
-    p = tmp_path / f"f{fmt}_{n}.laz"
-    las.write(p)
-    return p
+    las.intensity = rng.integers(0, 999, n).astype(np.uint16)
+    out = []
+    for suffix in (".las", ".laz"):
+        p = tmp_path / f"f{fmt}_{n}{suffix}"
+        las.write(p)
+        out.append(p)
+    return out[0], out[1]
 
 
-@pytest.mark.parametrize("fmt,n,group", [(7, 123_457, 50_000), (7, 120_000, 10**9), (3, 70_001, 1)])
-def test_laz_record_groups_are_laspys_records_group_by_group(tmp_path, fmt, n, group) -> None:
-    import laspy
-
-    p = _laz(tmp_path, n, fmt)
-    want = laspy.read(p).points.array
-    with laspy.open(p) as f:
-        header = f.header
-    groups = laz_record_groups(p, header, laspy.DecompressionSelection.all(), group)
-    assert groups is not None
-    got = np.concatenate([g.copy() for g in groups])  # each group reuses the buffer
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-
-
-def test_laz_record_groups_decline_a_file_whose_chunks_run_past_its_end(tmp_path) -> None:
-    import laspy
-
-    p = _laz(tmp_path, 120_000)
-    raw = p.read_bytes()
-    cut = tmp_path / "cut.laz"
-    cut.write_bytes(raw[: len(raw) * 2 // 3] + raw[-(8 * 3 + 8) :])  # the chunk table kept
-    with laspy.open(p) as f:
-        header = f.header
-    assert laz_record_groups(cut, header, laspy.DecompressionSelection.all(), 10**9) is None
-
-
-def test_read_las_laz_same_cloud_through_lazrs_and_through_laspy(tmp_path, monkeypatch) -> None:
-    p = _laz(tmp_path, 60_000)
+@pytest.mark.parametrize(("fmt", "n", "chunk"), [(7, 60_000, 25_000), (3, 70_001, 10**9)])
+def test_laz_read_in_chunks_is_its_las_twin(tmp_path, fmt, n, chunk) -> None:
+    las_path, laz_path = _pair(tmp_path, n, fmt)
     with pytest.warns(UserWarning, match="no CRS"):
-        direct = read_las(p, chunk_size=25_000)  # three groups of chunks
-    monkeypatch.setattr(las_mod, "laz_record_groups", lambda *a, **k: None)
+        plain = read_las(las_path, chunk_size=chunk)
     with pytest.warns(UserWarning, match="no CRS"):
-        via_laspy = read_las(p, chunk_size=25_000)
+        packed = read_las(laz_path, chunk_size=chunk)
     for name in ("xyz", "offset", "rgb", "semantic"):
-        a, b = getattr(direct, name), getattr(via_laspy, name)
+        a, b = getattr(plain, name), getattr(packed, name)
+        if a is None:
+            assert b is None, name
+            continue
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
-    with pytest.warns(UserWarning), LasReader(p) as r:
-        assert r.read().n_points == 60_000
+    with pytest.warns(UserWarning), LasReader(laz_path) as r:
+        assert r.read().n_points == n
+
+
+def test_a_laz_file_cut_short_is_a_format_error_naming_it(tmp_path) -> None:
+    from urbex.errors import PointCloudFormatError
+
+    _, laz_path = _pair(tmp_path, 120_000, 7)
+    cut = tmp_path / "cut.laz"
+    cut.write_bytes(laz_path.read_bytes()[: laz_path.stat().st_size // 2])
+    with pytest.raises(PointCloudFormatError) as e, pytest.warns(UserWarning):
+        read_las(cut)
+    assert "cut.laz" in str(e.value)

@@ -41,7 +41,6 @@ from urbex.errors import PointCloudFormatError
 from urbex.io._checks import MAX_ABS_COORD, check_coordinates, las_record_problem, stream_size
 from urbex.io._las_records import RawRecords as _RawRecords
 from urbex.io._las_records import convert_raw
-from urbex.io._laz import FALLBACK_ERRORS, laz_record_groups
 from urbex.io.las_units import UnitConversion, unit_conversion
 from urbex.pointcloud import PointCloud
 
@@ -397,16 +396,6 @@ class LasReader:
         raw = self._raw_records()
         if raw is not None:  # uncompressed: the records are mapped, no decoding copy
             return self._cloud(*self._convert(raw))
-        if self._path is not None and self.header.are_points_compressed and self._plain_fields():
-            groups = laz_record_groups(
-                self._path, self.header, _selection(self._instance_dim is not None),
-                self.chunk_size,
-            )  # fmt: skip
-            if groups is not None:  # lazrs straight from the mapped chunks
-                try:
-                    return self._assemble(_RawRecords(recs) for recs in groups)
-                except FALLBACK_ERRORS:
-                    pass  # laspy's reader below names what is wrong with the file
         if n <= self.chunk_size:  # one chunk: no second copy
             try:
                 pts = self._reader.read_points(n)
