@@ -44,9 +44,16 @@ if [ -n "$missing" ]; then
   fi
 fi
 
+abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$(pwd -P)" "$1" ;; esac; }
 stamp="$VENV/.urbex-installed"
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  # the ML stack is large (torch with its CUDA libraries and triton: ~8.5 GB in .venv); say so
+  # before pip runs out of disk half-way
+  free_kb=$(df -Pk "$(dirname "$(abs "$VENV")")" 2>/dev/null | awk 'NR == 2 {print $4}')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((10 * 1024 * 1024)) ]; then
+    echo "setup: warning: $((free_kb / 1024 / 1024)) GB free for $VENV; the install needs about 10 GB" >&2
+  fi
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   quiet "$VENV/bin/python" -m pip install --upgrade pip
   # torch + torchvision pins: the CPU wheel of torch 2.13 and PyPI's torchvision
@@ -73,7 +80,6 @@ if [ ! -f "$dvc_stamp" ] || [ "$(cat "$dvc_stamp")" != "$DVC_PIN" ]; then
   echo "$DVC_PIN" > "$dvc_stamp"
   echo "setup: $DVC_PIN in $DVC_VENV ($(( $(date +%s) - t0 )) s)"
 fi
-abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$(pwd -P)" "$1" ;; esac; }
 shim="#!/bin/sh
 # written by scripts/setup.sh: DVC from its own environment, the stages' urbex from this one
 PATH=\"$(abs "$VENV")/bin:\$PATH\" exec \"$(abs "$DVC_VENV")/bin/dvc\" \"\$@\""
