@@ -19,7 +19,7 @@ from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runner import evaluate
-from urbex.eval.runspec import RunSpec, Sample, read_spec
+from urbex.eval.runspec import RUN_SCHEMA, RunRecord, RunSpec, Sample, read_run, read_spec
 
 # columns that legitimately differ between two runs of the same episodes
 _VOLATILE = ["run_id", "latency_s", "env_s", "policy_s"]
@@ -478,7 +478,7 @@ def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
     assert r.spec == want and r.spec.run_id == "oracle-test_no-lm_wrong"
     meta = json.loads((r.run_dir / "run.json").read_text())
     assert meta["spec"] == want.to_dict() and read_spec(r.run_dir) == want
-    assert meta["landmark_perturbation"] == "wrong" and meta["limit"] == 2  # other keys kept
+    assert meta["schema"] == RUN_SCHEMA and "landmark_perturbation" not in meta  # spec once
     m = pl.read_parquet(r.run_dir / "metrics.parquet").row(0, named=True)
     assert RunSpec.from_columns(m) == want
     assert m["landmark_perturbation"] == "wrong" and m["sample_limit"] == 2
@@ -500,29 +500,27 @@ def test_evaluate_stores_its_spec_in_run_json_and_metrics(assets):
     assert got == [("wrong", 3, 2)]
 
 
-def test_evaluate_legacy_run_json_resumes_and_gains_a_spec(assets):
+def test_evaluate_of_an_older_run_json_refuses_naming_the_command_or_restarts_stale(assets):
     p = _params(assets)
-    r = evaluate(
-        p,
-        RunSpec.from_params(p, policy="oracle", split="test_nd", limit=1),
-        run_id="legacy",
-        progress=False,
-    )
+    spec = RunSpec.from_params(p, policy="oracle", split="test_nd", limit=1)
+    r = evaluate(p, spec, run_id="older", progress=False)
     path = r.run_dir / "run.json"
     meta = json.loads(path.read_text())
-    del meta["spec"]  # as written before RunSpec
-    path.write_text(json.dumps(meta))
-    assert read_spec(r.run_dir) == RunSpec(
-        policy="oracle", split="test_nd", sample=Sample(limit=1, seed=None)
+    del meta["schema"]  # as written before RunRecord (schema 1)
+    path.write_text(json.dumps({**meta, **spec.columns(), "limit": 1}))
+    with pytest.raises(ConfigError, match=r"schema 1 .*--run-id older --restart-stale") as exc:
+        evaluate(p, spec, run_id="older", progress=False)
+    assert len(str(exc.value).splitlines()) == 1 and str(path) in str(exc.value)
+    again = evaluate(p, spec, run_id="older", progress=False, restart_stale=True)
+    assert again.n_skipped == 0 and again.n_played == 1  # played afresh
+    assert read_run(path) == RunRecord(
+        run_id="older",
+        spec=spec,
+        fingerprint=read_run(path).fingerprint,
+        status="complete",
+        n_queries=1,
+        n_episodes=1,
     )
-    again = evaluate(
-        p,
-        RunSpec.from_params(p, policy="oracle", split="test_nd", limit=1),
-        run_id="legacy",
-        progress=False,
-    )
-    assert again.n_skipped == 1 and again.n_played == 0
-    assert json.loads(path.read_text())["spec"] == again.spec.to_dict()
 
 
 def test_evaluate_by_spec_applies_its_perturbation_and_sample(assets):
@@ -740,7 +738,19 @@ def test_run_json_holds_every_runs_view_column(assets):
     r = evaluate(_params(assets, landmark_perturbation="noise"), RunSpec.from_params(_params(assets, landmark_perturbation="noise"), policy="oracle", split="test_no", limit=2), run_id="runs-cols", progress=False)  # fmt: skip
     meta = json.loads((r.run_dir / "run.json").read_text())
     times = json.loads((r.run_dir / "timings" / "run.json").read_text())
-    assert {c for c, _ in RUN_COLUMNS} <= set(meta) | set(times)
     assert not {"created", "updated"} & set(meta)  # timestamps: in the unversioned timings/
-    assert {k: meta[k] for k in r.spec.columns()} == r.spec.columns()
+    assert {"created", "updated"} <= set(times)
     assert TABLES["runs"].columns == RUN_COLUMNS
+    con = duckdb.connect(":memory:")
+    try:
+        from urbex.report.warehouse import refresh_warehouse
+
+        refresh_warehouse(assets, con=con)
+        cur = con.execute("SELECT * FROM runs WHERE run_id = 'runs-cols'")
+        row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0], strict=True))
+    finally:
+        con.close()
+    assert list(row) == [c for c, _ in RUN_COLUMNS]
+    assert {k: row[k] for k in r.spec.columns()} == r.spec.columns()  # from run.json's spec
+    assert row["created"] == times["created"] and row["status"] == "complete"
+    assert (row["n_queries"], row["n_episodes"]) == (meta["n_queries"], meta["n_episodes"])

@@ -49,7 +49,7 @@ def test_diagnose_end_to_end_with_oracle_landmark_prior_and_noise_run(project):
     )
     assert r.run_id == "landmark_prior-test_no-lm_noise10"
     meta = json.loads((r.run_dir / "run.json").read_text())
-    assert meta["landmark_perturbation"] == "noise10"
+    assert RunSpec.from_dict(meta["spec"]).perturbation_tag == "noise10"
     assert meta["fingerprint"]["landmark_perturbation"] == {
         "mode": "noise",
         "seed": 0,

@@ -3,7 +3,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from urbex.report.warehouse import TABLES, refresh_warehouse
+from urbex.report.warehouse import TABLES, readable_runs, refresh_warehouse
 from urbex.scene.meta import scene_row
 
 
@@ -148,9 +148,8 @@ def test_warehouse_landmarks_and_queries_views_follow_their_table_schemas(tmp_pa
 
 def _run(assets, run_id: str, status: str | None, n: int = 2) -> None:
     """A run directory with ``n`` episodes, their steps, metrics and (unless None) a run.json."""
-    import json
-
     from urbex.eval.episodes import episode_schema, step_schema, write_table_atomic
+    from urbex.eval.runspec import RunRecord, RunSpec, write_run
 
     d = assets / "eval" / "runs" / run_id
     ep = episode_schema()
@@ -161,10 +160,10 @@ def _run(assets, run_id: str, status: str | None, n: int = 2) -> None:
     write_table_atomic(pa.Table.from_pylist(srows, schema=st), d / "steps" / "part-0.parquet")
     pq.write_table(pa.Table.from_pylist([{"run_id": run_id, "n": n}]), d / "metrics.parquet")
     if status is not None:
-        meta = {"run_id": run_id, "status": status, "policy": "oracle", "split": "test_no",
-                "fingerprint": {"env": {"max_turns": 5}}, "n_queries": n,
-                "error": "PolicyError: boom" if status == "failed" else None}  # fmt: skip
-        (d / "run.json").write_text(json.dumps(meta, indent=2))
+        record = RunRecord(run_id=run_id, spec=RunSpec(policy="oracle", split="test_no"),
+                           fingerprint={"env": {"max_turns": 5}}, status=status, n_queries=n,
+                           error="PolicyError: boom" if status == "failed" else None)  # fmt: skip
+        write_run(record, d / "run.json")
 
 
 def test_warehouse_shows_only_complete_runs_and_lists_every_run_in_runs(tmp_path):
@@ -184,6 +183,30 @@ def test_warehouse_shows_only_complete_runs_and_lists_every_run_in_runs(tmp_path
         ("done", "complete", None, 2),
         ("playing", "running", None, 2),
     ]
+
+
+def test_warehouse_lists_a_run_of_an_older_run_json_as_failed_with_a_warning(tmp_path):
+    import json
+
+    _run(tmp_path, "done", "complete")
+    _run(tmp_path, "old", "complete")
+    path = tmp_path / "eval" / "runs" / "old" / "run.json"
+    meta = json.loads(path.read_text())
+    del meta["schema"]  # as written before RunRecord
+    path.write_text(json.dumps({**meta, "policy": "oracle", "split": "test_no"}))
+    con = duckdb.connect(":memory:")
+    with pytest.warns(UserWarning, match=r"old/run.json: left out.*schema 1") as rec:
+        counts = refresh_warehouse(tmp_path, con=con)
+    assert len(rec) == 1 and "--run-id old --restart-stale" in str(rec[0].message)
+    assert counts["runs"] == 2
+    got = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
+    assert got == {"done": "complete", "old": "failed"}
+    (error,) = con.execute("SELECT error FROM runs WHERE run_id = 'old'").fetchone()
+    assert "run.json of schema 1" in error and "urbex evaluate" in error
+    for table in ("episodes", "steps", "metrics"):
+        rows = con.execute(f"SELECT DISTINCT run_id FROM {table}").fetchall()
+        assert rows == [("done",)], table
+    assert [d.name for d in readable_runs(tmp_path)] == ["done"]
 
 
 def test_warehouse_runs_view_is_typed_empty_and_over_run_json(tmp_path):

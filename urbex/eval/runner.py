@@ -7,9 +7,11 @@ the rest in chunks of ``params.eval.chunk_size`` episodes — written as Parquet
 ``run.json``.
 
 * **Named by structure**: a run is a :class:`urbex.eval.runspec.RunSpec` (policy, split,
-  checkpoint, landmark perturbation, sample), stored in ``run.json`` under ``"spec"`` and as
-  columns of ``metrics.parquet``; the run directory name defaults to ``spec.run_id``
-  (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``).
+  checkpoint, landmark perturbation, sample), stored in ``run.json`` (the run's
+  :class:`~urbex.eval.runspec.RunRecord`, written by :func:`~urbex.eval.runspec.write_run`)
+  under ``"spec"`` and as columns of ``metrics.parquet``; the run directory name defaults to
+  ``spec.run_id`` (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``). A
+  ``run.json`` of an older schema is refused (``--restart-stale`` plays the run afresh).
 * **Resumable**: the run directory is keyed by ``run_id``; a restarted run skips every query
   already in an episodes shard, so a kill loses at most the chunk in flight and the episodes
   of the last quarter second not yet written (:class:`urbex.eval.episodes.ShardWriter`; a
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,8 +71,11 @@ from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
 from urbex.eval.runspec import (
     SPEC_COLUMNS,
+    RunRecord,
     RunSpec,
+    read_run,
     read_spec,
+    write_run,
 )
 from urbex.eval.schedule import play_pending
 from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, AssetLayout
@@ -212,36 +217,45 @@ def _clear_run(directory: Path) -> None:
 
 
 def _check_run(
-    directory: Path, policy: str, split: str, fp: dict[str, Any], *, restart_stale: bool = False
-) -> dict[str, Any]:
-    """The run's ``run.json`` ({} when new), after checking that it is the same run.
+    directory: Path, spec: RunSpec, fp: dict[str, Any], *, restart_stale: bool = False
+) -> None:
+    """Check that the run in ``directory`` (if any) is the same run: its ``run.json`` has the
+    spec's policy and split and the fingerprint ``fp``.
 
-    A run of another policy/split or fingerprint raises :class:`ConfigError`, or with
-    ``restart_stale`` is deleted (the caller holds the run lock) and starts afresh."""
+    A run of another policy/split or fingerprint raises :class:`ConfigError`, as does a
+    ``run.json`` that :func:`~urbex.eval.runspec.read_run` refuses (an older schema names the
+    command that replays it); with ``restart_stale`` either is deleted (the caller holds the
+    run lock) and the run starts afresh."""
     path = directory / "run.json"
     if not path.is_file():
-        return {}
-    meta = json.loads(path.read_text())
-    old = json.loads(json.dumps(meta.get("fingerprint", {})))
+        return
+    try:
+        old = read_run(path)
+    except ConfigError:
+        if not restart_stale:
+            raise
+        _clear_run(directory)
+        return
+    policy, split = spec.policy, spec.split
     new = json.loads(json.dumps(fp, default=str))
-    same = meta.get("policy") == policy and meta.get("split") == split and old == new
+    same = old.spec.policy == policy and old.spec.split == split and old.fingerprint == new
     if not same and restart_stale:
         _clear_run(directory)
-        return {}
-    if meta.get("policy") != policy or meta.get("split") != split:
+        return
+    if old.spec.policy != policy or old.spec.split != split:
         raise ConfigError(
-            f"run {directory.name!r} is policy={meta.get('policy')!r} split={meta.get('split')!r}; "
+            f"run {directory.name!r} is policy={old.spec.policy!r} split={old.spec.split!r}; "
             f"got policy={policy!r} split={split!r}. Pass another run_id.",
             path=path,
         )
-    if old != new:
-        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if old.fingerprint != new:
+        was = old.fingerprint
+        diff = sorted(k for k in set(was) | set(new) if was.get(k) != new.get(k))
         raise ConfigError(
             f"params changed since run {directory.name!r} started ({diff}); resuming would mix "
             "settings. Pass another run_id, or delete the run directory.",
             path=path,
         )
-    return meta
 
 
 @dataclass(slots=True)
@@ -411,14 +425,14 @@ def evaluate(
     sizes = policy_class_sizes(policy, params.policy, params.layout)
     fp = _fingerprint(PolicySettings.of(params), params.eval, policy, ckpt, sizes)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
-        meta = _check_run(d, policy, split, fp, restart_stale=restart_stale)
+        _check_run(d, spec, fp, restart_stale=restart_stale)
         lim = None if spec.sample is None else spec.sample.limit
         queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
         done = finished_query_ids(d)
         extra = sorted(done - {q.query_id for q in queries})
         if extra and restart_stale:
             _clear_run(d)
-            meta, done, extra = {}, set(), []
+            done, extra = set(), []
         if extra:
             raise ConfigError(
                 f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
@@ -429,23 +443,9 @@ def evaluate(
             )
         todo = [q for q in queries if q.query_id not in done]
         times = _RunTimes(params.layout.run(rid) / TIMINGS_DIR / RUN_TIMES_FILE, rid)
-        meta = {
-            **{k: v for k, v in meta.items() if k not in ("created", "updated")},
-            **spec.columns(),  # flat, for the warehouse's runs table
-            "run_id": rid,
-            "policy": policy,
-            "split": split,
-            "checkpoint": None if ckpt is None else str(ckpt),
-            "fingerprint": fp,
-            "limit": lim,
-            "landmark_perturbation": spec.perturbation_tag,
-            "spec": spec.to_dict(),
-            "status": "running",
-            "error": None,
-            "n_queries": len(queries),
-            "n_episodes": None,
-        }
-        write_json_atomic(meta, params.layout.run_json(rid))
+        record = RunRecord(run_id=rid, spec=spec, fingerprint=fp, n_queries=len(queries))
+        record_path = params.layout.run_json(rid)
+        write_run(record, record_path)
         times.touch()
         try:
             played = play_pending(
@@ -462,12 +462,11 @@ def evaluate(
             )
             metrics = finalize_run(params.layout, rid, played.written)
         except BaseException as exc:  # recorded, then re-raised: the run is not left "running"
-            meta.update(status="failed", error=_one_line(exc))
-            write_json_atomic(meta, params.layout.run_json(rid))
+            write_run(replace(record, status="failed", error=_one_line(exc)), record_path)
             times.touch()
             raise
-        meta.update(status="complete", n_episodes=int(metrics["n"].sum()) if metrics.height else 0)
-        write_json_atomic(meta, params.layout.run_json(rid))
+        n_episodes = int(metrics["n"].sum()) if metrics.height else 0
+        write_run(replace(record, status="complete", n_episodes=n_episodes), record_path)
         times.touch()
     return RunResult(
         run_id=rid,

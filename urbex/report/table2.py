@@ -15,7 +15,7 @@ import polars as pl
 from urbex.benchmarks import ZERO_SHOT
 from urbex.eval.episodes import read_episodes
 from urbex.eval.metrics import aggregate
-from urbex.eval.runspec import read_spec
+from urbex.eval.runspec import read_run
 from urbex.layout import AssetLayout
 from urbex.report.comparison import method_labels
 from urbex.report.warehouse import readable_runs
@@ -67,19 +67,17 @@ def subset_metrics(episodes: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFram
 def table2(lay: AssetLayout) -> pl.DataFrame:
     """Table 2 as a frame: ``benchmark, method, policy, run_id, subset, n, hit1, hit3, iou_bev``
     (fractions), one row per complete zero-shot run × subset; empty when there is none."""
-    import json
-
     schema = {"benchmark": pl.String, "method": pl.String, "policy": pl.String,
               "run_id": pl.String, "subset": pl.String, "n": pl.Int64,
               **{m: pl.Float64 for m in TABLE2_METRICS if m != "n"}}  # fmt: skip
     specs = {}
     for d in readable_runs(lay.root):
-        spec = read_spec(d)
-        if spec is None or spec.benchmark not in ZERO_SHOT:
+        path = d / "run.json"
+        if not path.is_file():
             continue
-        if json.loads((d / "run.json").read_text()).get("status") != "complete":
-            continue
-        specs[d.name] = spec
+        record = read_run(path)
+        if record.spec.benchmark in ZERO_SHOT and record.status == "complete":
+            specs[d.name] = record.spec
     if not specs:
         return pl.DataFrame(schema=schema)
     labels = method_labels([(rid, s.split) for rid, s in specs.items()], dict(specs))

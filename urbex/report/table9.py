@@ -20,7 +20,6 @@ row; with no pair at all the table is empty (and the report has no Table-9 block
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from urbex.eval.runspec import RunSpec
+    from urbex.eval.runspec import RunRecord, RunSpec
     from urbex.layout import AssetLayout
 
 from urbex.agents.registry import policies
 from urbex.env.trajectory import TOOL_NAMES
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.eval.runspec import spec_of_meta
+from urbex.eval.runspec import read_run
 from urbex.report.comparison import method_labels, smoke_recipes
 from urbex.report.diagnostics import tool_use
 from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE, readable_runs
@@ -53,26 +52,25 @@ def _schema() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _complete_runs(runs: Path) -> dict[str, tuple[RunSpec, dict[str, Any]]]:
-    """``run_id → (spec, fingerprint)`` of every complete run with a spec.
+def _complete_runs(runs: Path) -> dict[str, RunRecord]:
+    """``run_id → record`` of every complete run.
 
-    A ``run.json`` that is not JSON or holds a malformed spec is left out (the warehouse's
-    refresh warns about it, naming the file, and lists the run as failed).
+    Only the runs the warehouse can read (:func:`readable_runs`): a ``run.json`` that is corrupt
+    or of an older schema is left out (the warehouse's refresh warns about it, naming the file,
+    and lists the run as failed).
     """
 
-    out: dict[str, tuple[RunSpec, dict[str, Any]]] = {}
+    out: dict[str, RunRecord] = {}
     for d in readable_runs(runs.parent.parent):
-        meta_path = d / "run.json"
-        if not meta_path.is_file():
+        path = d / "run.json"
+        if not path.is_file():
             continue
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            complete = isinstance(meta, dict) and meta.get("status") == "complete"
-            spec = spec_of_meta(meta, path=meta_path) if complete else None
-        except (json.JSONDecodeError, UnicodeDecodeError, ConfigError):
+            record = read_run(path)
+        except ConfigError:  # changed since readable_runs read it
             continue
-        if spec is not None:
-            out[d.name] = (spec, meta.get("fingerprint") or {})
+        if record.status == "complete":
+            out[d.name] = record
     return out
 
 
@@ -83,21 +81,20 @@ def pair_workflow_runs(runs: Path) -> list[tuple[str, str, str]]:
     return _pairs(_complete_runs(runs))
 
 
-def _pairs(found: dict[str, tuple[RunSpec, dict[str, Any]]]) -> list[tuple[str, str, str]]:
+def _pairs(found: dict[str, RunRecord]) -> list[tuple[str, str, str]]:
     by_spec: dict[RunSpec, list[str]] = {}
-    for rid, (spec, _) in found.items():
-        by_spec.setdefault(spec, []).append(rid)
+    for rid, record in found.items():
+        by_spec.setdefault(record.spec, []).append(rid)
     fixed = set(policies(lambda i: i.fixed_workflow))
     pairs = []
-    for rid, (spec, fp) in found.items():
-        if spec.policy not in fixed:
+    for rid, record in found.items():
+        if record.spec.policy not in fixed:
             continue
-        backend = str((fp.get("policy") or {}).get("backend") or "vlm")
-        for free in sorted(by_spec.get(replace(spec, policy=backend), [])):
-            ffp = found[free][1]
-            if all(ffp.get(k) == fp.get(k) for k in ("env", backend)):
+        backend = record.backend
+        for free in sorted(by_spec.get(replace(record.spec, policy=backend), [])):
+            if found[free].settings("env", backend) == record.settings("env", backend):
                 pairs.append((free, rid, backend))
-    return sorted(pairs, key=lambda p: (_SPLIT_ORDER.get(found[p[1]][0].split, 9), p[1], p[0]))
+    return sorted(pairs, key=lambda p: (_SPLIT_ORDER.get(found[p[1]].spec.split, 9), p[1], p[0]))
 
 
 def table9(lay: AssetLayout, base_dir: Path) -> pl.DataFrame:
@@ -117,7 +114,7 @@ def table9(lay: AssetLayout, base_dir: Path) -> pl.DataFrame:
     if not pairs:
         return pl.DataFrame(schema=_schema())
     ids = sorted({r for free, fixed, _ in pairs for r in (free, fixed)})
-    specs = {r: found[r][0] for r in ids}
+    specs = {r: found[r].spec for r in ids}
     smoke = smoke_recipes(dict(specs), base_dir)
     labels = method_labels([(r, specs[r].split) for r in ids], dict(specs), smoke=smoke)
     rows = []

@@ -65,6 +65,11 @@ class TableSpec:
     unique: bool = False
     #: JSON files: how many folders above the file the run directory (``run_id``) is.
     run_dir_up: int = 1
+    #: JSON files: the keys read and their DuckDB types (None: the columns but ``run_id``).
+    json_keys: tuple[tuple[str, str], ...] | None = None
+    #: JSON files: ``(column, SQL expression over the keys read)`` of the columns not read as
+    #: a key of their name (cast to the column's type).
+    derived: tuple[tuple[str, str], ...] = ()
 
     @property
     def measured(self) -> tuple[str, ...]:
@@ -113,9 +118,10 @@ TABLE9_TOOL_USE: tuple[str, ...] = (
     "lzoa_share",
 )
 
-#: The ``runs`` row: ``run_id`` (the run directory's name), then top-level keys of its
-#: ``run.json`` as :func:`urbex.eval.runner.evaluate` writes them (the spec's flat columns, the
-#: status and its error text, ISO-8601 UTC times, query and episode counts).
+#: The ``runs`` row: ``run_id`` (the run directory's name), the spec's flat columns (derived
+#: from ``run.json``'s ``"spec"``, :data:`_RUN_SPEC_SQL`), then its ``status``, ``error``, the
+#: ISO-8601 UTC times (from the run's ``timings/run.json``) and the query and episode counts
+#: (:class:`urbex.eval.runspec.RunRecord`).
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "VARCHAR"),
     *SPEC_COLUMNS,
@@ -126,6 +132,40 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n_queries", "BIGINT"),
     ("n_episodes", "BIGINT"),
 )
+
+#: ``run.json``'s ``"spec"`` (:meth:`urbex.eval.runspec.RunSpec.to_dict`) as DuckDB reads it.
+_SPEC_STRUCT = (
+    "STRUCT(policy VARCHAR, split VARCHAR, checkpoint VARCHAR, "
+    'perturbation STRUCT("mode" VARCHAR, noise_m DOUBLE, seed BIGINT), '
+    'sample STRUCT("limit" BIGINT, seed BIGINT), repeat_seed BIGINT, tools VARCHAR[], '
+    "benchmark VARCHAR, marks BOOLEAN, answer_snap VARCHAR)"
+)
+#: The spec's flat columns (:meth:`urbex.eval.runspec.RunSpec.columns`) as SQL over that struct:
+#: the ``runs`` view's, so that ``run.json`` holds the spec once. The tag is
+#: :func:`urbex.eval.perturb.perturbation_tag` (DuckDB's ``{:g}`` is Python's); a test checks
+#: the view's row against ``RunSpec.columns`` for every kind of field.
+_RUN_SPEC_SQL: dict[str, str] = {
+    "policy": "spec.policy",
+    "split": "spec.split",
+    "checkpoint": "spec.checkpoint",
+    "landmark_perturbation": (
+        "CASE spec.perturbation.\"mode\" WHEN 'noise' THEN "
+        "'noise' || format('{:g}', spec.perturbation.noise_m) "
+        'ELSE spec.perturbation."mode" END'
+    ),
+    "landmark_perturbation_mode": 'spec.perturbation."mode"',
+    "landmark_noise_m": "spec.perturbation.noise_m",
+    "landmark_perturbation_seed": "spec.perturbation.seed",
+    "sample_limit": 'spec.sample."limit"',
+    "sample_seed": "spec.sample.seed",
+    "repeat_seed": "spec.repeat_seed",
+    "tools": "CASE WHEN spec.tools IS NULL THEN 'all' ELSE array_to_string(spec.tools, ',') END",
+    "benchmark": "spec.benchmark",
+    "marks": "spec.marks",
+    "answer_snap": "spec.answer_snap",
+}
+if set(_RUN_SPEC_SQL) != {c for c, _ in SPEC_COLUMNS}:  # pragma: no cover - a missed column
+    raise AssertionError("views: _RUN_SPEC_SQL must derive every SPEC_COLUMNS column")
 
 #: The layout relative to the assets root: with :data:`~urbex.atomic.PUBLIC` (``[!.]*``) for a
 #: name, its paths are the globs. Not ``*``: DuckDB's ``*`` also matches the hidden staging names
@@ -208,6 +248,19 @@ TABLES: dict[str, TableSpec] = {
             format="json",
             keys=("run_id",),
             timings="run_timings",
+            json_keys=(
+                ("spec", _SPEC_STRUCT),
+                ("status", "VARCHAR"),
+                ("error", "VARCHAR"),
+                ("n_queries", "BIGINT"),
+                ("n_episodes", "BIGINT"),
+            ),
+            # the times are the timings table's (joined in); run.json holds none
+            derived=(
+                *_RUN_SPEC_SQL.items(),
+                ("created", "NULL"),
+                ("updated", "NULL"),
+            ),
         ),
         *(
             TableSpec(

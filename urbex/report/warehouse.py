@@ -10,8 +10,11 @@ checkout. The globs never match the staging names of :mod:`urbex.atomic` (``[!.]
 ``episodes``, ``steps`` and ``metrics`` show **complete runs only**: the rows of a run whose
 ``run.json`` gives a status other than ``complete`` (``running``: still playing or killed;
 ``failed``) are left out; such a run appears in ``runs`` with its status. (A run directory without
-``run.json``, or a ``run.json`` without a status, neither of which the runner leaves, is shown as
-is.)
+``run.json``, which the runner never leaves, is shown as is.) A ``run.json`` that
+:func:`urbex.eval.runspec.read_run` refuses — corrupt, or of an older schema (written before
+:data:`~urbex.eval.runspec.RUN_SCHEMA`) — is left out with a warning naming it and the command
+that plays the run again; its run is listed in ``runs`` as ``failed`` with that reason, and its
+rows in the other views are left out. The refresh never fails because of one run.
 
 Tables
 ------
@@ -50,6 +53,7 @@ import pyarrow.parquet as pq
 
 from urbex.atomic import remove_stale, staging_path, umask_mode
 from urbex.errors import ConfigError, WarehouseError
+from urbex.eval.runspec import read_run
 from urbex.layout import AssetLayout
 from urbex.report.views import RUN_COLUMNS, TABLE9_ACCURACY, TABLE9_TOOL_USE, TABLES, TableSpec
 
@@ -107,15 +111,24 @@ def _run_of(path: Path, assets: Path) -> str | None:
         return None
 
 
-def _unreadable(path: Path, fmt: str) -> str | None:
-    """Why ``path`` cannot be read (a one-line reason), or None; reads only the footer/JSON."""
+def _unreadable(path: Path, spec: TableSpec) -> str | None:
+    """Why ``path`` cannot be read (a one-line reason), or None; reads only the footer/JSON.
+
+    A ``run.json`` is read as its :class:`~urbex.eval.runspec.RunRecord`
+    (:func:`~urbex.eval.runspec.read_run`): one of an older schema is unreadable, its reason the
+    command that plays the run again, so the run is listed ``failed`` rather than shown with
+    columns it does not hold."""
     try:
-        if fmt == "json":
+        if spec.name == "runs":
+            read_run(path)
+        elif spec.format == "json":
             obj = json.loads(path.read_bytes())
             if not isinstance(obj, dict):
-                return f"run.json holds a {type(obj).__name__}, not an object"
+                return f"{path.name} holds a {type(obj).__name__}, not an object"
         else:
             pq.read_metadata(path)
+    except ConfigError as exc:  # the message without the path (the warning names it)
+        return str(exc).removeprefix(f"{exc.path}: ")
     except (OSError, ValueError, pa.ArrowException) as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
     return None
@@ -132,7 +145,7 @@ def scan_assets(
     for spec in wanted:
         good = []
         for f in sorted(assets.glob(spec.glob)):
-            why = _unreadable(f, spec.format)
+            why = _unreadable(f, spec)
             if why is None:
                 good.append(f)
             else:
@@ -186,9 +199,13 @@ def _view_sql(
     if not files:
         body = _empty(spec)
     elif spec.format == "json":
-        keys = [(c, t) for c, t in spec.columns if c != "run_id"]
+        shown = [(c, t) for c, t in spec.columns if c != "run_id"]
+        keys = shown if spec.json_keys is None else list(spec.json_keys)
         cols = ", ".join(f"{_sql_str(c)}: {_sql_str(t)}" for c, t in keys)
-        sel = ", ".join(f'"{c}"' for c, _ in keys)
+        derived = dict(spec.derived)
+        sel = ", ".join(
+            f'CAST({derived[c]} AS {t}) AS "{c}"' if c in derived else f'"{c}"' for c, t in shown
+        )
         run_dir = "filename"
         for _ in range(spec.run_dir_up):
             run_dir = f"parse_dirpath({run_dir})"
@@ -224,7 +241,7 @@ def _with_timings(
     hold them (written before timings had a folder), filled from them when the timings lack
     them."""
     if spec.format == "json":
-        legacy = set(timings.measured)  # read_json gives every documented column
+        legacy = set(timings.measured)  # every documented column is selected (run.json: null)
     else:
         legacy = {c for f in files for c in pq.read_schema(f).names} & set(timings.measured)
     types = dict(timings.columns)

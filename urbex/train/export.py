@@ -21,7 +21,6 @@ boxes in view units (0–1000).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import defaultdict
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from urbex.atomic import publish_dir, staging_path
 from urbex.config import SPLIT_NAMES, Params
 from urbex.errors import CacheError, ConfigError, OutputExistsError
 from urbex.eval.episodes import episode_schema, read_episodes, read_steps, step_schema
+from urbex.eval.runspec import read_run
 from urbex.layout import AssetLayout
 from urbex.train.teacher import teacher_trajectories
 
@@ -141,15 +141,9 @@ def _runs_of(lay: AssetLayout, split: str) -> list[Path]:
     """The run folders whose ``run.json`` names ``split``, sorted by run id."""
     runs = lay.runs
     out = []
-    for meta in sorted(runs.glob("[!.]*/run.json")) if runs.is_dir() else []:
-        try:
-            data = json.loads(meta.read_text())
-        except (OSError, ValueError) as exc:
-            raise CacheError(
-                f"unreadable run.json ({exc}); delete the run and rerun", path=meta
-            ) from None
-        if data.get("split") == split:
-            out.append(meta.parent)
+    for path in sorted(runs.glob("[!.]*/run.json")) if runs.is_dir() else []:
+        if read_run(path).spec.split == split:
+            out.append(path.parent)
     return out
 
 
@@ -161,6 +155,9 @@ def episodes_dataset(lay: AssetLayout, split: str) -> datasets.Dataset:
     CacheError
         No evaluation run of ``split`` (the message names ``urbex evaluate``), or a run's files
         cannot be read.
+    ConfigError
+        A run's ``run.json`` is corrupt or of an older schema (the message names the file and
+        the command that plays the run again: :func:`urbex.eval.runspec.read_run`).
     """
     from datasets import Dataset
 
