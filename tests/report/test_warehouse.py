@@ -149,7 +149,8 @@ def test_warehouse_landmarks_and_queries_views_follow_their_table_schemas(tmp_pa
 def _run(assets, run_id: str, status: str | None, n: int = 2) -> None:
     """A run directory with ``n`` episodes, their steps, metrics and (unless None) a run.json."""
     from urbex.eval.episodes import episode_schema, step_schema, write_table_atomic
-    from urbex.eval.runspec import RunRecord, RunSpec, write_run
+    from urbex.eval.runrecord import RunRecord, write_run
+    from urbex.eval.runspec import RunSpec
 
     d = assets / "eval" / "runs" / run_id
     ep = episode_schema()

@@ -3,7 +3,7 @@
 Layout of a run (globs of the warehouse's ``episodes``/``steps``/``metrics`` tables)::
 
     <assets>/eval/runs/<run_id>/
-        run.json                       what was run and its status (urbex.eval.runspec.RunRecord)
+        run.json                       what was run and its status (urbex.eval.runrecord.RunRecord)
         episodes/part-<token>.parquet  finished episodes, one shard per write (ShardWriter)
         steps/part-<token>.parquet     the same chunk's steps (same file name)
         metrics.parquet                the aggregate (urbex.eval.metrics.aggregate)

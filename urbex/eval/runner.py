@@ -8,7 +8,7 @@ the rest in chunks of ``params.eval.chunk_size`` episodes — written as Parquet
 
 * **Named by structure**: a run is a :class:`urbex.eval.runspec.RunSpec` (policy, split,
   checkpoint, landmark perturbation, sample), stored in ``run.json`` (the run's
-  :class:`~urbex.eval.runspec.RunRecord`, written by :func:`~urbex.eval.runspec.write_run`)
+  :class:`~urbex.eval.runrecord.RunRecord`, written by :func:`~urbex.eval.runrecord.write_run`)
   under ``"spec"`` and as columns of ``metrics.parquet``; the run directory name defaults to
   ``spec.run_id`` (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``). A
   ``run.json`` of an older schema is refused (``--restart-stale`` plays the run afresh).
@@ -69,14 +69,8 @@ from urbex.eval.metrics import GROUP_KEYS, aggregate
 from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
-from urbex.eval.runspec import (
-    SPEC_COLUMNS,
-    RunRecord,
-    RunSpec,
-    read_run,
-    read_spec,
-    write_run,
-)
+from urbex.eval.runrecord import RunRecord, read_run, read_spec, write_run
+from urbex.eval.runspec import SPEC_COLUMNS, RunSpec
 from urbex.eval.schedule import play_pending
 from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, AssetLayout
 
@@ -223,7 +217,7 @@ def _check_run(
     spec's policy and split and the fingerprint ``fp``.
 
     A run of another policy/split or fingerprint raises :class:`ConfigError`, as does a
-    ``run.json`` that :func:`~urbex.eval.runspec.read_run` refuses (an older schema names the
+    ``run.json`` that :func:`~urbex.eval.runrecord.read_run` refuses (an older schema names the
     command that replays it); with ``restart_stale`` either is deleted (the caller holds the
     run lock) and the run starts afresh."""
     path = directory / "run.json"
@@ -290,7 +284,7 @@ def finalize_run(lay: AssetLayout, run_id: str, written: Written | None = None) 
     (:func:`run_summary`, timings left out): the evaluation stages' DVC metrics file, what
     ``dvc exp show`` and ``dvc metrics diff`` compare across a sweep.
 
-    The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runspec.read_spec`)
+    The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runrecord.read_spec`)
     as the columns of :data:`urbex.eval.runspec.SPEC_COLUMNS`: ``checkpoint``,
     ``landmark_perturbation`` (``none`` or the tag, e.g. ``noise10``), its mode and parameters,
     the sample and the repeat seed. A run without ``run.json`` gets null spec columns

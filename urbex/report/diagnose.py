@@ -18,7 +18,8 @@ from urbex.atomic import atomic_write
 from urbex.env.world import World
 from urbex.eval.episodes import write_table_atomic
 from urbex.eval.repeats import repeated_decoding
-from urbex.eval.runspec import SPEC_COLUMNS, resolve_specs
+from urbex.eval.runrecord import resolve_specs
+from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
     area_ratio_histogram,
@@ -138,7 +139,7 @@ def _load(lay: AssetLayout) -> dict[str, pl.DataFrame]:
 
 def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
     """``run_id`` + the spec columns of each run; metrics written before specs get their spec
-    from ``run.json`` (:func:`urbex.eval.runspec.resolve_specs`)."""
+    from ``run.json`` (:func:`urbex.eval.runrecord.resolve_specs`)."""
     specs = resolve_specs(metrics.iter_rows(named=True), runs_dir)
     rows = []
     for row in metrics.unique("run_id", maintain_order=True).iter_rows(named=True):
