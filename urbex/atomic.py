@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import errno
 import functools
+import json
 import os
 import re
 import secrets
@@ -43,6 +44,8 @@ __all__ = [
     "staging_path",
     "staging_pid",
     "umask_mode",
+    "write_json_atomic",
+    "write_table_atomic",
 ]
 
 #: A glob component matching every published name and no staging name (no leading ``.``).
@@ -290,3 +293,22 @@ def publish_dir(staging: str | os.PathLike[str], final: str | os.PathLike[str]) 
     else:
         os.replace(src, dst)
     return dst
+
+
+def write_table_atomic(table: Any, path: str | os.PathLike[str], *, sweep: bool = True) -> Path:
+    """Write ``table`` (a ``pyarrow.Table``) as Parquet (zstd) to ``path`` through a temp file in
+    the same directory and ``os.replace`` (``sweep``: see :func:`atomic_path`)."""
+    import pyarrow.parquet as pq  # deferred: the atomic helpers are imported everywhere
+
+    path = Path(path)
+    with atomic_path(path, sweep=sweep) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    return path
+
+
+def write_json_atomic(data: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically."""
+    path = Path(path)
+    with atomic_write(path, "w") as fh:
+        fh.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    return path

@@ -18,8 +18,8 @@ from urbex.env.policy import PolicyBase
 from urbex.errors import AnnotationError, ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.perturb import LandmarkPerturbation
+from urbex.eval.rundir import RUN_SCHEMA, RunRecord, read_run, read_spec
 from urbex.eval.runner import evaluate
-from urbex.eval.runrecord import RUN_SCHEMA, RunRecord, read_run, read_spec
 from urbex.eval.runspec import RunSpec, Sample
 
 # columns that legitimately differ between two runs of the same episodes

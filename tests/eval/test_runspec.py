@@ -10,14 +10,13 @@ import pytest
 
 from urbex.config import EvalParams, Params
 from urbex.eval.perturb import LandmarkPerturbation, perturbation_tag
-from urbex.eval.runrecord import (
+from urbex.eval.rundir import (
     RunRecord,
     read_run,
     read_spec,
     write_run,
 )
 from urbex.eval.runspec import SPEC_COLUMNS, RunSpec, Sample, clean_twins
-from urbex.layout import AssetLayout
 
 
 def _old_default_run_id(
@@ -226,18 +225,6 @@ def test_runspec_from_dict_rejects_unknown_and_missing_keys():
     d.pop("sample")
     with pytest.raises(ValueError, match="missing \\['sample'\\]"):
         RunSpec.from_dict(d)
-
-
-def test_finalize_run_of_a_run_without_run_json_writes_null_spec_columns(tmp_path):
-    from urbex.eval.runner import finalize_run
-
-    d = tmp_path / "eval" / "runs" / "bare"
-    (d / "episodes").mkdir(parents=True)
-    m = finalize_run(AssetLayout(tmp_path), "bare")
-    assert set(m.columns) >= {c for c, _ in SPEC_COLUMNS}
-    df = pl.read_parquet(d / "metrics.parquet")
-    assert df.schema["landmark_noise_m"] == pl.Float64
-    assert df.schema["sample_limit"] == pl.Int64
 
 
 def test_clean_twins_pairs_by_spec_and_prefers_the_default_id():

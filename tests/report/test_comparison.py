@@ -85,7 +85,7 @@ def test_report_two_custom_runs_of_one_method_are_both_labelled_by_id(tmp_path):
 def test_report_metrics_without_spec_columns_read_the_run_json(tmp_path):
     """A run finalized before specs: its row comes from run.json's spec; a run.json of an
     older schema leaves its run out of the report (the warehouse warns, naming the file)."""
-    from urbex.eval.runrecord import RunRecord, write_run
+    from urbex.eval.rundir import RunRecord, write_run
 
     _metrics(tmp_path, "vlm-test_no-ck", "vlm", "test_no", 0.5)
     legacy = {"policy": "vlm", "split": "test_no", "checkpoint": "/x/ck", "limit": None}

@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from urbex.config import Params
 from urbex.errors import ConfigError, OutputExistsError, UrbexError
 from urbex.layout import safe_name
+
+if TYPE_CHECKING:
+    from urbex.eval.runspec import RunSpec
 
 __all__ = [
     "cmd_benchmark",
@@ -270,8 +274,9 @@ def cmd_benchmark(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
+    from urbex.eval.repeats import REPEAT_METRICS, t_interval
     from urbex.eval.runner import evaluate
-    from urbex.eval.runspec import RunSpec
+    from urbex.eval.workers import WorkerPool
     from urbex.stages import refresh
 
     run_id = _run_id(args.run_id)
@@ -289,42 +294,53 @@ def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
             "--tools": "env.tools",
         },
     )
-    if args.repeats is not None:
-        return _evaluate_repeats(args, params, run_id)
-    r = evaluate(
-        params,
-        RunSpec.from_params(
-            params,
-            policy=params.eval.policy,
-            split=params.eval.split,
-            limit=params.eval.limit,
-            checkpoint=args.checkpoint,
-        ),
-        run_id=run_id,
-        progress=not args.quiet,
-        restart_stale=args.restart_stale,
-    )
+    params, specs = _evaluate_specs(args, params, run_id)
+    rows = []
+    with WorkerPool() as pool:  # worker processes started by one repeat serve the next
+        for spec in specs:
+            r = evaluate(
+                params,
+                spec,
+                run_id=run_id,
+                progress=not args.quiet,
+                restart_stale=args.restart_stale,
+                pool=pool,
+            )
+            done = f"{r.n_played} episodes played, {r.n_skipped} already done"
+            print(f"{r.run_id}: {done}" + ("" if args.repeats else f" → {r.run_dir}"))
+            rows.append(r.metrics.row(0, named=True) if args.repeats else None)
     refresh(params)
-    print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done → {r.run_dir}")
-    print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
+    if args.repeats is None:
+        print(r.metrics.select("split", "n", "hit1", "hit3", "hit5", "iou_bev", "latency_s"))
+        return 0
+    for m in REPEAT_METRICS:
+        mean, lo, hi = t_interval([float(row[m]) for row in rows if row is not None])
+        print(f"{m}: {100 * mean:.2f} [{100 * lo:.2f}, {100 * hi:.2f}] over {len(rows)} repeats")
     return 0
 
 
-def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | None) -> int:
-    """``--repeats N``: N runs of sampled decoding, seeds ``eval.seed + k``, and their interval."""
-    from dataclasses import replace
-
+def _evaluate_specs(
+    args: argparse.Namespace, params: Params, run_id: str | None
+) -> tuple[Params, list[RunSpec]]:
+    """The runs ``urbex evaluate`` plays, resolved once from the flags: one, or with
+    ``--repeats N`` N runs of sampled decoding (seeds ``eval.seed + k``), and the params they
+    play under (sampling switched on for a checkpoint policy's repeats)."""
     from urbex.agents.registry import policy_info
-    from urbex.eval.repeats import REPEAT_METRICS, repeat_specs, t_interval
-    from urbex.eval.runner import evaluate
+    from urbex.eval.repeats import repeat_specs
     from urbex.eval.runspec import RunSpec
-    from urbex.eval.workers import WorkerPool
-    from urbex.stages import refresh
 
+    base = RunSpec.from_params(
+        params,
+        policy=params.eval.policy,
+        split=params.eval.split,
+        limit=params.eval.limit,
+        checkpoint=args.checkpoint,
+    )
+    if args.repeats is None:
+        return params, [base]
     if run_id is not None:
         raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
-    policy = params.eval.policy
-    info = policy_info(policy)
+    info = policy_info(base.policy)
     if info.takes_checkpoint(params.policy.backend) and not params.vlm.do_sample:
         params = params.with_updates(vlm={"do_sample": True})  # repeats of greedy decoding agree
     if info.needs_server(params.policy.backend) and params.openai.temperature == 0:
@@ -333,27 +349,7 @@ def _evaluate_repeats(args: argparse.Namespace, params: Params, run_id: str | No
             "> 0 in the params",
             field="openai.temperature",
         )
-    base = RunSpec.from_params(params, policy=policy, split=params.eval.split)
-    specs = repeat_specs(base, seed=params.eval.seed, repeats=args.repeats)
-    if args.checkpoint is not None:
-        specs = [replace(s, checkpoint=str(args.checkpoint)) for s in specs]
-    rows = []
-    with WorkerPool() as pool:  # worker processes started by one repeat serve the next
-        for spec in specs:
-            r = evaluate(
-                params,
-                spec=spec,
-                progress=not args.quiet,
-                restart_stale=args.restart_stale,
-                pool=pool,
-            )
-            print(f"{r.run_id}: {r.n_played} episodes played, {r.n_skipped} already done")
-            rows.append(r.metrics.row(0, named=True))
-    refresh(params)
-    for m in REPEAT_METRICS:
-        mean, lo, hi = t_interval([float(row[m]) for row in rows])
-        print(f"{m}: {100 * mean:.2f} [{100 * lo:.2f}, {100 * hi:.2f}] over {len(rows)} repeats")
-    return 0
+    return params, repeat_specs(base, seed=params.eval.seed, repeats=args.repeats)
 
 
 def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:

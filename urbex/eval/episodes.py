@@ -3,7 +3,7 @@
 Layout of a run (globs of the warehouse's ``episodes``/``steps``/``metrics`` tables)::
 
     <assets>/eval/runs/<run_id>/
-        run.json                       what was run and its status (urbex.eval.runrecord.RunRecord)
+        run.json                       what was run and its status (urbex.eval.rundir.RunRecord)
         episodes/part-<token>.parquet  finished episodes, one shard per write (ShardWriter)
         steps/part-<token>.parquet     the same chunk's steps (same file name)
         metrics.parquet                the aggregate (urbex.eval.metrics.aggregate)
@@ -29,14 +29,13 @@ The rows themselves, and how a played episode becomes one, are :mod:`urbex.eval.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from urbex.arrow import read_parquet, table
-from urbex.atomic import atomic_path, atomic_write, remove_stale
+from urbex.atomic import remove_stale, write_table_atomic
 from urbex.errors import CacheError
 from urbex.eval.rows import (
     EPISODE_COLUMNS,
@@ -75,28 +74,7 @@ __all__ = [
     "step_schema",
     "timing_schema",
     "write_chunk",
-    "write_json_atomic",
-    "write_table_atomic",
 ]
-
-
-def write_table_atomic(table: pa.Table, path: Path, *, sweep: bool = True) -> Path:
-    """Write ``table`` to ``path`` via a temp file in the same directory + ``os.replace``
-    (``sweep``: see :func:`urbex.atomic.atomic_path`)."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    with atomic_path(path, sweep=sweep) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
-    return path
-
-
-def write_json_atomic(data: dict[str, Any], path: Path) -> Path:
-    """Write ``data`` as indented JSON to ``path`` atomically."""
-    path = Path(path)
-    with atomic_write(path, "w") as fh:
-        fh.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    return path
 
 
 #: The measured columns of each kind of row (seconds: they differ between two runs of the same

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from urbex.atomic import write_json_atomic
 from urbex.errors import RunLockedError
-from urbex.eval.episodes import write_json_atomic
 
 __all__ = ["LOCK_FILE", "LOCK_HOLDER_FILE", "lock_holder", "run_lock"]
 

@@ -8,7 +8,7 @@ the rest in chunks of ``params.eval.chunk_size`` episodes — written as Parquet
 
 * **Named by structure**: a run is a :class:`urbex.eval.runspec.RunSpec` (policy, split,
   checkpoint, landmark perturbation, sample), stored in ``run.json`` (the run's
-  :class:`~urbex.eval.runrecord.RunRecord`, written by :func:`~urbex.eval.runrecord.write_run`)
+  :class:`~urbex.eval.rundir.RunRecord`, written by :func:`~urbex.eval.rundir.write_run`)
   under ``"spec"`` and as columns of ``metrics.parquet``; the run directory name defaults to
   ``spec.run_id`` (``<policy>-<split>``, plus the checkpoint's name, plus ``-lm_<tag>``). A
   ``run.json`` of an older schema is refused (``--restart-stale`` plays the run afresh).
@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,21 +57,13 @@ from urbex.agents.registry import PolicySettings, policy_class_sizes, policy_inf
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.errors import ConfigError
-from urbex.eval.episodes import (
-    Written,
-    compact_run,
-    finished_query_ids,
-    write_json_atomic,
-    write_table_atomic,
-)
-from urbex.eval.metrics import GROUP_KEYS, aggregate
-from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
+from urbex.eval.episodes import finished_query_ids
 from urbex.eval.perturb import LandmarkPerturbation
-from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE, run_lock
-from urbex.eval.runrecord import RunRecord, read_run, read_spec, write_run
-from urbex.eval.runspec import SPEC_COLUMNS, RunSpec
+from urbex.eval.rundir import RunRecord, RunTimes, check_run, clear_run, finalize_run, write_run
+from urbex.eval.runlock import run_lock
+from urbex.eval.runspec import RunSpec
 from urbex.eval.schedule import play_pending
-from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR, AssetLayout
+from urbex.layout import RUN_TIMES_FILE, TIMINGS_DIR
 
 if TYPE_CHECKING:
     import polars as pl
@@ -86,8 +77,6 @@ __all__ = [
     "RunResult",
     "episode_seed",
     "evaluate",
-    "finalize_run",
-    "run_summary",
 ]
 
 
@@ -197,146 +186,6 @@ def _ranker_hash(path: Path) -> str | None:
     return hashlib.sha256(json.dumps(model, sort_keys=True).encode()).hexdigest()
 
 
-def _clear_run(directory: Path) -> None:
-    """Delete what a run directory holds except its lock (held by the caller): a stale run."""
-    import shutil
-
-    for p in directory.iterdir():
-        if p.name in (LOCK_FILE, LOCK_HOLDER_FILE):
-            continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
-
-
-def _check_run(
-    directory: Path, spec: RunSpec, fp: dict[str, Any], *, restart_stale: bool = False
-) -> None:
-    """Check that the run in ``directory`` (if any) is the same run: its ``run.json`` has the
-    spec's policy and split and the fingerprint ``fp``.
-
-    A run of another policy/split or fingerprint raises :class:`ConfigError`, as does a
-    ``run.json`` that :func:`~urbex.eval.runrecord.read_run` refuses (an older schema names the
-    command that replays it); with ``restart_stale`` either is deleted (the caller holds the
-    run lock) and the run starts afresh."""
-    path = directory / "run.json"
-    if not path.is_file():
-        return
-    try:
-        old = read_run(path)
-    except ConfigError:
-        if not restart_stale:
-            raise
-        _clear_run(directory)
-        return
-    policy, split = spec.policy, spec.split
-    new = json.loads(json.dumps(fp, default=str))
-    same = old.spec.policy == policy and old.spec.split == split and old.fingerprint == new
-    if not same and restart_stale:
-        _clear_run(directory)
-        return
-    if old.spec.policy != policy or old.spec.split != split:
-        raise ConfigError(
-            f"run {directory.name!r} is policy={old.spec.policy!r} split={old.spec.split!r}; "
-            f"got policy={policy!r} split={split!r}. Pass another run_id.",
-            path=path,
-        )
-    if old.fingerprint != new:
-        was = old.fingerprint
-        diff = sorted(k for k in set(was) | set(new) if was.get(k) != new.get(k))
-        raise ConfigError(
-            f"params changed since run {directory.name!r} started ({diff}); resuming would mix "
-            "settings. Pass another run_id, or delete the run directory.",
-            path=path,
-        )
-
-
-@dataclass(slots=True)
-class _RunTimes:
-    """``timings/run.json``: ``run_id``, ``created`` (kept from an earlier start) and
-    ``updated`` (each :meth:`touch`)."""
-
-    path: Path
-    run_id: str
-
-    def touch(self) -> None:
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        try:
-            created = json.loads(self.path.read_text()).get("created") or now
-        except (OSError, ValueError, AttributeError):
-            created = now
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"run_id": self.run_id, "created": created, "updated": now}
-        write_json_atomic(data, self.path)
-
-
-def finalize_run(lay: AssetLayout, run_id: str, written: Written | None = None) -> pl.DataFrame:
-    """Aggregate a run's episodes into ``metrics.parquet`` (atomic) and return the rows.
-
-    First merges the run's shards into one per folder (:func:`urbex.eval.episodes.compact_run`;
-    ``written``: the shards this process wrote, kept in memory, so that they are not read
-    back): a finished run's files do not depend on its chunking or on a resume. The measured columns
-    (:data:`urbex.eval.metrics.TIMING_COLUMNS`) go to the unversioned ``timings/metrics.parquet``
-    (the returned frame and the warehouse's ``metrics`` view hold them).
-
-    Also writes the headline figures as flat JSON, ``eval/summaries/<run_id>.json``
-    (:func:`run_summary`, timings left out): the evaluation stages' DVC metrics file, what
-    ``dvc exp show`` and ``dvc metrics diff`` compare across a sweep.
-
-    The rows carry the run's spec (read from ``run.json``, :func:`urbex.eval.runrecord.read_spec`)
-    as the columns of :data:`urbex.eval.runspec.SPEC_COLUMNS`: ``checkpoint``,
-    ``landmark_perturbation`` (``none`` or the tag, e.g. ``noise10``), its mode and parameters,
-    the sample and the repeat seed. A run without ``run.json`` gets null spec columns
-    (``landmark_perturbation`` ``none``).
-    """
-    import polars as pl
-
-    d = lay.run(run_id)
-    eps = compact_run(d, written)
-    spec = read_spec(d)
-    cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
-    dtypes = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "BIGINT": pl.Int64, "BOOLEAN": pl.Boolean}
-    metrics = aggregate(eps)
-    metrics = metrics.with_columns(
-        pl.lit(cols.get(name), dtype=dtypes[t]).alias(name)
-        for name, t in SPEC_COLUMNS
-        if name not in metrics.columns
-    )
-    timing = [c for c in METRIC_TIMING if c in metrics.columns]
-    write_table_atomic(
-        metrics.select([*GROUP_KEYS, *timing]).to_arrow(),
-        d / TIMINGS_DIR / lay.run_metrics(run_id).name,
-    )
-    write_table_atomic(metrics.drop(timing).to_arrow(), lay.run_metrics(run_id))
-    write_json_atomic(run_summary(metrics.drop(timing)), lay.run_summary(run_id))
-    return metrics
-
-
-def run_summary(metrics: pl.DataFrame) -> dict[str, int | float | None]:
-    """The numeric metric columns of a run's one metrics row (not the spec's columns,
-    :data:`~urbex.eval.runspec.SPEC_COLUMNS`; NaN as None); ``{"n": 0}`` without one.
-
-    >>> import polars as pl
-    >>> run_summary(pl.DataFrame({"split": ["val"], "n": [4], "hit1": [0.5], "iou_bev": [float("nan")]}))
-    {'n': 4, 'hit1': 0.5, 'iou_bev': None}
-    >>> run_summary(pl.DataFrame({"split": [], "n": []}))
-    {'n': 0}
-    """
-    import math
-
-    if metrics.height != 1:
-        return {"n": int(metrics["n"].sum()) if metrics.height else 0}
-    row = metrics.row(0, named=True)
-    spec = {name for name, _ in SPEC_COLUMNS}
-    out: dict[str, int | float | None] = {}
-    for name, dtype in metrics.schema.items():
-        if dtype.is_numeric() and name not in spec:
-            v = row[name]
-            out[name] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
-    return out
-
-
 def _one_line(exc: BaseException) -> str:
     """``Type: message`` of ``exc`` on one line (``run.json``'s ``error``)."""
     text = " ".join(str(exc).split())
@@ -419,13 +268,13 @@ def evaluate(
     sizes = policy_class_sizes(policy, params.policy, params.layout)
     fp = _fingerprint(PolicySettings.of(params), params.eval, policy, ckpt, sizes)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
-        _check_run(d, spec, fp, restart_stale=restart_stale)
+        check_run(d, spec, fp, restart_stale=restart_stale)
         lim = None if spec.sample is None else spec.sample.limit
         queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
         done = finished_query_ids(d)
         extra = sorted(done - {q.query_id for q in queries})
         if extra and restart_stale:
-            _clear_run(d)
+            clear_run(d)
             done, extra = set(), []
         if extra:
             raise ConfigError(
@@ -436,7 +285,7 @@ def evaluate(
                 path=d / "episodes",
             )
         todo = [q for q in queries if q.query_id not in done]
-        times = _RunTimes(params.layout.run(rid) / TIMINGS_DIR / RUN_TIMES_FILE, rid)
+        times = RunTimes(params.layout.run(rid) / TIMINGS_DIR / RUN_TIMES_FILE, rid)
         record = RunRecord(run_id=rid, spec=spec, fingerprint=fp, n_queries=len(queries))
         record_path = params.layout.run_json(rid)
         write_run(record, record_path)

@@ -8,8 +8,8 @@ by the spec, and diagnostics pair a perturbed run with its clean twin by compari
 
 Where a spec lives:
 
-* ``<assets>/eval/runs/<run_id>/run.json``, the run's :class:`~urbex.eval.runrecord.RunRecord`
-  (:mod:`urbex.eval.runrecord`), once, under ``"spec"`` (:meth:`RunSpec.to_dict`).
+* ``<assets>/eval/runs/<run_id>/run.json``, the run's :class:`~urbex.eval.rundir.RunRecord`
+  (:mod:`urbex.eval.rundir`), once, under ``"spec"`` (:meth:`RunSpec.to_dict`).
   A ``run.json`` of an older schema is refused, naming the command that plays the run again;
 * ``metrics.parquet`` (and so the warehouse's ``metrics`` view) as the columns of
   :data:`SPEC_COLUMNS` (:meth:`RunSpec.columns`, read back by :meth:`RunSpec.from_columns`);

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from urbex.agents.checkpoints import read_recipe
 from urbex.eval.repeats import group_repeats, t_interval
-from urbex.eval.runrecord import resolve_specs
+from urbex.eval.rundir import resolve_specs
 from urbex.report.warehouse import refresh_warehouse
 
 if TYPE_CHECKING:

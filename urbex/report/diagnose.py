@@ -14,11 +14,10 @@ import polars as pl
 
 from urbex.agents.proposals import proposal_recall_table
 from urbex.agents.registry import policies
-from urbex.atomic import atomic_write
+from urbex.atomic import atomic_write, write_table_atomic
 from urbex.env.world import World
-from urbex.eval.episodes import write_table_atomic
 from urbex.eval.repeats import repeated_decoding
-from urbex.eval.runrecord import resolve_specs
+from urbex.eval.rundir import resolve_specs
 from urbex.eval.runspec import SPEC_COLUMNS
 from urbex.report.diagnostics import (
     DIAGNOSTIC_TABLES,
@@ -139,7 +138,7 @@ def _load(lay: AssetLayout) -> dict[str, pl.DataFrame]:
 
 def _runs(metrics: pl.DataFrame, runs_dir: Path) -> pl.DataFrame:
     """``run_id`` + the spec columns of each run; metrics written before specs get their spec
-    from ``run.json`` (:func:`urbex.eval.runrecord.resolve_specs`)."""
+    from ``run.json`` (:func:`urbex.eval.rundir.resolve_specs`)."""
     specs = resolve_specs(metrics.iter_rows(named=True), runs_dir)
     rows = []
     for row in metrics.unique("run_id", maintain_order=True).iter_rows(named=True):

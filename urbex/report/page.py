@@ -49,7 +49,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.eval.runrecord import read_spec
+from urbex.eval.rundir import read_spec
 from urbex.report.blocks import PLOT_TITLES, Block, Cell, markdown_blocks
 from urbex.report.comparison import (
     METRIC_LABELS,

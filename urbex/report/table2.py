@@ -15,7 +15,7 @@ import polars as pl
 from urbex.benchmarks import ZERO_SHOT
 from urbex.eval.episodes import read_episodes
 from urbex.eval.metrics import aggregate
-from urbex.eval.runrecord import read_run
+from urbex.eval.rundir import read_run
 from urbex.layout import AssetLayout
 from urbex.report.comparison import method_labels
 from urbex.report.warehouse import readable_runs

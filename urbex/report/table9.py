@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from urbex.eval.runrecord import RunRecord
+    from urbex.eval.rundir import RunRecord
     from urbex.eval.runspec import RunSpec
     from urbex.layout import AssetLayout
 
@@ -35,7 +35,7 @@ from urbex.agents.registry import policies
 from urbex.env.trajectory import TOOL_NAMES
 from urbex.errors import ConfigError
 from urbex.eval.episodes import read_episodes, read_steps
-from urbex.eval.runrecord import read_run
+from urbex.eval.rundir import read_run
 from urbex.report.comparison import method_labels, smoke_recipes
 from urbex.report.diagnostics import tool_use
 from urbex.report.warehouse import TABLE9_ACCURACY, TABLE9_TOOL_USE, readable_runs

@@ -121,7 +121,7 @@ TABLE9_TOOL_USE: tuple[str, ...] = (
 #: The ``runs`` row: ``run_id`` (the run directory's name), the spec's flat columns (derived
 #: from ``run.json``'s ``"spec"``, :data:`_RUN_SPEC_SQL`), then its ``status``, ``error``, the
 #: ISO-8601 UTC times (from the run's ``timings/run.json``) and the query and episode counts
-#: (:class:`urbex.eval.runrecord.RunRecord`).
+#: (:class:`urbex.eval.rundir.RunRecord`).
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "VARCHAR"),
     *SPEC_COLUMNS,

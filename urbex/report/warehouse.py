@@ -11,8 +11,8 @@ checkout. The globs never match the staging names of :mod:`urbex.atomic` (``[!.]
 ``run.json`` gives a status other than ``complete`` (``running``: still playing or killed;
 ``failed``) are left out; such a run appears in ``runs`` with its status. (A run directory without
 ``run.json``, which the runner never leaves, is shown as is.) A ``run.json`` that
-:func:`urbex.eval.runrecord.read_run` refuses — corrupt, or of an older schema (written before
-:data:`~urbex.eval.runrecord.RUN_SCHEMA`) — is left out with a warning naming it and the command
+:func:`urbex.eval.rundir.read_run` refuses — corrupt, or of an older schema (written before
+:data:`~urbex.eval.rundir.RUN_SCHEMA`) — is left out with a warning naming it and the command
 that plays the run again; its run is listed in ``runs`` as ``failed`` with that reason, and its
 rows in the other views are left out. The refresh never fails because of one run.
 
@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from urbex.atomic import remove_stale, staging_path, umask_mode
 from urbex.errors import ConfigError, WarehouseError
-from urbex.eval.runrecord import read_run
+from urbex.eval.rundir import read_run
 from urbex.layout import AssetLayout
 from urbex.report.views import RUN_COLUMNS, TABLE9_ACCURACY, TABLE9_TOOL_USE, TABLES, TableSpec
 
@@ -114,8 +114,8 @@ def _run_of(path: Path, assets: Path) -> str | None:
 def _unreadable(path: Path, spec: TableSpec) -> str | None:
     """Why ``path`` cannot be read (a one-line reason), or None; reads only the footer/JSON.
 
-    A ``run.json`` is read as its :class:`~urbex.eval.runrecord.RunRecord`
-    (:func:`~urbex.eval.runrecord.read_run`): one of an older schema is unreadable, its reason the
+    A ``run.json`` is read as its :class:`~urbex.eval.rundir.RunRecord`
+    (:func:`~urbex.eval.rundir.read_run`): one of an older schema is unreadable, its reason the
     command that plays the run again, so the run is listed ``failed`` rather than shown with
     columns it does not hold."""
     try:

@@ -32,7 +32,7 @@ from urbex.atomic import publish_dir, staging_path
 from urbex.config import SPLIT_NAMES, Params
 from urbex.errors import CacheError, ConfigError, OutputExistsError
 from urbex.eval.episodes import episode_schema, read_episodes, read_steps, step_schema
-from urbex.eval.runrecord import read_run
+from urbex.eval.rundir import read_run
 from urbex.layout import AssetLayout
 from urbex.train.teacher import teacher_trajectories
 
@@ -157,7 +157,7 @@ def episodes_dataset(lay: AssetLayout, split: str) -> datasets.Dataset:
         cannot be read.
     ConfigError
         A run's ``run.json`` is corrupt or of an older schema (the message names the file and
-        the command that plays the run again: :func:`urbex.eval.runrecord.read_run`).
+        the command that plays the run again: :func:`urbex.eval.rundir.read_run`).
     """
     from datasets import Dataset
 
