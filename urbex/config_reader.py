@@ -17,11 +17,14 @@ from pydantic import Field, field_validator, model_validator
 from urbex.config_env import Float, Int, StrictModel
 from urbex.layout import safe_name
 
-__all__ = ["DRILL_FAMILIES", "DrillFamily", "ReaderParams"]
+__all__ = ["DRILL_FAMILIES", "DrillFamily", "LookupAsks", "ReaderParams"]
 
 #: The drill families (:mod:`urbex.train.drills`), in the order they are reported.
 DRILL_FAMILIES: tuple[str, ...] = ("mark_lookup", "name_copy", "box_copy", "whole_turn")
 DrillFamily = Literal["mark_lookup", "name_copy", "box_copy", "whole_turn"]
+#: Which marks a look-up drill asks about (:func:`urbex.train.drills.mark_lookup_drill`):
+#: each listed mark once in a random order, or each look-up's mark drawn anew.
+LookupAsks = Literal["each_mark_once", "independent"]
 
 
 class ReaderParams(StrictModel):
@@ -58,6 +61,11 @@ class ReaderParams(StrictModel):
     )
     answers_per_drill: Int = Field(
         8, ge=1, description="answers per drill sequence (look-ups per listing, copies per text)"
+    )
+    asks: LookupAsks = Field(
+        "each_mark_once",
+        description="look-ups of a listing: each mark once, in a random order (the last answer "
+        "is then the mark not yet asked about), or each look-up's mark drawn anew",
     )
     mix: dict[DrillFamily, Float] = Field(
         {"mark_lookup": 0.55, "name_copy": 0.15, "box_copy": 0.15, "whole_turn": 0.15},

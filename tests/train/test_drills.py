@@ -89,6 +89,27 @@ def _check_fits(desc: str, mark: int, lines: dict[int, str]) -> None:
     assert fits == [mark], (desc, lines)
 
 
+@pytest.mark.parametrize("asks", ["each_mark_once", "independent"])
+def test_mark_lookup_asks_each_mark_once_or_independently(asks):
+    repeated = answered_all = listings = 0
+    for seed in range(60):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), _sources(), level=3, full=False, answers=8,
+            synthetic_rate=1.0, marks=_MARKS, asks=asks,
+        )  # fmt: skip
+        for lines, block in _blocks(d) if d is not None else []:
+            marks = [mark for _, mark in block]
+            assert set(marks) <= set(lines)
+            listings += 1
+            repeated += len(set(marks)) < len(marks)
+            answered_all += set(marks) == set(lines)
+    assert listings > 50
+    if asks == "each_mark_once":  # the last look-up is the mark not yet asked about
+        assert repeated == 0 and answered_all > listings // 2
+    else:  # which marks were asked says nothing about the next one
+        assert repeated > listings // 4
+
+
 def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
     found = False
     for seed in range(40):

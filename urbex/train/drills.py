@@ -44,6 +44,7 @@ from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.config_env import MarksParams
+    from urbex.config_reader import LookupAsks
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
@@ -259,6 +260,7 @@ def mark_lookup_drill(
     answers: int,
     synthetic_rate: float,
     marks: MarksParams,
+    asks: LookupAsks = "each_mark_once",
 ) -> Drill | None:
     """Listings of at most ``level`` marks each, each followed by look-ups of its marks, until
     the drill holds ``answers`` look-ups (or :data:`MAX_BLOCKS` listings: a 2-mark listing
@@ -270,7 +272,7 @@ def mark_lookup_drill(
     for _ in range(MAX_BLOCKS):
         block = _lookup_block(
             rng, sources, level=level, full=full, answers=answers - n,
-            synthetic_rate=synthetic_rate, marks=marks,
+            synthetic_rate=synthetic_rate, marks=marks, asks=asks,
         )  # fmt: skip
         if block is not None:
             segs += block[0]
@@ -291,8 +293,13 @@ def _lookup_block(
     answers: int,
     synthetic_rate: float,
     marks: MarksParams,
+    asks: LookupAsks = "each_mark_once",
 ) -> tuple[list[tuple[str, bool]], int, int] | None:
-    """One listing and up to ``answers`` look-ups of it: (segments, look-ups, marks listed)."""
+    """One listing and up to ``answers`` look-ups of it: (segments, look-ups, marks listed).
+
+    ``asks``: ``each_mark_once`` asks about the listing's marks in a random order, each once;
+    ``independent`` draws each look-up's mark anew (a mark may be asked twice, another never),
+    so that which marks were already asked says nothing about the next answer."""
     real = None
     if sources.listings and rng.random() >= synthetic_rate:
         if full and sources.lookups and rng.random() < 0.5:
@@ -312,22 +319,27 @@ def _lookup_block(
     old = [m.mark_id for m in listing]
     listing = _redraw_ids(listing, rng)
     new_of = dict(zip(old, (m.mark_id for m in listing), strict=True))
-    asks = []
+    questions = []
     if real is not None:
-        asks.append((real[0], new_of[real[1]]))
-    for i in rng.permutation(len(listing)).tolist():
-        if len(asks) >= answers:
+        questions.append((real[0], new_of[real[1]]))
+    order = (
+        rng.permutation(len(listing)).tolist()
+        if asks == "each_mark_once"
+        else rng.integers(len(listing), size=len(listing)).tolist()
+    )
+    for i in order:
+        if len(questions) >= answers:
             break
         p = _phrase(listing[i], listing, rng)
         if p is not None:
-            asks.append((p, listing[i].mark_id))
-    if not asks:
+            questions.append((p, listing[i].mark_id))
+    if not questions:
         return None
     text = marks_text("zoom_1", listing, marks.describe, layout=marks.layout)
     segs = [(f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>", False)]
-    for desc, mark_id in asks:
+    for desc, mark_id in questions:
         segs += [("\n", False), (_turn(f"Query: {desc}"), False), (_answer_mark(mark_id), True)]
-    return segs, len(asks), len(listing)
+    return segs, len(questions), len(listing)
 
 
 # ---------------------------------------------------------------------------------------------

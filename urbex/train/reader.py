@@ -173,6 +173,7 @@ def _make(
             answers=r.answers_per_drill,
             synthetic_rate=r.synthetic_rate,
             marks=marks,
+            asks=r.asks,
         )
     if family == "name_copy":
         return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
