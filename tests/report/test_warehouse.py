@@ -95,8 +95,8 @@ def test_warehouse_instances_view_shows_every_instance_table_column(tmp_path):
 
 def test_warehouse_record_view_types_match_the_shards(tmp_path):
     # the empty view and a shard written with the record's schema agree on names and types
-    from urbex.eval.episodes import episode_schema, step_schema
     from urbex.atomic import write_table_atomic
+    from urbex.eval.episodes import episode_schema, step_schema
 
     empty = duckdb.connect(":memory:")
     refresh_warehouse(tmp_path, con=empty)
@@ -149,8 +149,8 @@ def test_warehouse_landmarks_and_queries_views_follow_their_table_schemas(tmp_pa
 
 def _run(assets, run_id: str, status: str | None, n: int = 2) -> None:
     """A run directory with ``n`` episodes, their steps, metrics and (unless None) a run.json."""
-    from urbex.eval.episodes import episode_schema, step_schema
     from urbex.atomic import write_table_atomic
+    from urbex.eval.episodes import episode_schema, step_schema
     from urbex.eval.rundir import RunRecord, write_run
     from urbex.eval.runspec import RunSpec
 
