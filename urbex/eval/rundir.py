@@ -7,8 +7,9 @@
   reads it back typed; a ``run.json`` of an older schema is refused in one line naming the
   ``urbex evaluate`` command that plays the run again. :func:`read_spec` is the spec of a run
   directory; :func:`resolve_specs` the spec of each run of a set of metrics rows.
-* Before a run plays, :func:`check_run` checks that the directory holds the same run (or
-  nothing), and :func:`clear_run` empties a stale one; :class:`RunTimes` keeps its start and last
+* Before a run plays, :func:`pending_queries` says which queries are left: :func:`check_run`
+  checks that the directory holds the same run (or nothing), :func:`clear_run` empties a stale
+  one; :class:`RunTimes` keeps its start and last
   update in the unversioned ``timings/run.json``.
 * At its end, :func:`finalize_run` merges the episode shards, writes ``metrics.parquet`` with the
   spec's columns and the headline figures (:func:`run_summary`) as the DVC metrics file.
@@ -17,7 +18,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from urbex.atomic import atomic_write, write_json_atomic, write_table_atomic
 from urbex.errors import ConfigError
-from urbex.eval.episodes import Written, compact_run
+from urbex.eval.episodes import Written, compact_run, finished_query_ids
 from urbex.eval.metrics import GROUP_KEYS, aggregate
 from urbex.eval.metrics import TIMING_COLUMNS as METRIC_TIMING
 from urbex.eval.runlock import LOCK_FILE, LOCK_HOLDER_FILE
@@ -34,6 +35,8 @@ from urbex.layout import TIMINGS_DIR, AssetLayout
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from urbex.query import Query
 
 __all__ = [
     "RUN_SCHEMA",
@@ -44,6 +47,7 @@ __all__ = [
     "check_run",
     "clear_run",
     "finalize_run",
+    "pending_queries",
     "read_run",
     "read_spec",
     "resolve_specs",
@@ -355,6 +359,38 @@ def check_run(
             "settings. Pass another run_id, or delete the run directory.",
             path=path,
         )
+
+
+def pending_queries(
+    directory: Path,
+    spec: RunSpec,
+    fp: dict[str, Any],
+    queries: Sequence[Query],
+    *,
+    restart_stale: bool = False,
+) -> list[Query]:
+    """The ``queries`` the run in ``directory`` has not played yet (the caller holds its lock).
+
+    :func:`check_run` first (the same run, or nothing); then the episodes already written are
+    skipped. Episodes of queries outside ``queries`` (another ``limit``, ``eval.sample_seed`` or
+    split table since the run started) raise :class:`ConfigError`, since its metrics would mix
+    both; with ``restart_stale`` the run is cleared and every query is pending.
+    """
+    check_run(directory, spec, fp, restart_stale=restart_stale)
+    done = finished_query_ids(directory)
+    extra = sorted(done - {q.query_id for q in queries})
+    if extra and restart_stale:
+        clear_run(directory)
+        done, extra = set(), []
+    if extra:
+        raise ConfigError(
+            f"run {directory.name!r} holds {len(extra)} episodes outside the selected queries "
+            f"({extra[:3]}): limit, eval.sample_seed or the split table changed since it "
+            "started, and its metrics would mix both. Pass another run_id, or delete the run "
+            "directory.",
+            path=directory / "episodes",
+        )
+    return [q for q in queries if q.query_id not in done]
 
 
 @dataclass(slots=True)

@@ -56,10 +56,8 @@ from typing import TYPE_CHECKING, Any
 from urbex.agents.registry import PolicySettings, policy_class_sizes, policy_info
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
-from urbex.errors import ConfigError
-from urbex.eval.episodes import finished_query_ids
 from urbex.eval.perturb import LandmarkPerturbation
-from urbex.eval.rundir import RunRecord, RunTimes, check_run, clear_run, finalize_run, write_run
+from urbex.eval.rundir import RunRecord, RunTimes, finalize_run, pending_queries, write_run
 from urbex.eval.runlock import run_lock
 from urbex.eval.runspec import RunSpec
 from urbex.eval.schedule import play_pending
@@ -264,30 +262,15 @@ def evaluate(
     policy, split = spec.policy, spec.split
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
-    d = params.layout.run(rid)
     sizes = policy_class_sizes(policy, params.policy, params.layout)
     fp = _fingerprint(PolicySettings.of(params), params.eval, policy, ckpt, sizes)
+    lim = None if spec.sample is None else spec.sample.limit
+    queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
+    d, record_path = params.layout.run(rid), params.layout.run_json(rid)
     with run_lock(d, run_id=rid):  # one writer per run, from reading run.json to its last write
-        check_run(d, spec, fp, restart_stale=restart_stale)
-        lim = None if spec.sample is None else spec.sample.limit
-        queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
-        done = finished_query_ids(d)
-        extra = sorted(done - {q.query_id for q in queries})
-        if extra and restart_stale:
-            clear_run(d)
-            done, extra = set(), []
-        if extra:
-            raise ConfigError(
-                f"run {rid!r} holds {len(extra)} episodes outside the selected queries "
-                f"({extra[:3]}): limit, eval.sample_seed or the split table changed since it "
-                "started, and its metrics would mix both. Pass another run_id, or delete the run "
-                "directory.",
-                path=d / "episodes",
-            )
-        todo = [q for q in queries if q.query_id not in done]
-        times = RunTimes(params.layout.run(rid) / TIMINGS_DIR / RUN_TIMES_FILE, rid)
+        todo = pending_queries(d, spec, fp, queries, restart_stale=restart_stale)
+        times = RunTimes(d / TIMINGS_DIR / RUN_TIMES_FILE, rid)
         record = RunRecord(run_id=rid, spec=spec, fingerprint=fp, n_queries=len(queries))
-        record_path = params.layout.run_json(rid)
         write_run(record, record_path)
         times.touch()
         try:
