@@ -202,6 +202,9 @@ MARKS_RECIPE = {
     "reader.steps": 2500,
     "reader.mix.mark_lookup": 0.6,
     "reader.mix.whole_turn": 0.1,
+    # look-up listings of 2..8 marks mixed from the start (docs/reader.md)
+    "reader.levels": [8, 16, 32],
+    "reader.spread_from": 2,
     # the recipe's name, recorded with each checkpoint (the demo's rows are marked smoke)
     "recipe.name": "cpu",
 }
@@ -231,10 +234,12 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 5 + 1
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's five, recipe.name
+        len(changed) == 21 + 3 + 7 + 1
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's seven, recipe.name
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
-    assert len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 40
+    assert (
+        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 42
+    )  # 40 + the two look-up curriculum keys
 
 
 def _write(path: Path, text: str) -> Path:
