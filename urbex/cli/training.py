@@ -19,17 +19,22 @@ __all__ = ["cmd_make_tiny_model", "cmd_sft", "cmd_train", "cmd_train_reader"]
 
 
 def _refuse_replacing(params: Params, base: Path | None, *, command: str, force: bool) -> None:
-    """Run :func:`urbex.train.publish.refuse_replacing` on the checkpoint ``command`` (``sft`` or
-    ``train``) would publish; ``base`` is the base checkpoint as the command resolves it."""
+    """Run :func:`urbex.train.publish.refuse_replacing` on the checkpoint ``command`` (``reader``,
+    ``sft`` or ``train``) would publish; ``base`` is the base checkpoint as the command resolves
+    it."""
     from urbex.agents.checkpoints import resolve_checkpoint
-    from urbex.layout import GRPO_SUMMARY_FILE, SFT_SUMMARY_FILE
+    from urbex.layout import GRPO_SUMMARY_FILE, READER_SUMMARY_FILE, SFT_SUMMARY_FILE
     from urbex.train.publish import refuse_replacing
 
-    section = params.sft if command == "sft" else params.train
+    run_name, summary = {
+        "reader": (params.reader.run_name, READER_SUMMARY_FILE),
+        "sft": (params.sft.run_name, SFT_SUMMARY_FILE),
+        "train": (params.train.run_name, GRPO_SUMMARY_FILE),
+    }[command]
     refuse_replacing(
-        params.layout.checkpoint(section.run_name),
+        params.layout.checkpoint(run_name),
         base=resolve_checkpoint(params.base_dir, base, field=f"{command}.checkpoint"),
-        summary_file=SFT_SUMMARY_FILE if command == "sft" else GRPO_SUMMARY_FILE,
+        summary_file=summary,
         force=force,
     )
 
@@ -149,18 +154,11 @@ def cmd_sft(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_train_reader(args: argparse.Namespace, params: Params) -> int:
-    from urbex.agents.checkpoints import resolve_checkpoint
-    from urbex.train.publish import refuse_replacing
-    from urbex.train.reader import READER_SUMMARY_FILE, train_reader
+    from urbex.train.reader import train_reader
 
     params = _with_flags(params, args, {"--run-name": "reader.run_name", "--steps": "reader.steps"})
     base = args.checkpoint if args.checkpoint is not None else params.reader.checkpoint
-    refuse_replacing(
-        params.layout.checkpoint(params.reader.run_name),
-        base=resolve_checkpoint(params.base_dir, base, field="reader.checkpoint"),
-        summary_file=READER_SUMMARY_FILE,
-        force=args.force,
-    )
+    _refuse_replacing(params, base, command="reader", force=args.force)
     r = train_reader(
         params,
         checkpoint=args.checkpoint,
