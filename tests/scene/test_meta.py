@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.fixtures.city import build_city_cache
+from urbex.atomic import write_json_atomic
 from urbex.errors import CacheError
 from urbex.scene.meta import (
     CACHE_FORMAT_VERSION,
@@ -15,7 +16,6 @@ from urbex.scene.meta import (
     CacheMeta,
     read_meta,
     scene_row,
-    write_json_atomic,
     write_scene_row,
 )
 
@@ -86,7 +86,7 @@ def test_write_scene_row_writes_one_parquet_row(cache_dir):
 
 
 def test_write_json_atomic_sorted_indented_and_no_temp_left(tmp_path):
-    write_json_atomic(tmp_path / "m.json", {"b": 1, "a": [1, 2]})
+    write_json_atomic({"b": 1, "a": [1, 2]}, tmp_path / "m.json")
     text = (tmp_path / "m.json").read_text()
     assert text.startswith('{\n  "a": [') and text.endswith("}\n")
     assert json.loads(text) == {"a": [1, 2], "b": 1}

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex import __version__
-from urbex.atomic import publish_dir, remove_stale, staging_path
+from urbex.atomic import publish_dir, remove_stale, staging_path, write_json_atomic
 from urbex.config import SceneParams
 from urbex.errors import CacheError, PointCloudFormatError
 from urbex.geometry import Affine
@@ -48,7 +48,6 @@ from urbex.scene.meta import (
     CacheMeta,
     read_meta,
     write_build_timing,
-    write_json_atomic,
     write_scene_row,
 )
 from urbex.scene.proposals import PROPOSALS_VERSION, propose, write_proposals
@@ -488,7 +487,7 @@ def _build(
     )
     if params.cog_export:
         export_cog(tmp, meta)
-    write_json_atomic(tmp / META_FILE, meta.to_dict())
+    write_json_atomic(meta.to_dict(), tmp / META_FILE)
     write_build_timing(tmp, seconds=time.perf_counter() - t_start, source=cloud.source)
 
     write_scene_row(tmp)  # published with the cache: no moment with a cache but no scenes row

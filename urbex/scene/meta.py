@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from urbex.arrow import row_table
-from urbex.atomic import atomic_path, atomic_write
+from urbex.atomic import atomic_path, write_json_atomic
 from urbex.errors import CacheError
 from urbex.geometry import Affine
 from urbex.layout import META_FILE, SCENE_ROW_FILE, TIMINGS_DIR
@@ -56,7 +56,6 @@ __all__ = [
     "read_meta",
     "scene_row",
     "write_build_timing",
-    "write_json_atomic",
     "write_scene_row",
 ]
 
@@ -262,15 +261,8 @@ def write_build_timing(cache_dir: Path, *, seconds: float, source: str) -> Path:
         "source": source,
         "built": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    write_json_atomic(path, data)
+    write_json_atomic(data, path)
     return path
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON, atomically (:func:`urbex.atomic.atomic_write`)."""
-
-    with atomic_write(path, "w") as fh:
-        fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
