@@ -199,3 +199,31 @@ def test_prepare_staging_resumes_from_the_last_complete_trainer_checkpoint(tmp_p
     (staging / "trainer" / "checkpoint-2" / RESUME_LOG_FILE).unlink()
     assert _prepare_staging(staging, fp) is False  # nothing complete: start over
     assert not (staging / "trainer").exists()
+
+
+def test_train_killed_after_its_last_step_reruns_to_the_same_steps(project, tiny, monkeypatch):
+    """A run cut off between its last step and publishing leaves no ``checkpoint-<max_steps>``
+    (resumed from one, transformers 5.25 trains a step more): the rerun starts over from the
+    last earlier save and publishes exactly ``max_steps`` steps, with a log row for each."""
+    import polars as pl
+
+    from urbex.train import grpo
+
+    params = load_params(project).with_updates(train={"save_steps": 1})
+    staging = params.assets / "checkpoints" / ".staging-cut"
+
+    def cut(*a, **k):
+        raise KeyboardInterrupt("killed before publishing")
+
+    monkeypatch.setattr(grpo, "publish_checkpoint", cut)
+    with pytest.raises(KeyboardInterrupt):
+        grpo.train(params, checkpoint=tiny, run_name="cut", max_steps=2, progress=False)
+    saved = sorted(p.name for p in (staging / "trainer").glob("checkpoint-*"))
+    assert saved == ["checkpoint-1"]
+    monkeypatch.undo()
+    r = grpo.train(params, checkpoint=tiny, run_name="cut", max_steps=2, progress=False)
+    assert r.steps == 2
+    log = pl.read_parquet(r.checkpoint_dir / "training_log.parquet")
+    assert log["step"].to_list() == [1, 2]
+    assert json.loads((r.checkpoint_dir / "train.json").read_text())["steps"] == 2
+    assert not staging.exists()

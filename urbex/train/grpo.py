@@ -19,7 +19,7 @@ shaping). Outputs, published atomically (trained in a staging directory, then re
                                               (not versioned: urbex.layout.TIMINGS_DIR)
 
 While training, everything lives in ``<assets>/checkpoints/.staging-<run_name>/`` (``trainer/``
-holds the intermediate ``checkpoint-N`` folders every ``train.save_steps``, each with the
+holds the intermediate ``checkpoint-N`` folders every ``train.save_steps`` but the last, each with the
 training log's rows up to it); on success the model folder is renamed into place and the
 staging directory removed. A run that crashed or was interrupted (Ctrl-C) is resumed from its
 latest intermediate checkpoint when rerun with the same base model and ``train``/``env`` params,
@@ -206,6 +206,26 @@ def _split_timings(
     return frame.drop(measured), frame.select([*keys, *measured])
 
 
+def _skip_final_save() -> Any:
+    """A ``TrainerCallback`` that keeps the trainer from saving ``checkpoint-<max_steps>``.
+
+    The finished model is published right after the last step, so that checkpoint serves only a
+    run killed between the two, and transformers (5.25) resumed from a checkpoint at
+    ``max_steps`` trains one step more (it tests the step count only after a step). Without it,
+    such a rerun resumes from the previous save and trains the remaining steps again, as the
+    reader stage does.
+    """
+    from transformers import TrainerCallback
+
+    class _SkipFinalSave(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if state.max_steps > 0 and state.global_step >= state.max_steps:
+                control.should_save = False
+            return control
+
+    return _SkipFinalSave()
+
+
 def _prepare_staging(staging: Path, fingerprint: dict[str, Any]) -> bool:
     """Create the staging dir; True when it holds trainer checkpoints of the same settings.
 
@@ -340,6 +360,7 @@ def train(
     )
     log_callback = TrainingLogCallback(recorder, t.run_name, counts)
     trainer.add_callback(log_callback.callback())
+    trainer.add_callback(_skip_final_save())  # after DefaultFlowCallback, which sets should_save
     if resume:  # the rows and tool counts up to the checkpoint trl resumes from
         from transformers.trainer_utils import get_last_checkpoint
 
