@@ -403,3 +403,13 @@ def test_params_sizes_past_their_bound_are_errors(update, match):
     with pytest.raises(ConfigError, match=match):
         Params().with_updates(**update)
     assert Params().with_updates(synth={"size": 1000.0, "density": 100.0}).synth.size == 1000.0
+
+
+def test_env_params_takes_the_env_section_and_refuses_the_whole_params():
+    from urbex.config import EnvParams, Params, env_params
+
+    section = EnvParams(max_turns=3)
+    assert env_params(section) is section
+    assert env_params(None) == EnvParams()
+    with pytest.raises(TypeError, match=r"got Params \(pass its \.env section\)"):
+        env_params(Params())  # type: ignore[arg-type]

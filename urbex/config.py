@@ -500,16 +500,16 @@ class Params(StrictModel):
             raise ConfigError(f"invalid override: {describe_errors(exc, Params)}") from exc
 
 
-def env_params(params: EnvParams | Params | None) -> EnvParams:
-    """The environment's params from either a whole :class:`Params`, :class:`EnvParams` or
-    None (the defaults)."""
+def env_params(params: EnvParams | None) -> EnvParams:
+    """The environment's params: ``params`` itself, or the defaults for None. A whole
+    :class:`Params` is refused with a pointer to its ``env`` section: the environment reads
+    that section alone."""
     if params is None:
         return EnvParams()
-    if isinstance(params, Params):
-        return params.env
     if isinstance(params, EnvParams):
         return params
-    raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
+    hint = " (pass its .env section)" if isinstance(params, Params) else ""
+    raise TypeError(f"params: expected EnvParams or None, got {type(params).__name__}{hint}")
 
 
 def load_params(

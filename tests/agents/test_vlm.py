@@ -81,7 +81,7 @@ def test_vlm_missing_checkpoint_raises_a_clear_error(tmp_path):
         VLMPolicy(tmp_path / "Qwen/Qwen3-VL-4B-Instruct")
     # none configured: a params error naming the key (the one resolver of urbex.agents.checkpoints)
     with pytest.raises(ConfigError, match=r"needs a LOCAL checkpoint.*vlm\.checkpoint"):
-        VLMPolicy.from_params(Params())
+        VLMPolicy.from_params(Params().vlm)
 
 
 @pytest.mark.parametrize("device", ["cdua", "cuda:99"])

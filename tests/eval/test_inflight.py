@@ -17,6 +17,7 @@ import pytest
 
 from tests.fixtures.city import build_eval_project
 from tests.fixtures.openai_server import StubServer
+from tests.fixtures.runs import run_work
 from urbex.agents.openai_api import OpenAIPolicy
 from urbex.annotations.splits import load_queries
 from urbex.config import Params
@@ -173,7 +174,7 @@ def test_in_flight_refuses_more_threads_than_the_policy_allows(assets):
     from urbex.agents.oracle import OraclePolicy  # not thread-safe: max_concurrency 1
 
     params = Params(paths={"assets": assets})
-    player = EpisodePlayer(params, "oracle", "test_no", "x", None)
+    player = EpisodePlayer(run_work(params, "oracle", run_id="x"))
     assert isinstance(player.policy, OraclePolicy)
     assert in_flight_workers(player, 10) == 1
     with pytest.raises(ValueError, match="max_concurrency"):

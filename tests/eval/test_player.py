@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from tests.fixtures.runs import run_work
 from urbex.config import Params
 from urbex.env.policy import PolicyBase
 from urbex.errors import AnnotationError
@@ -16,7 +17,7 @@ TIMES = {"latency_s", "env_s", "policy_s"}
 
 
 def _player(env, **kw):
-    return EpisodePlayer(Params(), "oracle", "test_no", "run-1", None, env=env, **kw)
+    return EpisodePlayer(run_work(Params(), "oracle"), env=env, **kw)
 
 
 def _untimed(rec):

@@ -136,8 +136,8 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     assert sorted(events) == ["train/learning_rate", "train/loss"]
     assert [s for s, _ in events["train/loss"]] == [1, 2, 3, 4]
     # the published checkpoint is a policy the loop can play (whatever it says)
-    env = GroundingEnv(p, CachedSceneProvider(p.layout.scenes))
-    pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}), checkpoint=d)
+    env = GroundingEnv(p.env, CachedSceneProvider(p.layout.scenes))
+    pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}).vlm, checkpoint=d)
     traj = play_episode(env, pol, load_queries(p.layout, "test_no", limit=1)[0], seed=0)
     assert traj.outcome.turns >= 1 and len(traj.images) >= 1
 
@@ -301,7 +301,7 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
 
     p = _params(assets, limit=3, recovery_per_query=1, recovery_at=0.5)
     student = VLMPolicy.from_params(
-        p.with_updates(vlm={"max_new_tokens": 24}), checkpoint=tiny, do_sample=True
+        p.with_updates(vlm={"max_new_tokens": 24}).vlm, checkpoint=tiny, do_sample=True
     )
     trajs, stats = recovery_trajectories(p, student)
     assert stats.episodes == 3 and stats.kept == len(trajs) >= 1

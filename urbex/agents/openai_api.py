@@ -60,7 +60,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from urbex.agents.openai_messages import from_openai_message, image_data_url, to_openai_messages
-from urbex.config import Params
 from urbex.env.policy import PolicyBase
 from urbex.env.tools import openai_tool_schemas
 from urbex.errors import ConfigError, PolicyError, PolicyTimeoutError
@@ -71,7 +70,7 @@ if TYPE_CHECKING:
     import openai
     from PIL import Image
 
-    from urbex.config import OpenAIParams, Params
+    from urbex.config import OpenAIParams
 
 __all__ = ["OpenAIPolicy"]
 
@@ -216,12 +215,11 @@ class OpenAIPolicy(PolicyBase):
             self.n_retries += retries
 
     @classmethod
-    def from_params(cls, params: Params | OpenAIParams, **overrides: Any) -> OpenAIPolicy:
-        """From ``params.openai`` (or an :class:`~urbex.config.OpenAIParams`)."""
+    def from_params(cls, p: OpenAIParams, **overrides: Any) -> OpenAIPolicy:
+        """From the ``openai`` params section; ``overrides`` (``marks``, ``tool_names``, ...) go
+        to the constructor as they are."""
 
-        p: OpenAIParams = params.openai if isinstance(params, Params) else params
         kw: dict[str, Any] = {
-            "marks": isinstance(params, Params) and params.env.marks.enabled,
             "base_url": p.base_url,
             "model": p.model,
             "api_key_env": p.api_key_env,

@@ -39,6 +39,7 @@ __all__ = [
     "PolicyFactory",
     "PolicyInfo",
     "PolicySettings",
+    "build_policy",
     "make_policy",
     "policies",
     "policy_class_sizes",
@@ -443,9 +444,24 @@ def make_policy(
     urbex.errors.PolicyError
         The model backend cannot be set up (no checkpoint, unreadable checkpoint).
     """
+    return build_policy(
+        name, PolicySettings.of(params), env=env, checkpoint=checkpoint, class_sizes=class_sizes
+    )
+
+
+def build_policy(
+    name: str,
+    settings: PolicySettings,
+    *,
+    env: GroundingEnv | None = None,
+    checkpoint: str | Path | None = None,
+    class_sizes: Mapping[str, tuple[float, float]] | None = None,
+) -> Policy:
+    """:func:`make_policy` from the sections a factory reads (:class:`PolicySettings`) rather
+    than the whole params: what the evaluation's players call. Same arguments and errors."""
     info = policy_info(name)
     if info.needs_env and env is None:
         raise ValueError(f"policy {name!r} is bound to an environment: pass env=GroundingEnv(...)")
     ckpt = None if checkpoint is None else Path(checkpoint)
     inputs: dict[str, Any] = {"class_sizes": class_sizes} if info.uses_class_sizes else {}
-    return info.factory(PolicySettings.of(params), env=env, checkpoint=ckpt, **inputs)
+    return info.factory(settings, env=env, checkpoint=ckpt, **inputs)

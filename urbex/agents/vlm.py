@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urbex.agents.checkpoints import load_local_vlm, resolve_checkpoint
-from urbex.config import Params
 from urbex.env.policy import PolicyBase, check_batch
 from urbex.env.trl_adapter import template_tool_schemas
 from urbex.errors import PolicyError
@@ -28,7 +27,7 @@ from urbex.errors import PolicyError
 if TYPE_CHECKING:
     from PIL import Image
 
-    from urbex.config import Params, VLMParams
+    from urbex.config import VLMParams
 
 __all__ = ["VLMPolicy", "clean_generation"]
 
@@ -158,9 +157,15 @@ class VLMPolicy(PolicyBase):
 
     @classmethod
     def from_params(
-        cls, params: Params | VLMParams, *, checkpoint: str | Path | None = None, **overrides: Any
+        cls,
+        p: VLMParams,
+        *,
+        checkpoint: str | Path | None = None,
+        base_dir: Path | None = None,
+        **overrides: Any,
     ) -> VLMPolicy:
-        """From ``params.vlm``; ``checkpoint`` overrides ``vlm.checkpoint``.
+        """From the ``vlm`` params section; ``checkpoint`` overrides ``vlm.checkpoint``, and a
+        relative one is read against ``base_dir`` (the params file's folder).
 
         Raises
         ------
@@ -168,9 +173,8 @@ class VLMPolicy(PolicyBase):
             No checkpoint given in either place.
         """
 
-        p: VLMParams = params.vlm if isinstance(params, Params) else params
         ckpt = resolve_checkpoint(
-            params.base_dir if isinstance(params, Params) else None,
+            base_dir,
             checkpoint if checkpoint is not None else p.checkpoint,
             field="vlm.checkpoint",
         )

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from urbex.config import EnvParams, Params, env_params
+from urbex.config import EnvParams, env_params
 from urbex.env import rewards as R
 from urbex.env.answering import answer_points, snap_to_proposal
 from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
@@ -101,7 +101,7 @@ class GroundingEnv:
 
     Parameters
     ----------
-    params : EnvParams or Params
+    params : EnvParams or None
         ``params.env`` (budget, image sizes, reward weights).
     scene_provider : callable
         ``scene_id → SceneCache`` (e.g. :class:`CachedSceneProvider`).
@@ -116,7 +116,7 @@ class GroundingEnv:
 
     def __init__(
         self,
-        params: EnvParams | Params | None,
+        params: EnvParams | None,
         scene_provider: SceneProvider,
         landmark_index: Any = None,
         *,

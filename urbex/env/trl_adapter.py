@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from urbex.config import EnvParams, Params, env_params
+from urbex.config import EnvParams, env_params
 from urbex.env.episode import GroundingEnv, make_global_view
 from urbex.env.prompts import system_prompt, user_prompt
 from urbex.env.protocol import (
@@ -219,7 +219,7 @@ class _Base:
 
 
 def make_environment_class(
-    params: EnvParams | Params | None,
+    params: EnvParams | None,
     scene_provider: SceneProvider,
     landmark_index: Any = None,
     *,
@@ -361,7 +361,7 @@ def answer_reward(
 def grpo_rows(
     queries: Iterable[Query],
     scene_provider: SceneProvider,
-    params: EnvParams | Params | None = None,
+    params: EnvParams | None = None,
 ) -> list[dict[str, Any]]:
     """Dataset rows for trl: conversational ``prompt``, ``image`` (the global view, PIL, fixed
     size) and the query fields (``query_id``, ``scene_id``, ``object_id``, ``description``,

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from PIL import Image
 
-from urbex.config import EnvParams, Params
+from urbex.config import EnvParams, env_params
 from urbex.env.marks import ViewMark
 from urbex.geometry import Affine
 
@@ -242,13 +242,11 @@ def _scene_box2d(scene: Any) -> NDArray[np.float64]:
     return b[[0, 1, 3, 4]] if b.size == 6 else b[:4]
 
 
-def make_global_view(scene: Any, params: EnvParams | Params | None = None) -> EpisodeView:
+def make_global_view(scene: Any, params: EnvParams | None = None) -> EpisodeView:
     """The fixed-size ``global`` view of a scene: its whole BEV raster, north up, letterboxed to the
-    image aspect (``params.env.global_view_size``) and resampled from the full-resolution raster.
+    image aspect (``params.global_view_size``) and resampled from the full-resolution raster.
     """
-    p = params.env if isinstance(params, Params) else EnvParams() if params is None else params
-    if not isinstance(p, EnvParams):
-        raise TypeError(f"params: expected EnvParams or Params, got {type(params).__name__}")
+    p = env_params(params)
     w, h = p.global_view_size
     world = expand_to_aspect(_scene_box2d(scene), w / h)
     bev = scene.bev_window(world, out_size=(w, h))

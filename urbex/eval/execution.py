@@ -22,71 +22,21 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from urbex.eval.player import EpisodePlayer
+from urbex.eval.player import EpisodePlayer, RunWork
 from urbex.eval.shards import ShardWriter
 
 if TYPE_CHECKING:
-    from urbex.config import Params
-    from urbex.env.policy import Policy
     from urbex.env.trajectory import Trajectory
     from urbex.eval.episodes import Written
     from urbex.query import Query
 
 __all__ = ["ChunkWork", "Execution", "Played", "Progress", "RunWork", "Serial", "play_chunk"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunWork:
-    """The run whose episodes are played: what a player is built from, and where the shards go.
-
-    Worker processes receive it with each task (:class:`ChunkWork`) and build their own player
-    from it (:meth:`player`).
-
-    Attributes
-    ----------
-    params
-        The run's parameters (the spec's perturbation, sample and seed applied).
-    policy, split, run_id
-        What is evaluated (recorded in every row).
-    checkpoint
-        The policy's checkpoint, for a policy that takes one.
-    class_sizes
-        ``{class: (dx_m, dy_m)}`` for a policy that takes them.
-    directory
-        The run directory (:meth:`urbex.layout.AssetLayout.run`).
-    """
-
-    params: Params
-    policy: str
-    split: str
-    run_id: str
-    checkpoint: Path | None
-    class_sizes: Mapping[str, tuple[float, float]] | None
-    directory: Path
-
-    def player(self, *, policy_obj: Policy | None = None) -> EpisodePlayer:
-        """A player of this run (``policy_obj``: a ready policy instead of building it)."""
-        return EpisodePlayer(
-            self.params,
-            self.policy,
-            self.split,
-            self.run_id,
-            self.checkpoint,
-            policy=policy_obj,
-            class_sizes=self.class_sizes,
-        )
-
-    @property
-    def key(self) -> str:
-        """Which run a player serves: a worker process rebuilds its player when it changes."""
-        return f"{self.run_id}:{self.policy}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

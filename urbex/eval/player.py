@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbex.agents.registry import make_policy
-from urbex.config import Params
+from urbex.agents.registry import PolicySettings, build_policy
+from urbex.config import EvalParams, LandmarkParams
 from urbex.env.episode import GroundingEnv
 from urbex.env.play import episode_seed, play_batch, play_episode
 from urbex.env.policy import Policy
@@ -34,9 +34,10 @@ from urbex.errors import AnnotationError
 from urbex.eval.metrics import trajectories_metrics
 from urbex.eval.perturb import PerturbedLandmarks
 from urbex.eval.rows import EpisodeRecord, StepRow, episode_record, step_rows
+from urbex.eval.runspec import RunSpec
 from urbex.query import Query
 
-__all__ = ["EpisodePlayer"]
+__all__ = ["EpisodePlayer", "RunWork"]
 
 
 def _require_targets(q: Query) -> None:
@@ -75,43 +76,96 @@ def _candidates(env: GroundingEnv, scene_id: str, classes: Sequence[str] | None)
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunWork:
+    """The run whose episodes are played: what a player is built from, and where the shards go.
+
+    The runner (:func:`urbex.eval.runner.evaluate`) builds it once per run from the run's spec
+    and the sections the spec's settings were applied to; worker processes receive it with each
+    task and build their own player from it (:meth:`player`).
+
+    Attributes
+    ----------
+    spec
+        The run (policy, split, checkpoint, sample, perturbation, tools, ...).
+    run_id
+        The run's directory name (recorded in every row).
+    settings
+        What the policy's factory reads (the ``policy``, ``env``, ``vlm``, ``openai`` sections,
+        the layout, the candidate classes), with the spec's tools and marks applied.
+    eval
+        The ``eval`` section with the spec's sample, perturbation and repeat seed applied
+        (episode seeds, time-out, point metrics, candidate classes, chunking).
+    landmarks
+        The ``landmarks`` section (how the landmark tables are indexed).
+    class_sizes
+        ``{class: (dx_m, dy_m)}`` for a policy that takes them.
+    directory
+        The run directory (:meth:`urbex.layout.AssetLayout.run`).
+    """
+
+    spec: RunSpec
+    run_id: str
+    settings: PolicySettings
+    eval: EvalParams
+    landmarks: LandmarkParams
+    class_sizes: Mapping[str, tuple[float, float]] | None
+    directory: Path
+
+    @property
+    def policy(self) -> str:
+        """The policy's name (:attr:`RunSpec.policy`)."""
+        return self.spec.policy
+
+    @property
+    def split(self) -> str:
+        """The split played (:attr:`RunSpec.split`)."""
+        return self.spec.split
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """The policy's checkpoint as the spec records it (relative paths are read against
+        ``settings.base_dir`` by the policy's factory)."""
+        return None if self.spec.checkpoint is None else Path(self.spec.checkpoint)
+
+    @property
+    def key(self) -> str:
+        """Which run a player serves: a worker process rebuilds its player when it changes."""
+        return f"{self.run_id}:{self.policy}"
+
+    def player(self, *, policy_obj: Policy | None = None) -> EpisodePlayer:
+        """A player of this run (``policy_obj``: a ready policy instead of building it)."""
+        return EpisodePlayer(self, policy=policy_obj)
+
+
 class EpisodePlayer:
     """Plays and scores episodes of one policy in one process (its env, policy, scene contexts).
 
     Parameters
     ----------
-    params, policy_name, split, run_id, checkpoint
-        What is evaluated (recorded in every row).
+    run
+        What is evaluated and with which settings (:class:`RunWork`).
     policy, env
-        Ready instances to use instead of building them from ``params``.
-    class_sizes
-        ``{class: (dx_m, dy_m)}`` for a policy that takes them (``make_policy(...)``).
+        Ready instances to use instead of building them from ``run``.
     """
 
     def __init__(
-        self,
-        params: Params,
-        policy_name: str,
-        split: str,
-        run_id: str,
-        checkpoint: Path | None,
-        *,
-        policy: Policy | None = None,
-        env: GroundingEnv | None = None,
-        class_sizes: Mapping[str, tuple[float, float]] | None = None,
+        self, run: RunWork, *, policy: Policy | None = None, env: GroundingEnv | None = None
     ) -> None:
 
-        self.params = params
-        self.policy_name = policy_name
-        self.split = split
-        self.run_id = run_id
-        self.env = env or World.from_params(params).env()
+        self.run = run
+        self.eval = run.eval
+        self.policy_name = run.policy
+        self.split = run.split
+        self.run_id = run.run_id
+        s = run.settings
+        self.env = env or World.open(s.layout, s.env, run.landmarks).env()
         # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
-        self._landmarks = PerturbedLandmarks.from_eval(self.env.landmarks, params.eval)
+        self._landmarks = PerturbedLandmarks.from_eval(self.env.landmarks, run.eval)
         if self._landmarks.mode != "none":
             self.env.use_landmarks(self._landmarks.index)
-        self.policy = policy or make_policy(
-            policy_name, params, env=self.env, checkpoint=checkpoint, class_sizes=class_sizes
+        self.policy = policy or build_policy(
+            run.policy, s, env=self.env, checkpoint=run.checkpoint, class_sizes=run.class_sizes
         )
         if not isinstance(self.policy, Policy):
             raise TypeError(
@@ -130,7 +184,7 @@ class EpisodePlayer:
         t0 = time.perf_counter()
         if query.scene_id not in self._scenes:
             self._scenes[query.scene_id] = _candidates(
-                self.env, query.scene_id, self.params.eval.candidate_classes
+                self.env, query.scene_id, self.eval.candidate_classes
             )
             self.env.reset(query=query, seed=0)
         for e in envs:
@@ -143,7 +197,7 @@ class EpisodePlayer:
         _require_targets(query)
         if self._landmarks.mode == "missing":
             env.use_landmarks(self._landmarks.for_query(query.description, query.scene_id))
-        return episode_seed(self.params.eval.seed, query.query_id)
+        return episode_seed(self.eval.seed, query.query_id)
 
     def rows(self, trajs: Sequence[Trajectory]) -> tuple[list[EpisodeRecord], list[StepRow]]:
         """The episodes' and steps' rows of played episodes, scored in one vectorised pass
@@ -179,8 +233,8 @@ class EpisodePlayer:
             self.policy,
             query,
             seed=seed,
-            timeout_s=self.params.eval.episode_timeout_s,
-            point_metrics=self.params.eval.point_metrics,
+            timeout_s=self.eval.episode_timeout_s,
+            point_metrics=self.eval.point_metrics,
         )
 
     def play_in(self, env: GroundingEnv, query: Query) -> tuple[EpisodeRecord, list[StepRow]]:
@@ -214,7 +268,7 @@ class EpisodePlayer:
                 self.policy,
                 group,
                 seeds=seeds,
-                timeout_s=self.params.eval.episode_timeout_s,
-                point_metrics=self.params.eval.point_metrics,
+                timeout_s=self.eval.episode_timeout_s,
+                point_metrics=self.eval.point_metrics,
             )
             yield from trajs

@@ -57,6 +57,7 @@ from urbex.agents.registry import PolicySettings, policy_class_sizes, policy_inf
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.eval.perturb import LandmarkPerturbation
+from urbex.eval.player import RunWork
 from urbex.eval.rundir import RunRecord, RunTimes, finalize_run, pending_queries, write_run
 from urbex.eval.runlock import run_lock
 from urbex.eval.runspec import RunSpec
@@ -263,7 +264,8 @@ def evaluate(
     ckpt = None if spec.checkpoint is None else Path(spec.checkpoint)
     rid = run_id or spec.run_id
     sizes = policy_class_sizes(policy, params.policy, params.layout)
-    fp = _fingerprint(PolicySettings.of(params), params.eval, policy, ckpt, sizes)
+    settings = PolicySettings.of(params)
+    fp = _fingerprint(settings, params.eval, policy, ckpt, sizes)
     lim = None if spec.sample is None else spec.sample.limit
     queries = load_queries(params.layout, split, limit=lim, sample_seed=params.eval.sample_seed)
     d, record_path = params.layout.run(rid), params.layout.run_json(rid)
@@ -275,11 +277,15 @@ def evaluate(
         times.touch()
         try:
             played = play_pending(
-                params,
-                spec,
-                rid,
-                ckpt,
-                sizes,
+                RunWork(
+                    spec=spec,
+                    run_id=rid,
+                    settings=settings,
+                    eval=params.eval,
+                    landmarks=params.landmarks,
+                    class_sizes=sizes,
+                    directory=d,
+                ),
                 todo,
                 workers=workers,
                 progress=progress,

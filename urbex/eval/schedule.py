@@ -19,8 +19,7 @@ finished episodes are written before the error propagates, so a rerun resumes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from urbex.agents.registry import policy_info
@@ -29,10 +28,8 @@ from urbex.eval.inflight import InFlight, in_flight_workers
 from urbex.eval.workers import WorkerPool, Workers
 
 if TYPE_CHECKING:
-    from urbex.config import Params
     from urbex.env.policy import Policy
     from urbex.eval.player import EpisodePlayer
-    from urbex.eval.runspec import RunSpec
     from urbex.query import Query
 
 __all__ = ["chunk_queries", "play_pending"]
@@ -63,7 +60,7 @@ def _execution(
     """The execution of ``chunks``: in flight for a thread-safe policy, shared with worker
     processes for a parallel-safe one built here (``workers > 1``, more than one chunk), else
     serial."""
-    ev = run.params.eval
+    ev = run.eval
     n_flight = in_flight_workers(player, sum(len(c) for c in chunks))
     if n_flight > 1:
         return InFlight(n_flight, ev.chunk_size)
@@ -73,11 +70,7 @@ def _execution(
 
 
 def play_pending(
-    params: Params,
-    spec: RunSpec,
-    rid: str,
-    ckpt: Path | None,
-    sizes: Mapping[str, tuple[float, float]] | None,
+    run: RunWork,
     todo: Sequence[Query],
     *,
     workers: int | None,
@@ -85,23 +78,14 @@ def play_pending(
     policy_obj: Policy | None,
     pool: WorkerPool | None = None,
 ) -> Played:
-    """Play the pending queries ``todo`` of run ``rid`` in chunks (see the module docstring).
+    """Play the pending queries ``todo`` of ``run`` in chunks (see the module docstring).
 
-    ``workers`` (default ``eval.workers``) counts this process; ``pool`` holds the worker
+    ``workers`` (default ``run.eval.workers``) counts this process; ``pool`` holds the worker
     processes, kept for the caller's next run; without one, a pool of this call's own is
     started if the run needs it and stopped at its end.
     """
-    run = RunWork(
-        params=params,
-        policy=spec.policy,
-        split=spec.split,
-        run_id=rid,
-        checkpoint=ckpt,
-        class_sizes=sizes,
-        directory=params.layout.run(rid),
-    )
-    n_workers = workers if workers is not None else params.eval.workers
-    chunks = chunk_queries(todo, params.eval.chunk_size)
+    n_workers = workers if workers is not None else run.eval.workers
+    chunks = chunk_queries(todo, run.eval.chunk_size)
     if not chunks:
         return Played(n=0)
     procs = pool if pool is not None else WorkerPool()  # without one: this call's own

@@ -341,12 +341,12 @@ def train(
     resume = _prepare_staging(staging, fingerprint)
     world = World.from_params(params, require_landmarks=True)
     provider, index = world.scenes, world.landmarks
-    dataset = Dataset.from_list(grpo_rows(queries, provider, params))
+    dataset = Dataset.from_list(grpo_rows(queries, provider, params.env))
     counts: Counter[str] = Counter()
     recorder = TrainingRecorder()
     rules = RolloutRules(tool_bonus=t.tool_bonus, mask_budget=t.mask_budget)
     env_cls = make_environment_class(
-        params, provider, index, observer=_Counter(counts, recorder), rules=rules
+        params.env, provider, index, observer=_Counter(counts, recorder), rules=rules
     )
     # fp32 master weights; bf16 (when set) is autocast mixed precision in the trainer
     model, processor = load_local_vlm(base, dtype="float32", field="train.checkpoint")

@@ -238,7 +238,7 @@ def recovery_round(
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         student = VLMPolicy.from_params(
-            params,
+            params.vlm,
             checkpoint=tmp,
             device="cpu",
             dtype="float32",
