@@ -112,7 +112,7 @@ def build_project(
     from urbex.annotations.class_sizes import class_sizes_from_splits, write_class_sizes
     from urbex.annotations.stages import load_instances
 
-    inst = load_instances(Params(paths={"assets": assets}), sorted(set(splits["scene_id"])))
+    inst = load_instances(Params(paths={"assets": assets}).layout, sorted(set(splits["scene_id"])))
     write_class_sizes(class_sizes_from_splits(splits, inst), lay.class_sizes)
     return assets
 

@@ -23,6 +23,7 @@ def main(argv: list[str]) -> int:
 
     from urbex.agents.checkpoints import load_local_vlm
     from urbex.config import load_params
+    from urbex.env.world import World
     from urbex.train.drill_loss import answer_logits, encode_drills
     from urbex.train.drills import drill_sources
     from urbex.train.reader import _split, held_out
@@ -36,7 +37,14 @@ def main(argv: list[str]) -> int:
     source = Path(argv[1])
     sizes = [int(x) for x in argv[2:]] or [2, 4, 8]
     trajs = teacher_trajectories(
-        params, split="train", per_query=r.per_query, seed=r.seed, progress=False
+        World.from_params(params),
+        params.layout,
+        params.sft,
+        params.vlm,
+        split="train",
+        per_query=r.per_query,
+        seed=r.seed,
+        progress=False,
     )
     _, held = _split(trajs)
     src = drill_sources(held)

@@ -14,6 +14,7 @@ import pytest
 from tests.fixtures.small_project import REPO_ROOT, write_small_project
 from urbex.benchmarks import BENCHMARKS, ZERO_SHOT, benchmark_params
 from urbex.config import Params, load_params
+from urbex.env.world import World
 from urbex.errors import ConfigError
 from urbex.stages import build_benchmark
 
@@ -21,7 +22,7 @@ from urbex.stages import build_benchmark
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Params:
     """A small synthetic city + one STPLS3D-style scene, CityRefer built, STPLS3D-Refer built."""
-    from urbex.agents.ranker import fit_ranker_from_params
+    from urbex.agents.ranker import fit_project_ranker
     from urbex.stages import (
         build_scene,
         stage_clean_annotations,
@@ -39,7 +40,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Params:
     stage_landmarks(params)
     stage_clean_annotations(params)
     stage_splits(params)
-    fit_ranker_from_params(params)
+    fit_project_ranker(
+        World.from_params(params), params.layout, candidate_classes=params.eval.candidate_classes
+    )
     stage_stpls3d_refer(params)
     return params
 

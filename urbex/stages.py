@@ -24,6 +24,7 @@ from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError
 
 if TYPE_CHECKING:
+    from urbex.agents.ranker import RankerModel
     from urbex.raw import RawDataset
 
 __all__ = [
@@ -151,6 +152,16 @@ def stage_splits(params: Params) -> Path:
     from urbex.annotations.stages import build_splits
 
     return build_splits(params)
+
+
+def stage_ranker(params: Params) -> tuple[RankerModel, Path]:
+    """The trained With-GT ranker (policy ``ranking``): fitted on train, selected on val, over
+    the candidate classes ``eval.candidate_classes``; returns the model and where it went."""
+    from urbex.agents.ranker import fit_project_ranker
+    from urbex.env.world import World
+
+    classes = params.eval.candidate_classes
+    return fit_project_ranker(World.from_params(params), params.layout, candidate_classes=classes)
 
 
 def stage_stpls3d_refer(params: Params) -> Path:

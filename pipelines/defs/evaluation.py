@@ -13,14 +13,14 @@ from pipelines.defs.annotations import landmark_tables, splits
 from pipelines.defs.executors import CPU_OP_TAGS, GPU_OP_TAGS, GPU_POOL
 from pipelines.defs.resources import UrbexParams
 from pipelines.defs.versions import data_version
-from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+from urbex.agents.ranker import ranker_summary
 from urbex.agents.registry import POLICY_NAMES, policy_info
 from urbex.eval.runner import evaluate
 from urbex.eval.runspec import RunSpec
 from urbex.report.diagnose import diagnose
 from urbex.report.page import thumbnails
 from urbex.report.publish import report
-from urbex.stages import refresh
+from urbex.stages import refresh, stage_ranker
 from urbex.viz.thumbnails import thumbnail_markdown
 
 EVAL_SPLITS = ["val", "test_nd", "test_no"]
@@ -47,7 +47,7 @@ MODEL_EVAL_PARTITIONS = dg.MultiPartitionsDefinition(
 def ranker_model(urbex_params: UrbexParams) -> dg.MaterializeResult:
     """The trained With-GT ranker (policy ``ranking``): fitted on train, selected on val."""
     params = urbex_params.load()
-    model, path = fit_ranker_from_params(params)
+    model, path = stage_ranker(params)
     return dg.MaterializeResult(
         data_version=data_version(params, path),
         metadata={

@@ -10,8 +10,9 @@ import pytest
 
 from tests.fixtures.city import build_untidy_project, make_untidy_city
 from urbex.agents.proposals import proposal_recall, propose_instances
-from urbex.agents.ranker import fit_ranker_from_params
+from urbex.agents.ranker import fit_project_ranker
 from urbex.config import Params
+from urbex.env.world import World
 from urbex.eval.runspec import RunSpec
 
 
@@ -60,7 +61,9 @@ def test_proposal_recall_without_proposals_is_zero():
 def untidy(tmp_path_factory):
     assets = build_untidy_project(tmp_path_factory.mktemp("proposals"), seeds=(0, 1, 2, 3))
     params = Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 16})
-    fit_ranker_from_params(params)
+    fit_project_ranker(
+        World.from_params(params), params.layout, candidate_classes=params.eval.candidate_classes
+    )
     return params
 
 

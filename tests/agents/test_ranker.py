@@ -13,10 +13,11 @@ from urbex.agents.ranker import (
     FEATURE_NAMES,
     RankerModel,
     TrainingQuery,
+    fit_project_ranker,
     fit_ranker,
-    fit_ranker_from_params,
 )
 from urbex.config import Params
+from urbex.env.world import World
 from urbex.errors import ConfigError
 from urbex.eval.runspec import RunSpec
 
@@ -86,7 +87,9 @@ def test_trained_ranking_beats_landmark_prior_on_both_test_splits(project):
 
     name, assets = project
     params = Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 16})
-    model, path = fit_ranker_from_params(params)
+    model, path = fit_project_ranker(
+        World.from_params(params), params.layout, candidate_classes=params.eval.candidate_classes
+    )
     assert path == params.layout.ranker_model and path.is_file()
     assert model.info["n_train"] > 0 and model.info["fit_s"] > 0
     for split in ("test_nd", "test_no"):
@@ -105,7 +108,9 @@ def test_refitted_ranker_is_a_changed_run(project):
 
     _, assets = project
     params = Params(paths={"assets": assets}, eval={"workers": 1, "chunk_size": 16, "limit": 2})
-    model, path = fit_ranker_from_params(params)
+    model, path = fit_project_ranker(
+        World.from_params(params), params.layout, candidate_classes=params.eval.candidate_classes
+    )
     evaluate(
         params,
         RunSpec.from_params(params, policy="ranking", split="test_no"),

@@ -46,7 +46,9 @@ def _instances() -> pl.DataFrame:
 
 def test_clean_annotations_every_reason() -> None:
     fs = pl.DataFrame({"scene_id": ["s"], "object_id": ["4"]})
-    res = clean_annotations(_rows(), instances=_instances(), false_segments=fs, params=Params())
+    res = clean_annotations(
+        _rows(), instances=_instances(), false_segments=fs, annotation_params=Params().annotations
+    )
     assert res.drops["reason"].to_list() == [
         "duplicate", "empty", "too_short", "non_informative", "non_informative",
         "missing_instance", "false_segment", "class_not_target", "duplicate",
@@ -109,7 +111,7 @@ def test_clean_synthetic_planted_defects_all_dropped(synth_root: Path) -> None:
         anns,
         instances=pl.DataFrame(inst),
         false_segments=read_false_segments(synth_root / "false_segments"),
-        params=Params(),
+        annotation_params=Params().annotations,
     )
     manifest = json.loads((synth_root / "synth_manifest.json").read_text())
     planted = {

@@ -43,7 +43,7 @@ def _failed(report) -> set[tuple[str, str | None]]:
 
 
 def test_validate_queries_clean_table_passes() -> None:
-    r = validate_queries(_queries(), params=Params(), instances=INSTANCES)
+    r = validate_queries(_queries(), annotation_params=Params().annotations, instances=INSTANCES)
     assert r.success and r.failed == ()
     assert r.statistics["rows"] == 3 and r.statistics["unsuccessful_expectations"] == 0
 
@@ -55,7 +55,7 @@ def test_validate_queries_corrupted_table_lists_failures() -> None:
         pl.Series("description", ["ok enough text here", "short", "a blue car on the road"]),
         pl.Series("object_id", ["1", "2", "99"]),
     )
-    r = validate_queries(bad, params=Params(), instances=INSTANCES)
+    r = validate_queries(bad, annotation_params=Params().annotations, instances=INSTANCES)
     assert not r.success
     got = _failed(r)
     assert ("expect_column_values_to_not_be_null", "query_id") in got
@@ -74,11 +74,13 @@ def test_validate_splits_detects_bad_split_and_leak() -> None:
             ["same text for both rows", "Same text for both rows.", "a blue car on the road"],
         ),
     )
-    r = validate_splits(bad, params=Params(), instances=INSTANCES)
+    r = validate_splits(bad, annotation_params=Params().annotations, instances=INSTANCES)
     got = _failed(r)
     assert ("expect_column_values_to_be_in_set", "split") in got
     assert ("expect_column_values_to_be_in_set", "no_leak") in got
-    assert validate_splits(_queries(), params=Params(), instances=INSTANCES).success
+    assert validate_splits(
+        _queries(), annotation_params=Params().annotations, instances=INSTANCES
+    ).success
 
 
 def test_validate_landmarks_bounds() -> None:
@@ -95,11 +97,11 @@ def test_validate_landmarks_bounds() -> None:
 
 def test_publish_checked_failure_leaves_published_file(tmp_path) -> None:
     dest = tmp_path / "splits" / "queries.parquet"
-    good = validate_queries(_queries(), params=Params())
+    good = validate_queries(_queries(), annotation_params=Params().annotations)
     publish_checked(_queries(), dest, good)
     before = dest.read_bytes()
     corrupted = _queries().with_columns(pl.lit("s:1:0").alias("query_id"))
-    report = validate_queries(corrupted, params=Params())
+    report = validate_queries(corrupted, annotation_params=Params().annotations)
     with pytest.raises(DataQualityError, match="expect_column_values_to_be_unique") as ei:
         publish_checked(corrupted, dest, report)
     assert isinstance(ei.value, QualityCheckError) and ei.value.report is report
@@ -139,16 +141,18 @@ _Q_EXPECT = "expect_column_values_to_be_in_set"
     ],
 )  # fmt: skip
 def test_validate_queries_each_corruption_fails_with_its_expectation(corrupt, expected) -> None:
-    r = validate_queries(corrupt(_queries()), params=Params(), instances=INSTANCES)
+    r = validate_queries(
+        corrupt(_queries()), annotation_params=Params().annotations, instances=INSTANCES
+    )
     assert not r.success
     assert expected in _failed(r)
 
 
 def test_validate_queries_integer_object_ids_checked_not_crashing() -> None:
     ok = _queries().with_columns(pl.col("object_id").cast(pl.Int64))
-    assert validate_queries(ok, params=Params(), instances=INSTANCES).success
+    assert validate_queries(ok, annotation_params=Params().annotations, instances=INSTANCES).success
     bad = _queries().with_columns(pl.Series("object_id", [1, 2, 99]))
-    r = validate_queries(bad, params=Params(), instances=INSTANCES)
+    r = validate_queries(bad, annotation_params=Params().annotations, instances=INSTANCES)
     assert (_Q_EXPECT, "object_in_scene") in _failed(r)
 
 
@@ -163,7 +167,9 @@ def test_validate_queries_integer_object_ids_checked_not_crashing() -> None:
     ],
 )  # fmt: skip
 def test_validate_splits_each_corruption_fails_with_its_expectation(corrupt, expected) -> None:
-    r = validate_splits(corrupt(_queries()), params=Params(), instances=INSTANCES)
+    r = validate_splits(
+        corrupt(_queries()), annotation_params=Params().annotations, instances=INSTANCES
+    )
     assert not r.success
     assert expected in _failed(r)
 

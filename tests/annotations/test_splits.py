@@ -29,7 +29,7 @@ def _queries(n_scenes: int = 6, per_scene: int = 60) -> pl.DataFrame:
 
 def test_make_splits_file_split_defaults_and_no_leakage() -> None:
     q = _queries()
-    f = make_splits(q, params=Params())
+    f = make_splits(q, annotation_params=Params().annotations)
     assert set(f["split"].unique()) == set(SPLITS)
     assert set(f.filter(pl.col("split") == "test_no")["scene_id"]) == {"scene_0"}
     assert set(f.filter(pl.col("split") == "val")["scene_id"]) == {"scene_1"}
@@ -85,7 +85,7 @@ def test_check_leakage_detects_leaks() -> None:
 
 
 def test_split_counts_all_splits_and_totals() -> None:
-    f = make_splits(_queries(), params=Params())
+    f = make_splits(_queries(), annotation_params=Params().annotations)
     c = split_counts(f)
     assert c["split"].to_list() == list(SPLITS)
     assert c.columns == ["split", "Building", "Car", "total"]

@@ -14,7 +14,6 @@ from urbex.annotations.stages import (
     build_landmark_tables,
     build_splits,
     build_stpls3d_refer,
-    quality_report_path,
 )
 from urbex.config import load_params
 from urbex.errors import DataQualityError
@@ -75,12 +74,12 @@ def test_stages_end_to_end(params) -> None:
     from urbex.annotations.class_sizes import class_sizes_from_splits, read_class_sizes
     from urbex.annotations.stages import load_instances
 
-    inst = load_instances(params, sorted(set(f["scene_id"])))
+    inst = load_instances(params.layout, sorted(set(f["scene_id"])))
     want = class_sizes_from_splits(f, inst)
     assert want and (out.parent / "class_sizes.json").is_file()
     sizes = read_class_sizes(params.assets)
     assert {c: sizes[c] for c in want} == {c: (dx, dy) for c, (dx, dy, _) in want.items()}
-    assert json.loads(quality_report_path(params, "splits").read_text())["success"] is True
+    assert json.loads(params.layout.quality_report("splits").read_text())["success"] is True
 
     st = build_stpls3d_refer(params)
     summary = json.loads((st / "summary.json").read_text())["scenes"][0]
@@ -100,6 +99,6 @@ def test_build_splits_blocks_publish_on_failed_suite(params) -> None:
     with pytest.raises(DataQualityError, match="class_name"):
         build_splits(bad)
     assert dest.read_bytes() == before
-    report = json.loads(quality_report_path(params, "splits").read_text())
+    report = json.loads(params.layout.quality_report("splits").read_text())
     assert report["success"] is False
     assert any(x["column"] == "class_name" for x in report["failed"])

@@ -167,9 +167,9 @@ def test_held_out_families_only_in_test_no(tmp_path):
         anns,
         instances=pl.DataFrame(inst),
         false_segments=read_false_segments(root / "false_segments"),
-        params=Params(),
+        annotation_params=Params().annotations,
     )
-    split = make_splits(res.queries, params=Params())
+    split = make_splits(res.queries, annotation_params=Params().annotations)
     man = read_manifest(root)
     family = {f"{r.scene_id}:{r.object_id}:{r.ann_id}": r.family for r in man.phrasings}
     assert set(family) == set(split["query_id"].to_list())  # one record per kept row

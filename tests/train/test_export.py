@@ -58,12 +58,12 @@ def test_export_teacher_renders_as_the_trajectory_does(assets, teacher):
     one), is the text the trajectory's own messages render to."""
     from transformers import AutoProcessor
 
-    from urbex.train.teacher import teacher_trajectories
+    from tests.fixtures.teacher import teacher_of
     from urbex.train.tiny import make_tiny_model
 
     processor = AutoProcessor.from_pretrained(make_tiny_model(teacher.parent / "tpl"))
     ds = datasets.load_from_disk(str(teacher))
-    trajs = teacher_trajectories(_params(assets), split="train", limit=3)
+    trajs = teacher_of(_params(assets), split="train", limit=3)
     assert [t.query.query_id for t in trajs] == ds["query_id"]
     for t, row in zip(trajs, ds):
         messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]

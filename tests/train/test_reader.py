@@ -42,9 +42,9 @@ def _params(assets: Path, **reader) -> Params:
 
 @pytest.fixture(scope="module")
 def trajs(assets):
-    from urbex.train.teacher import teacher_trajectories
+    from tests.fixtures.teacher import teacher_of
 
-    return teacher_trajectories(_params(assets), split="train", per_query=1)
+    return teacher_of(_params(assets), split="train", per_query=1)
 
 
 @pytest.fixture(scope="module")

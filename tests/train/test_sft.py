@@ -29,25 +29,25 @@ def _params(assets: Path, **sft) -> Params:
 @pytest.fixture(scope="module")
 def tiny(assets, tmp_path_factory) -> Path:
     """A tiny model whose BPE was trained on the protocol and the teacher's conversations."""
+    from tests.fixtures.teacher import teacher_of
     from urbex.train.corpus import protocol_corpus
-    from urbex.train.teacher import teacher_trajectories
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
     p = _params(assets)
-    corpus = list(protocol_corpus(p.env, p.vlm, teacher_trajectories(p, limit=6), n_actions=300))
+    corpus = list(protocol_corpus(p.env, p.vlm, teacher_of(p, limit=6), n_actions=300))
     spec = TinyModelSpec(hidden_size=32, vocab_size=800)
     return make_tiny_model(tmp_path_factory.mktemp("m") / "tiny", seed=0, spec=spec, corpus=corpus)
 
 
 def test_teacher_paths_vary_with_the_seed_and_all_answer(assets):
-    from urbex.train.teacher import teacher_trajectories
+    from tests.fixtures.teacher import teacher_of
 
-    trajs = teacher_trajectories(_params(assets), per_query=3, limit=4)
+    trajs = teacher_of(_params(assets), per_query=3, limit=4)
     assert len(trajs) == 12 and all(t.outcome.answered for t in trajs)
     paths = {tuple(s.tool for s in t.steps) for t in trajs}
     zooms = {tuple(s.arguments["bbox_2d"]) for t in trajs for s in t.steps if s.tool == "zoom_in"}
     assert len(paths) >= 2 and len(zooms) >= 8  # several tool sequences and zoom windows
-    again = teacher_trajectories(_params(assets), per_query=3, limit=4)
+    again = teacher_of(_params(assets), per_query=3, limit=4)
     assert [s.arguments for t in again for s in t.steps] == [
         s.arguments for t in trajs for s in t.steps
     ]  # seeded
@@ -56,11 +56,11 @@ def test_teacher_paths_vary_with_the_seed_and_all_answer(assets):
 
 
 def test_no_valid_teacher_trajectory_is_a_one_line_error(assets):
-    from urbex.train.teacher import teacher_trajectories
+    from tests.fixtures.teacher import teacher_of
 
     p = _params(assets).with_updates(env={"max_turns": 1})  # the teacher zooms first: no answer
     with pytest.raises(AnnotationError, match=r"no teacher trajectory.*sft\.split"):
-        teacher_trajectories(p, limit=2)
+        teacher_of(p, limit=2)
 
 
 def test_protocol_tokenizer_makes_a_tool_call_tens_of_tokens(tiny):
@@ -108,16 +108,16 @@ def test_sft_trains_publishes_and_the_checkpoint_plays(assets, tiny):
     import torch
     from safetensors.torch import load_file
 
+    from tests.fixtures.teacher import teacher_of
     from urbex.agents.vlm import VLMPolicy
     from urbex.annotations.splits import load_queries
     from urbex.env.episode import GroundingEnv
     from urbex.env.play import play_episode
     from urbex.env.scenes import CachedSceneProvider
     from urbex.train.sft import sft
-    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, learning_rate=5e-3)
-    trajs = teacher_trajectories(p, limit=4)
+    trajs = teacher_of(p, limit=4)
     r = sft(p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs)
     d = r.checkpoint_dir
     assert d == assets / "checkpoints" / "sft" and (d / "model.safetensors").is_file()
@@ -158,8 +158,8 @@ def test_sft_bad_checkpoints_are_one_line_errors(assets, tmp_path):
 
 
 def test_sft_example_over_max_length_names_the_field(assets, tiny):
+    from tests.fixtures.teacher import teacher_of
     from urbex.train.sft import sft
-    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, max_length=50)
     with pytest.raises(ConfigError, match=r"sft\.max_length"):
@@ -168,18 +168,18 @@ def test_sft_example_over_max_length_names_the_field(assets, tiny):
             checkpoint=tiny,
             steps=1,
             progress=False,
-            trajectories=teacher_trajectories(p, limit=1),
+            trajectories=teacher_of(p, limit=1),
         )
 
 
 def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny):
     from transformers import AutoProcessor
 
+    from tests.fixtures.teacher import teacher_of
     from urbex.train.sft import _batch, render_examples
-    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, mistake_rate=1.0)
-    trajs = teacher_trajectories(p, limit=4, per_query=2)
+    trajs = teacher_of(p, limit=4, per_query=2)
     assert trajs and all(t.outcome.answered for t in trajs)
     for t in trajs:  # exactly one invalid turn, before the (valid) zoom, then the oracle's path
         valid = [s.valid for s in t.steps]
@@ -263,13 +263,13 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
     """With sft.rename_rate 1 every renameable episode is played over a landmark index whose
     names are new: the description, the teacher's call and the environment's answer all carry
     the new name (found, with the same geometry as the original landmark)."""
+    from tests.fixtures.teacher import teacher_of
     from urbex.annotations.splits import load_queries
     from urbex.landmarks.lookup import landmark_index
-    from urbex.train.teacher import teacher_trajectories
 
     p = _params(assets, rename_rate=1.0, anchor_rate=1.0)
     original = {q.query_id: q for q in load_queries(p.layout, "train")}
-    trajs = teacher_trajectories(p, per_query=2, limit=6)
+    trajs = teacher_of(p, per_query=2, limit=6)
     names = set(landmark_index(p.layout, p.landmarks).table["name"].to_list())
     renamed = [t for t in trajs if t.query.description != original[t.query.query_id].description]
     assert len(renamed) >= 3 and all(t.outcome.answered for t in trajs)  # some mention none
@@ -285,7 +285,7 @@ def test_renamed_teacher_episodes_copy_the_new_names_through_the_real_environmen
         text = " ".join(c["text"] for c in answer["content"] if c.get("type") == "text")
         assert f"match(es) for {name!r}" in text, text
     # the environment is left with the real index
-    again = teacher_trajectories(_params(assets), per_query=1, limit=2)
+    again = teacher_of(_params(assets), per_query=1, limit=2)
     assert all(t.query.description == original[t.query.query_id].description for t in again)
 
 
@@ -295,15 +295,15 @@ def test_recovery_round_adds_the_students_mistakes_with_the_teachers_recoveries(
     set, its mistakes unsupervised; the counts are in sft.json."""
     from transformers import AutoProcessor
 
+    from tests.fixtures.teacher import recoveries_of
     from urbex.agents.vlm import VLMPolicy
     from urbex.train.sft import _batch, render_examples, sft
-    from urbex.train.teacher import recovery_trajectories
 
     p = _params(assets, limit=3, recovery_per_query=1, recovery_at=0.5)
     student = VLMPolicy.from_params(
         p.with_updates(vlm={"max_new_tokens": 24}).vlm, checkpoint=tiny, do_sample=True
     )
-    trajs, stats = recovery_trajectories(p, student)
+    trajs, stats = recoveries_of(p, student)
     assert stats.episodes == 3 and stats.kept == len(trajs) >= 1
     assert stats.with_errors >= stats.kept and 0 < stats.error_rate <= 1
     for t in trajs:  # the random student errs; the teacher finishes with a valid answer

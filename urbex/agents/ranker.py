@@ -35,8 +35,8 @@ from urbex.layout import RANKER_VERSION, TIMINGS_DIR
 if TYPE_CHECKING:
     import polars as pl
 
-    from urbex.config import Params
     from urbex.env.episode import GroundingEnv
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "FEATURE_NAMES",
@@ -46,8 +46,8 @@ __all__ = [
     "RankerModel",
     "RankerPolicy",
     "TrainingQuery",
+    "fit_project_ranker",
     "fit_ranker",
-    "fit_ranker_from_params",
     "pair_features",
     "ranker_summary",
     "training_queries",
@@ -327,21 +327,24 @@ def training_queries(
     return out
 
 
-def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
-    """Fit on the train split (select on val) of ``params``' splits; save it; return both.
+def fit_project_ranker(
+    world: World, layout: AssetLayout, *, candidate_classes: Sequence[str] | None
+) -> tuple[RankerModel, Path]:
+    """Fit on the train split (select on val) of the project's splits; save it; return both.
 
-    The model goes to :attr:`urbex.layout.AssetLayout.ranker_model`; its ``info`` records the
-    fit time, the query counts and the train/val Hit@1.
+    Candidates are the instances of ``world``'s scenes of ``candidate_classes`` (all when None;
+    ``eval.candidate_classes``); landmarks are ``world``'s. The model goes to
+    :attr:`urbex.layout.AssetLayout.ranker_model`; its ``info`` records the fit time, the query
+    counts and the train/val Hit@1.
     """
     import polars as pl
 
-    path = params.layout.queries
+    path = layout.queries
     if not path.is_file():
         raise ConfigError("no splits; run `urbex splits` first", path=path)
     queries = pl.read_parquet(path, glob=False)
-    world = World.from_params(params)
     provider = world.scenes
-    classes = params.eval.candidate_classes
+    classes = candidate_classes
     cache: dict[str, Candidates] = {}
 
     def cands(scene_id: str) -> Candidates:
@@ -359,7 +362,7 @@ def fit_ranker_from_params(params: Params) -> tuple[RankerModel, Path]:
     feat_s = time.perf_counter() - t0
     model = fit_ranker(train, val)
     model.info["features_s"] = feat_s
-    return model, model.save(params.layout.ranker_model)
+    return model, model.save(layout.ranker_model)
 
 
 class RankerPolicy(RankingPolicy):

@@ -31,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from urbex.config_data import AnnotationParams
 from urbex.errors import AnnotationError
 
 __all__ = [
@@ -189,7 +190,7 @@ def clean_annotations(
     instances: Any,
     false_segments: Iterable[Any] | pl.DataFrame | None = None,
     landmark_index: Any | None = None,
-    params: Any | None = None,
+    annotation_params: AnnotationParams | None = None,
     target_classes: Sequence[str] | None = None,
     min_words: int | None = None,
     min_distinct_words: int | None = None,
@@ -210,16 +211,15 @@ def clean_annotations(
         ``object_id``).
     landmark_index
         A :class:`urbex.landmarks.LandmarkIndex`; fills ``landmark_mentions`` (else empty lists).
-    params
-        :class:`urbex.config.Params`; ``params.annotations`` supplies the defaults of the keyword
-        arguments below.
+    annotation_params
+        The ``annotations`` params section: the defaults of the keyword arguments below.
     target_classes, min_words, min_distinct_words, non_informative
-        Override ``params.annotations``.
+        Override ``annotation_params``.
     known_scenes
         Every scene of the data set; a row of another scene is an ``unknown_scene`` drop
         (None: not checked).
     """
-    a = params.annotations if params is not None else None
+    a = annotation_params
 
     def pick(v: Any, name: str, default: Any) -> Any:
         return v if v is not None else (getattr(a, name) if a is not None else default)

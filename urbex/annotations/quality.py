@@ -24,6 +24,7 @@ import polars as pl
 from urbex.annotations.clean import normalize_description
 from urbex.annotations.splits import SPLITS
 from urbex.atomic import atomic_path, atomic_write
+from urbex.config_data import AnnotationParams
 from urbex.errors import DataQualityError
 from urbex.landmarks import LANDMARK_KINDS
 
@@ -181,10 +182,9 @@ def _object_exists(df: pl.DataFrame, instances: Any) -> pl.DataFrame:
 
 
 def _query_expectations(
-    df: pl.DataFrame, params: Any | None, classes: Sequence[str] | None, min_chars: int | None,
+    df: pl.DataFrame, a: AnnotationParams | None, classes: Sequence[str] | None, min_chars: int | None,
     max_chars: int | None, has_exists: bool,
 ) -> list[Expectation]:  # fmt: skip
-    a = params.annotations if params is not None else None
     classes = list(classes) if classes is not None else (list(a.target_classes) if a else None)
     lo = min_chars if min_chars is not None else (a.min_chars if a else 1)
     hi = max_chars if max_chars is not None else (a.max_chars if a else 10_000)
@@ -221,7 +221,7 @@ _QUERY_COLS = ("query_id", "scene_id", "object_id", "class_name", "description",
 def validate_queries(
     df: pl.DataFrame,
     *,
-    params: Any | None = None,
+    annotation_params: AnnotationParams | None = None,
     instances: Any | None = None,
     target_classes: Sequence[str] | None = None,
     min_chars: int | None = None,
@@ -235,7 +235,7 @@ def validate_queries(
         df = _object_exists(df, instances)
     df = _strip_description(df)
     ex = _query_expectations(
-        df, params, target_classes, min_chars, max_chars, instances is not None
+        df, annotation_params, target_classes, min_chars, max_chars, instances is not None
     )
     return run_suite(_to_pandas(df, _QUERY_COLS), "queries", ex)
 
@@ -243,7 +243,7 @@ def validate_queries(
 def validate_splits(
     df: pl.DataFrame,
     *,
-    params: Any | None = None,
+    annotation_params: AnnotationParams | None = None,
     instances: Any | None = None,
     target_classes: Sequence[str] | None = None,
 ) -> QualityReport:
@@ -267,7 +267,9 @@ def validate_splits(
             | ((pl.col("split") == "train") & pl.col("scene_id").is_in(held_scenes.implode()))
         ).alias("no_leak")
     )
-    ex = _query_expectations(df, params, target_classes, None, None, instances is not None)
+    ex = _query_expectations(
+        df, annotation_params, target_classes, None, None, instances is not None
+    )
     ex.append(("ExpectColumnValuesToNotBeNull", {"column": "split"}))
     ex.append(("ExpectColumnValuesToBeInSet", {"column": "split", "value_set": list(SPLITS)}))
     ex.append(("ExpectColumnValuesToBeInSet", {"column": "no_leak", "value_set": [True]}))

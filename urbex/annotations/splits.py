@@ -14,12 +14,12 @@ depend on row order and changes little when rows are added or removed.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import numpy as np
 import polars as pl
 
 from urbex.annotations.clean import normalize_description
+from urbex.config_data import AnnotationParams
 from urbex.errors import AnnotationError, CacheError, ConfigError
 from urbex.layout import AssetLayout
 from urbex.query import Query
@@ -59,7 +59,7 @@ def scene_split_map(queries: pl.DataFrame) -> dict[str, str]:
 def make_splits(
     queries: pl.DataFrame,
     *,
-    params: Any | None = None,
+    annotation_params: AnnotationParams | None = None,
     val_scenes: list[str] | None = None,
     test_no_scenes: list[str] | None = None,
     nd_fraction: float | None = None,
@@ -72,10 +72,10 @@ def make_splits(
     queries
         Cleaned queries with ``scene_id``, ``class_name``, ``description`` (and, for the default
         scene lists, ``file_split``); ``description_norm`` is used when present.
-    params
-        :class:`urbex.config.Params`; ``params.annotations`` gives the defaults below.
+    annotation_params
+        The ``annotations`` params section: the defaults below.
     val_scenes, test_no_scenes, nd_fraction, seed
-        Override ``params.annotations``.
+        Override ``annotation_params``.
 
     Returns
     -------
@@ -94,7 +94,7 @@ def make_splits(
     >>> make_splits(q, nd_fraction=0.5, seed=0)["split"].to_list()
     ['test_nd', 'train', 'test_no']
     """
-    a = params.annotations if params is not None else None
+    a = annotation_params
     val_s = val_scenes if val_scenes is not None else (a.val_scenes if a is not None else None)
     no_s = (
         test_no_scenes

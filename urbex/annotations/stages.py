@@ -53,6 +53,7 @@ from urbex.landmarks import (
     read_landmark_table,
     registration_offset,
 )
+from urbex.layout import AssetLayout
 from urbex.raw import raw_dataset
 from urbex.scene.cache import SceneCache
 
@@ -62,13 +63,7 @@ __all__ = [
     "build_splits",
     "build_stpls3d_refer",
     "load_instances",
-    "quality_report_path",
 ]
-
-
-def quality_report_path(params: Params, suite: str) -> Path:
-    """``<assets>/quality/<suite>.json`` — where a stage writes its suite report."""
-    return params.layout.quality_report(suite)
 
 
 def _manifest_scene(root: Path, scene_id: str) -> dict[str, Any] | None:
@@ -91,21 +86,21 @@ def _landmark_file(source: str, root: Path, scene_id: str) -> Path | None:
 
 
 def load_instances(
-    params: Params, scene_ids: list[str], *, raw_root: Path | None = None
+    layout: AssetLayout, scene_ids: list[str], *, raw_root: Path | None = None
 ) -> pl.DataFrame:
     """Concatenated instance tables of the scene caches (``CacheError`` if one is missing).
 
     With ``raw_root`` (a CityRefer-layout data set), a cache built from another version of the
     scene's ``box3d`` file than the one there now is a :class:`StaleCacheError`.
     """
-    caches = [SceneCache.open(params.layout.scene(s)) for s in scene_ids]
+    caches = [SceneCache.open(layout.scene(s)) for s in scene_ids]
     for sid, c in zip(scene_ids, caches):
         if raw_root is not None and c.meta.input_hash not in ("", box3d_hash(raw_root, sid)):
             raise StaleCacheError(
                 f"the cache of scene {sid!r} was built from another version of "
                 f"box3d/{sid}_bbox.json (the file changed since); rebuild it: "
                 f"urbex cache --scene {sid} --force",
-                path=params.layout.scene(sid),
+                path=layout.scene(sid),
             )
     frames = [c.instances for c in caches]
     if not frames:
@@ -161,7 +156,7 @@ def build_landmark_tables(params: Params) -> list[Path]:
         report = validate_landmarks(
             table, bounds={sid: bounds}, margin=params.landmarks.bounds_margin_m
         )
-        write_report(report, quality_report_path(params, f"landmarks_{sid}"))
+        write_report(report, params.layout.quality_report(f"landmarks_{sid}"))
         out.append(publish_checked(table, params.layout.landmark_table(sid), report))
     return out
 
@@ -206,7 +201,7 @@ def build_clean_annotations(params: Params) -> Path:
     )
     scenes = sorted(set(anns["scene_id"].to_list()) & set(ds.scene_ids))
     instances = load_instances(
-        params, scenes, raw_root=ds.root if ds.source == "cityrefer" else None
+        params.layout, scenes, raw_root=ds.root if ds.source == "cityrefer" else None
     )
     fs_dir = ds.root / "false_segments"
     false_segments = read_false_segments(fs_dir) if fs_dir.is_dir() else []
@@ -215,17 +210,19 @@ def build_clean_annotations(params: Params) -> Path:
     index = None
     if lm_paths:
         table = pl.concat([read_landmark_table(p) for p in lm_paths], how="vertical")
-        index = LandmarkIndex.from_params(table, params)
+        index = LandmarkIndex.from_params(table, params.landmarks)
     res = clean_annotations(
         anns,
         instances=instances,
         false_segments=false_segments,
         landmark_index=index,
-        params=params,
+        annotation_params=params.annotations,
         known_scenes=ds.found or ds.scene_ids,
     )
-    report = validate_queries(res.queries, params=params, instances=instances)
-    write_report(report, quality_report_path(params, "queries"))
+    report = validate_queries(
+        res.queries, annotation_params=params.annotations, instances=instances
+    )
+    write_report(report, params.layout.quality_report("queries"))
     path = publish_checked(res.queries, params.layout.clean_queries, report)
     publish_checked(res.drops, params.layout.annotation_drops, report)
     return path
@@ -249,23 +246,24 @@ def build_splits(params: Params) -> Path:
             "cleaned queries not found; run the clean_annotations stage first", path=src
         )
     queries = pl.read_parquet(src, glob=False)
-    frame = make_splits(queries, params=params)
-    instances = load_instances(params, sorted(set(frame["scene_id"].to_list())))
-    report = validate_splits(frame, params=params, instances=instances)
-    write_report(report, quality_report_path(params, "splits"))
+    frame = make_splits(queries, annotation_params=params.annotations)
+    instances = load_instances(params.layout, sorted(set(frame["scene_id"].to_list())))
+    report = validate_splits(frame, annotation_params=params.annotations, instances=instances)
+    write_report(report, params.layout.quality_report("splits"))
     path = publish_checked(frame, params.layout.queries, report)
     publish_checked(split_counts(frame), params.layout.split_counts, report)
     write_class_sizes(class_sizes_from_splits(frame, instances), params.layout.class_sizes)
     return path
 
 
-def _stpls3d_root(params: Params) -> Path:
-    if params.data.source == "synthetic":
-        return params.layout.raw_synthetic / "stpls3d"
-    if params.data.source == "stpls3d" and params.data_root is not None:
-        return params.data_root
+def _stpls3d_root(source: str, data_root: Path | None, layout: AssetLayout) -> Path:
+    """Where the STPLS3D scenes are: the synthetic set's, or ``data.root`` of an STPLS3D one."""
+    if source == "synthetic":
+        return layout.raw_synthetic / "stpls3d"
+    if source == "stpls3d" and data_root is not None:
+        return data_root
     raise ConfigError(
-        f"STPLS3D-Refer needs STPLS3D scenes: data.source is {params.data.source!r} "
+        f"STPLS3D-Refer needs STPLS3D scenes: data.source is {source!r} "
         "(use 'synthetic' or 'stpls3d')",
         field="data.source",
     )
@@ -288,7 +286,7 @@ def build_stpls3d_refer(params: Params) -> Path:
     """
 
     p = params.stpls3d_refer
-    root = _stpls3d_root(params)
+    root = _stpls3d_root(params.data.source, params.data_root, params.layout)
     found = list_scenes("stpls3d", root)
     scenes = list(p.scenes) if p.scenes is not None else found
     missing = sorted(set(scenes) - set(found))
@@ -376,8 +374,8 @@ def build_stpls3d_refer(params: Params) -> Path:
             pl.read_parquet(f, glob=False).with_columns(pl.lit(f.stem).alias("scene_id"))
             for f in sorted((stage / "pseudo_instances").glob("*.parquet"))
         ]
-        report = validate_queries(q, params=params, instances=pl.concat(inst) if inst else None, target_classes=["Building", "Car"])  # fmt: skip
-        report_path = quality_report_path(params, "stpls3d_refer")
+        report = validate_queries(q, annotation_params=params.annotations, instances=pl.concat(inst) if inst else None, target_classes=["Building", "Car"])  # fmt: skip
+        report_path = params.layout.quality_report("stpls3d_refer")
         write_report(report, report_path)
         if not report.success:
             raise QualityCheckError(report, path=final)

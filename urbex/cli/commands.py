@@ -353,9 +353,10 @@ def _evaluate_specs(
 
 
 def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:
-    from urbex.agents.ranker import fit_ranker_from_params, ranker_summary
+    from urbex.agents.ranker import ranker_summary
+    from urbex.stages import stage_ranker
 
-    model, path = fit_ranker_from_params(params)
+    model, path = stage_ranker(params)
     s = ranker_summary(model)
     print(
         f"ranker fitted on {s['n_train']} train queries (l2={s['l2']} chosen on {s['n_val']} val "

@@ -87,6 +87,7 @@ def cmd_train(args: argparse.Namespace, params: Params) -> int:
 
 
 def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
+    from urbex.env.world import World
     from urbex.train.corpus import protocol_corpus
     from urbex.train.teacher import teacher_trajectories
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
@@ -114,7 +115,14 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     if args.tokenizer == "protocol":
         trajs = []
         if params.layout.queries.is_file():  # a built project: one teacher path per query too
-            trajs = teacher_trajectories(params, per_query=1, progress=not args.quiet)
+            trajs = teacher_trajectories(
+                World.from_params(params),
+                params.layout,
+                params.sft,
+                params.vlm,
+                per_query=1,
+                progress=not args.quiet,
+            )
         corpus = list(protocol_corpus(params.env, params.vlm, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
     path = make_tiny_model(

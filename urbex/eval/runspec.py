@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.config import EnvParams
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.layout import safe_part
 from urbex.tool_vocabulary import ENV_TOOLS, ToolName
@@ -278,13 +279,20 @@ class RunSpec:
             upd.update(limit=self.sample.limit, sample_seed=self.sample.seed)
         if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
             upd["seed"] = self.repeat_seed
-        params = params.with_updates(eval=upd)
-        env: dict[str, Any] = {"answer_snap": self.answer_snap}
-        if self.tools is not None or tuple(params.env.tools) != ALL_TOOLS:
-            env["tools"] = list(self.tools or ALL_TOOLS)
-        if self.marks != params.env.marks.enabled:
-            env["marks"] = {"enabled": self.marks}
-        return params.with_updates(env=env)
+        return params.with_updates(eval=upd, env=self._env_updates(params.env))
+
+    def _env_updates(self, env: EnvParams) -> dict[str, Any]:
+        upd: dict[str, Any] = {"answer_snap": self.answer_snap}
+        if self.tools is not None or tuple(env.tools) != ALL_TOOLS:
+            upd["tools"] = list(self.tools or ALL_TOOLS)
+        if self.marks != env.marks.enabled:
+            upd["marks"] = {"enabled": self.marks}
+        return upd
+
+    def play_env(self, env: EnvParams) -> EnvParams:
+        """The ``env`` section as this run plays it (its tools, numbered marks and answer
+        snapping; :meth:`play_params` for the whole params)."""
+        return EnvParams.model_validate({**env.model_dump(), **self._env_updates(env)})
 
     @property
     def run_id(self) -> str:

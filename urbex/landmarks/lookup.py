@@ -195,9 +195,8 @@ class LandmarkIndex:
         self._tokens = [s.split() for s in strings]
 
     @classmethod
-    def from_params(cls, table: pl.DataFrame, params: Any) -> LandmarkIndex:
-        """Build with the thresholds of a :class:`urbex.config.Params` (``params.landmarks``)."""
-        p = params.landmarks
+    def from_params(cls, table: pl.DataFrame, p: LandmarkParams) -> LandmarkIndex:
+        """Build with the thresholds of the ``landmarks`` params section."""
         return cls(
             table,
             threshold=p.threshold,

@@ -50,6 +50,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from urbex.atomic import atomic_write
 from urbex.eval.episodes import read_episodes, read_steps
 from urbex.eval.rundir import read_spec
+from urbex.layout import AssetLayout
 from urbex.report.blocks import PLOT_TITLES, Block, Cell, markdown_blocks
 from urbex.report.comparison import (
     METRIC_LABELS,
@@ -64,8 +65,7 @@ from urbex.report.warehouse import readable_runs, refresh_warehouse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from urbex.config import EvalParams, Params
-    from urbex.layout import AssetLayout
+    from urbex.config import EnvParams, EvalParams, LandmarkParams, Params
 
 __all__ = [
     "GALLERY",
@@ -327,7 +327,7 @@ def write_results_page(
             _write_run_page(
                 lay,
                 rid,
-                functools.partial(_replayer, params),
+                functools.partial(_replayer, lay, params.env, params.landmarks),
                 seed=seed,
                 n_best=n_best,
                 n_worst=n_worst,
@@ -377,18 +377,17 @@ def _descriptions(lay: AssetLayout) -> dict[str, str]:
     return dict(zip(df["query_id"].to_list(), df["description"].to_list()))
 
 
-def _replayer(params: Params, run_dir: Path) -> Replayer:
-    """The replayer of the run in ``run_dir``, with the params it played with (its spec:
-    numbered marks, tools, ...); the project's for a run without a readable spec or one whose
-    sample seed predates recording."""
+def _replayer(
+    lay: AssetLayout, env: EnvParams, landmarks: LandmarkParams, run_dir: Path
+) -> Replayer:
+    """The replayer of the run in ``run_dir``, in the environment it played (its spec's
+    benchmark, numbered marks, tools, ...); the project's ``env`` for a run without a readable
+    spec."""
     spec = read_spec(run_dir)
-    played = params
-    if spec is not None:
-        try:
-            played = spec.play_params(params)
-        except ValueError:
-            pass
-    return Replayer(played.layout, played.env, played.landmarks)
+    if spec is None:
+        return Replayer(lay, env, landmarks)
+    played = AssetLayout(lay.root, benchmark=spec.benchmark)
+    return Replayer(played, spec.play_env(env), landmarks)
 
 
 def _write_run_page(

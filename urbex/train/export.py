@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from urbex.atomic import publish_dir, staging_path
 from urbex.config import SPLIT_NAMES, Params
+from urbex.env.world import World
 from urbex.errors import CacheError, ConfigError, OutputExistsError
 from urbex.eval.episodes import episode_schema, read_episodes, read_steps, step_schema
 from urbex.eval.rundir import read_run
@@ -133,7 +134,10 @@ def teacher_dataset(
     """
     from datasets import Dataset
 
-    trajs = teacher_trajectories(params, split=split, limit=limit, progress=progress)
+    world = World.from_params(params)
+    trajs = teacher_trajectories(
+        world, params.layout, params.sft, params.vlm, split=split, limit=limit, progress=progress
+    )
     return Dataset.from_list([_teacher_row(t) for t in trajs], features=teacher_features())
 
 

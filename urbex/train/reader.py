@@ -51,6 +51,7 @@ from urbex.agents.checkpoints import (
 )
 from urbex.atomic import atomic_path
 from urbex.config_reader import DRILL_FAMILIES
+from urbex.env.world import World
 from urbex.errors import ConfigError
 from urbex.layout import READER_CURVES_FILE, READER_SUMMARY_FILE
 from urbex.train.drill_loss import (
@@ -332,7 +333,14 @@ def train_reader(
         list(trajectories)
         if trajectories is not None
         else teacher_trajectories(
-            params, split="train", per_query=r.per_query, seed=r.seed, progress=progress
+            World.from_params(params),
+            params.layout,
+            params.sft,
+            params.vlm,
+            split="train",
+            per_query=r.per_query,
+            seed=r.seed,
+            progress=progress,
         )
     )
     train_t, held_t = _split(trajs)

@@ -54,6 +54,7 @@ from urbex.agents.checkpoints import (
     resolve_checkpoint,
 )
 from urbex.env.trl_adapter import template_tool_schemas
+from urbex.env.world import World
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
 from urbex.train.publish import publish_checkpoint
@@ -406,10 +407,11 @@ def sft(
     out = params.layout.checkpoint(name)
     model, processor = load_local_vlm(base, field="sft.checkpoint")
     check_vocabulary(model, processor, base, field="sft.checkpoint")
+    world = World.from_params(params)  # the teacher's and the recovery round's environment
     trajs = (
         list(trajectories)
         if trajectories is not None
-        else teacher_trajectories(params, progress=progress)
+        else teacher_trajectories(world, params.layout, s, params.vlm, progress=progress)
     )
     if not trajs:
         raise AnnotationError("no valid teacher trajectory to train on", field="sft.split")
@@ -458,7 +460,9 @@ def sft(
     scalars = ScalarLog(params.train.report_to, staging / RUNS_DIR / "sft", start_step=start)
     for step in bar:
         if step == at:
-            more, recovery = recovery_round(params, model, processor, progress=progress)
+            more, recovery = recovery_round(
+                world, params.layout, s, params.vlm, model, processor, progress=progress
+            )
             added = render_examples(more, processor, params.env, params.vlm)
             examples += added
             order = []  # the new episodes enter the next permutation at once

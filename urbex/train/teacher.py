@@ -22,8 +22,9 @@ from urbex.errors import AnnotationError
 from urbex.train.rename import renamed_world
 
 if TYPE_CHECKING:
-    from urbex.config import Params, SFTParams, VLMParams
+    from urbex.config import SFTParams, VLMParams
     from urbex.env.trajectory import Trajectory
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "RecoveryStats",
@@ -47,7 +48,10 @@ def _teacher_in_env(
 
 
 def teacher_trajectories(
-    params: Params,
+    world: World,
+    layout: AssetLayout,
+    sft: SFTParams,
+    vlm: VLMParams,
     *,
     split: str | None = None,
     per_query: int | None = None,
@@ -57,7 +61,9 @@ def teacher_trajectories(
 ) -> list[Trajectory]:
     """Teacher trajectories over a split (``sft.split``), ``per_query`` seeded paths per query.
 
-    Only trajectories that end in a valid answer are returned — with marks on (``env.marks``),
+    The episodes are played in ``world`` (its scenes, landmarks and ``env`` params) on the
+    queries of ``layout``'s split table; ``sft`` sets the split, the sampling and the teacher's
+    habits, ``vlm`` whether the system prompt lists the tool schemas. Only trajectories that end in a valid answer are returned — with marks on (``env.marks``),
     only those that answer by mark: where the target's mark was not among the marks the
     conversation showed, the teacher's fallback box comes from the ground truth, which the
     student cannot read. The teacher's system prompt lists
@@ -76,14 +82,12 @@ def teacher_trajectories(
     import numpy as np
     from tqdm.auto import tqdm
 
-    s = params.sft
+    s = sft
     split = split or s.split
     per_query = per_query or s.per_query
     seed = s.seed if seed is None else seed
-    queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
-    index, env, teacher = _teacher_in_env(
-        World.from_params(params), s, params.vlm, p_mistake=s.mistake_rate
-    )
+    queries = load_queries(layout, split, limit=limit or s.limit, sample_seed=seed)
+    index, env, teacher = _teacher_in_env(world, s, vlm, p_mistake=s.mistake_rate)
     out: list[Trajectory] = []
     for q in tqdm(queries, desc=f"teacher/{split}", unit="query", disable=not progress):
         for k in range(per_query):
@@ -91,14 +95,14 @@ def teacher_trajectories(
             query, landmarks = q, index
             rng = np.random.default_rng([ep_seed, 1])
             if index is not None and rng.random() < s.rename_rate:
-                world = renamed_world(q, index, rng)  # None: a mention it cannot rewrite
-                if world is not None:
-                    query, landmarks = world
+                renamed = renamed_world(q, index, rng)  # None: a mention it cannot rewrite
+                if renamed is not None:
+                    query, landmarks = renamed
             env.use_landmarks(landmarks)
             env.shuffle_mark_ids(ep_seed if rng.random() < s.mark_shuffle_rate else None)
             traj = play_episode(env, teacher, query, seed=ep_seed)
             if traj.outcome.answered and (
-                not params.env.marks.enabled or traj.outcome.answer_mark is not None
+                not world.env_params.marks.enabled or traj.outcome.answer_mark is not None
             ):
                 out.append(traj)
     if not out:
@@ -175,7 +179,10 @@ class RecoveryStats:
 
 
 def recovery_trajectories(
-    params: Params,
+    world: World,
+    layout: AssetLayout,
+    sft: SFTParams,
+    vlm: VLMParams,
     student: Any,
     *,
     split: str | None = None,
@@ -191,15 +198,16 @@ def recovery_trajectories(
     invalid proposals are played (unsupervised in SFT), the teacher plays the rest. Returned:
     the episodes with at least one student mistake that still ended in a valid answer, and the
     counts. The teacher makes no deliberate mistakes here (the student supplies them).
+    ``world``, ``layout``, ``sft``, ``vlm``: as :func:`teacher_trajectories`.
     """
     from tqdm.auto import tqdm
 
-    s = params.sft
+    s = sft
     split = split or s.split
     per_query = per_query or s.recovery_per_query
     seed = s.seed if seed is None else seed
-    queries = load_queries(params.layout, split, limit=limit or s.limit, sample_seed=seed)
-    _, env, teacher = _teacher_in_env(World.from_params(params), s, params.vlm, p_mistake=0.0)
+    queries = load_queries(layout, split, limit=limit or s.limit, sample_seed=seed)
+    _, env, teacher = _teacher_in_env(world, s, vlm, p_mistake=0.0)
     policy = RecoveryTeacher(env, student, teacher, max_errors=s.recovery_max_errors)
     out: list[Trajectory] = []
     n_err = errors = 0
@@ -226,19 +234,26 @@ def recovery_trajectories(
 
 
 def recovery_round(
-    params: Params, model: Any, processor: Any, *, progress: bool
+    world: World,
+    layout: AssetLayout,
+    sft: SFTParams,
+    vlm: VLMParams,
+    model: Any,
+    processor: Any,
+    *,
+    progress: bool,
 ) -> tuple[list[Trajectory], RecoveryStats]:
     """The model as it is now plays the split as the student of :func:`recovery_trajectories`
     (a snapshot saved to a temporary directory and loaded as the ``vlm`` policy, the same
     generation code evaluation uses; the model being trained is not touched)."""
     import tempfile
 
-    s = params.sft
+    s = sft
     with tempfile.TemporaryDirectory(prefix="urbex-sft-student-") as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         student = VLMPolicy.from_params(
-            params.vlm,
+            vlm,
             checkpoint=tmp,
             device="cpu",
             dtype="float32",
@@ -246,6 +261,6 @@ def recovery_round(
             temperature=max(s.recovery_temperature, 1e-5),
             top_p=1.0,
             max_batch=1,
-            tool_names=tuple(params.env.tools),
+            tool_names=tuple(world.env_params.tools),
         )
-        return recovery_trajectories(params, student, progress=progress)
+        return recovery_trajectories(world, layout, sft, vlm, student, progress=progress)

@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from urbex.env.world import World
 from urbex.train.corpus import protocol_corpus
 from urbex.train.teacher import teacher_trajectories
+
+if TYPE_CHECKING:
+    from urbex.config import Params
 
 __all__ = ["ADDED_TOKENS", "SPECIAL_TOKENS", "TinyModelSpec", "make_tiny_model"]
 
@@ -173,7 +177,7 @@ RECIPE_SPEC = TinyModelSpec(
 )
 
 
-def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
+def make_recipe_model(params: Params, path: str | Path, *, seed: int = 0) -> Path:
     """The CPU recipe's tiny model with its protocol BPE (what ``urbex make-tiny-model PATH
     --tokenizer protocol --hidden 256 --layers 4 --heads 8 --kv-heads 4 --head-dim 32
     --vision-hidden 64 --vocab 4096 --number-tokens --tie-embeddings`` builds): the tokenizer is trained on the
@@ -183,7 +187,8 @@ def make_recipe_model(params: Any, path: str | Path, *, seed: int = 0) -> Path:
 
     trajs: list[Any] = []
     if params.layout.queries.is_file():
-        trajs = teacher_trajectories(params, per_query=1)
+        world = World.from_params(params)
+        trajs = teacher_trajectories(world, params.layout, params.sft, params.vlm, per_query=1)
     corpus = list(protocol_corpus(params.env, params.vlm, trajs, seed=seed))
     return make_tiny_model(path, seed=seed, spec=RECIPE_SPEC, corpus=corpus, number_tokens=True)
 
