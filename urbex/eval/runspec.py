@@ -279,7 +279,8 @@ class RunSpec:
             upd.update(limit=self.sample.limit, sample_seed=self.sample.seed)
         if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
             upd["seed"] = self.repeat_seed
-        return params.with_updates(eval=upd, env=self._env_updates(params.env))
+        env = self._env_updates(params.env)
+        return params.with_updates(eval=upd, env=env)
 
     def _env_updates(self, env: EnvParams) -> dict[str, Any]:
         upd: dict[str, Any] = {"answer_snap": self.answer_snap}
