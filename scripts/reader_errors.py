@@ -26,8 +26,7 @@ def main(argv: list[str]) -> int:
     from urbex.env.world import World
     from urbex.train.drill_loss import answer_logits, encode_drills
     from urbex.train.drills import drill_sources
-    from urbex.train.reader import _split, held_out
-    from urbex.train.teacher import teacher_trajectories
+    from urbex.train.reader import held_out, reader_episodes
 
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -36,17 +35,8 @@ def main(argv: list[str]) -> int:
     r = params.reader
     source = Path(argv[1])
     sizes = [int(x) for x in argv[2:]] or [2, 4, 8]
-    trajs = teacher_trajectories(
-        World.from_params(params),
-        params.layout,
-        params.sft,
-        params.vlm,
-        split="train",
-        per_query=r.per_query,
-        seed=r.seed,
-        progress=False,
-    )
-    _, held = _split(trajs)
+    world = World.from_params(params)
+    _, held = reader_episodes(world, params.layout, params.sft, params.vlm, params.reader)
     src = drill_sources(held)
     if source.suffix == ".pt":
         if r.checkpoint is None:

@@ -78,10 +78,11 @@ from urbex.train.teacher import teacher_trajectories
 from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
 if TYPE_CHECKING:
-    from urbex.config import Params, SFTParams
+    from urbex.config import Params, SFTParams, VLMParams
     from urbex.config_env import EnvParams, MarksParams
     from urbex.config_reader import ReaderParams
     from urbex.env.trajectory import Trajectory
+    from urbex.layout import AssetLayout
 
 __all__ = [
     "READER_EVAL_FILE",
@@ -90,6 +91,8 @@ __all__ = [
     "ReaderResult",
     "held_out",
     "lookup_size",
+    "reader_episodes",
+    "split_episodes",
     "train_reader",
 ]
 
@@ -132,14 +135,44 @@ class ReaderResult:
     resumed_from: int | None = None
 
 
-def _split(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
-    """Train and held-out trajectories, by a stable hash of the query id."""
+def split_episodes(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
+    """Train and held-out episodes, by a stable hash of the query id (one query in
+    :data:`HOLD_OUT_EVERY` held out; with none held out, the first episode is)."""
 
     def held(t: Trajectory) -> bool:
         h = hashlib.sha256(t.query.query_id.encode()).digest()
         return h[0] % HOLD_OUT_EVERY == 0
 
-    return [t for t in trajs if not held(t)], [t for t in trajs if held(t)]
+    train, kept = [t for t in trajs if not held(t)], [t for t in trajs if held(t)]
+    if not kept:
+        return list(trajs[1:]), list(trajs[:1])
+    return train, kept
+
+
+def reader_episodes(
+    world: World,
+    layout: AssetLayout,
+    sft: SFTParams,
+    vlm: VLMParams,
+    reader: ReaderParams,
+    *,
+    progress: bool = False,
+) -> tuple[list[Trajectory], list[Trajectory]]:
+    """The teacher's episodes of the train split that the drills are cut from
+    (``reader.per_query`` paths per query, seed ``reader.seed``;
+    :func:`urbex.train.teacher.teacher_trajectories`), split into train and held-out
+    (:func:`split_episodes`)."""
+    trajs = teacher_trajectories(
+        world,
+        layout,
+        sft,
+        vlm,
+        split="train",
+        per_query=reader.per_query,
+        seed=reader.seed,
+        progress=progress,
+    )
+    return split_episodes(trajs)
 
 
 def lookup_size(rng: np.random.Generator, r: ReaderParams, level_index: int) -> int:
@@ -329,23 +362,13 @@ def train_reader(
     model, processor = load_local_vlm(base, field="reader.checkpoint")
     check_vocabulary(model, processor, base, field="reader.checkpoint")
     tok = processor.tokenizer
-    trajs = (
-        list(trajectories)
-        if trajectories is not None
-        else teacher_trajectories(
-            World.from_params(params),
-            params.layout,
-            params.sft,
-            params.vlm,
-            split="train",
-            per_query=r.per_query,
-            seed=r.seed,
-            progress=progress,
+    if trajectories is not None:
+        train_t, held_t = split_episodes(list(trajectories))
+    else:
+        world = World.from_params(params)
+        train_t, held_t = reader_episodes(
+            world, params.layout, params.sft, params.vlm, r, progress=progress
         )
-    )
-    train_t, held_t = _split(trajs)
-    if not held_t:
-        train_t, held_t = trajs[1:], trajs[:1]
     src, src_held = drill_sources(train_t), drill_sources(held_t)
     whole = render_examples(train_t, processor, params.env, params.vlm)
     # whole turns are long (images); a quarter as many as each text family's set
