@@ -267,3 +267,20 @@ def test_runspec_from_params_takes_the_benchmark() -> None:
 
     p = Params().with_updates(eval={"benchmark": "stpls3d_refer"})
     assert RunSpec.from_params(p, policy="oracle", split="test").benchmark == "stpls3d_refer"
+
+
+def test_a_repeat_of_the_local_model_samples_and_other_runs_keep_greedy_decoding():
+    from urbex.config import Params
+    from urbex.eval.repeats import repeat_specs
+    from urbex.eval.runspec import RunSpec
+
+    p = Params()
+    assert p.vlm.do_sample is False
+    vlm = RunSpec.from_params(p, policy="vlm", split="test_no", checkpoint="ck")
+    rep = repeat_specs(vlm, seed=0, repeats=2)[1]
+    assert rep.play_params(p).vlm.do_sample is True  # repeats of greedy decoding would agree
+    assert vlm.play_params(p).vlm.do_sample is False  # not a repeat
+    oracle = repeat_specs(
+        RunSpec.from_params(p, policy="oracle", split="test_no"), seed=0, repeats=2
+    )
+    assert oracle[0].play_params(p).vlm.do_sample is False  # no local model

@@ -294,7 +294,7 @@ def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
             "--tools": "env.tools",
         },
     )
-    params, specs = _evaluate_specs(args, params, run_id)
+    specs = _evaluate_specs(args, params, run_id)
     rows = []
     with WorkerPool() as pool:  # worker processes started by one repeat serve the next
         for spec in specs:
@@ -319,12 +319,10 @@ def cmd_evaluate(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
-def _evaluate_specs(
-    args: argparse.Namespace, params: Params, run_id: str | None
-) -> tuple[Params, list[RunSpec]]:
+def _evaluate_specs(args: argparse.Namespace, params: Params, run_id: str | None) -> list[RunSpec]:
     """The runs ``urbex evaluate`` plays, resolved once from the flags: one, or with
-    ``--repeats N`` N runs of sampled decoding (seeds ``eval.seed + k``), and the params they
-    play under (sampling switched on for a checkpoint policy's repeats)."""
+    ``--repeats N`` N runs of sampled decoding (seeds ``eval.seed + k``; a repeat of the local
+    model samples: :meth:`RunSpec.play_params`)."""
     from urbex.agents.registry import policy_info
     from urbex.eval.repeats import repeat_specs
     from urbex.eval.runspec import RunSpec
@@ -337,19 +335,17 @@ def _evaluate_specs(
         checkpoint=args.checkpoint,
     )
     if args.repeats is None:
-        return params, [base]
+        return [base]
     if run_id is not None:
         raise ConfigError("--repeats names its runs <policy>-<split>-rep<seed>: drop --run-id")
     info = policy_info(base.policy)
-    if info.takes_checkpoint(params.policy.backend) and not params.vlm.do_sample:
-        params = params.with_updates(vlm={"do_sample": True})  # repeats of greedy decoding agree
     if info.needs_server(params.policy.backend) and params.openai.temperature == 0:
         raise ConfigError(
             "--repeats with openai.temperature 0 repeats greedy decoding; set openai.temperature "
             "> 0 in the params",
             field="openai.temperature",
         )
-    return params, repeat_specs(base, seed=params.eval.seed, repeats=args.repeats)
+    return repeat_specs(base, seed=params.eval.seed, repeats=args.repeats)
 
 
 def cmd_fit_ranker(args: argparse.Namespace, params: Params) -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbex.agents.registry import policy_info
 from urbex.config import EnvParams
 from urbex.eval.perturb import LandmarkPerturbation
 from urbex.layout import safe_part
@@ -258,7 +259,9 @@ class RunSpec:
     def play_params(self, params: Params) -> Params:
         """``params`` as this run plays them: its landmark perturbation, sample, repeat seed,
         tools and benchmark written into ``params.eval`` / ``params.env`` (the one direction:
-        the spec names the run, params carry it to the player and the policy).
+        the spec names the run, params carry it to the player and the policy). A repeat
+        (``repeat_seed``) of a policy that plays the local model samples (``vlm.do_sample``):
+        repeats of greedy decoding would agree.
 
         Raises
         ------
@@ -280,7 +283,17 @@ class RunSpec:
         if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
             upd["seed"] = self.repeat_seed
         env = self._env_updates(params.env)
+        if (
+            self.repeat_seed is not None
+            and self._plays_checkpoint(params)
+            and not params.vlm.do_sample
+        ):
+            # repeats of greedy decoding would agree: a repeat of the local model samples
+            return params.with_updates(eval=upd, env=env, vlm={"do_sample": True})
         return params.with_updates(eval=upd, env=env)
+
+    def _plays_checkpoint(self, params: Params) -> bool:
+        return policy_info(self.policy).takes_checkpoint(params.policy.backend)
 
     def _env_updates(self, env: EnvParams) -> dict[str, Any]:
         upd: dict[str, Any] = {"answer_snap": self.answer_snap}
