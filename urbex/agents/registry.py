@@ -38,6 +38,7 @@ __all__ = [
     "Backend",
     "PolicyFactory",
     "PolicyInfo",
+    "PolicyMaker",
     "PolicySettings",
     "build_policy",
     "make_policy",
@@ -447,6 +448,40 @@ def make_policy(
     return build_policy(
         name, PolicySettings.of(params), env=env, checkpoint=checkpoint, class_sizes=class_sizes
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyMaker:
+    """How a run's players build its policy (``maker(env)``: :func:`build_policy` with these
+    arguments): one value a worker process can receive and call in its own environment.
+
+    Attributes
+    ----------
+    name : str
+        The policy's name.
+    settings : PolicySettings
+        What its factory reads.
+    checkpoint : Path or None
+        The local checkpoint, for a policy that takes one (relative: against
+        ``settings.base_dir``).
+    class_sizes : mapping or None
+        ``{class: (dx_m, dy_m)}`` for a policy that takes them.
+    """
+
+    name: str
+    settings: PolicySettings
+    checkpoint: Path | None = None
+    class_sizes: Mapping[str, tuple[float, float]] | None = None
+
+    def __call__(self, env: GroundingEnv | None) -> Policy:
+        """The policy, bound to ``env`` where it needs one."""
+        return build_policy(
+            self.name,
+            self.settings,
+            env=env,
+            checkpoint=self.checkpoint,
+            class_sizes=self.class_sizes,
+        )
 
 
 def build_policy(

@@ -77,13 +77,13 @@ class World:
         LandmarkError
             ``require_landmarks`` and ``<assets>/landmarks`` holds no table.
         """
+        scenes = CachedSceneProvider(scenes_dir or layout.scenes, maxsize=max_open_scenes)
         index = landmark_index(layout, landmarks)
         if index is None and require_landmarks:
             raise LandmarkError(
                 "landmark tables not found; build them with `urbex landmarks`",
                 path=layout.landmarks,
             )
-        scenes = CachedSceneProvider(scenes_dir or layout.scenes, maxsize=max_open_scenes)
         return cls(env_params=env, scenes=scenes, landmarks=index)
 
     @classmethod

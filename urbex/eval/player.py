@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from urbex.agents.registry import PolicySettings, build_policy
+from urbex.agents.registry import PolicyMaker
 from urbex.config import EvalParams, LandmarkParams
 from urbex.env.episode import GroundingEnv
 from urbex.env.play import episode_seed, play_batch, play_episode
@@ -90,26 +90,25 @@ class RunWork:
         The run (policy, split, checkpoint, sample, perturbation, tools, ...).
     run_id
         The run's directory name (recorded in every row).
-    settings
-        What the policy's factory reads (the ``policy``, ``env``, ``vlm``, ``openai`` sections,
-        the layout, the candidate classes), with the spec's tools and marks applied.
+    maker
+        How a player builds the policy (its ``settings``: the ``policy``, ``env``, ``vlm``,
+        ``openai`` sections, the layout and the candidate classes, with the spec's tools and
+        marks applied; its checkpoint and class sizes). The player's world is opened from the
+        same layout and ``env`` section.
     eval
         The ``eval`` section with the spec's sample, perturbation and repeat seed applied
         (episode seeds, time-out, point metrics, candidate classes, chunking).
     landmarks
         The ``landmarks`` section (how the landmark tables are indexed).
-    class_sizes
-        ``{class: (dx_m, dy_m)}`` for a policy that takes them.
     directory
         The run directory (:meth:`urbex.layout.AssetLayout.run`).
     """
 
     spec: RunSpec
     run_id: str
-    settings: PolicySettings
+    maker: PolicyMaker
     eval: EvalParams
     landmarks: LandmarkParams
-    class_sizes: Mapping[str, tuple[float, float]] | None
     directory: Path
 
     @property
@@ -121,12 +120,6 @@ class RunWork:
     def split(self) -> str:
         """The split played (:attr:`RunSpec.split`)."""
         return self.spec.split
-
-    @property
-    def checkpoint(self) -> Path | None:
-        """The policy's checkpoint as the spec records it (relative paths are read against
-        ``settings.base_dir`` by the policy's factory)."""
-        return None if self.spec.checkpoint is None else Path(self.spec.checkpoint)
 
     @property
     def key(self) -> str:
@@ -158,15 +151,13 @@ class EpisodePlayer:
         self.policy_name = run.policy
         self.split = run.split
         self.run_id = run.run_id
-        s = run.settings
+        s = run.maker.settings
         self.env = env or World.open(s.layout, s.env, run.landmarks).env()
         # eval.landmark_perturbation (paper D.3): static for noise/wrong, per query for missing
         self._landmarks = PerturbedLandmarks.from_eval(self.env.landmarks, run.eval)
         if self._landmarks.mode != "none":
             self.env.use_landmarks(self._landmarks.index)
-        self.policy = policy or build_policy(
-            run.policy, s, env=self.env, checkpoint=run.checkpoint, class_sizes=run.class_sizes
-        )
+        self.policy = policy or run.maker(self.env)
         if not isinstance(self.policy, Policy):
             raise TypeError(
                 f"policy: expected a urbex.env.policy.Policy (subclass PolicyBase for the "

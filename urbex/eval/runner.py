@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbex.agents.registry import PolicySettings, policy_class_sizes, policy_info
+from urbex.agents.registry import PolicyMaker, PolicySettings, policy_class_sizes, policy_info
 from urbex.annotations.splits import load_queries
 from urbex.env.play import episode_seed
 from urbex.eval.perturb import LandmarkPerturbation
@@ -280,10 +280,11 @@ def evaluate(
                 RunWork(
                     spec=spec,
                     run_id=rid,
-                    settings=settings,
+                    maker=PolicyMaker(
+                        name=policy, settings=settings, checkpoint=ckpt, class_sizes=sizes
+                    ),
                     eval=params.eval,
                     landmarks=params.landmarks,
-                    class_sizes=sizes,
                     directory=d,
                 ),
                 todo,
