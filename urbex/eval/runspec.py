@@ -283,17 +283,10 @@ class RunSpec:
         if self.repeat_seed is not None:  # a repeat (urbex.eval.repeats): its own episode seeds
             upd["seed"] = self.repeat_seed
         env = self._env_updates(params.env)
-        if (
-            self.repeat_seed is not None
-            and self._plays_checkpoint(params)
-            and not params.vlm.do_sample
-        ):
-            # repeats of greedy decoding would agree: a repeat of the local model samples
-            return params.with_updates(eval=upd, env=env, vlm={"do_sample": True})
-        return params.with_updates(eval=upd, env=env)
-
-    def _plays_checkpoint(self, params: Params) -> bool:
-        return policy_info(self.policy).takes_checkpoint(params.policy.backend)
+        local_model = policy_info(self.policy).takes_checkpoint(params.policy.backend)
+        # repeats of greedy decoding would agree: a repeat of the local model samples
+        vlm = {"do_sample": True} if self.repeat_seed is not None and local_model else {}
+        return params.with_updates(eval=upd, env=env, vlm=vlm)
 
     def _env_updates(self, env: EnvParams) -> dict[str, Any]:
         upd: dict[str, Any] = {"answer_snap": self.answer_snap}
