@@ -445,9 +445,11 @@ def make_policy(
     urbex.errors.PolicyError
         The model backend cannot be set up (no checkpoint, unreadable checkpoint).
     """
-    return build_policy(
-        name, PolicySettings.of(params), env=env, checkpoint=checkpoint, class_sizes=class_sizes
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    maker = PolicyMaker(
+        name=name, settings=PolicySettings.of(params), checkpoint=ckpt, class_sizes=class_sizes
     )
+    return maker(env)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
