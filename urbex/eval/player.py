@@ -146,7 +146,6 @@ class EpisodePlayer:
         self, run: RunWork, *, policy: Policy | None = None, env: GroundingEnv | None = None
     ) -> None:
 
-        self.run = run
         self.eval = run.eval
         self.policy_name = run.policy
         self.split = run.split
