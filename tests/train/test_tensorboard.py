@@ -38,6 +38,30 @@ def test_scalar_log_resumed_drops_the_steps_after_its_start(tmp_path):
     assert scalars(folder)["train/loss"] == [(1, 1.0), (2, 2.0), (3, 30.0), (4, 40.0)]
 
 
+def test_scalar_log_resumed_is_right_whatever_order_the_earlier_files_sort_in(tmp_path):
+    # Two writers started in the same second name their files by a counter compared as text
+    # (….10 sorts before ….9): the resumed log must not depend on the names' order.
+    from urbex.train.tensorboard import ScalarLog
+
+    folder = tmp_path / "sft"
+    first = ScalarLog("tensorboard", folder)
+    for step in (1, 2, 3):
+        first.add(step, loss=float(step))
+    first.close()
+    (written,) = folder.iterdir()
+    written.rename(folder / "events.out.tfevents.9999999999.host.1.9")  # sorts after any new file
+    again = ScalarLog("tensorboard", folder, start_step=2)
+    for step in (3, 4):
+        again.add(step, loss=10.0 * step)
+    again.close()
+    assert len(list(folder.iterdir())) == 1
+    assert scalars(folder)["train/loss"] == [(1, 1.0), (2, 2.0), (3, 30.0), (4, 40.0)]
+    third = ScalarLog("tensorboard", folder, start_step=3)
+    third.add(4, loss=400.0)
+    third.close()
+    assert scalars(folder)["train/loss"] == [(1, 1.0), (2, 2.0), (3, 30.0), (4, 400.0)]
+
+
 def test_scalar_log_none_writes_nothing_and_bad_value_raises(tmp_path):
     from urbex.train.tensorboard import ScalarLog
 

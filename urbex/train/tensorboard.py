@@ -31,8 +31,11 @@ class ScalarLog:
     folder : Path
         The run's folder (``<staging>/runs/<name>``); a resumed run writes to the same one.
     start_step : int
-        Steps already done: a resumed run first drops the events logged after them (TensorBoard's
-        ``purge_step``), so a step is never shown twice.
+        Steps already done. A resumed run rewrites the scalars logged up to ``start_step`` into
+        its own event file and deletes the earlier files, so the folder holds one file and a step
+        is never shown twice. (TensorBoard's ``purge_step`` is not enough: it relies on the files'
+        names sorting in the order they were written, and two writers started in the same second
+        sort by a counter compared as text, 10 before 9.)
     """
 
     def __init__(self, report_to: str, folder: Path, *, start_step: int = 0) -> None:
@@ -43,8 +46,16 @@ class ScalarLog:
         if report_to == "tensorboard":
             from torch.utils.tensorboard import SummaryWriter
 
-            purge = start_step + 1 if start_step else None
-            self._writer = SummaryWriter(log_dir=str(self.folder), purge_step=purge)
+            earlier = sorted(self.folder.glob("events.out.tfevents.*")) if start_step else []
+            kept = _scalars_up_to(earlier, start_step)
+            self._writer = SummaryWriter(log_dir=str(self.folder))
+            for (tag, step), (wall_time, value) in sorted(kept.items(), key=lambda kv: kv[0][1]):
+                self._writer.add_scalar(tag, value, step, walltime=wall_time)
+            self._writer.flush()
+            own = Path(self._writer.file_writer.event_writer._file_name)
+            for path in earlier:
+                if path != own:
+                    path.unlink(missing_ok=True)
 
     def add(self, step: int, **scalars: float) -> None:
         """Write ``train/<name>`` = value at ``step`` for each keyword, then flush."""
@@ -59,6 +70,25 @@ class ScalarLog:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _scalars_up_to(paths: list[Path], last_step: int) -> dict[tuple[str, int], tuple[float, float]]:
+    """``(tag, step) → (wall_time, value)`` of the scalars at steps ``≤ last_step`` in the event
+    files ``paths``; where files repeat a step, the one written last (by wall time) wins."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    kept: dict[tuple[str, int], tuple[float, float]] = {}
+    for path in paths:
+        for event in LegacyEventFileLoader(str(path)).Load():
+            if not event.HasField("summary") or event.step > last_step:
+                continue
+            for value in event.summary.value:
+                if value.WhichOneof("value") != "simple_value":
+                    continue
+                key = (value.tag, int(event.step))
+                if key not in kept or kept[key][0] <= event.wall_time:
+                    kept[key] = (float(event.wall_time), float(value.simple_value))
+    return kept
 
 
 def move_runs(src: Path, dst: Path) -> Path | None:
