@@ -433,11 +433,7 @@ def finalize_run(lay: AssetLayout, run_id: str, written: Written | None = None) 
     """
     import polars as pl
 
-    d, metrics_path, summary_path = (
-        lay.run(run_id),
-        lay.run_metrics(run_id),
-        lay.run_summary(run_id),
-    )
+    d = lay.run(run_id)
     eps = compact_run(d, written)
     spec = read_spec(d)
     cols: dict[str, Any] = spec.columns() if spec is not None else {"landmark_perturbation": "none"}
@@ -452,6 +448,7 @@ def finalize_run(lay: AssetLayout, run_id: str, written: Written | None = None) 
     versioned = metrics.drop(timing)
     summary = run_summary(versioned)
     # computed first, then written: the measured columns (unversioned), the metrics, the summary
+    metrics_path, summary_path = lay.run_metrics(run_id), lay.run_summary(run_id)
     write_table_atomic(
         metrics.select([*GROUP_KEYS, *timing]).to_arrow(), d / TIMINGS_DIR / metrics_path.name
     )
