@@ -380,6 +380,13 @@ class SFTParams(StrictModel):
     max_length: Int | None = Field(
         4096, ge=1, description="longest rendered conversation, tokens (image pads included)"
     )
+    drills: Int = Field(
+        0,
+        ge=0,
+        description="reading drills added to each step beside the conversations (the reader "
+        "stage's text families by reader.mix, look-up listings by reader.levels[0] and "
+        "reader.spread_from), so that SFT keeps what the reader learned (0 = off)",
+    )
     seed: Seed = Field(0, description="teacher paths, example order and torch seed")
     save_steps: Int = Field(
         50,

@@ -388,6 +388,57 @@ def test_an_interrupted_sft_resumes_from_its_last_saved_step_as_if_never_stopped
     assert load_state(staging, {"lr": 2e-3}) is None
 
 
+def test_sft_drills_join_every_step_and_a_resumed_run_draws_the_same(assets, tiny, monkeypatch):
+    """``sft.drills``: each step also trains on that many reading drills of the text families
+    (the reader's shares); the drills change what is trained, and a run interrupted after step 3
+    (saved at 2) resumes drawing the same drills: the uninterrupted run's weights, bit for bit."""
+    import torch
+    from safetensors.torch import load_file
+
+    from urbex.train import sft as sft_mod
+
+    p = _params(assets, limit=3, drills=3, save_steps=2).with_updates(
+        env={"marks": {"enabled": True, "describe": "attributes", "layout": "id_last"}}
+    )
+    seen: list[list[str]] = []
+    real_encode = sft_mod.encode_drills
+
+    def spy(drills, tok, max_length):
+        seen.append(sorted(d.family for d in drills))
+        return real_encode(drills, tok, max_length)
+
+    monkeypatch.setattr(sft_mod, "encode_drills", spy)
+    ref = sft_mod.sft(p, checkpoint=tiny, steps=4, progress=False, run_name="drills-ref")
+    assert len(seen) == 4 and all(len(s) == 3 for s in seen)
+    assert {f for s in seen for f in s} <= {"mark_lookup", "name_copy", "box_copy"}
+    assert "mark_lookup" in {f for s in seen for f in s}
+    off = sft_mod.sft(
+        p.with_updates(sft={"drills": 0}), checkpoint=tiny, steps=4, progress=False,
+        run_name="drills-off",
+    )  # fmt: skip
+    assert len(seen) == 4  # no drills drawn with drills: 0
+    a = load_file(ref.checkpoint_dir / "model.safetensors")
+    b = load_file(off.checkpoint_dir / "model.safetensors")
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+    real = sft_mod.causal_lm_loss
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sft_mod, "causal_lm_loss", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sft_mod.sft(p, checkpoint=tiny, steps=4, progress=False, run_name="drills-cut")
+    monkeypatch.setattr(sft_mod, "causal_lm_loss", real)
+    r = sft_mod.sft(p, checkpoint=tiny, steps=4, progress=False, run_name="drills-cut")
+    assert r.resumed_from == 2
+    c = load_file(r.checkpoint_dir / "model.safetensors")
+    assert a.keys() == c.keys() and all(torch.equal(a[k], c[k]) for k in a)
+
+
 @pytest.mark.parametrize(("steps", "warmup"), [(200, 10), (20, 1), (10, 0)])
 def test_lr_schedule_is_linear_warmup_then_cosine_to_a_tenth(steps, warmup):
     """transformers' schedule gives the documented shape (urbex.train.sft.lr_schedule), computed

@@ -39,19 +39,23 @@ import numpy as np
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
+from urbex.errors import ConfigError
 from urbex.synth.noise import misspell
 from urbex.tool_vocabulary import ToolName
 
 if TYPE_CHECKING:
     from urbex.config_env import MarksParams
-    from urbex.config_reader import LookupAsks
+    from urbex.config_reader import LookupAsks, ReaderParams
     from urbex.env.trajectory import Trajectory
 
 __all__ = [
     "Drill",
     "DrillSources",
     "box_copy_drill",
+    "drill_batch",
     "drill_sources",
+    "lookup_size",
+    "make_drill",
     "mark_lookup_drill",
     "name_copy_drill",
     "random_listing",
@@ -420,3 +424,91 @@ def box_copy_drill(
     if not segs:
         return None
     return Drill(family="box_copy", segments=tuple(segs))
+
+
+def lookup_size(rng: np.random.Generator, r: ReaderParams, level_index: int) -> int:
+    """Marks per listing of one look-up drill at curriculum level ``r.levels[level_index]``.
+
+    A quarter of the drills revisit an earlier (shorter) level; with ``r.spread_from`` the size
+    is then drawn uniformly from ``spread_from`` up to that level, so one step mixes short and
+    long listings."""
+    size = r.levels[level_index]
+    if level_index > 0 and rng.random() < 0.25:
+        size = r.levels[int(rng.integers(level_index))]
+    if r.spread_from is not None:
+        size = int(rng.integers(min(r.spread_from, size), size + 1))
+    return size
+
+
+def make_drill(
+    family: str,
+    rng: np.random.Generator,
+    src: DrillSources,
+    r: ReaderParams,
+    marks: MarksParams,
+    *,
+    level: int,
+) -> Drill | None:
+    """One drill of ``family`` (not ``whole_turn``) with ``level`` marks per look-up listing, by
+    the settings of ``r`` and the listing format of ``marks``; None when ``src`` holds nothing
+    to build it from."""
+    if family == "mark_lookup":
+        return mark_lookup_drill(
+            rng,
+            src,
+            level=level,
+            full=level >= r.levels[-1],
+            answers=r.answers_per_drill,
+            synthetic_rate=r.synthetic_rate,
+            marks=marks,
+            asks=r.asks,
+        )
+    if family == "name_copy":
+        return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
+    return box_copy_drill(
+        rng, src, answers=max(1, r.answers_per_drill // 2), synthetic_rate=r.synthetic_rate
+    )
+
+
+def drill_batch(
+    rng: np.random.Generator,
+    src: DrillSources,
+    r: ReaderParams,
+    marks: MarksParams,
+    counts: dict[str, int],
+    *,
+    level_index: int,
+) -> list[Drill]:
+    """``counts[family]`` drills of each text family (``whole_turn`` is skipped: those are SFT
+    examples) at curriculum level ``r.levels[level_index]`` (look-up listings sized by
+    :func:`lookup_size`).
+
+    Raises
+    ------
+    ConfigError
+        A family asked for cannot be built from ``src`` (no listing, name or query text in the
+        train split's teacher episodes).
+    """
+    out: list[Drill] = []
+    for family, n in counts.items():
+        if family == "whole_turn" or n <= 0:
+            continue
+        made, tries = 0, 0
+        while made < n:
+            level = (
+                lookup_size(rng, r, level_index)
+                if family == "mark_lookup"
+                else r.levels[level_index]
+            )
+            d = make_drill(family, rng, src, r, marks, level=level)
+            tries += 1
+            if d is not None:
+                out.append(d)
+                made += 1
+            elif tries > 20 * n + 100:
+                raise ConfigError(
+                    f"no {family} drill can be built from the train split's teacher episodes; "
+                    "check env.marks and the landmark tables",
+                    field="reader.mix",
+                )
+    return out

@@ -65,10 +65,10 @@ from urbex.train.drill_loss import (
 from urbex.train.drills import (
     Drill,
     DrillSources,
-    box_copy_drill,
+    drill_batch,
     drill_sources,
-    mark_lookup_drill,
-    name_copy_drill,
+    lookup_size,
+    make_drill,
 )
 from urbex.train.publish import publish_checkpoint
 from urbex.train.reader_plot import plot_reader_curves
@@ -175,47 +175,6 @@ def reader_episodes(
     return split_episodes(trajs)
 
 
-def lookup_size(rng: np.random.Generator, r: ReaderParams, level_index: int) -> int:
-    """Marks per listing of one look-up drill at curriculum level ``r.levels[level_index]``.
-
-    A quarter of the drills revisit an earlier (shorter) level; with ``r.spread_from`` the size
-    is then drawn uniformly from ``spread_from`` up to that level, so one step mixes short and
-    long listings."""
-    size = r.levels[level_index]
-    if level_index > 0 and rng.random() < 0.25:
-        size = r.levels[int(rng.integers(level_index))]
-    if r.spread_from is not None:
-        size = int(rng.integers(min(r.spread_from, size), size + 1))
-    return size
-
-
-def _make(
-    family: str,
-    rng: np.random.Generator,
-    src: DrillSources,
-    r: ReaderParams,
-    marks: MarksParams,
-    *,
-    level: int,
-) -> Drill | None:
-    if family == "mark_lookup":
-        return mark_lookup_drill(
-            rng,
-            src,
-            level=level,
-            full=level >= r.levels[-1],
-            answers=r.answers_per_drill,
-            synthetic_rate=r.synthetic_rate,
-            marks=marks,
-            asks=r.asks,
-        )
-    if family == "name_copy":
-        return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
-    return box_copy_drill(
-        rng, src, answers=max(1, r.answers_per_drill // 2), synthetic_rate=r.synthetic_rate
-    )
-
-
 def held_out(
     family: str,
     src: DrillSources,
@@ -231,7 +190,7 @@ def held_out(
     rng = np.random.default_rng([seed, 77, DRILL_FAMILIES.index(family), level])
     out: list[Drill] = []
     for _ in range(20 * n):
-        d = _make(family, rng, src, r, marks, level=level)
+        d = make_drill(family, rng, src, r, marks, level=level)
         if d is not None:
             out.append(d)
         if len(out) >= n:
@@ -431,16 +390,8 @@ def train_reader(
     for step in bar:
         level = r.levels[li]
         counts = rng.multinomial(r.batch_size, probs)
-        drills: list[Drill] = []
-        for fam, c in zip(DRILL_FAMILIES, counts.tolist(), strict=True):
-            if fam == "whole_turn":
-                continue
-            while c > 0:
-                lv = lookup_size(rng, r, li) if fam == "mark_lookup" else level
-                d = _make(fam, rng, src, r, params.env.marks, level=lv)
-                if d is not None:
-                    drills.append(d)
-                    c -= 1
+        text_counts = {f: int(c) for f, c in zip(DRILL_FAMILIES, counts, strict=True)}
+        drills = drill_batch(rng, src, r, params.env.marks, text_counts, level_index=li)
         n_whole = int(counts[DRILL_FAMILIES.index("whole_turn")])
         t0 = time.perf_counter()
         lr = float(sched.get_last_lr()[0])

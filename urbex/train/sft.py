@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +57,8 @@ from urbex.env.trl_adapter import template_tool_schemas
 from urbex.env.world import World
 from urbex.errors import AnnotationError, ConfigError
 from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
+from urbex.train.drill_loss import drill_loss, encode_drills
+from urbex.train.drills import drill_batch, drill_sources
 from urbex.train.publish import publish_checkpoint
 from urbex.train.sft_state import SFTState, examples_digest, load_state, save_state
 from urbex.train.teacher import RecoveryStats, recovery_round, teacher_trajectories
@@ -330,6 +332,14 @@ def _batch(
     return dict(inputs)
 
 
+def _drill_counts(mix: Mapping[str, float], n: int) -> dict[str, float]:
+    """The text drill families' shares of ``mix`` (``reader.mix`` without ``whole_turn``: SFT's
+    own conversations are the whole turns), normalised; empty when ``n`` is 0."""
+    shares = {f: float(v) for f, v in mix.items() if f != "whole_turn"}
+    total = sum(shares.values())
+    return {f: v / total for f, v in shares.items()} if n and total > 0 else {}
+
+
 def _fingerprint(
     s: SFTParams,
     env: EnvParams,
@@ -416,6 +426,8 @@ def sft(
     if not trajs:
         raise AnnotationError("no valid teacher trajectory to train on", field="sft.split")
     examples = render_examples(trajs, processor, params.env, params.vlm)
+    drill_src = drill_sources(trajs) if s.drills else None
+    drill_counts = _drill_counts({str(f): v for f, v in params.reader.mix.items()}, s.drills)
     tok = processor.tokenizer
     stop_ids = [tok.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|image_pad|>")]
     rng = np.random.default_rng(s.seed)
@@ -424,6 +436,8 @@ def sft(
     schedule = lr_schedule(opt, steps=n_steps, warmup_steps=s.warmup_steps)
     staging = params.layout.checkpoint_staging(name)
     fingerprint = _fingerprint(params.sft, params.env, params.vlm, base, name, n_steps, examples)
+    if s.drills:  # the drills' generator settings shape every step
+        fingerprint["reader"] = params.reader.model_dump(mode="json")
     state = load_state(staging, fingerprint)
     if state is None and staging.exists():  # another run's leftovers (other settings)
         shutil.rmtree(staging)
@@ -473,6 +487,14 @@ def sft(
         inputs = _batch(processor, [examples[i] for i in idx], s.max_length)
         lr = float(schedule.get_last_lr()[0])
         loss = causal_lm_loss(model, inputs, stop_ids)
+        if drill_src is not None:  # weighted per sequence, as the reader stage weighs them
+            counts = dict(zip(drill_counts, rng.multinomial(s.drills, list(drill_counts.values()))))
+            drills = drill_batch(
+                rng, drill_src, params.reader, params.env.marks, counts, level_index=0
+            )
+            if drills:
+                d_loss = drill_loss(model, encode_drills(drills, tok, params.reader.max_length))
+                loss = (loss * len(idx) + d_loss * len(drills)) / (len(idx) + len(drills))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
