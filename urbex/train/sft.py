@@ -417,12 +417,14 @@ def sft(
     out = params.layout.checkpoint(name)
     model, processor = load_local_vlm(base, field="sft.checkpoint")
     check_vocabulary(model, processor, base, field="sft.checkpoint")
-    world = World.from_params(params)  # the teacher's and the recovery round's environment
-    trajs = (
-        list(trajectories)
-        if trajectories is not None
-        else teacher_trajectories(world, params.layout, s, params.vlm, progress=progress)
-    )
+    # the teacher's and the recovery round's environment, opened only where one of them plays
+    world: World | None = None
+    if trajectories is None:
+        world = World.from_params(params)
+        trajs = teacher_trajectories(world, params.layout, s, params.vlm, progress=progress)
+    else:
+        trajs = list(trajectories)
+        world = World.from_params(params) if s.recovery_at > 0 else None
     if not trajs:
         raise AnnotationError("no valid teacher trajectory to train on", field="sft.split")
     examples = render_examples(trajs, processor, params.env, params.vlm)
@@ -473,7 +475,7 @@ def sft(
     bar = tqdm(range(start, n_steps), desc="sft", unit="step", disable=not progress)
     scalars = ScalarLog(params.train.report_to, staging / RUNS_DIR / "sft", start_step=start)
     for step in bar:
-        if step == at:
+        if step == at and world is not None:  # world: opened when recovery_at > 0
             more, recovery = recovery_round(
                 world, params.layout, s, params.vlm, model, processor, progress=progress
             )
