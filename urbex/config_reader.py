@@ -81,6 +81,13 @@ class ReaderParams(StrictModel):
     rename_rate: Float = Field(
         0.5, ge=0, le=1, description="share of name-copy drills with the name replaced by another"
     )
+    fresh_names: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of those new names drawn from the synthetic city's name generator "
+        "(names no train scene need hold) rather than from the train split's landmarks",
+    )
     per_query: Int = Field(1, ge=1, description="teacher paths per train query (drill sources)")
     held_out: Int = Field(64, ge=8, description="held-out drills per family, per evaluation")
     eval_every: Int = Field(100, ge=1, description="held-out accuracy every N steps")

@@ -152,6 +152,29 @@ def test_name_copy_names_the_landmark_the_description_holds():
             assert not misspelled or "north of" in desc  # a misspelled mention of the new name
 
 
+def test_fresh_names_come_from_the_name_generator_not_the_train_pool():
+    src = _sources()
+    d = name_copy_drill(np.random.default_rng(4), src, answers=40, rename_rate=1.0, fresh_names=1.0)
+    assert d is not None
+    called = [
+        json.loads(t.removeprefix("<tool_call>").split("</tool_call>")[0])["arguments"]["name"]
+        for t, sup in d.segments
+        if sup
+    ]
+    assert not set(called) & set(src.name_pool)  # every name is new to the split
+    assert len(set(called)) > 20  # and they vary
+    descs = [t for t, sup in d.segments if not sup and t.startswith("<|im_start|>")]
+    assert (
+        sum(n in t for n, t in zip(called, descs, strict=True)) >= 30
+    )  # copied (1 in 10 misspelled)
+    old = name_copy_drill(np.random.default_rng(4), src, answers=40, rename_rate=1.0)
+    assert old is not None and {  # fresh_names 0: the train pool, as before
+        json.loads(t.removeprefix("<tool_call>").split("</tool_call>")[0])["arguments"]["name"]
+        for t, sup in old.segments
+        if sup
+    } <= set(src.name_pool)
+
+
 def test_box_copy_copies_the_printed_surroundings_box():
     for rate in (0.0, 1.0):
         d = box_copy_drill(np.random.default_rng(1), _sources(), answers=3, synthetic_rate=rate)

@@ -40,6 +40,7 @@ from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
 from urbex.errors import ConfigError
+from urbex.synth.names import NamePool
 from urbex.synth.noise import misspell
 from urbex.tool_vocabulary import ToolName
 
@@ -66,6 +67,8 @@ _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Grou
 #: Ids a drill's marks are shown under (re-drawn per drill, as SFT's shuffled ids).
 ID_POOL = 99
 _SIZE = ("large", "small")
+#: The name generator's draws a fresh name comes from (:class:`urbex.synth.names.NamePool`).
+_FRESH_KINDS = ("road", "building", "park", "parking")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -356,10 +359,18 @@ def _call(tool: str, **arguments: Any) -> str:
 
 
 def name_copy_drill(
-    rng: np.random.Generator, sources: DrillSources, *, answers: int, rename_rate: float
+    rng: np.random.Generator,
+    sources: DrillSources,
+    *,
+    answers: int,
+    rename_rate: float,
+    fresh_names: float = 0.0,
 ) -> Drill | None:
     """Up to ``answers`` descriptions, each answered with the ``landmark_query`` call naming
-    its landmark (renamed at ``rename_rate``; a renamed mention misspelled 1 in 10)."""
+    its landmark (renamed at ``rename_rate``; a renamed mention misspelled 1 in 10). A share
+    ``fresh_names`` of the new names comes from the synthetic city's name generator
+    (:class:`urbex.synth.names.NamePool`, any kind) rather than from ``sources.name_pool``, so
+    the name copied need not be one the train split shows."""
     if not sources.names:
         return None
     segs: list[tuple[str, bool]] = []
@@ -367,6 +378,9 @@ def name_copy_drill(
         desc, name = sources.names[int(rng.integers(len(sources.names)))]
         if sources.name_pool and rng.random() < rename_rate:
             new = sources.name_pool[int(rng.integers(len(sources.name_pool)))]
+            if fresh_names and rng.random() < fresh_names:
+                pool = NamePool(rng, "sensaturban")
+                new = getattr(pool, _FRESH_KINDS[int(rng.integers(len(_FRESH_KINDS)))])()
             shown = new
             if rng.random() < 0.1:
                 shown = misspell(new, rng) or new
@@ -464,7 +478,13 @@ def make_drill(
             asks=r.asks,
         )
     if family == "name_copy":
-        return name_copy_drill(rng, src, answers=r.answers_per_drill, rename_rate=r.rename_rate)
+        return name_copy_drill(
+            rng,
+            src,
+            answers=r.answers_per_drill,
+            rename_rate=r.rename_rate,
+            fresh_names=r.fresh_names,
+        )
     return box_copy_drill(
         rng, src, answers=max(1, r.answers_per_drill // 2), synthetic_rate=r.synthetic_rate
     )
