@@ -205,6 +205,9 @@ MARKS_RECIPE = {
     # look-up listings of 2..8 marks mixed from the start (docs/reader.md)
     "reader.levels": [8, 16, 32],
     "reader.spread_from": 2,
+    # SFT keeps the reading: drills beside the conversations, landmarks renamed (docs/reader.md)
+    "sft.drills": 8,
+    "sft.rename_rate": 0.5,
     # the recipe's name, recorded with each checkpoint (the demo's rows are marked smoke)
     "recipe.name": "cpu",
 }
@@ -234,12 +237,12 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 7 + 1
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's seven, recipe.name
+        len(changed) == 21 + 3 + 7 + 1 + 2
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's seven, recipe.name, SFT's drills and renaming
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert (
-        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 42
-    )  # 40 + the two look-up curriculum keys
+        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 44
+    )  # 40 + the two look-up curriculum keys + SFT's drills and renaming
 
 
 def _write(path: Path, text: str) -> Path:
