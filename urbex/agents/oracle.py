@@ -210,7 +210,7 @@ class TeacherPolicy(OraclePolicy):
     probability ``p_mistake`` the episode holds one deliberate invalid turn before the zoom — a
     zoom box with its corners swapped, or an answer in a ``zoom_1`` that does not exist yet — and
     then recovers (SFT shows the error text and the correct next action, with no loss on the
-    mistake itself: :func:`urbex.train.sft.assistant_labels`). The answer is the target box in the
+    mistake itself: :func:`urbex.train.sft_examples.assistant_labels`). The answer is the target box in the
     zoom view, as the oracle's.
     """
 
@@ -369,7 +369,7 @@ class RecoveryTeacher(PolicyBase):
     does not exist) is played as it is, the environment answers with its real error text, and
     the episode goes on; any other proposal is replaced by the ``teacher``'s action. After
     ``max_errors`` rejected proposals the teacher plays alone. SFT supervises only the valid
-    turns (:func:`urbex.train.sft.assistant_labels`), so the student learns what to do *after
+    turns (:func:`urbex.train.sft_examples.assistant_labels`), so the student learns what to do *after
     its own errors* — the states it reaches at evaluation, which the teacher's clean
     demonstrations never show (Ross et al., 2011, DAgger).
 

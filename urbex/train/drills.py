@@ -21,7 +21,7 @@ and from random listings and names — never from val or test:
     the printed surroundings box.
 ``whole_turn``
     The teacher's conversations (description, tool texts, images → each next call or answer),
-    rendered as SFT renders them (:func:`urbex.train.sft.render_examples`).
+    rendered as SFT renders them (:func:`urbex.train.sft_examples.render_examples`).
 
 Frames: every box in a drill is in view units 0–1000 of the view it names.
 """

@@ -72,8 +72,9 @@ from urbex.train.drills import (
 )
 from urbex.train.publish import publish_checkpoint
 from urbex.train.reader_plot import plot_reader_curves
-from urbex.train.sft import SFTExample, causal_lm_loss, render_examples
-from urbex.train.sft import _batch as sft_batch
+from urbex.train.sft import causal_lm_loss
+from urbex.train.sft_examples import SFTExample, render_examples
+from urbex.train.sft_examples import example_batch as sft_batch
 from urbex.train.teacher import teacher_trajectories
 from urbex.train.tensorboard import RUNS_DIR, ScalarLog, move_runs
 
