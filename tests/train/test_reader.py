@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.city import build_eval_project
+from tests.fixtures.interrupt import interrupt_at
 from urbex.config import Params
 from urbex.errors import ConfigError, PolicyError
 
@@ -104,15 +105,7 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
         p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-ref"
     )
     real = reader_mod.drill_loss
-    calls = {"n": 0}
-
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(reader_mod, "drill_loss", interrupted)
+    interrupt_at(monkeypatch, reader_mod, "drill_loss", 4)
     with pytest.raises(KeyboardInterrupt):
         reader_mod.train_reader(
             p, checkpoint=tiny, steps=4, progress=False, trajectories=trajs, run_name="r-cut"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures.city import build_eval_project
+from tests.fixtures.interrupt import interrupt_at
 from urbex.config import Params
 from urbex.errors import AnnotationError, ConfigError, PolicyError
 
@@ -338,15 +339,7 @@ def test_an_interrupted_sft_resumes_from_its_last_saved_step_as_if_never_stopped
     p = p.with_updates(vlm={"max_new_tokens": 24})  # the random student's turns stay short
     ref = sft_mod.sft(p, checkpoint=tiny, steps=6, progress=False, run_name="sft-ref")
     real = sft_mod.causal_lm_loss
-    calls = {"n": 0}
-
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 6:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sft_mod, "causal_lm_loss", interrupted)
+    interrupt_at(monkeypatch, sft_mod, "causal_lm_loss", 6)
     with pytest.raises(KeyboardInterrupt):
         sft_mod.sft(p, checkpoint=tiny, steps=6, progress=False, run_name="sft-cut")
     final = p.layout.checkpoint("sft-cut")
@@ -421,15 +414,7 @@ def test_sft_drills_join_every_step_and_a_resumed_run_draws_the_same(assets, tin
     b = load_file(off.checkpoint_dir / "model.safetensors")
     assert any(not torch.equal(a[k], b[k]) for k in a)
     real = sft_mod.causal_lm_loss
-    calls = {"n": 0}
-
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sft_mod, "causal_lm_loss", interrupted)
+    interrupt_at(monkeypatch, sft_mod, "causal_lm_loss", 3)
     with pytest.raises(KeyboardInterrupt):
         sft_mod.sft(p, checkpoint=tiny, steps=4, progress=False, run_name="drills-cut")
     monkeypatch.setattr(sft_mod, "causal_lm_loss", real)
