@@ -384,7 +384,8 @@ class SFTParams(StrictModel):
         0,
         ge=0,
         description="reading drills added to each step beside the conversations (the reader "
-        "stage's text families by reader.mix, look-up listings by reader.levels[0] and "
+        "stage's text families by reader.mix, look-up listings at the reader.levels entry the "
+        "base checkpoint's reader stage reached (its reader.json; else the first) and "
         "reader.spread_from), so that SFT keeps what the reader learned (0 = off)",
     )
     seed: Seed = Field(0, description="teacher paths, example order and torch seed")

@@ -424,6 +424,60 @@ def test_sft_drills_join_every_step_and_a_resumed_run_draws_the_same(assets, tin
     assert a.keys() == c.keys() and all(torch.equal(a[k], c[k]) for k in a)
 
 
+@pytest.mark.parametrize(
+    ("summary", "index"),
+    [(None, 0), ({"level": 8}, 0), ({"level": 16}, 1), ({"level": 32}, 2), ({"level": 20}, 1),
+     ({"level": 4}, 0)],
+)  # fmt: skip
+def test_drill_level_index_is_the_level_the_reader_reached(tmp_path, summary, index):
+    """SFT's drills are drawn at the reader's reached level (reader.json ``level``); no reader
+    summary: the first level; a level between two counts as the shorter one."""
+    from urbex.train.sft import drill_level_index
+
+    if summary is not None:
+        (tmp_path / "reader.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert drill_level_index(tmp_path, [8, 16, 32]) == index
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"level": "16"}', '{"level": 0}'])
+def test_drill_level_index_of_a_bad_reader_summary_names_the_file(tmp_path, text):
+    from urbex.train.sft import drill_level_index
+
+    (tmp_path / "reader.json").write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError, match=r"reader\.json"):
+        drill_level_index(tmp_path, [8, 16, 32])
+
+
+def test_sft_drills_follow_the_readers_level(assets, tiny, tmp_path, monkeypatch):
+    """From a checkpoint whose reader stage reached 16 marks, SFT's drills are drawn at that
+    level (index 1 of ``reader.levels``) and sft.json records it; from one without a reader
+    summary, at the first level."""
+    import shutil
+
+    from urbex.train import sft as sft_mod
+
+    base = tmp_path / "reader16"
+    shutil.copytree(tiny, base)
+    (base / "reader.json").write_text(json.dumps({"kind": "reader", "level": 16}), "utf-8")
+    p = _params(assets, limit=2, drills=2).with_updates(
+        env={"marks": {"enabled": True, "describe": "attributes", "layout": "id_last"}},
+        reader={"levels": [8, 16, 32]},
+    )
+    seen: list[int] = []
+    real = sft_mod.drill_batch
+
+    def spy(*args, level_index, **kw):
+        seen.append(level_index)
+        return real(*args, level_index=level_index, **kw)
+
+    monkeypatch.setattr(sft_mod, "drill_batch", spy)
+    r = sft_mod.sft(p, checkpoint=base, steps=2, progress=False, run_name="drills-16")
+    assert seen == [1, 1]
+    assert json.loads((r.checkpoint_dir / "sft.json").read_text())["drill_marks"] == 16
+    sft_mod.sft(p, checkpoint=tiny, steps=1, progress=False, run_name="drills-8")
+    assert seen == [1, 1, 0]
+
+
 @pytest.mark.parametrize(("steps", "warmup"), [(200, 10), (20, 1), (10, 0)])
 def test_lr_schedule_is_linear_warmup_then_cosine_to_a_tenth(steps, warmup):
     """transformers' schedule gives the documented shape (urbex.train.sft.lr_schedule), computed

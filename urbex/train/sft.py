@@ -39,6 +39,7 @@ tiny CPU recipe (``params-cpu.yaml``).
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -54,8 +55,8 @@ from urbex.agents.checkpoints import (
     resolve_checkpoint,
 )
 from urbex.env.world import World
-from urbex.errors import AnnotationError
-from urbex.layout import SFT_LOG_FILE, SFT_SUMMARY_FILE
+from urbex.errors import AnnotationError, PolicyError
+from urbex.layout import READER_SUMMARY_FILE, SFT_LOG_FILE, SFT_SUMMARY_FILE
 from urbex.train.drill_loss import drill_loss, encode_drills
 from urbex.train.drills import drill_batch, drill_sources
 from urbex.train.publish import publish_checkpoint
@@ -76,6 +77,7 @@ __all__ = [
     "SFTExample",
     "SFTResult",
     "assistant_labels",
+    "drill_level_index",
     "lr_schedule",
     "sft",
 ]
@@ -230,6 +232,29 @@ def _drill_counts(mix: Mapping[str, float], n: int) -> dict[str, float]:
     return {f: v / total for f, v in shares.items()} if n and total > 0 else {}
 
 
+def drill_level_index(base: Path, levels: Sequence[int]) -> int:
+    """Where in ``levels`` (``reader.levels``, marks per look-up listing) SFT's drills are drawn:
+    the level the reader stage that wrote ``base`` had reached (its ``reader.json``), so that SFT
+    keeps the listings the reader last trained on; the first level for a checkpoint no reader
+    stage wrote. A reached level between two of ``levels`` counts as the shorter one.
+
+    Raises
+    ------
+    PolicyError
+        ``base``'s ``reader.json`` is not a JSON object with a whole-number ``level``.
+    """
+    f = base / READER_SUMMARY_FILE
+    if not f.is_file():
+        return 0
+    try:
+        level = json.loads(f.read_text(encoding="utf-8")).get("level")
+    except (ValueError, AttributeError) as exc:
+        raise PolicyError(f"unreadable reader summary: {exc}", path=f) from None
+    if not isinstance(level, int) or isinstance(level, bool) or level < 1:
+        raise PolicyError(f"'level' is {level!r}, not a number of marks >= 1", path=f)
+    return max([i for i, n in enumerate(levels) if n <= level], default=0)
+
+
 def _fingerprint(
     s: SFTParams,
     env: EnvParams,
@@ -328,8 +353,10 @@ def sft(
     schedule = lr_schedule(opt, steps=n_steps, warmup_steps=s.warmup_steps)
     staging = params.layout.checkpoint_staging(name)
     fingerprint = _fingerprint(params.sft, params.env, params.vlm, base, name, n_steps, examples)
+    drill_level = drill_level_index(base, params.reader.levels) if s.drills else 0
     if s.drills:  # the drills' generator settings shape every step
         fingerprint["reader"] = params.reader.model_dump(mode="json")
+        fingerprint["drill_level"] = drill_level
     state = load_state(staging, fingerprint)
     if state is None and staging.exists():  # another run's leftovers (other settings)
         shutil.rmtree(staging)
@@ -382,7 +409,7 @@ def sft(
         if drill_src is not None:  # weighted per sequence, as the reader stage weighs them
             counts = dict(zip(drill_counts, rng.multinomial(s.drills, list(drill_counts.values()))))
             drills = drill_batch(
-                rng, drill_src, params.reader, params.env.marks, counts, level_index=0
+                rng, drill_src, params.reader, params.env.marks, counts, level_index=drill_level
             )
             if drills:
                 d_loss = drill_loss(model, encode_drills(drills, tok, params.reader.max_length))
@@ -467,6 +494,7 @@ def sft(
             "loss_first": result.loss_first,
             "loss_last": result.loss_last,
             "recipe": recipe_record(params.recipe, "sft", n_steps, base),
+            "drill_marks": params.reader.levels[drill_level] if s.drills else None,
             "recovery": None
             if recovery is None
             else {
