@@ -28,7 +28,8 @@ groups whose rollouts all got the same reward, mean over steps), ``s_per_step`` 
 ``reader_steps``, ``reader_s``, ``reader_level`` (marks per listing reached),
 ``hit1_val_reader_only`` (the reader checkpoint playing val directly, on ``n_reader`` queries),
 the per-step skills of SFT and GRPO on val (``sft_landmark_named``, ``sft_zoom_on_target``,
-``sft_target_mark_shown``, ``sft_right_mark_given_shown``, and the same for ``grpo_``;
+``sft_target_mark_shown``, ``sft_right_class_given_shown``, ``sft_right_mark_given_shown``,
+and the same for ``grpo_``;
 :mod:`urbex.eval.skills`) and ``wall_s``.
 """
 

@@ -14,6 +14,9 @@ each step from the run's ``episodes`` and ``steps`` tables:
     The target's mark — the proposal overlapping its BEV box best, at BEV IoU ≥ 0.5 (null when
     none does: no mark can hit) — was listed by one of the episode's zooms (the listing's
     own rule, :func:`urbex.env.marks.marks_under_bev`, ``env.marks.max_listed`` per class).
+``right_class_given_shown``
+    The answer named a mark of the target's class that a zoom listed, among the episodes whose
+    zooms listed the target (null otherwise): the class read, right mark or not.
 ``right_mark_given_shown``
     The answer named the target's mark, among the episodes whose zooms listed it (null
     otherwise): reading the listing, given that the listing held the answer.
@@ -45,6 +48,7 @@ SKILLS: tuple[str, ...] = (
     "landmark_named",
     "zoom_on_target",
     "target_mark_shown",
+    "right_class_given_shown",
     "right_mark_given_shown",
     "valid_answer",
 )
@@ -142,22 +146,26 @@ def episode_skills(
         props = proposals(str(ep["scene_id"]))
         target = _target_mark(props, box)
         shown = None
+        listed: dict[int, str] = {}  # mark id → class, of every zoom's listing
         if target is not None:
             listed = {
-                m.mark_id
+                m.mark_id: m.class_name
                 for z in zooms
                 for m in marks_under_bev(props, np.asarray(z), zoom_units(z), limit=max_listed)
             }
             shown = target in listed
-        right = None
-        if shown:
-            right = ep["answer_mark"] is not None and int(ep["answer_mark"]) == target
+        right = right_class = None
+        if shown and target is not None:
+            answer = None if ep["answer_mark"] is None else int(ep["answer_mark"])
+            right = answer == target
+            right_class = answer is not None and listed.get(answer) == listed[target]
         rows.append(
             {
                 "query_id": qid,
                 "landmark_named": bool(named & asked) if named else None,
                 "zoom_on_target": on_target,
                 "target_mark_shown": shown,
+                "right_class_given_shown": right_class,
                 "right_mark_given_shown": right,
                 "valid_answer": bool(ep["valid_answer"]),
             }
