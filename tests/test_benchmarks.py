@@ -140,7 +140,9 @@ env_out = _quick_output("bench_env")
 eval_out = _quick_output("bench_eval")
 learning_out = _quick_output("bench_learning")
 serving_out = _quick_output("bench_serving")
+reader_out = _quick_output("bench_reader")
 PARSED = {
+    "bench_reader",
     "bench_io",
     "bench_synth",
     "bench_scene",
@@ -612,6 +614,39 @@ def _collect(tmp_path: Path, scripts: dict[str, str], *args: str):
         timeout=120,
     )
     return proc, out
+
+
+# --- bench_reader -----------------------------------------------------------------------------
+
+READER_LEVELS = (8, 16, 32)
+#: A level's row: marks, padding of one batch / of the groups, s/step of each, their ratio.
+READER_ROW = r"^\s*(\d+)" + rf"\s+{NUM}" * 5 + r"\s*$"
+
+
+def test_bench_reader_figures(reader_out):
+    """Per level: padding shares (the groups pad less), the two step times, their ratio."""
+    head = _figs(reader_out, r"^student: {params} M parameters, {threads} torch threads, "
+                 r"{batch} drills a step, {steps} steps a level$")  # fmt: skip
+    _finite(head, positive=("params", "threads", "batch", "steps"))
+    _match(
+        reader_out, r"^level\s+pad one\s+pad groups\s+one batch s/step\s+groups s/step\s+speedup$"
+    )
+    figs = _last_json(
+        reader_out,
+        ("threads", *(f"reader_level_{n}_{k}" for n in READER_LEVELS
+                      for k in ("step_s", "one_batch_s", "speedup", "pad_one", "pad_groups"))),
+    )  # fmt: skip
+    rows = re.findall(READER_ROW, reader_out, flags=re.MULTILINE)
+    assert [int(r[0]) for r in rows] == list(READER_LEVELS)
+    for level, *vals in rows:
+        pad_one, pad_groups, one_s, groups_s, speedup = map(Fig, vals)
+        _finite(
+            {"pad_one": pad_one, "pad_groups": pad_groups, "one_s": one_s, "groups_s": groups_s},
+            positive=("one_s", "groups_s"),
+        )
+        assert pad_groups <= pad_one + pad_one.tol + pad_groups.tol  # groups never pad more
+        _is_ratio(speedup, one_s, groups_s)
+        assert abs(figs[f"reader_level_{level}_speedup"] - speedup) <= speedup.tol + 1e-9
 
 
 def test_collect_writes_one_key_per_benchmark(tmp_path):

@@ -248,7 +248,7 @@ def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(tiny):
         model.zero_grad(set_to_none=True)
         loss = fn()
         loss.backward()
-        return float(loss), {
+        return float(loss.detach()), {
             n: q.grad.clone() for n, q in model.named_parameters() if q.grad is not None
         }
 
@@ -394,13 +394,13 @@ def test_sft_drills_join_every_step_and_a_resumed_run_draws_the_same(assets, tin
         env={"marks": {"enabled": True, "describe": "attributes", "layout": "id_last"}}
     )
     seen: list[list[str]] = []
-    real_encode = sft_mod.encode_drills
+    real_loss = sft_mod.drill_loss
 
-    def spy(drills, tok, max_length):
+    def spy(model, drills, tok, max_length):
         seen.append(sorted(d.family for d in drills))
-        return real_encode(drills, tok, max_length)
+        return real_loss(model, drills, tok, max_length)
 
-    monkeypatch.setattr(sft_mod, "encode_drills", spy)
+    monkeypatch.setattr(sft_mod, "drill_loss", spy)
     ref = sft_mod.sft(p, checkpoint=tiny, steps=4, progress=False, run_name="drills-ref")
     assert len(seen) == 4 and all(len(s) == 3 for s in seen)
     assert {f for s in seen for f in s} <= {"mark_lookup", "name_copy", "box_copy"}

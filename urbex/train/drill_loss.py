@@ -2,9 +2,10 @@
 
 :func:`encode_drills` tokenizes drills segment by segment (labels on the answers only, each
 supervised token tagged with its answer); :func:`drill_loss` is the causal-LM loss on those
-tokens alone, computing the LM head only where an answer token is predicted; an answer counts
-as right when every one of its tokens is the model's greedy choice under teacher forcing
-(:func:`right_answers`).
+tokens alone, computing the LM head only where an answer token is predicted, over drills
+padded in groups of similar length (:func:`length_groups`; a step mixes 2- and 32-mark
+listings, and one padded batch was a third padding); an answer counts as right when every one
+of its tokens is the model's greedy choice under teacher forcing (:func:`right_answers`).
 """
 
 from __future__ import annotations
@@ -16,44 +17,97 @@ from urbex.errors import ConfigError
 from urbex.train.drills import Drill
 
 __all__ = [
+    "GROUP_SIZE",
     "answer_logits",
     "drill_loss",
     "encode_drills",
     "exact_answers",
+    "length_batches",
+    "length_groups",
     "right_answers",
     "turn_owner",
 ]
 
+#: Drills per padded group in :func:`drill_loss` (16 drills: 4 groups; measured on the recipe's
+#: 3.8 M-parameter student, one thread: fewer, longer groups left more padding, single drills
+#: lose the batched matrix products).
+GROUP_SIZE = 4
+
+#: One tokenized drill: token ids, labels (-100 off the answers), answer index per token (-1
+#: off the answers; numbered within the drill).
+_Encoded = tuple[list[int], list[int], list[int]]
+
+
+def _encode_one(d: Drill, tok: Any, max_length: int) -> _Encoded:
+    ids: list[int] = []
+    lab: list[int] = []
+    own: list[int] = []
+    k = 0
+    for text, sup in d.segments:
+        t = tok(text, add_special_tokens=False)["input_ids"]
+        ids += t
+        lab += t if sup else [-100] * len(t)
+        own += [k] * len(t) if sup else [-1] * len(t)
+        k += int(sup)
+    if len(ids) > max_length:
+        raise ConfigError(
+            f"a {d.family} drill of {d.level} marks is {len(ids)} tokens, over "
+            f"reader.max_length={max_length}; raise reader.max_length or lower reader.levels "
+            "/ env.marks.max_listed",
+            field="reader.max_length",
+        )
+    return ids, lab, own
+
 
 def encode_drills(drills: Sequence[Drill], tok: Any, max_length: int) -> dict[str, Any]:
     """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (answers only) of drills;
-    ``answer_of``: per label position, the index of its answer within the batch (-1 else)."""
+    ``answer_of``: per label position, the index of its answer within the batch (-1 else).
+
+    Raises
+    ------
+    ConfigError
+        A drill is longer than ``max_length`` tokens (the message names ``reader.max_length``).
+    """
+    return _pad([_encode_one(d, tok, max_length) for d in drills], tok.pad_token_id)
+
+
+def length_groups(lengths: Sequence[int], size: int = GROUP_SIZE) -> list[list[int]]:
+    """Indices of ``lengths`` sorted by length (ties in their order), cut into runs of ``size``:
+    the groups :func:`drill_loss` pads together.
+
+    >>> length_groups([9, 2, 7, 3, 8], size=2)
+    [[1, 3], [2, 4], [0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+def length_batches(
+    drills: Sequence[Drill], tok: Any, max_length: int, size: int = GROUP_SIZE
+) -> list[dict[str, Any]]:
+    """``drills`` as padded batches (:func:`encode_drills`' keys) of :func:`length_groups`: each
+    drill once, grouped with the drills nearest its length.
+
+    Raises
+    ------
+    ConfigError
+        A drill is longer than ``max_length`` tokens.
+    """
+    encoded = [_encode_one(d, tok, max_length) for d in drills]
+    groups = length_groups([len(e[0]) for e in encoded], size)
+    return [_pad([encoded[i] for i in g], tok.pad_token_id) for g in groups]
+
+
+def _pad(encoded: Sequence[_Encoded], pad: int) -> dict[str, Any]:
     import torch
 
-    rows, labs, owners = [], [], []
-    k = 0
-    for d in drills:
-        ids: list[int] = []
-        lab: list[int] = []
-        own: list[int] = []
-        for text, sup in d.segments:
-            t = tok(text, add_special_tokens=False)["input_ids"]
-            ids += t
-            lab += t if sup else [-100] * len(t)
-            own += [k] * len(t) if sup else [-1] * len(t)
-            k += int(sup)
-        if len(ids) > max_length:
-            raise ConfigError(
-                f"a {d.family} drill of {d.level} marks is {len(ids)} tokens, over "
-                f"reader.max_length={max_length}; raise reader.max_length or lower reader.levels "
-                "/ env.marks.max_listed",
-                field="reader.max_length",
-            )
-        rows.append(ids)
-        labs.append(lab)
-        owners.append(own)
+    rows = [e[0] for e in encoded]
+    labs = [e[1] for e in encoded]
+    owners, k = [], 0
+    for _, _, own in encoded:  # answer indices numbered across the batch
+        owners.append([o + k if o >= 0 else -1 for o in own])
+        k += max(own, default=-1) + 1
     n = max(len(r) for r in rows)
-    pad = tok.pad_token_id
     input_ids = torch.full((len(rows), n), pad, dtype=torch.long)
     mask = torch.zeros((len(rows), n), dtype=torch.long)
     labels = torch.full((len(rows), n), -100, dtype=torch.long)
@@ -79,11 +133,24 @@ def answer_logits(model: Any, batch: dict[str, Any]) -> tuple[Any, Any, Any]:
     return logits, target[keep], batch["answer_of"][:, 1:][keep]
 
 
-def drill_loss(model: Any, batch: dict[str, Any]) -> Any:
+def drill_loss(model: Any, drills: Sequence[Drill], tok: Any, max_length: int) -> Any:
+    """Mean cross-entropy over the answer tokens of ``drills`` — the loss of one padded batch of
+    them (to float round-off; tested) — computed over :func:`length_groups` of similar length,
+    so that short drills are not padded to the longest.
+
+    Raises
+    ------
+    ConfigError
+        A drill is longer than ``max_length`` tokens.
+    """
     import torch
 
-    logits, target, _ = answer_logits(model, batch)
-    return torch.nn.functional.cross_entropy(logits, target)
+    total, n = torch.zeros(()), 0
+    for batch in length_batches(drills, tok, max_length):
+        logits, target, _ = answer_logits(model, batch)
+        total = total + torch.nn.functional.cross_entropy(logits, target, reduction="sum")
+        n += int(target.numel())
+    return total / max(1, n)
 
 
 def right_answers(wrong: Any, owner: Any) -> tuple[int, int]:

@@ -57,8 +57,8 @@ from urbex.layout import READER_CURVES_FILE, READER_SUMMARY_FILE
 from urbex.train.drill_loss import (
     answer_logits,
     drill_loss,
-    encode_drills,
     exact_answers,
+    length_batches,
     right_answers,
     turn_owner,
 )
@@ -216,8 +216,7 @@ def _accuracy(
     out: dict[str, float] = {}
     for name, drills in sets.items():
         right = total = 0
-        for i in range(0, len(drills), 16):
-            b = encode_drills(drills[i : i + 16], tok, max_length)
+        for b in length_batches(drills, tok, max_length, size=16):
             with torch.no_grad():
                 logits, target, owner = answer_logits(model, b)
             r, n = right_answers(logits.argmax(-1) != target, owner)
@@ -398,7 +397,7 @@ def train_reader(
         lr = float(sched.get_last_lr()[0])
         loss = torch.zeros(())
         if drills:
-            loss = loss + drill_loss(model, encode_drills(drills, tok, r.max_length)) * len(drills)
+            loss = loss + drill_loss(model, drills, tok, r.max_length) * len(drills)
         if n_whole:
             idx = rng.choice(len(whole), size=n_whole, replace=len(whole) < n_whole)
             inputs = sft_batch(processor, [whole[int(i)] for i in idx], params.sft.max_length)

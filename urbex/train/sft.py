@@ -57,7 +57,7 @@ from urbex.agents.checkpoints import (
 from urbex.env.world import World
 from urbex.errors import AnnotationError, PolicyError
 from urbex.layout import READER_SUMMARY_FILE, SFT_LOG_FILE, SFT_SUMMARY_FILE
-from urbex.train.drill_loss import drill_loss, encode_drills
+from urbex.train.drill_loss import drill_loss
 from urbex.train.drills import drill_batch, drill_sources
 from urbex.train.publish import publish_checkpoint
 from urbex.train.sft_examples import SFTExample, assistant_labels, render_examples
@@ -412,7 +412,7 @@ def sft(
                 rng, drill_src, params.reader, params.env.marks, counts, level_index=drill_level
             )
             if drills:
-                d_loss = drill_loss(model, encode_drills(drills, tok, params.reader.max_length))
+                d_loss = drill_loss(model, drills, tok, params.reader.max_length)
                 loss = (loss * len(idx) + d_loss * len(drills)) / (len(idx) + len(drills))
         opt.zero_grad(set_to_none=True)
         loss.backward()
