@@ -205,6 +205,8 @@ MARKS_RECIPE = {
     # look-up listings of 2..8 marks mixed from the start (docs/reader.md)
     "reader.levels": [8, 16, 32],
     "reader.spread_from": 2,
+    # the gate moves on at 0.5, so the long listings are trained (docs/reader.md)
+    "reader.advance_at": 0.5,
     # SFT keeps the reading: drills beside the conversations, landmarks renamed (docs/reader.md)
     "sft.drills": 8,
     "sft.rename_rate": 0.5,
@@ -237,12 +239,12 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 7 + 1 + 2
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's seven, recipe.name, SFT's drills and renaming
+        len(changed) == 21 + 3 + 8 + 1 + 2
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's eight, recipe.name, SFT's drills and renaming
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert (
-        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 44
-    )  # 40 + the two look-up curriculum keys + SFT's drills and renaming
+        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 45
+    )  # 40 + the three look-up curriculum keys + SFT's drills and renaming
 
 
 def _write(path: Path, text: str) -> Path:
