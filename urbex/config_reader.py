@@ -88,6 +88,13 @@ class ReaderParams(StrictModel):
         description="share of those new names drawn from the synthetic city's name generator "
         "(names no train scene need hold) rather than from the train split's landmarks",
     )
+    query_first: Float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of look-up listings asked in an episode's order: the description "
+        "before the listing, one answer per listing (else the listing first, then its look-ups)",
+    )
     per_query: Int = Field(1, ge=1, description="teacher paths per train query (drill sources)")
     held_out: Int = Field(64, ge=8, description="held-out drills per family, per evaluation")
     eval_every: Int = Field(100, ge=1, description="held-out accuracy every N steps")

@@ -83,10 +83,28 @@ def _check_fits(desc: str, mark: int, lines: dict[int, str]) -> None:
     named = [n for n in _sources().name_pool if n in desc]
     if named:  # "the Clare Park", "ground known as Clare Park": the one line with that name
         fits = [i for i, ln in lines.items() if f'"{named[0]}"' in ln]
+        if " known as " in desc:  # (of that class: another class may share the name)
+            cls = desc.split(" known as ")[0]
+            fits = [i for i in fits if lines[i].split()[-1] == cls]
     else:
         words = set(desc.removeprefix("the ").replace(" that is ", " ").split())
         fits = [i for i, ln in lines.items() if words <= set(ln.split()[4:])]
     assert fits == [mark], (desc, lines)
+
+
+def test_a_name_two_classes_share_is_described_with_its_class():
+    """'the Victoria Road' would fit a building and a ground of that name: the phrase names the
+    class ('building known as Victoria Road')."""
+    from urbex.train.drills import _phrase
+
+    road = ViewMark(mark_id=1, class_name="Ground", box_view=(0, 0, 9, 9), name="Victoria Road")
+    house = ViewMark(
+        mark_id=2, class_name="Building", box_view=(20, 0, 29, 9), name="Victoria Road"
+    )
+    for seed in range(20):
+        assert _phrase(house, [road, house], np.random.default_rng(seed)) == (
+            "building known as Victoria Road"
+        )
 
 
 @pytest.mark.parametrize("asks", ["each_mark_once", "independent"])
@@ -108,6 +126,51 @@ def test_mark_lookup_asks_each_mark_once_or_independently(asks):
         assert repeated == 0 and answered_all > listings // 2
     else:  # which marks were asked says nothing about the next one
         assert repeated > listings // 4
+
+
+def _episode_blocks(drill):
+    """(description, listing lines, answered mark) per look-up asked in an episode's order: the
+    description's user turn, then the listing's, then the answer."""
+    segs = drill.segments
+    out = []
+    for k, (text, sup) in enumerate(segs):
+        if sup and k >= 3 and "<tool_response>" in segs[k - 2][0] and "Query: " in segs[k - 3][0]:
+            mark = json.loads(text.removeprefix("<answer>").split("</answer>")[0])["mark"]
+            desc = segs[k - 3][0].split("Query: ")[1].split("<|im_end|>")[0]
+            out.append((desc, _listing(segs[k - 2][0]), mark))
+    return out
+
+
+@pytest.mark.parametrize("query_first", [0.0, 0.5, 1.0])
+def test_mark_lookup_query_first_asks_in_an_episodes_order(query_first):
+    """``query_first``: that share of listings comes after its one description, as an episode's
+    query comes before its tool texts; the answer is still the one mark the description fits.
+    Off, no random number is drawn for it (the drills of a seed are the same as before)."""
+    episode = listing_first = 0
+    for seed in range(40):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), _sources(), level=4, full=False, answers=8,
+            synthetic_rate=1.0, marks=_MARKS, query_first=query_first,
+        )  # fmt: skip
+        if d is None:
+            continue
+        asked = _episode_blocks(d)
+        for desc, lines, mark in asked:
+            _check_fits(desc, mark, lines)
+        episode += len(asked)
+        listing_first += d.answers - len(asked)
+        if query_first == 0.0:
+            same = mark_lookup_drill(
+                np.random.default_rng(seed), _sources(), level=4, full=False, answers=8,
+                synthetic_rate=1.0, marks=_MARKS,
+            )  # fmt: skip
+            assert same == d
+    if query_first == 0.0:
+        assert episode == 0 and listing_first > 0
+    elif query_first == 1.0:
+        assert episode > 0 and listing_first == 0
+    else:
+        assert episode > 0 and listing_first > 0
 
 
 def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():

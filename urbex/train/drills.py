@@ -218,6 +218,8 @@ def _phrase(m: ViewMark, marks: Sequence[ViewMark], rng: np.random.Generator) ->
     cls = _CLASS_WORD.get(m.class_name, m.class_name.lower())
     same = [o for o in marks if o is not m and o.class_name == m.class_name]
     if m.name and all(o.name != m.name for o in same):
+        if any(o is not m and o.name == m.name for o in marks):  # another class shares it
+            return f"{cls} known as {m.name}"
         return str(rng.choice([f"the {m.name}", f"{cls} known as {m.name}"]))
     colour = [w for w in m.words if w in PALETTE]
     size = [w for w in m.words if w in (*_SIZE, "tall")]
@@ -268,18 +270,21 @@ def mark_lookup_drill(
     synthetic_rate: float,
     marks: MarksParams,
     asks: LookupAsks = "each_mark_once",
+    query_first: float = 0.0,
 ) -> Drill | None:
     """Listings of at most ``level`` marks each, each followed by look-ups of its marks, until
     the drill holds ``answers`` look-ups (or :data:`MAX_BLOCKS` listings: a 2-mark listing
     describes at most 2). None: no mark of the drawn listings can be described alone.
     ``full``: the curriculum's last level, where the train split's own descriptions join (one
-    per listing, with the teacher's mark)."""
+    per listing, with the teacher's mark). ``query_first``: the share of listings asked in an
+    episode's order instead — one description, then the listing, then its mark."""
     segs: list[tuple[str, bool]] = []
     n, size = 0, 0
     for _ in range(MAX_BLOCKS):
+        first = query_first > 0 and rng.random() < query_first  # no draw when off
         block = _lookup_block(
-            rng, sources, level=level, full=full, answers=answers - n,
-            synthetic_rate=synthetic_rate, marks=marks, asks=asks,
+            rng, sources, level=level, full=full, answers=1 if first else answers - n,
+            synthetic_rate=synthetic_rate, marks=marks, asks=asks, query_first=first,
         )  # fmt: skip
         if block is not None:
             segs += block[0]
@@ -301,12 +306,15 @@ def _lookup_block(
     synthetic_rate: float,
     marks: MarksParams,
     asks: LookupAsks = "each_mark_once",
+    query_first: bool = False,
 ) -> tuple[list[tuple[str, bool]], int, int] | None:
     """One listing and up to ``answers`` look-ups of it: (segments, look-ups, marks listed).
 
     ``asks``: ``each_mark_once`` asks about the listing's marks in a random order, each once;
     ``independent`` draws each look-up's mark anew (a mark may be asked twice, another never),
-    so that which marks were already asked says nothing about the next answer."""
+    so that which marks were already asked says nothing about the next answer.
+    ``query_first``: the first look-up's description comes before the listing, as an episode
+    gives its query before the tool texts (call it with ``answers=1``)."""
     real = None
     if sources.listings and rng.random() >= synthetic_rate:
         if full and sources.lookups and rng.random() < 0.5:
@@ -343,7 +351,13 @@ def _lookup_block(
     if not questions:
         return None
     text = marks_text("zoom_1", listing, marks.describe, layout=marks.layout)
-    segs = [(f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>", False)]
+    tool = f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>"
+    if query_first:
+        desc, mark_id = questions[0]
+        query = f"<|im_start|>user\nQuery: {desc}<|im_end|>\n"
+        segs = [(query, False), (tool, False), ("\n<|im_start|>assistant\n", False)]
+        return [*segs, (_answer_mark(mark_id), True)], 1, len(listing)
+    segs = [(tool, False)]
     for desc, mark_id in questions:
         segs += [("\n", False), (_turn(f"Query: {desc}"), False), (_answer_mark(mark_id), True)]
     return segs, len(questions), len(listing)
@@ -476,6 +490,7 @@ def make_drill(
             synthetic_rate=r.synthetic_rate,
             marks=marks,
             asks=r.asks,
+            query_first=r.query_first,
         )
     if family == "name_copy":
         return name_copy_drill(
