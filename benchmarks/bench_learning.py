@@ -11,7 +11,7 @@ seeded sample). Peers on the same val queries: ``landmark_prior`` (no vision), t
 GRPO is measured against). ``--protocol box`` plays today's box protocol (no marks, the
 anchored teacher of the box recipe) on the same city.
 
-    .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~25 min idle 2 cores)
+    .venv/bin/python benchmarks/bench_learning.py [--seed S]   # full size (~2.3 h on one busy core)
     .venv/bin/python benchmarks/bench_learning.py --quick      # a 2-minute plumbing run
 
 Prints the figures, then as its LAST line one JSON object: ``seed``, ``protocol``, ``marks``,
