@@ -39,13 +39,7 @@ def main() -> int:
     from urbex.agents.checkpoints import load_local_vlm
     from urbex.config_env import MarksParams
     from urbex.config_reader import ReaderParams
-    from urbex.train.drill_loss import (
-        _encode_one,
-        answer_logits,
-        drill_loss,
-        encode_drills,
-        length_groups,
-    )
+    from urbex.train.drill_loss import answer_logits, drill_loss, encode_drills, length_groups
     from urbex.train.drills import DrillSources, drill_batch
     from urbex.train.tiny import TinyModelSpec, make_tiny_model
 
@@ -101,7 +95,7 @@ def main() -> int:
         drills = [batch(li) for _ in range(steps)]
         real = pad_one = pad_groups = 0
         for b in drills:
-            lengths = [len(_encode_one(d, tok, r.max_length)[0]) for d in b]
+            lengths = encode_drills(b, tok, r.max_length)["attention_mask"].sum(dim=1).tolist()
             real += sum(lengths)
             pad_one += max(lengths) * len(lengths)
             pad_groups += sum(max(lengths[i] for i in g) * len(g) for g in length_groups(lengths))
