@@ -17,6 +17,8 @@ from pathlib import Path
 
 #: Look-ups scored per order.
 N = 150
+#: Score only the mark id (``--id-only``): the answer's ``<answer>{"mark": `` is given.
+ID_ONLY = False
 
 
 def main(argv: list[str]) -> int:
@@ -29,6 +31,9 @@ def main(argv: list[str]) -> int:
     from urbex.train.drills import Drill, drill_sources
     from urbex.train.reader import held_out, reader_episodes
 
+    global ID_ONLY
+    if argv and argv[0] == "--id-only":
+        ID_ONLY, argv = True, argv[1:]
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -53,15 +58,25 @@ def main(argv: list[str]) -> int:
         query = f"<|im_start|>user\nQuery: {desc}<|im_end|>\n"
         if order == "drill":
             segs = [(listing, False), ("\n", False), (query + "<|im_start|>assistant\n", False)]
-        else:
+        elif order == "episode":
             segs = [(query, False), (listing, False), ("\n<|im_start|>assistant\n", False)]
+        else:  # restate: the episode's order, the answer turn first repeats the description
+            think = f"\n<|im_start|>assistant\n<think>{desc}</think>"
+            segs = [(query, False), (listing, False), (think, False)]
+        if ID_ONLY:  # score the mark id's tokens only, the answer's opening given
+            head, tail = answer.split(": ", 1)
+            return Drill(
+                family="mark_lookup",
+                segments=(*segs, (head + ": ", False), (tail.split("}", 1)[0], True)),
+                level=level,
+            )
         return Drill(family="mark_lookup", segments=(*segs, (answer, True)), level=level)
 
     for ck in argv[2:]:
         model, proc = load_local_vlm(Path(ck))
         model.eval()
         scores = []
-        for order in ("drill", "episode"):
+        for order in ("drill", "episode", "restate"):
             right = total = 0
             batches = length_batches([drill(order, *x) for x in looks], proc.tokenizer, 8192, 16)
             for b in batches:

@@ -173,6 +173,25 @@ def test_mark_lookup_query_first_asks_in_an_episodes_order(query_first):
         assert episode > 0 and listing_first > 0
 
 
+@pytest.mark.parametrize("query_first", [0.0, 1.0])
+def test_mark_lookup_with_restate_repeats_each_description_before_its_mark(query_first):
+    marks = MarksParams(enabled=True, describe="attributes", layout="id_last", restate=True)
+    n = 0
+    for seed in range(10):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), _sources(), level=4, full=False, answers=4,
+            synthetic_rate=1.0, marks=marks, query_first=query_first,
+        )  # fmt: skip
+        for k, (text, sup) in enumerate(d.segments if d is not None else ()):
+            if sup:
+                asked = [t for t, _ in d.segments[:k] if "Query: " in t][-1]
+                desc = asked.split("Query: ")[1].split("<|im_end|>")[0]
+                assert text.startswith(f"<think>{desc}</think><answer>")
+                assert text.endswith("</answer><|im_end|>")
+                n += 1
+    assert n > 10
+
+
 def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
     found = False
     for seed in range(40):

@@ -39,6 +39,7 @@ import numpy as np
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
+from urbex.env.protocol import mark_answer_text
 from urbex.errors import ConfigError
 from urbex.synth.names import NamePool
 from urbex.synth.noise import misspell
@@ -252,8 +253,10 @@ def _turn(user: str) -> str:
     return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
 
 
-def _answer_mark(mark_id: int) -> str:
-    return f"<answer>{json.dumps({'mark': int(mark_id)})}</answer><|im_end|>"
+def _answer_mark(mark_id: int, desc: str, marks: MarksParams) -> str:
+    """The look-up's answer turn: the mark, ``desc`` restated first where ``marks.restate``."""
+    restate = desc if marks.restate else None
+    return f"{mark_answer_text(mark_id, restate=restate)}<|im_end|>"
 
 
 #: Listings a look-up drill packs at most (short listings describe few marks each).
@@ -356,10 +359,11 @@ def _lookup_block(
         desc, mark_id = questions[0]
         query = f"<|im_start|>user\nQuery: {desc}<|im_end|>\n"
         segs = [(query, False), (tool, False), ("\n<|im_start|>assistant\n", False)]
-        return [*segs, (_answer_mark(mark_id), True)], 1, len(listing)
+        return [*segs, (_answer_mark(mark_id, desc, marks), True)], 1, len(listing)
     segs = [(tool, False)]
     for desc, mark_id in questions:
-        segs += [("\n", False), (_turn(f"Query: {desc}"), False), (_answer_mark(mark_id), True)]
+        answer = _answer_mark(mark_id, desc, marks)
+        segs += [("\n", False), (_turn(f"Query: {desc}"), False), (answer, True)]
     return segs, len(questions), len(listing)
 
 
