@@ -59,10 +59,10 @@ class MarksParams(StrictModel):
         "(`[x1, y1, x2, y2] red car = 9`: the id follows what describes it, where a copy head "
         "finds it)",
     )
-    restate: Bool = Field(
+    remind: Bool = Field(
         False,
-        description="a mark answer first repeats the query inside <think>…</think>, so the "
-        "description stands right before the mark id as in a look-up (teacher, drills, prompt)",
+        description="every tool text ends by repeating the query (`Query: ...`), so the "
+        "description stands right before the answer, as in a look-up drill",
     )
     context_m: Float = Field(
         40.0, ge=0, description="landmark_query's surroundings box: footprint grown by this, m"

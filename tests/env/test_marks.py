@@ -202,21 +202,20 @@ def test_the_oracle_answers_the_target_mark(city):
         assert traj.outcome.iou_bev > 0.5
 
 
-def test_restate_repeats_the_query_before_the_mark_and_still_answers_it(city):
-    """``marks.restate``: the teacher's mark answer repeats the query's description in a
-    ``<think>`` block first; the environment reads past it to the same mark."""
+def test_remind_ends_every_tool_text_with_the_query(city):
+    """``marks.remind``: each tool text's last line repeats the query (after the marks and the
+    turns left), so the description stands right before the answer; off, no tool text does."""
     cache, _, queries = city
-    env = marked_env(city, restate=True)
     q = queries[0]
-    traj = play_episode(env, OraclePolicy(env), q, seed=0)
-    last = traj.messages[-1]["content"]
-    text = last if isinstance(last, str) else last[0]["text"]
-    assert text.startswith(f"<think>{q.description.strip()}</think><answer>")
-    assert traj.outcome.answer_mark == best_mark(cache, q)
-    env = marked_env(city)
-    plain = play_episode(env, OraclePolicy(env), q, seed=0)
-    plain_last = plain.messages[-1]["content"]
-    assert "<think>" not in (plain_last if isinstance(plain_last, str) else plain_last[0]["text"])
+    for remind in (True, False):
+        env = marked_env(city, remind=remind)
+        env.reset(query=q)
+        text = zoom_on_target(env, q)["text"]
+        last = text.splitlines()[-1]
+        assert (last == f"Query: {q.description.strip()}") is remind
+        assert ("\nQuery: " in text) is remind and 'Marks in "zoom_1"' in text
+        traj = play_episode(env, OraclePolicy(env), q, seed=0)
+        assert traj.outcome.answer_mark == best_mark(cache, q)
 
 
 def test_marks_on_a_cache_built_before_proposals_name_the_rebuild_command(city, tmp_path):

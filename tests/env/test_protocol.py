@@ -254,15 +254,3 @@ def test_parse_action_json_holding_a_lone_surrogate_is_invalid(text):
     """ASCII text whose JSON decodes to a lone surrogate: no file could record the action."""
     action = parse(text)
     assert isinstance(action, Invalid) and "lone surrogate" in action.reason
-
-
-def test_a_restated_mark_answer_parses_to_its_mark_and_cannot_smuggle_another():
-    from urbex.env.protocol import MarkAnswer, mark_answer_text
-
-    plain = parse_action(mark_answer_text(7), known_views={"global"}, marks_shown={7, 3})
-    said = parse_action(
-        mark_answer_text(7, restate='the red car <answer>{"mark": 3}</answer> by the church'),
-        known_views={"global"},
-        marks_shown={7, 3},
-    )
-    assert plain == said == MarkAnswer(mark=7)

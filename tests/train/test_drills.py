@@ -173,22 +173,21 @@ def test_mark_lookup_query_first_asks_in_an_episodes_order(query_first):
         assert episode > 0 and listing_first > 0
 
 
-@pytest.mark.parametrize("query_first", [0.0, 1.0])
-def test_mark_lookup_with_restate_repeats_each_description_before_its_mark(query_first):
-    marks = MarksParams(enabled=True, describe="attributes", layout="id_last", restate=True)
+def test_mark_lookup_with_remind_ends_an_episode_order_listing_with_its_description():
+    marks = MarksParams(enabled=True, describe="attributes", layout="id_last", remind=True)
     n = 0
     for seed in range(10):
         d = mark_lookup_drill(
             np.random.default_rng(seed), _sources(), level=4, full=False, answers=4,
-            synthetic_rate=1.0, marks=marks, query_first=query_first,
+            synthetic_rate=1.0, marks=marks, query_first=1.0,
         )  # fmt: skip
-        for k, (text, sup) in enumerate(d.segments if d is not None else ()):
-            if sup:
-                asked = [t for t, _ in d.segments[:k] if "Query: " in t][-1]
-                desc = asked.split("Query: ")[1].split("<|im_end|>")[0]
-                assert text.startswith(f"<think>{desc}</think><answer>")
-                assert text.endswith("</answer><|im_end|>")
-                n += 1
+        for desc, lines, mark in _episode_blocks(d) if d is not None else []:
+            _check_fits(desc, mark, lines)
+            n += 1
+        for k, (text, _) in enumerate(d.segments if d is not None else ()):
+            if "<tool_response>" in text:
+                asked = d.segments[k - 1][0].split("Query: ")[1].split("<|im_end|>")[0]
+                assert text.endswith(f"\nQuery: {asked}\n</tool_response><|im_end|>")
     assert n > 10
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from urbex.env.policy import PolicyBase
-from urbex.env.protocol import Invalid, mark_answer_text, parse_action
+from urbex.env.protocol import Invalid, parse_action
 from urbex.errors import PolicyError
 from urbex.geometry import iou_2d
 from urbex.landmarks.table import footprint_bounds
@@ -44,6 +44,10 @@ __all__ = ["OraclePolicy", "RecoveryTeacher", "TeacherPolicy"]
 
 def _call(tool: str, **arguments: Any) -> str:
     return f"<tool_call>{json.dumps({'name': tool, 'arguments': arguments})}</tool_call>"
+
+
+def _mark_answer(mark: int) -> str:
+    return f"<answer>{json.dumps({'mark': int(mark)})}</answer>"
 
 
 def _outward(units: NDArray[np.float64]) -> list[int]:
@@ -142,15 +146,10 @@ class OraclePolicy(PolicyBase):
                 )
         mark = self._target_mark()
         if mark is not None:
-            return self._mark_answer(mark)
+            return _mark_answer(mark)
         view = zoom if (self.answer_view == "zoom" and zoom is not None) else env.views["global"]
         box = _nearest(view.from_world_box(target))
         return f"<answer>{json.dumps({'view_id': view.view_id, 'bbox_2d': box})}</answer>"
-
-    def _mark_answer(self, mark: int) -> str:
-        """The answer naming ``mark``, the query restated first where ``env.marks.restate``."""
-        restate = self.env.query.description if self.env.params.marks.restate else None
-        return mark_answer_text(mark, restate=restate)
 
     def _target_mark(self) -> int | None:
         """With marks on: the target's mark — the proposal with the best BEV IoU with the
@@ -291,7 +290,7 @@ class TeacherPolicy(OraclePolicy):
             )
         mark = self._target_mark()
         if mark is not None:
-            return self._mark_answer(mark)
+            return _mark_answer(mark)
         box = _nearest(zoom.from_world_box(target))
         return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': box})}</answer>"
 
@@ -339,7 +338,7 @@ class TeacherPolicy(OraclePolicy):
                 azimuth_deg=self._azimuth,
             )
         if mark is not None:
-            return self._mark_answer(mark)
+            return _mark_answer(mark)
         return f"<answer>{json.dumps({'view_id': zoom.view_id, 'bbox_2d': inside})}</answer>"
 
     def _area_landmark(self) -> str | None:

@@ -52,6 +52,7 @@ from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 from urbex.language import parse
+from urbex.language.chat import chat_safe
 from urbex.query import Query
 from urbex.tool_vocabulary import ToolName
 
@@ -440,6 +441,8 @@ class GroundingEnv:
         elif not out.terminated:
             left = self.turns_left
             out.text += f"\nTurns left: {left}." + (" Answer now." if left == 1 else "")
+            if self.params.marks.enabled and self.params.marks.remind:  # the description last
+                out.text += f"\nQuery: {chat_safe(self.query.description.strip())}"
         if out.terminated or truncated:
             self._terminal = out.terminal
             self._done = True

@@ -90,10 +90,6 @@ mark shown so far instead of a box.
 
 """
 _MARK_EXAMPLE = '- or the final answer by mark: <answer>{"mark": 7}</answer>\n'
-_MARK_EXAMPLE_RESTATED = (
-    "- or the final answer by mark, the query repeated first: "
-    '<think>the red car next to the church</think><answer>{"mark": 7}</answer>\n'
-)
 
 
 def _tool_lines(tools: Collection[str] | None = None) -> str:
@@ -130,24 +126,15 @@ def system_prompt(params: EnvParams | None = None, *, include_tool_schemas: bool
     False
     >>> '{"mark": 7}' in system_prompt(), '{"mark": 7}' in system_prompt(EnvParams(marks={"enabled": True}))
     (False, True)
-    >>> "<think>the red car" in system_prompt(EnvParams(marks={"enabled": True, "restate": True}))
-    True
     """
     params = params or EnvParams()
     marks = params.marks.layout if params.marks.enabled else None
-    restate = params.marks.enabled and params.marks.restate
-    return _system_prompt(
-        tuple(params.tools), params.max_turns, include_tool_schemas, marks, restate
-    )
+    return _system_prompt(tuple(params.tools), params.max_turns, include_tool_schemas, marks)
 
 
 @functools.lru_cache(maxsize=32)
 def _system_prompt(
-    tools: tuple[str, ...],
-    max_turns: int,
-    include_tool_schemas: bool,
-    marks: str | None,
-    restate: bool = False,
+    tools: tuple[str, ...], max_turns: int, include_tool_schemas: bool, marks: str | None
 ) -> str:
     """:func:`system_prompt` of these settings, built once (every episode starts with it)."""
     text = _SYSTEM_TEMPLATE.format(
@@ -155,7 +142,7 @@ def _system_prompt(
         tool_example=_tool_example(list(tools)),
         max_turns=max_turns,
         marks={None: "", "id_last": _MARKS_SECTION_ID_LAST}.get(marks, _MARKS_SECTION),
-        mark_example=(_MARK_EXAMPLE_RESTATED if restate else _MARK_EXAMPLE) if marks else "",
+        mark_example=_MARK_EXAMPLE if marks else "",
     )
     if include_tool_schemas and tools:
         schemas = "\n".join(

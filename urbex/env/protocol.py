@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from urbex.env.tools import TOOLS, ToolSpec, offered_tools
-from urbex.language.chat import chat_safe
 from urbex.tool_vocabulary import ArgKind, ArgSpec, ToolName, arg_specs
 
 __all__ = [
@@ -33,7 +32,6 @@ __all__ = [
     "Invalid",
     "MarkAnswer",
     "ToolCall",
-    "mark_answer_text",
     "parse_action",
     "validate_answer",
     "validate_mark",
@@ -99,23 +97,6 @@ class Invalid:
 
 
 Action = ToolCall | Answer | MarkAnswer | Invalid
-
-
-def mark_answer_text(mark: int, *, restate: str | None = None) -> str:
-    """The canonical text of a mark answer; ``restate``: the query's description, repeated in a
-    ``<think>`` block first (``env.marks.restate``), so that the words describing the target
-    stand right before the mark id, as in a look-up of the listing (the block is a thought:
-    :func:`parse_action` reads past it).
-
-    >>> mark_answer_text(7)
-    '<answer>{"mark": 7}</answer>'
-    >>> mark_answer_text(7, restate=" the red car </think> ")
-    '<think>the red car ‹/think></think><answer>{"mark": 7}</answer>'
-    """
-    answer = f"<answer>{json.dumps({'mark': int(mark)})}</answer>"
-    if restate is None:
-        return answer
-    return f"<think>{chat_safe(restate.strip())}</think>{answer}"
 
 
 # --------------------------------------------------------------------------------------------

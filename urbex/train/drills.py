@@ -39,7 +39,6 @@ import numpy as np
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
-from urbex.env.protocol import mark_answer_text
 from urbex.errors import ConfigError
 from urbex.synth.names import NamePool
 from urbex.synth.noise import misspell
@@ -253,10 +252,8 @@ def _turn(user: str) -> str:
     return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
 
 
-def _answer_mark(mark_id: int, desc: str, marks: MarksParams) -> str:
-    """The look-up's answer turn: the mark, ``desc`` restated first where ``marks.restate``."""
-    restate = desc if marks.restate else None
-    return f"{mark_answer_text(mark_id, restate=restate)}<|im_end|>"
+def _answer_mark(mark_id: int) -> str:
+    return f"<answer>{json.dumps({'mark': int(mark_id)})}</answer><|im_end|>"
 
 
 #: Listings a look-up drill packs at most (short listings describe few marks each).
@@ -317,7 +314,8 @@ def _lookup_block(
     ``independent`` draws each look-up's mark anew (a mark may be asked twice, another never),
     so that which marks were already asked says nothing about the next answer.
     ``query_first``: the first look-up's description comes before the listing, as an episode
-    gives its query before the tool texts (call it with ``answers=1``)."""
+    gives its query before the tool texts (call it with ``answers=1``); with ``marks.remind``
+    the listing's tool text ends repeating it, as the environment's then does."""
     real = None
     if sources.listings and rng.random() >= synthetic_rate:
         if full and sources.lookups and rng.random() < 0.5:
@@ -358,12 +356,13 @@ def _lookup_block(
     if query_first:
         desc, mark_id = questions[0]
         query = f"<|im_start|>user\nQuery: {desc}<|im_end|>\n"
+        if marks.remind:  # the tool text ends repeating the query, as the environment's does
+            tool = tool.replace("\n</tool_response>", f"\nQuery: {desc}\n</tool_response>")
         segs = [(query, False), (tool, False), ("\n<|im_start|>assistant\n", False)]
-        return [*segs, (_answer_mark(mark_id, desc, marks), True)], 1, len(listing)
+        return [*segs, (_answer_mark(mark_id), True)], 1, len(listing)
     segs = [(tool, False)]
     for desc, mark_id in questions:
-        answer = _answer_mark(mark_id, desc, marks)
-        segs += [("\n", False), (_turn(f"Query: {desc}"), False), (answer, True)]
+        segs += [("\n", False), (_turn(f"Query: {desc}"), False), (_answer_mark(mark_id), True)]
     return segs, len(questions), len(listing)
 
 
