@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -191,6 +192,24 @@ def test_mark_lookup_with_remind_ends_an_episode_order_listing_with_its_descript
     assert n > 10
 
 
+def test_look_up_ids_cover_every_id_the_train_listings_show():
+    """A scene of 239 proposals lists ids up to 239: the drills draw their ids up to there, not
+    only 1..99, or the student never copies an id above 99."""
+    src = _sources()
+    assert src.id_pool == 99  # the listings' ids are all below 99
+    wide = replace(src, id_pool=239)
+    seen: set[int] = set()
+    for seed in range(30):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), wide, level=8, full=False, answers=8,
+            synthetic_rate=0.5, marks=_MARKS,
+        )  # fmt: skip
+        for lines, asks in _blocks(d) if d is not None else []:
+            assert set(lines) <= set(range(1, 240))
+            seen |= {mark for _, mark in asks}
+    assert max(seen) > 200 and min(seen) < 50
+
+
 def test_mark_lookup_at_full_length_keeps_the_teachers_description_and_mark():
     found = False
     for seed in range(40):
@@ -285,6 +304,6 @@ def test_drill_sources_are_empty_without_episodes():
     from urbex.train.drills import drill_sources
 
     s = drill_sources([])
-    assert s.listings == () and s.names == () and s.query_texts == ()
+    assert s.listings == () and s.names == () and s.query_texts == () and s.id_pool == 99
     assert name_copy_drill(np.random.default_rng(0), s, answers=2, rename_rate=0.5) is None
     assert box_copy_drill(np.random.default_rng(0), s, answers=2, synthetic_rate=0.5) is None

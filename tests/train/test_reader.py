@@ -86,6 +86,8 @@ def test_reader_trains_scores_every_family_and_publishes(assets, tiny, trajs):
     meta = json.loads((out / "reader.json").read_text())
     assert meta["kind"] == "reader" and meta["steps"] == 4
     assert meta["drill_sources"]["listings"] > 0 and meta["drill_sources"]["names"] > 0
+    shown = [m.mark_id for t in trajs for v in t.views if v.kind == "zoom" for m in v.marks]
+    assert meta["drill_sources"]["id_pool"] == max(99, *shown)  # every listed id is drilled
     # advance_at 0.01: any held-out hit moves the curriculum on; the log says which level ran
     log = pl.read_parquet(out / "reader_log.parquet")
     assert set(log["level"].to_list()) <= {2, 32} and log["level"][0] == 2

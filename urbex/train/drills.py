@@ -7,8 +7,8 @@ and from random listings and names — never from val or test:
 
 ``mark_lookup``
     A marks listing exactly as a zoom's tool text prints it (:func:`urbex.env.marks.marks_text`,
-    ``env.marks.describe`` / ``layout``), its ids re-drawn at random from 1..99 (no id can be
-    remembered), then several short descriptions of its marks (``Query: the red car``), each
+    ``env.marks.describe`` / ``layout``), its ids re-drawn at random from 1..N (no id can be
+    remembered; N the largest id the train listings show, at least 99), then several short descriptions of its marks (``Query: the red car``), each
     answered ``<answer>{"mark": N}</answer>``. Listings are cut to the curriculum level's number
     of marks (the order kept); at the full level the train split's own descriptions join, with
     the teacher's mark.
@@ -64,7 +64,8 @@ __all__ = [
 
 #: The class word each listing line and description uses (as :func:`marks_text` prints it).
 _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Ground": "ground"}
-#: Ids a drill's marks are shown under (re-drawn per drill, as SFT's shuffled ids).
+#: Ids a drill's marks are shown under at least (re-drawn per drill, as SFT's shuffled ids;
+#: :attr:`DrillSources.id_pool` widens it to the largest id the train split's listings show).
 ID_POOL = 99
 _SIZE = ("large", "small")
 #: The name generator's draws a fresh name comes from (:class:`urbex.synth.names.NamePool`).
@@ -120,6 +121,10 @@ class DrillSources:
         ``landmark_query`` tool texts that print a surroundings box.
     name_pool : tuple of str
         Landmark names to rename with (every train scene's).
+    id_pool : int
+        A drill's mark ids are re-drawn from ``1..id_pool``: the largest id the teacher's
+        listings show, at least :data:`ID_POOL`, so that every id an episode can list is one
+        the look-ups copy (a scene of 239 proposals lists ids up to 239).
     """
 
     listings: tuple[tuple[ViewMark, ...], ...] = ()
@@ -127,6 +132,7 @@ class DrillSources:
     names: tuple[tuple[str, str], ...] = ()
     query_texts: tuple[str, ...] = ()
     name_pool: tuple[str, ...] = ()
+    id_pool: int = ID_POOL
 
 
 def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
@@ -170,6 +176,7 @@ def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
         names=tuple(names),
         query_texts=tuple(texts),
         name_pool=tuple(sorted(pool)),
+        id_pool=max(ID_POOL, max((m.mark_id for ls in listings for m in ls), default=0)),
     )
 
 
@@ -235,8 +242,10 @@ def _phrase(m: ViewMark, marks: Sequence[ViewMark], rng: np.random.Generator) ->
     return None
 
 
-def _redraw_ids(marks: Sequence[ViewMark], rng: np.random.Generator) -> list[ViewMark]:
-    ids = rng.choice(np.arange(1, ID_POOL + 1), size=len(marks), replace=False)
+def _redraw_ids(
+    marks: Sequence[ViewMark], rng: np.random.Generator, pool: int = ID_POOL
+) -> list[ViewMark]:
+    ids = rng.choice(np.arange(1, pool + 1), size=len(marks), replace=False)
     return [replace(m, mark_id=int(i)) for m, i in zip(marks, ids, strict=True)]
 
 
@@ -333,7 +342,7 @@ def _lookup_block(
     else:
         listing = _cut(listing, level, rng)
     old = [m.mark_id for m in listing]
-    listing = _redraw_ids(listing, rng)
+    listing = _redraw_ids(listing, rng, sources.id_pool)
     new_of = dict(zip(old, (m.mark_id for m in listing), strict=True))
     questions = []
     if real is not None:

@@ -501,6 +501,7 @@ def train_reader(
                 "listings": len(src.listings),
                 "names": len(src.names),
                 "query_texts": len(src.query_texts),
+                "id_pool": src.id_pool,
             },
         }
         timing = {
