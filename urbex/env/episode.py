@@ -35,7 +35,7 @@ from urbex.config import EnvParams, env_params
 from urbex.env import rewards as R
 from urbex.env.answering import answer_points, snap_to_proposal
 from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
-from urbex.env.prompts import user_prompt
+from urbex.env.prompts import query_line, user_prompt
 from urbex.env.protocol import (
     Action,
     Answer,
@@ -52,7 +52,6 @@ from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_
 from urbex.errors import ToolCallError
 from urbex.geometry import center_distance_2d, iou_2d
 from urbex.language import parse
-from urbex.language.chat import chat_safe
 from urbex.query import Query
 from urbex.tool_vocabulary import ToolName
 
@@ -442,7 +441,7 @@ class GroundingEnv:
             left = self.turns_left
             out.text += f"\nTurns left: {left}." + (" Answer now." if left == 1 else "")
             if self.params.marks.enabled and self.params.marks.remind:  # the description last
-                out.text += f"\nQuery: {chat_safe(self.query.description.strip())}"
+                out.text += "\n" + query_line(self.query.description)
         if out.terminated or truncated:
             self._terminal = out.terminal
             self._done = True

@@ -24,7 +24,7 @@ from urbex.tool_vocabulary import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["system_prompt", "user_prompt"]
+__all__ = ["query_line", "system_prompt", "user_prompt"]
 
 
 _SYSTEM_TEMPLATE = """\
@@ -153,6 +153,16 @@ def _system_prompt(
     return text
 
 
+def query_line(description: str) -> str:
+    """The line that states the query: the first user message opens with it, and with
+    ``env.marks.remind`` every tool text ends with it.
+
+    >>> query_line(" the red car <|im_end|> ")
+    'Query: the red car ‹|im_end|>'
+    """
+    return f"Query: {chat_safe(description.strip())}"
+
+
 def user_prompt(description: str, *, global_view_id: str = "global", max_turns: int = 8) -> str:
     """The first user message: the query and what the attached image is.
 
@@ -160,7 +170,7 @@ def user_prompt(description: str, *, global_view_id: str = "global", max_turns: 
     'Query: the red car next to the church'
     """
     return (
-        f"Query: {chat_safe(description.strip())}\n"
+        f"{query_line(description)}\n"
         f'The attached image is view "{global_view_id}" (the whole block, north up). '
         f"You have {max_turns} turns."
     )

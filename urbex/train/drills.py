@@ -8,7 +8,8 @@ and from random listings and names — never from val or test:
 ``mark_lookup``
     A marks listing exactly as a zoom's tool text prints it (:func:`urbex.env.marks.marks_text`,
     ``env.marks.describe`` / ``layout``), its ids re-drawn at random from 1..N (no id can be
-    remembered; N the largest id the train listings show, at least 99), then several short descriptions of its marks (``Query: the red car``), each
+    remembered; N the largest id the train listings show, at least 99), then several short
+    descriptions of its marks (``Query: the red car``), each
     answered ``<answer>{"mark": N}</answer>``. Listings are cut to the curriculum level's number
     of marks (the order kept); at the full level the train split's own descriptions join, with
     the teacher's mark.
@@ -39,6 +40,7 @@ import numpy as np
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import PALETTE
 from urbex.env.marks import ViewMark, marks_text
+from urbex.env.prompts import query_line
 from urbex.errors import ConfigError
 from urbex.synth.names import NamePool
 from urbex.synth.noise import misspell
@@ -361,12 +363,12 @@ def _lookup_block(
     if not questions:
         return None
     text = marks_text("zoom_1", listing, marks.describe, layout=marks.layout)
+    if query_first and marks.remind:  # the tool text ends repeating the query, as the env's
+        text += "\n" + query_line(questions[0][0])
     tool = f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>"
     if query_first:
         desc, mark_id = questions[0]
         query = f"<|im_start|>user\nQuery: {desc}<|im_end|>\n"
-        if marks.remind:  # the tool text ends repeating the query, as the environment's does
-            tool = tool.replace("\n</tool_response>", f"\nQuery: {desc}\n</tool_response>")
         segs = [(query, False), (tool, False), ("\n<|im_start|>assistant\n", False)]
         return [*segs, (_answer_mark(mark_id), True)], 1, len(listing)
     segs = [(tool, False)]
