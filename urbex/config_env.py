@@ -64,6 +64,12 @@ class MarksParams(StrictModel):
         description="every tool text ends by repeating the query (`Query: ...`), so the "
         "description stands right before the answer, as in a look-up drill",
     )
+    numbering: Literal["scene", "episode"] = Field(
+        "scene",
+        description="the ids the agent sees: each proposal's own id (stable per scene, up to the "
+        "scene's proposal count), or 1, 2, 3 ... in the order the episode first shows the marks "
+        "(small whatever the city's size; a mark keeps its number for the whole episode)",
+    )
     context_m: Float = Field(
         40.0, ge=0, description="landmark_query's surroundings box: footprint grown by this, m"
     )

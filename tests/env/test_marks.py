@@ -14,8 +14,9 @@ from PIL import Image
 
 from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
+from urbex.config_env import MarksParams
 from urbex.env.episode import GroundingEnv
-from urbex.env.marks import ViewMark, draw_marks, marks_text, marks_under_bev
+from urbex.env.marks import MarkState, ViewMark, draw_marks, marks_text, marks_under_bev
 from urbex.env.play import play_episode
 from urbex.errors import StaleCacheError
 from urbex.geometry import iou_2d
@@ -303,3 +304,57 @@ def test_shuffled_mark_ids_are_what_the_agent_sees_and_answers(city):
     env.shuffle_mark_ids(None)
     env.reset(query=q)
     assert env.marks.display(mark) == mark
+
+
+def test_episode_numbering_numbers_marks_1_2_3_as_first_shown(city):
+    """``marks.numbering: episode``: the ids the agent sees are 1, 2, 3 … in the order the views
+    first show the marks (the global view's drawn marks, then each zoom's listing in its order);
+    a mark keeps its number in later views; an answer by that number is the scene's own mark,
+    and the shuffle (SFT's augmentation) is not used."""
+    cache, _, queries = city
+    q = queries[0]
+    env = marked_env(city, numbering="episode")
+    env.shuffle_mark_ids(7)  # unused with episode numbering
+    env.reset(query=q)
+    glob = [m.mark_id for m in env.views["global"].marks]
+    assert glob == list(range(1, len(glob) + 1))
+    obs = zoom_on_target(env, q)
+    z = env.views["zoom_1"]
+    listed = [int(m) for m in re.findall(r"(?:^[a-z]+: |; )(\d+) ", obs["text"], re.M)]
+    assert listed == [m.mark_id for m in z.marks]  # listing order is numbering order
+    new = [i for i in listed if i not in glob]
+    assert glob and new and new == list(range(len(glob) + 1, len(glob) + 1 + len(new)))
+    assert env.marks_shown == set(range(1, len(glob) + len(new) + 1))
+    scene_of = {env.marks.scene(i): i for i in listed}
+    zoom_on_target(env, q, factor=2.0)  # the same marks keep their numbers
+    for m in env.views["zoom_2"].marks:
+        sid = env.marks.scene(m.mark_id)
+        assert sid not in scene_of or scene_of[sid] == m.mark_id
+    mark = best_mark(cache, q)
+    shown_id = env.marks.display(mark)
+    assert shown_id <= len(env.marks_shown)
+    _, _, term, _, info = env.step(f'<answer>{{"mark": {shown_id}}}</answer>')
+    assert term and info["outcome"].answer_mark == mark
+    env.reset(query=q)  # a new episode numbers from 1 again, the global view alike
+    assert [m.mark_id for m in env.views["global"].marks] == glob
+    assert env.marks_shown == set(glob)
+
+
+def test_episode_numbering_keeps_the_oracle_on_the_target_mark(city):
+    cache, _, queries = city
+    env = marked_env(city, numbering="episode")
+    for q in queries[:4]:
+        traj = play_episode(env, OraclePolicy(env), q, seed=0)
+        assert traj.outcome.answer_mark == best_mark(cache, q)
+        assert traj.outcome.iou_bev > 0.5
+
+
+def test_episode_numbering_refuses_to_renumber_a_mark(city):
+    cache, _, _ = city
+    state = MarkState(proposals=cache.proposals, params=MarksParams(numbering="episode"))
+    a, b, c = (int(v) for v in cache.proposals.mark_id[:3])
+    assert state.number([b, a]) == {b: 1, a: 2} and state.displayed(a) is None  # not kept yet
+    state.commit({b: 1, a: 2})
+    assert state.number([c, a]) == {c: 3, a: 2} and state.scene(2) == a
+    with pytest.raises(ValueError, match=f"mark {a}: numbered 2"):
+        state.commit({a: 5})

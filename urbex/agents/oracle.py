@@ -164,8 +164,8 @@ class OraclePolicy(PolicyBase):
         best = int(np.argmax(ious))
         marks = self.env.marks
         assert marks is not None  # shown is not None
-        mark = marks.display(int(props.mark_id[best]))  # the id the agent sees
-        return mark if ious[best] > 0 and mark in shown else None
+        mark = marks.displayed(int(props.mark_id[best]))  # the id the agent sees, if any
+        return mark if ious[best] > 0 and mark is not None and mark in shown else None
 
     def _landmark_name(self) -> str | None:
         env = self.env

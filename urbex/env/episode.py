@@ -272,14 +272,15 @@ class GroundingEnv:
         glob = self.global_views(query.scene_id, scene)
         marks = None
         if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
-            props, words, names, marked = self._scene_marks(query.scene_id, scene, glob)
+            props, words, names, marked, numbered = self._scene_marks(query.scene_id, scene, glob)
             shuffle = None
-            if self._mark_id_seed is not None:
+            if self._mark_id_seed is not None and self.params.marks.numbering == "scene":
                 shuffle = shuffled_ids(props.mark_id, self._mark_id_seed, query.query_id)
             marks = MarkState(
                 proposals=props, params=self.params.marks, words=words, names=names,
                 to_display=shuffle,
             )  # fmt: skip
+            marks.commit(numbered)  # episode numbering: the global view numbers alike each time
             glob = marked if shuffle is None else mark_view(glob, marks)
             marks.show(glob.marks)
         views.add(glob)
@@ -313,10 +314,11 @@ class GroundingEnv:
 
     def _scene_marks(
         self, scene_id: str, scene: Any, glob: EpisodeView
-    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str], EpisodeView]:
-        """A scene's proposals, attribute words, map names and marked global view (per scene,
-        landmark index and global view, computed once and kept for the :data:`_MARK_CACHE`
-        most recent)."""
+    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str], EpisodeView, dict[int, int]]:
+        """A scene's proposals, attribute words, map names, marked global view and (episode
+        numbering) the numbers that view gave its marks, ``{}`` otherwise (per scene, landmark
+        index and global view, computed once and kept for the :data:`_MARK_CACHE` most
+        recent)."""
         key = (scene_id, id(scene), id(self.landmarks), id(glob))
         hit = self._marks_cache.get(key)
         if hit is not None and hit[0] is scene and hit[1] is self.landmarks and hit[2] is glob:
@@ -326,7 +328,8 @@ class GroundingEnv:
         named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, scene_id))
         names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
         state = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
-        out = (props, words, names, mark_view(glob, state))
+        marked = mark_view(glob, state)
+        out = (props, words, names, marked, dict(state.to_display or {}))
         self._marks_cache[key] = (scene, self.landmarks, glob, out)
         while len(self._marks_cache) > _MARK_CACHE:
             self._marks_cache.popitem(last=False)
@@ -335,7 +338,8 @@ class GroundingEnv:
     def shuffle_mark_ids(self, seed: int | None) -> None:
         """From the next :meth:`reset` on, show the marks under ids shuffled per episode
         (seeded by ``seed`` and the query; SFT's augmentation: a model learns to copy the ids
-        it reads); None: each mark's stable ``mark_id`` (evaluation)."""
+        it reads); None: each mark's stable ``mark_id`` (evaluation). Unused with
+        ``env.marks.numbering: episode``, whose ids are the episode's own already."""
         self._mark_id_seed = seed
 
     def step(self, model_text: str) -> tuple[Observation, float, bool, bool, dict[str, Any]]:

@@ -39,6 +39,7 @@ __all__ = [
     "ViewMark",
     "draw_marks",
     "landmark_footprints",
+    "listing_order",
     "mark_names",
     "mark_words",
     "marks_text",
@@ -89,8 +90,10 @@ class MarkState:
 
     The agent sees each proposal under its ``mark_id`` (stable per scene), unless the episode
     shuffles them (``to_display``: scene id → the id shown; SFT's augmentation, so that a model
-    learns to copy the ids it reads rather than remember a training scene's). ``shown`` holds
-    ids as the agent sees them.
+    learns to copy the ids it reads rather than remember a training scene's) or numbers them
+    itself (``env.marks.numbering: episode``: 1, 2, 3 … in the order its views first show
+    them, :meth:`number`; the shuffle is then unused). ``shown`` holds ids as the agent sees
+    them.
     """
 
     proposals: ProposalSet
@@ -102,12 +105,52 @@ class MarkState:
     _to_scene: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.params.numbering == "episode":
+            self.to_display = {}
         if self.to_display is not None:
             self._to_scene = {d: s for s, d in self.to_display.items()}
 
+    @property
+    def episode_numbering(self) -> bool:
+        """Ids are numbered per episode, as first shown (``env.marks.numbering: episode``)."""
+        return self.params.numbering == "episode"
+
     def display(self, mark_id: int) -> int:
-        """The id the agent sees for the scene's ``mark_id``."""
+        """The id the agent sees for the scene's ``mark_id`` (``KeyError``: with episode
+        numbering, a mark no view has numbered yet; :meth:`displayed` asks without raising)."""
         return mark_id if self.to_display is None else self.to_display[mark_id]
+
+    def displayed(self, mark_id: int) -> int | None:
+        """The id the agent sees for the scene's ``mark_id``; None when it has none yet."""
+        return mark_id if self.to_display is None else self.to_display.get(mark_id)
+
+    def number(self, mark_ids: Iterable[int]) -> dict[int, int]:
+        """The id each scene ``mark_id`` would be seen under: with episode numbering its
+        number when a view numbered it already, else the next free numbers in the order given
+        (kept only once :meth:`commit` records them); otherwise the ids :meth:`display` gives."""
+        if not self.episode_numbering:
+            return {int(m): self.display(int(m)) for m in mark_ids}
+        assert self.to_display is not None
+        out: dict[int, int] = {}
+        nxt = max(self.to_display.values(), default=0) + 1
+        for m in (int(v) for v in mark_ids):
+            if m in out:
+                continue
+            known = self.to_display.get(m)
+            if known is None:
+                known, nxt = nxt, nxt + 1
+            out[m] = known
+        return out
+
+    def commit(self, ids: dict[int, int]) -> None:
+        """Keep ``ids`` (scene id → id shown, from :meth:`number`) for the rest of the episode
+        (episode numbering; a no-op otherwise)."""
+        if not self.episode_numbering:
+            return
+        assert self.to_display is not None
+        for m, d in ids.items():
+            if self.to_display.setdefault(m, d) != d or self._to_scene.setdefault(d, m) != m:
+                raise ValueError(f"mark {m}: numbered {self.to_display[m]}, asked to show as {d}")
 
     def scene(self, shown_id: int) -> int:
         """The scene's ``mark_id`` of an id the agent saw (``KeyError``: no such mark)."""
@@ -116,14 +159,17 @@ class MarkState:
             return shown_id
         return self._to_scene[shown_id]
 
-    def describe(self, marks: Iterable[ViewMark]) -> list[ViewMark]:
-        """``marks`` (scene ids) as the agent sees them: its ids, with their map names and
+    def describe(
+        self, marks: Iterable[ViewMark], ids: dict[int, int] | None = None
+    ) -> list[ViewMark]:
+        """``marks`` (scene ids) as the agent sees them: its ids (``ids``: scene id → the id
+        to show, from :meth:`number`; default :meth:`display`), with their map names and
         (``describe: attributes``) attribute words."""
         attrs = self.params.describe == "attributes"
         return [
             replace(
                 m,
-                mark_id=self.display(m.mark_id),
+                mark_id=self.display(m.mark_id) if ids is None else ids[m.mark_id],
                 name=self.names.get(m.mark_id, ""),
                 words=self.words.get(m.mark_id, ()) if attrs else (),
             )
@@ -379,6 +425,24 @@ def mark_names(
     return [footprints[j][0] if iou[i, j] >= 0.5 else "" for i, j in enumerate(best.tolist())]
 
 
+def _class_order(marks: Sequence[ViewMark]) -> list[str]:
+    """The classes a listing's lines follow: :data:`urbex.classes.TARGET_CLASSES`, then others."""
+    return [*TARGET_CLASSES, *sorted({m.class_name for m in marks} - set(TARGET_CLASSES))]
+
+
+def listing_order(marks: Sequence[ViewMark]) -> list[ViewMark]:
+    """``marks`` in the order :func:`marks_text` lists them: by class, each class in the order
+    given (nearest the view's centre first) — the order episode numbering numbers them in.
+
+    >>> m = [ViewMark(mark_id=7, class_name="Car", box_view=(0, 0, 1, 1)),
+    ...      ViewMark(mark_id=3, class_name="Building", box_view=(0, 0, 1, 1))]
+    >>> [v.mark_id for v in listing_order(m)]
+    [3, 7]
+    """
+    rank = {c: i for i, c in enumerate(_class_order(marks))}
+    return sorted(marks, key=lambda m: rank[m.class_name])
+
+
 _CLASS_WORD = {"Building": "building", "Car": "car", "Parking": "parking", "Ground": "ground"}
 
 
@@ -422,7 +486,7 @@ def marks_text(
             words += list(m.words)
         return " ".join([str(m.mark_id), *words, box])
 
-    order = [*TARGET_CLASSES, *sorted({m.class_name for m in marks} - set(TARGET_CLASSES))]
+    order = _class_order(marks)
     if layout == "id_last":
         lines = [
             f'Marks in "{view_id}", each class nearest its centre first '

@@ -29,6 +29,7 @@ from urbex.config import EnvParams
 from urbex.env.marks import (
     MarkState,
     draw_marks,
+    listing_order,
     marks_text,
     marks_under_bev,
     marks_under_oblique,
@@ -245,9 +246,17 @@ def mark_view(view: EpisodeView, state: MarkState) -> EpisodeView:
     else:
         limit = None if view.kind == "global" else p.max_listed
         under = marks_under_bev(state.proposals, view.world_box, view.from_world_box, limit=limit)
-    image, marks = draw_marks(view.image, state.describe(under), p)
-    keep = tuple(m for m in marks if m.drawn or view.kind != "global")
-    return replace(view, image=image, marks=keep)
+    if state.episode_numbering:
+        under = listing_order(under)
+        if view.kind == "global":  # number only the marks its image can carry: find them first
+            trial_ids = state.number(u.mark_id for u in under)
+            _, trial = draw_marks(view.image, state.describe(under, trial_ids), p)
+            under = [u for u, m in zip(under, trial, strict=True) if m.drawn]
+    ids = state.number(u.mark_id for u in under)
+    image, marks = draw_marks(view.image, state.describe(under, ids), p)
+    kept = [(u, m) for u, m in zip(under, marks, strict=True) if m.drawn or view.kind != "global"]
+    state.commit({u.mark_id: ids[u.mark_id] for u, _ in kept})
+    return replace(view, image=image, marks=tuple(m for _, m in kept))
 
 
 def _with_marks(ctx: ToolContext, view: EpisodeView, text: str) -> ToolResult:
