@@ -307,3 +307,31 @@ def test_drill_sources_are_empty_without_episodes():
     assert s.listings == () and s.names == () and s.query_texts == () and s.id_pool == 99
     assert name_copy_drill(np.random.default_rng(0), s, answers=2, rename_rate=0.5) is None
     assert box_copy_drill(np.random.default_rng(0), s, answers=2, synthetic_rate=0.5) is None
+
+
+@pytest.mark.parametrize("numbering", ["scene", "episode"])
+def test_drill_sources_keep_the_answered_id_as_the_listing_shows_it(synth_city, numbering):
+    """The real look-ups pair a description with the id its listing shows for the teacher's
+    mark — not the scene's own id, which differs under episode numbering."""
+    from urbex.agents.oracle import TeacherPolicy
+    from urbex.config import EnvParams
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.play import play_episode
+    from urbex.train.drills import drill_sources
+
+    cache, index, queries = synth_city
+    marks = {"enabled": True, "describe": "attributes", "numbering": numbering}
+    env = GroundingEnv(EnvParams(marks=marks), lambda s: cache, index)
+    teacher = TeacherPolicy(env, p_anchor=1.0, p_oblique=0.0)
+    trajs, differ = [], 0
+    for q in queries:
+        t = play_episode(env, teacher, q, seed=0)
+        if t.outcome.answer_mark is not None:
+            trajs.append(t)
+            differ += env.marks.display(t.outcome.answer_mark) != t.outcome.answer_mark
+    src = drill_sources(trajs)
+    assert len(src.lookups) >= 3
+    answered = {t.query.description: t.steps[-1].arguments["mark"] for t in trajs}
+    for desc, li, mark in src.lookups:
+        assert mark == answered[desc] and any(m.mark_id == mark for m in src.listings[li])
+    assert (differ > 0) is (numbering == "episode")

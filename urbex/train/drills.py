@@ -167,7 +167,7 @@ def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
                 pool.add(name)
                 if name in desc:
                     names.append((desc, name))
-        mark = t.outcome.answer_mark
+        mark = _answered_id(t)
         if mark is not None and listings:
             last = len(listings) - 1
             if any(vm.mark_id == mark for vm in listings[last]):
@@ -180,6 +180,18 @@ def drill_sources(trajectories: Sequence[Trajectory]) -> DrillSources:
         name_pool=tuple(sorted(pool)),
         id_pool=max(ID_POOL, max((m.mark_id for ls in listings for m in ls), default=0)),
     )
+
+
+def _answered_id(t: Trajectory) -> int | None:
+    """The mark id the episode's answer named as the agent saw it (the listings' ids; the
+    outcome's ``answer_mark`` is the scene's own, which differs under shuffled or episode
+    numbering); None without a valid mark answer."""
+    if t.outcome.answer_mark is None:
+        return None
+    for s in reversed(t.steps):
+        if s.valid and s.tool == ToolName.ANSWER and isinstance(s.arguments.get("mark"), int):
+            return int(s.arguments["mark"])
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
