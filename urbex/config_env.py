@@ -70,6 +70,13 @@ class MarksParams(StrictModel):
         "scene's proposal count), or 1, 2, 3 ... in the order the episode first shows the marks "
         "(small whatever the city's size; a mark keeps its number for the whole episode)",
     )
+    relate: Bool = Field(
+        False,
+        description="each listed mark also says where it lies from the landmarks this "
+        "episode's landmark_query calls found (the best match of the last two): `west of "
+        '"Clare Park"`, and `next to "Clare Park"` within 6 m — the relation a description '
+        "states, in words a small student can match",
+    )
     context_m: Float = Field(
         40.0, ge=0, description="landmark_query's surroundings box: footprint grown by this, m"
     )

@@ -16,7 +16,14 @@ from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
 from urbex.config_env import MarksParams
 from urbex.env.episode import GroundingEnv
-from urbex.env.marks import MarkState, ViewMark, draw_marks, marks_text, marks_under_bev
+from urbex.env.marks import (
+    MarkState,
+    ViewMark,
+    draw_marks,
+    marks_text,
+    marks_under_bev,
+    relation_words,
+)
 from urbex.env.play import play_episode
 from urbex.errors import StaleCacheError
 from urbex.geometry import iou_2d
@@ -358,3 +365,34 @@ def test_episode_numbering_refuses_to_renumber_a_mark(city):
     assert state.number([c, a]) == {c: 3, a: 2} and state.scene(2) == a
     with pytest.raises(ValueError, match=f"mark {a}: numbered 2"):
         state.commit({a: 5})
+
+
+def test_relate_lists_where_each_mark_lies_from_the_queried_landmark(city):
+    """``marks.relate``: after a ``landmark_query``, each listed mark (but the landmark's own)
+    says its side of that landmark, computed from the two world boxes; before any query, and
+    with it off, no line does."""
+    cache, index, queries = city
+    q = next(q for q in queries if index.mentions(q.description, q.scene_id))
+    name = index.mentions(q.description, q.scene_id)[0]
+    for relate in (True, False):
+        env = marked_env(city, relate=relate, describe="attributes", layout="id_last")
+        env.reset(query=q)
+        first = zoom_on_target(env, q)["text"]  # nothing queried yet
+        assert not re.search(r' (north|south|east|west) of "', first)
+        env.step(call("landmark_query", name=name, view_id="global"))
+        text = zoom_on_target(env, q, factor=4.0)["text"]
+        lines = [ln for ln in text.splitlines() if re.search(r" = \d+$", ln)]
+        assert lines
+        related = [ln for ln in lines if re.search(r' (north|south|east|west) of "', ln)]
+        assert bool(related) is relate
+        if relate:
+            anchor = env.marks.anchors[-1]
+            for m in env.views["zoom_2"].marks:
+                box = cache.proposals.box_2d_m[cache.proposals.row(env.marks.scene(m.mark_id))]
+                want = (
+                    () if m.name == anchor[0] else tuple(relation_words(box, anchor[1], anchor[0]))
+                )
+                assert m.relations == want
+            assert len(related) >= len(lines) - 1
+            traj = play_episode(env, OraclePolicy(env), q, seed=0)
+            assert traj.outcome.answer_mark == best_mark(cache, q)

@@ -23,13 +23,13 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from PIL import Image, ImageDraw, ImageFont
 
 from urbex.classes import TARGET_CLASSES
 from urbex.colour import colour_name, exposure_gain
 from urbex.config_env import MarksParams
-from urbex.geometry import iou_2d
+from urbex.geometry import gap_2d, iou_2d
 from urbex.landmarks.table import footprint_bounds
 from urbex.language.chat import chat_safe
 from urbex.scene.proposals import ProposalSet
@@ -45,6 +45,7 @@ __all__ = [
     "marks_text",
     "marks_under_bev",
     "marks_under_oblique",
+    "relation_words",
     "shuffled_ids",
 ]
 
@@ -73,6 +74,9 @@ class ViewMark:
         Attribute words (``env.marks.describe: attributes``), e.g. ``("red", "small")``.
     name : str
         The map landmark the proposal covers (:func:`mark_names`), ``""`` for none.
+    relations : tuple of str
+        Where it lies from the landmarks the episode queried (``env.marks.relate``), e.g.
+        ``('west of "Clare Park"',)`` (:func:`relation_words`).
     """
 
     mark_id: int
@@ -81,6 +85,7 @@ class ViewMark:
     drawn: bool = False
     words: tuple[str, ...] = ()
     name: str = ""
+    relations: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -102,6 +107,7 @@ class MarkState:
     words: dict[int, tuple[str, ...]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
     to_display: dict[int, int] | None = None
+    anchors: list[tuple[str, NDArray[np.float64]]] = field(default_factory=list)
     _to_scene: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -166,19 +172,66 @@ class MarkState:
         to show, from :meth:`number`; default :meth:`display`), with their map names and
         (``describe: attributes``) attribute words."""
         attrs = self.params.describe == "attributes"
+        relate = self.params.relate and self.anchors and self.params.describe != "none"
         return [
             replace(
                 m,
                 mark_id=self.display(m.mark_id) if ids is None else ids[m.mark_id],
                 name=self.names.get(m.mark_id, ""),
                 words=self.words.get(m.mark_id, ()) if attrs else (),
+                relations=self._relations(m.mark_id) if relate else (),
             )
             for m in marks
         ]
 
+    def _relations(self, mark_id: int) -> tuple[str, ...]:
+        box = self.proposals.box_2d_m[self.proposals.row(mark_id)]
+        mine = self.names.get(mark_id, "")
+        out: list[str] = []
+        for name, anchor in self.anchors:
+            if name != mine:  # the landmark's own mark carries its name already
+                out += relation_words(box, anchor, name)
+        return tuple(out)
+
+    def add_anchor(self, name: str, box_m: ArrayLike) -> None:
+        """A landmark the episode queried (``box_m``: its footprint, or its point as a zero-size
+        box, world metres): later listings relate their marks to the last
+        :data:`MAX_ANCHORS` (``env.marks.relate``)."""
+        self.anchors = [a for a in self.anchors if a[0] != name]
+        self.anchors.append((name, np.asarray(box_m, dtype=np.float64).reshape(4)))
+        del self.anchors[:-MAX_ANCHORS]
+
     def show(self, marks: Iterable[ViewMark]) -> None:
         """Record the marks a view the agent received drew or listed."""
         self.shown.update(m.mark_id for m in marks)
+
+
+#: Landmarks a listing relates its marks to (``env.marks.relate``): the most recently queried.
+MAX_ANCHORS = 2
+#: A mark is ``next to`` a landmark within this BEV gap, metres.
+NEXT_TO_M = 6.0
+
+
+def relation_words(
+    box_m: NDArray[np.float64], anchor_m: NDArray[np.float64], name: str
+) -> list[str]:
+    """Where a mark lies from a landmark, as a description says it: the compass side of the
+    larger separation of their centres (world metres, x east, y north; north up on the map),
+    preceded by ``next to`` when their BEV gap is at most :data:`NEXT_TO_M`.
+
+    >>> relation_words(np.array([0.0, 0, 4, 2]), np.array([10.0, -5, 30, 5]), "Clare Park")
+    ['next to "Clare Park"', 'west of "Clare Park"']
+    >>> relation_words(np.array([0.0, 40, 4, 42]), np.array([0.0, 0, 4, 4]), "Mill Road")
+    ['north of "Mill Road"']
+    """
+    box, anchor = np.asarray(box_m, np.float64), np.asarray(anchor_m, np.float64)
+    dx, dy = (box[:2] + box[2:] - anchor[:2] - anchor[2:]) / 2
+    side = (
+        ("east" if dx >= 0 else "west") if abs(dx) >= abs(dy) else ("north" if dy >= 0 else "south")
+    )
+    label = f'"{chat_safe(name)}"'
+    near = float(gap_2d(box, anchor)) <= NEXT_TO_M
+    return [f"next to {label}"] * near + [f"{side} of {label}"]
 
 
 def _clip_units(b: NDArray[np.float64]) -> tuple[int, int, int, int]:
@@ -484,7 +537,7 @@ def marks_text(
         words = [f'"{chat_safe(m.name)}"'] if m.name and describe != "none" else []
         if describe == "attributes":
             words += list(m.words)
-        return " ".join([str(m.mark_id), *words, box])
+        return " ".join([str(m.mark_id), *words, box, *m.relations])
 
     order = _class_order(marks)
     if layout == "id_last":
@@ -501,7 +554,7 @@ def marks_text(
                         words += list(m.words)
                     if describe != "none":
                         words.append(_CLASS_WORD.get(cls, cls.lower()))
-                    lines.append(" ".join([box, *words, "=", str(m.mark_id)]))
+                    lines.append(" ".join([box, *words, *m.relations, "=", str(m.mark_id)]))
         return "\n".join(lines)
     if describe == "none":
         head = f'Marks in "{view_id}", nearest its centre first (id [x1, y1, x2, y2]):'

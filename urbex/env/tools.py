@@ -177,6 +177,10 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     if best is None:
         closest = ", ".join(repr(n) for n in list(res.closest_names)[:5]) or "none"
         return ToolResult(text=f"landmark_query: {name!r} not found; closest names: {closest}.")
+    if ctx.marks is not None and ctx.params.marks.relate:  # later listings relate to it
+        fb_best = footprint_bounds(best.row, require_area=True)
+        x0, y0 = float(best.x), float(best.y)
+        ctx.marks.add_anchor(best.name, fb_best if fb_best is not None else [x0, y0, x0, y0])
     norm = best.row.get("name_norm")
     matches = [best] + [
         m for m in res.candidates[1:] if norm is not None and m.row.get("name_norm") == norm
