@@ -43,6 +43,13 @@ class ReaderParams(StrictModel):
     )
     run_name: str = Field("reader", description="output: <assets>/checkpoints/<run_name>/")
     steps: Int = Field(2000, ge=1, description="optimizer steps")
+    max_steps: Int | None = Field(
+        None,
+        ge=1,
+        description="go on past `steps` while the full-length gate is shut (the look-up at "
+        "the last level below `advance_at`), up to this many steps in all; None: `steps` "
+        "exactly (the look-up's take-off varies from ~1,800 to >6,000 steps by seed)",
+    )
     batch_size: Int = Field(16, ge=1, description="drills per step")
     learning_rate: Float = Field(2e-3, gt=0)
     warmup_steps: Int = Field(100, ge=0)
@@ -129,6 +136,15 @@ class ReaderParams(StrictModel):
             raise ValueError(
                 f"reader.spread_from: expected at most the first level ({self.levels[0]} marks), "
                 f"got {self.spread_from}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _max_after_steps(self) -> ReaderParams:
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise ValueError(
+                f"reader.max_steps: expected at least reader.steps ({self.steps}), "
+                f"got {self.max_steps}"
             )
         return self
 

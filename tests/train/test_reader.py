@@ -134,6 +134,7 @@ def test_an_interrupted_reader_resumes_where_it_saved(assets, tiny, trajs, monke
         ),
         ({"advance_at": 0.0}, "reader.advance_at"),
         ({"levels": [4, 8], "spread_from": 6}, "reader.spread_from"),
+        ({"steps": 10, "max_steps": 5}, "reader.max_steps"),
     ],
 )
 def test_reader_params_that_cannot_work_are_one_line_errors(tmp_path, reader, field):
@@ -193,3 +194,31 @@ def test_a_tokenizer_of_another_model_is_refused_naming_both(assets, tiny, tmp_p
 
     with pytest.raises(PolicyError, match=r"sft\.checkpoint"):
         sft(_params(assets), checkpoint=mixed, steps=1, progress=False, trajectories=[])
+
+
+def test_max_steps_goes_on_while_the_full_length_gate_is_shut(assets, tiny, trajs, monkeypatch):
+    """``reader.max_steps``: past ``steps`` the reader goes on while the look-up at the last
+    level is below ``advance_at``, and stops at the first evaluation that opens it (the
+    held-out scores are set here, so that the test does not wait for a tiny model to read)."""
+    import polars as pl
+
+    from urbex.train import reader as reader_mod
+
+    def scored(value):
+        def accuracy(model, tok, processor, sets, *args):
+            return {k: value for k in [*sets, "whole_turn"]}
+
+        return accuracy
+
+    p = _params(assets, advance_at=0.5, steps=2, max_steps=8)
+    monkeypatch.setattr(reader_mod, "_accuracy", scored(0.0))  # never opens: runs to max_steps
+    r = reader_mod.train_reader(p, checkpoint=tiny, progress=False, trajectories=trajs,
+                                run_name="r-shut")  # fmt: skip
+    meta = json.loads((r.checkpoint_dir / "reader.json").read_text())
+    assert r.steps == meta["steps"] == 8
+    evals = pl.read_parquet(r.checkpoint_dir / "reader_eval.parquet")
+    assert evals["step"].to_list() == [2, 4, 6, 8] and set(evals["level"].to_list()) == {2}
+    monkeypatch.setattr(reader_mod, "_accuracy", scored(1.0))  # level 2 at step 2, 32 at 4
+    r = reader_mod.train_reader(p, checkpoint=tiny, progress=False, trajectories=trajs,
+                                run_name="r-open")  # fmt: skip
+    assert r.steps == 4 and r.level == 32 and r.reached_full_at == 2

@@ -386,8 +386,20 @@ def train_reader(
     model.train()
     scalars = ScalarLog(params.train.report_to, staging / RUNS_DIR / "reader", start_step=start)
     t_start = time.perf_counter()
-    bar = tqdm(range(start, n_steps), desc="reader", unit="step", disable=not progress)
-    for step in bar:
+    limit = max(n_steps, r.max_steps or 0)
+
+    def gate_open() -> bool:  # the look-up at the last level has reached advance_at
+        last = evals[-1] if evals else None
+        top = r.levels[-1]
+        return (
+            last is not None
+            and last["level"] == top
+            and last["acc_mark_lookup_level"] >= r.advance_at
+        )
+
+    bar = tqdm(total=limit, initial=start, desc="reader", unit="step", disable=not progress)
+    step = start
+    while step < n_steps or (step < limit and not gate_open()):
         level = r.levels[li]
         counts = rng.multinomial(r.batch_size, probs)
         text_counts = {f: int(c) for f, c in zip(DRILL_FAMILIES, counts, strict=True)}
@@ -418,7 +430,7 @@ def train_reader(
             }
         )
         scalars.add(step + 1, loss=log[-1]["loss"], learning_rate=lr, level=level)
-        if (step + 1) % r.eval_every == 0 or step + 1 == n_steps:
+        if (step + 1) % r.eval_every == 0 or step + 1 in (n_steps, limit):
             acc = _accuracy(
                 model, tok, processor, sets, whole_held, r.max_length, params.sft.max_length
             )
@@ -436,7 +448,7 @@ def train_reader(
                 sets = eval_sets(r.levels[li])
                 if li + 1 == len(r.levels):
                     reached = step + 1
-        if (step + 1) % r.save_steps == 0 and step + 1 < n_steps:
+        if (step + 1) % r.save_steps == 0 and step + 1 < limit:
             _save_state(
                 staging,
                 {
@@ -454,6 +466,10 @@ def train_reader(
                 },
                 fingerprint,
             )
+        step += 1
+        bar.update(1)
+    bar.close()
+    n_steps = step  # with reader.max_steps: the steps the gate took
     wall = spent + time.perf_counter() - t_start
     scalars.close()
     model.eval()
