@@ -69,6 +69,7 @@ _NONE_DEFAULT_EXAMPLES: dict[str, Any] = {
     "stpls3d_refer.offset": (0.0, 0.0, 0.0),
     "policy.class_sizes": {"Car": (4.0, 2.0)},
     "reader.spread_from": 2,
+    "reader.max_steps": 5000,
 }
 
 
