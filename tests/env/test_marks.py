@@ -365,6 +365,8 @@ def test_episode_numbering_refuses_to_renumber_a_mark(city):
     assert state.number([c, a]) == {c: 3, a: 2} and state.scene(2) == a
     with pytest.raises(ValueError, match=f"mark {a}: numbered 2"):
         state.commit({a: 5})
+    # a picture names a mark as the agent saw it; one never numbered keeps its scene id
+    assert state.label(a) == 2 and state.label(c) == c and state.label(None) is None
 
 
 def test_relate_lists_where_each_mark_lies_from_the_queried_landmark(city):

@@ -193,6 +193,14 @@ class MarkState:
                 out += relation_words(box, anchor, name)
         return tuple(out)
 
+    def label(self, mark_id: int | None) -> int | None:
+        """How a picture names the scene's ``mark_id``: the id the agent saw, or (a mark no view
+        numbered, such as a snapped box's under episode numbering) its scene id."""
+        if mark_id is None:
+            return None
+        shown = self.displayed(int(mark_id))
+        return int(mark_id) if shown is None else shown
+
     def add_anchor(self, name: str, box_m: ArrayLike) -> None:
         """A landmark the episode queried (``box_m``: its footprint, or its point as a zero-size
         box, world metres): later listings relate their marks to the last

@@ -378,7 +378,7 @@ def ground(
         pred_box_2d=result.pred_box_2d,
         target_box_2d=result.target_box_2d,
         landmarks=landmark_hits(world.landmarks, scene_id, traj.steps),
-        answer_mark=o.answer_mark,
+        answer_mark=o.answer_mark if env.marks is None else env.marks.label(o.answer_mark),
         subtitle=f"policy {policy}"
         + (f"  |  object {q.object_id} ({q.class_name})" if q.has_target else ""),
     )

@@ -135,7 +135,7 @@ class Replayer:
         img = trajectory_picture(
             scene, recs, views, query_text=text, pred_box_2d=pred, target_box_2d=target,
             landmarks=landmark_hits(self.world.landmarks, scene_id, recs),
-            answer_mark=ep.get("answer_mark"),
+            answer_mark=ep.get("answer_mark") if marks is None else marks.label(ep.get("answer_mark")),
             subtitle=f"policy {ep['policy']}  |  object {ep['object_id']}",
             panel_px=PANEL_PX, thumb_px=THUMB_PX,
         )  # fmt: skip
