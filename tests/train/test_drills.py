@@ -335,3 +335,27 @@ def test_drill_sources_keep_the_answered_id_as_the_listing_shows_it(synth_city, 
     for desc, li, mark in src.lookups:
         assert mark == answered[desc] and any(m.mark_id == mark for m in src.listings[li])
     assert (differ > 0) is (numbering == "episode")
+
+
+def test_mark_lookup_describes_a_mark_by_its_relation_when_that_selects_it():
+    """With relation words in the listing (``env.marks.relate``), a look-up may describe a mark
+    by the relation that no other mark of its class shares, and answers that mark."""
+    rel = {
+        57: ('west of "Merton Hall"',),
+        62: ('east of "Merton Hall"',),
+        50: ('east of "Merton Hall"',),
+    }
+    listing = tuple(replace(m, relations=rel.get(m.mark_id, ())) for m in _sources().listings[0])
+    src = replace(_sources(), listings=(listing,), lookups=())
+    asked: dict[str, int] = {}
+    for seed in range(40):
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), src, level=8, full=False, answers=5,
+            synthetic_rate=0.0, marks=_MARKS,
+        )  # fmt: skip
+        for lines, asks in _blocks(d) if d is not None else []:
+            for desc, mark in asks:
+                if " of Merton Hall" in desc:
+                    asked[desc] = mark
+                    assert 'west of "Merton Hall"' in lines[mark]
+    assert asked == {"the car west of Merton Hall": next(iter(asked.values()))}

@@ -235,9 +235,14 @@ def random_listing(
 
 
 def _phrase(m: ViewMark, marks: Sequence[ViewMark], rng: np.random.Generator) -> str | None:
-    """A short description that selects ``m`` alone among ``marks`` (None: none does)."""
+    """A short description that selects ``m`` alone among ``marks`` (None: none does). A mark
+    that says where it lies from a queried landmark (``env.marks.relate``) is described by
+    that relation half the time when it selects it alone (``the car west of Clare Park``)."""
     cls = _CLASS_WORD.get(m.class_name, m.class_name.lower())
     same = [o for o in marks if o is not m and o.class_name == m.class_name]
+    alone = [r for r in m.relations if all(r not in o.relations for o in same)]
+    if alone and rng.random() < 0.5:
+        return f"the {cls} {alone[int(rng.integers(len(alone)))].replace(chr(34), '')}"
     if m.name and all(o.name != m.name for o in same):
         if any(o is not m and o.name == m.name for o in marks):  # another class shares it
             return f"{cls} known as {m.name}"
