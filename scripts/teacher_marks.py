@@ -84,8 +84,11 @@ def main(argv: list[str]) -> int:
         if not cand:
             continue
         pick["class"] += (o.answer_mark in cand) / len(cand)
-        mentions = [(m, footprint(q.scene_id, m.name)) for m in p.mentions]
-        mentions = [(m, b) for m, b in mentions if b is not None]
+        mentions = []
+        for m in p.mentions:
+            b = footprint(q.scene_id, m.name)
+            if b is not None:
+                mentions.append((m, b))
         for k, key in ((1, "1 landmark"), (2, "2 landmarks")):
             keep = list(cand)
             for m, b in mentions[:k]:
