@@ -195,6 +195,10 @@ MARKS_RECIPE = {
     "env.marks.enabled": True,
     "env.marks.describe": "attributes",
     "env.marks.max_listed": 8,
+    # the description right before the answer, ids the episode numbers, relation words
+    "env.marks.remind": True,
+    "env.marks.numbering": "episode",
+    "env.marks.relate": True,
     "sft.anchor_rate": 1.0,
     # the reader recipe: listings with the id last, reading drills before SFT
     "env.marks.layout": "id_last",
@@ -240,12 +244,12 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 8 + 1 + 2
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's eight, recipe.name, SFT's drills and renaming
+        len(changed) == 21 + 3 + 8 + 1 + 2 + 3
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's eight, recipe.name, SFT's drills and renaming, remind / numbering / relate
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert (
-        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 45
-    )  # 40 + the three look-up curriculum keys + SFT's drills and renaming
+        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 48
+    )  # 40 + the three look-up curriculum keys + SFT's drills and renaming + the three marks keys
 
 
 def _write(path: Path, text: str) -> Path:
