@@ -66,7 +66,7 @@ QUICK = {"sft_steps": 8, "grpo_steps": 2, "n_val": 2, "n_base": 1, "reader_steps
 #: The tiny model of the recipe (README): 3.8 M parameters, protocol BPE.
 TINY = ["--tokenizer", "protocol", "--hidden", "256", "--layers", "4", "--heads", "8",
         "--kv-heads", "4", "--head-dim", "32", "--vision-hidden", "64", "--vocab", "4096",
-        "--number-tokens", "--tie-embeddings"]  # fmt: skip
+        "--number-tokens", "--tie-embeddings", "--words", "names"]  # fmt: skip
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> None:

@@ -84,6 +84,55 @@ def test_protocol_tokenizer_keeps_identifiers_whole(number_tokens):
         assert [p for p in pieces if p.isdigit()][:3] == ["8", "8", "0"]
 
 
+def _sublist(short: list[int], long: list[int]) -> bool:
+    return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
+
+
+@pytest.mark.parametrize("words", ["merge", "names"])
+def test_a_landmark_name_is_the_same_tokens_in_a_description_and_in_its_call(words):
+    """``words="names"``: the ``landmark_query`` call's name tokens appear, in order, in every
+    description that mentions the name — whatever stands next to it (a full stop, a quote, a
+    capitalised word) — so the student copies tokens; with ``merge`` (merges across words,
+    trained on text where the names recur) some do not."""
+    pytest.importorskip("tokenizers")
+    from urbex.config import EnvParams, VLMParams
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.tiny import _tokenizer
+
+    names = ["Harborne Car Park", "Edgbaston Playing Fields", "Queen's Row", "Stourbridge Library"]
+    said = [
+        "the car north of {}, next to the bus stop",
+        "the only parking lot beside Chapel Parade and across from {}",
+        "Look near {}. It is small.",
+        "It sits next to {} at the corner",
+        'the building west of "{}"',
+        "Behind {} there is a red car",
+    ]
+    corpus = list(protocol_corpus(EnvParams(), VLMParams(), n_actions=200))
+    corpus += [s.format(n) for n in names for s in said] * 20  # the names recur, as in a city
+    tok = _tokenizer(corpus, vocab_size=1200, words=words)
+
+    def enc(text: str) -> list[int]:
+        return list(tok.encode(text, add_special_tokens=False))
+
+    copyable = []
+    for name in names:
+        head = '<tool_call>{"name": "landmark_query", "arguments": {"name": "'
+        call = enc(f'{head}{name}", "view_id": "global"}}}}</tool_call>')
+        tail = enc('", "view_id": "global"}}</tool_call>')
+        name_ids = call[len(enc(head)) : len(call) - len(tail)]
+        ok = (
+            call[: len(enc(head))] == enc(head)
+            and call[len(call) - len(tail) :] == tail
+            and tok.decode(name_ids) == name
+        )
+        copyable += [ok and _sublist(name_ids, enc(s.format(name))) for s in said]
+    if words == "names":
+        assert all(copyable)
+    else:
+        assert not all(copyable)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

@@ -238,6 +238,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="protocol tokenizer: one token per view unit 0-1000 (default: digit by digit)",
     )
     tm.add_argument(
+        "--words",
+        choices=("merge", "names"),  # urbex.train.tiny.WORD_SPLITS (not imported at start-up)
+        default="names",
+        help="protocol tokenizer: names (default): a capitalised word is never merged with its "
+        "neighbours, so a landmark's name is the same tokens in a description and in the call "
+        "that copies it; merge: merges may span any words (checkpoints before 2026-12-07)",
+    )
+    tm.add_argument(
         "--tie-embeddings",
         action="store_true",
         help="the output layer shares the input embeddings (default: separate)",

@@ -126,7 +126,12 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
         corpus = list(protocol_corpus(params.env, params.vlm, trajs, seed=args.seed))
         what = f"BPE trained on the protocol ({len(corpus)} texts, {len(trajs)} teacher episodes)"
     path = make_tiny_model(
-        args.path, seed=args.seed, spec=spec, corpus=corpus, number_tokens=args.number_tokens
+        args.path,
+        seed=args.seed,
+        spec=spec,
+        corpus=corpus,
+        number_tokens=args.number_tokens,
+        words=args.words,
     )
     print(f"tiny Qwen3-VL (random weights, offline; tokenizer: {what}) → {path}")
     return 0
