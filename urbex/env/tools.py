@@ -177,10 +177,6 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     if best is None:
         closest = ", ".join(repr(n) for n in list(res.closest_names)[:5]) or "none"
         return ToolResult(text=f"landmark_query: {name!r} not found; closest names: {closest}.")
-    if ctx.marks is not None and ctx.params.marks.relate:  # later listings relate to it
-        fb_best = footprint_bounds(best.row, require_area=True)
-        x0, y0 = float(best.x), float(best.y)
-        ctx.marks.add_anchor(best.name, fb_best if fb_best is not None else [x0, y0, x0, y0])
     norm = best.row.get("name_norm")
     matches = [best] + [
         m for m in res.candidates[1:] if norm is not None and m.row.get("name_norm") == norm
@@ -194,6 +190,9 @@ def _landmark_lookup(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         u, v = float(uu), float(vv)
         where = f"world XY ({x:.1f}, {y:.1f}) m"
         fb = footprint_bounds(row, require_area=True)
+        if i == 1 and ctx.marks is not None and ctx.params.marks.relate:
+            # the best match: later listings say where their marks lie from it
+            ctx.marks.add_anchor(m.name, fb if fb is not None else [x, y, x, y])
         around = _surroundings(ctx, view, fb, x, y)
         if fb is not None:
             ub = view.from_world_box(fb)
