@@ -64,6 +64,16 @@ def _blocks(drill):
     return out
 
 
+def _seeded_blocks(src, seeds, *, answers, synthetic_rate):
+    """:func:`_blocks` of a level-8 look-up drill per seed (none where no drill is built)."""
+    for seed in seeds:
+        d = mark_lookup_drill(
+            np.random.default_rng(seed), src, level=8, full=False, answers=answers,
+            synthetic_rate=synthetic_rate, marks=_MARKS,
+        )  # fmt: skip
+        yield from _blocks(d) if d is not None else []
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("synthetic_rate", [0.0, 1.0])
 def test_mark_lookup_answers_the_only_mark_its_description_fits(seed, synthetic_rate):
@@ -199,14 +209,9 @@ def test_look_up_ids_cover_every_id_the_train_listings_show():
     assert src.id_pool == 99  # the listings' ids are all below 99
     wide = replace(src, id_pool=239)
     seen: set[int] = set()
-    for seed in range(30):
-        d = mark_lookup_drill(
-            np.random.default_rng(seed), wide, level=8, full=False, answers=8,
-            synthetic_rate=0.5, marks=_MARKS,
-        )  # fmt: skip
-        for lines, asks in _blocks(d) if d is not None else []:
-            assert set(lines) <= set(range(1, 240))
-            seen |= {mark for _, mark in asks}
+    for lines, asks in _seeded_blocks(wide, range(30), answers=8, synthetic_rate=0.5):
+        assert set(lines) <= set(range(1, 240))
+        seen |= {mark for _, mark in asks}
     assert max(seen) > 200 and min(seen) < 50
 
 
@@ -348,14 +353,9 @@ def test_mark_lookup_describes_a_mark_by_its_relation_when_that_selects_it():
     listing = tuple(replace(m, relations=rel.get(m.mark_id, ())) for m in _sources().listings[0])
     src = replace(_sources(), listings=(listing,), lookups=())
     asked: dict[str, int] = {}
-    for seed in range(40):
-        d = mark_lookup_drill(
-            np.random.default_rng(seed), src, level=8, full=False, answers=5,
-            synthetic_rate=0.0, marks=_MARKS,
-        )  # fmt: skip
-        for lines, asks in _blocks(d) if d is not None else []:
-            for desc, mark in asks:
-                if " of Merton Hall" in desc:
-                    asked[desc] = mark
-                    assert 'west of "Merton Hall"' in lines[mark]
+    for lines, asks in _seeded_blocks(src, range(40), answers=5, synthetic_rate=0.0):
+        for desc, mark in asks:
+            if " of Merton Hall" in desc:
+                asked[desc] = mark
+                assert 'west of "Merton Hall"' in lines[mark]
     assert asked == {"the car west of Merton Hall": next(iter(asked.values()))}
