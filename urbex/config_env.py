@@ -59,10 +59,12 @@ class MarksParams(StrictModel):
         "(`[x1, y1, x2, y2] red car = 9`: the id follows what describes it, where a copy head "
         "finds it)",
     )
-    remind: Bool = Field(
+    remind: Bool | Literal["listings"] = Field(
         False,
         description="every tool text ends by repeating the query (`Query: ...`), so the "
-        "description stands right before the answer, as in a look-up drill",
+        "description stands right before the answer, as in a look-up drill; `listings`: only "
+        "the texts that list marks (a zoom's, an oblique view's), so a `landmark_query` text "
+        "ends on the boxes the next `zoom_in` copies",
     )
     numbering: Literal["scene", "episode"] = Field(
         "scene",

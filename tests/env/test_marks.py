@@ -11,6 +11,7 @@ import shutil
 import numpy as np
 import pytest
 from PIL import Image
+from pydantic import ValidationError
 
 from urbex.agents import OraclePolicy
 from urbex.config import EnvParams
@@ -224,6 +225,28 @@ def test_remind_ends_every_tool_text_with_the_query(city):
         assert ("\nQuery: " in text) is remind and 'Marks in "zoom_1"' in text
         traj = play_episode(env, OraclePolicy(env), q, seed=0)
         assert traj.outcome.answer_mark == best_mark(cache, q)
+
+
+@pytest.mark.parametrize("remind", [True, "listings"])
+def test_remind_listings_ends_only_the_texts_that_list_marks_with_the_query(city, remind):
+    """``marks.remind: listings``: a ``landmark_query`` text ends on its own lines (the boxes
+    the next ``zoom_in`` copies), a zoom's listing ends with the query; ``true``: both do."""
+    cache, _, queries = city
+    q = queries[0]
+    env = marked_env(city, remind=remind)
+    env.reset(query=q)
+    looked, *_ = env.step(call("landmark_query", name="Merton Hall", view_id="global"))
+    assert looked["text"].startswith("landmark_query:")
+    ends = f"\nQuery: {q.description.strip()}"
+    assert looked["text"].endswith(ends) is (remind is True)
+    assert zoom_on_target(env, q)["text"].endswith(ends)
+    traj = play_episode(env, OraclePolicy(env), q, seed=0)
+    assert traj.outcome.answer_mark == best_mark(cache, q)
+
+
+def test_remind_refuses_another_word_naming_the_field():
+    with pytest.raises(ValidationError, match="remind"):
+        EnvParams(**SIZES, marks={"enabled": True, "remind": "always"})
 
 
 def test_marks_on_a_cache_built_before_proposals_name_the_rebuild_command(city, tmp_path):

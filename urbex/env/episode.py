@@ -415,6 +415,13 @@ class GroundingEnv:
         self._ctx.turn = self._turn
 
     # ---------------------------------------------------------------- turn logic
+    def _reminds(self, out: _Outcome) -> bool:
+        """Whether this tool text ends repeating the query (``env.marks.remind``)."""
+        remind = self.params.marks.remind
+        if not self.params.marks.enabled or remind is False:
+            return False
+        return remind is True or out.view is not None  # "listings": a new view lists marks
+
     def _play(
         self, action: Action, t0: float, raw: str | None
     ) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
@@ -444,7 +451,7 @@ class GroundingEnv:
         elif not out.terminated:
             left = self.turns_left
             out.text += f"\nTurns left: {left}." + (" Answer now." if left == 1 else "")
-            if self.params.marks.enabled and self.params.marks.remind:  # the description last
+            if self._reminds(out):  # the description last
                 out.text += "\n" + query_line(self.query.description)
         if out.terminated or truncated:
             self._terminal = out.terminal

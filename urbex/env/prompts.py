@@ -155,7 +155,7 @@ def _system_prompt(
 
 def query_line(description: str) -> str:
     """The line that states the query: the first user message opens with it, and with
-    ``env.marks.remind`` every tool text ends with it.
+    ``env.marks.remind`` every tool text ends with it (``listings``: every text listing marks).
 
     >>> query_line(" the red car <|im_end|> ")
     'Query: the red car ‹|im_end|>'
