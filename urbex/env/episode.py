@@ -23,7 +23,6 @@ invalid-action penalty still apply.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -34,7 +33,7 @@ from numpy.typing import NDArray
 from urbex.config import EnvParams, env_params
 from urbex.env import rewards as R
 from urbex.env.answering import answer_points, snap_to_proposal
-from urbex.env.marks import MarkState, landmark_footprints, mark_names, mark_words, shuffled_ids
+from urbex.env.marks import MarkState, shuffled_ids
 from urbex.env.prompts import query_line, user_prompt
 from urbex.env.protocol import (
     Action,
@@ -46,6 +45,7 @@ from urbex.env.protocol import (
     validate_tool_call,
 )
 from urbex.env.records import EpisodeOutcome, Step, StopReason, json_arguments
+from urbex.env.scene_marks import SceneMarksCache
 from urbex.env.scenes import SceneProvider
 from urbex.env.tools import TOOLS, ToolResult, mark_view
 from urbex.env.views import EpisodeView, GlobalViews, ViewRegistry, make_global_view
@@ -62,9 +62,6 @@ __all__ = [
     "Step",
     "make_global_view",
 ]
-
-#: Scenes whose marks (proposals, attribute words, map names) an environment keeps.
-_MARK_CACHE = 8
 
 #: ``{"text": str, "images": list[PIL.Image.Image], "view_ids": list[str]}`` — the new content.
 Observation = dict[str, Any]
@@ -143,7 +140,7 @@ class GroundingEnv:
         self._terminal: float | None = None
         self._outcome: EpisodeOutcome | None = None
         self._point_metrics = False
-        self._marks_cache: OrderedDict[tuple[str, int, int, int], tuple[Any, ...]] = OrderedDict()
+        self._marks_cache = SceneMarksCache()
         self._mark_id_seed: int | None = None
 
     # ---------------------------------------------------------------- state (read-only)
@@ -272,7 +269,9 @@ class GroundingEnv:
         glob = self.global_views(query.scene_id, scene)
         marks = None
         if self.params.marks.enabled:  # a cache without proposals: StaleCacheError naming the fix
-            props, words, names, marked, numbered = self._scene_marks(query.scene_id, scene, glob)
+            props, words, names, marked, numbered = self._marks_cache.get(
+                query.scene_id, scene, glob, landmarks=self.landmarks, params=self.params.marks
+            )
             shuffle = None
             if self._mark_id_seed is not None and self.params.marks.numbering == "scene":
                 shuffle = shuffled_ids(props.mark_id, self._mark_id_seed, query.query_id)
@@ -311,29 +310,6 @@ class GroundingEnv:
             "max_turns": self.params.max_turns,
         }
         return obs, info
-
-    def _scene_marks(
-        self, scene_id: str, scene: Any, glob: EpisodeView
-    ) -> tuple[Any, dict[int, tuple[str, ...]], dict[int, str], EpisodeView, dict[int, int]]:
-        """A scene's proposals, attribute words, map names, marked global view and (episode
-        numbering) the numbers that view gave its marks, ``{}`` otherwise (per scene, landmark
-        index and global view, computed once and kept for the :data:`_MARK_CACHE` most
-        recent)."""
-        key = (scene_id, id(scene), id(self.landmarks), id(glob))
-        hit = self._marks_cache.get(key)
-        if hit is not None and hit[0] is scene and hit[1] is self.landmarks and hit[2] is glob:
-            return hit[3]
-        props = scene.proposals
-        words = mark_words(props) if self.params.marks.describe == "attributes" else {}
-        named = mark_names(props.box_2d_m, landmark_footprints(self.landmarks, scene_id))
-        names = {int(i): n for i, n in zip(props.mark_id.tolist(), named, strict=True) if n}
-        state = MarkState(proposals=props, params=self.params.marks, words=words, names=names)
-        marked = mark_view(glob, state)
-        out = (props, words, names, marked, dict(state.to_display or {}))
-        self._marks_cache[key] = (scene, self.landmarks, glob, out)
-        while len(self._marks_cache) > _MARK_CACHE:
-            self._marks_cache.popitem(last=False)
-        return out
 
     def shuffle_mark_ids(self, seed: int | None) -> None:
         """From the next :meth:`reset` on, show the marks under ids shuffled per episode
