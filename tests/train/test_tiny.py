@@ -152,3 +152,18 @@ def test_make_tiny_model_bad_size_flag_is_one_line_naming_the_flag(
     err = capsys.readouterr().err
     assert err == f"urbex make-tiny-model: error: {message}\n"
     assert not (tmp_path / "m").exists()
+
+
+def test_make_tiny_model_offers_every_word_split():
+    """The CLI's ``--words`` choices (spelt out so the CLI starts without importing the
+    tokenizer code) are :data:`urbex.train.tiny.WORD_SPLITS`."""
+    import argparse
+
+    from urbex.cli import _build_parser
+    from urbex.train.tiny import WORD_SPLITS
+
+    parser = _build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    tm = sub.choices["make-tiny-model"]
+    words = next(a for a in tm._actions if a.dest == "words")
+    assert tuple(words.choices) == WORD_SPLITS and words.default == "names"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from urbex.env.world import World
 from urbex.train.corpus import protocol_corpus
@@ -67,7 +67,7 @@ ADDED_TOKENS: tuple[str, ...] = (
 #: name is the same tokens wherever it stands — in a description, a call, a tool text — and
 #: copying it is repeating tokens (the texts grow ~20 %).
 WordSplit = Literal["merge", "names"]
-WORD_SPLITS: tuple[str, ...] = ("merge", "names")
+WORD_SPLITS: tuple[str, ...] = get_args(WordSplit)
 _CAPITALISED = r"[A-Z][A-Za-z'’]*(?: (?=[A-Z]))?"
 
 
