@@ -195,8 +195,9 @@ MARKS_RECIPE = {
     "env.marks.enabled": True,
     "env.marks.describe": "attributes",
     "env.marks.max_listed": 8,
-    # the description right before the answer, ids the episode numbers, relation words
-    "env.marks.remind": True,
+    # the description right before the answer (in the texts that list marks), ids the episode
+    # numbers, relation words
+    "env.marks.remind": "listings",
     "env.marks.numbering": "episode",
     "env.marks.relate": True,
     "sft.anchor_rate": 1.0,
