@@ -213,6 +213,8 @@ MARKS_RECIPE = {
     "reader.spread_from": 2,
     # the gate moves on at 0.5, so the long listings are trained (docs/reader.md)
     "reader.advance_at": 0.5,
+    # half the renamed names in the name-copy drills generated, not train names (docs/reader.md)
+    "reader.fresh_names": 0.5,
     # SFT keeps the reading: drills beside the conversations, landmarks renamed (docs/reader.md)
     "sft.drills": 8,
     "sft.rename_rate": 0.5,
@@ -245,12 +247,13 @@ def test_params_cpu_overlay_equals_the_full_file_it_replaced(repo_root):
     named = {"train.run_name", "sft.run_name", "reader.run_name", "reader.mix.name_copy"}
     assert set(_leaves(raw)) == changed | named | {"reader.mix.box_copy"}
     assert (
-        len(changed) == 21 + 3 + 8 + 1 + 2 + 3
-    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's eight, recipe.name, SFT's drills and renaming, remind / numbering / relate
+        len(changed) == 21 + 3 + 9 + 1 + 2 + 3
+    )  # + the marks recipe's env.marks keys (anchor_rate was already set), the reader's nine, recipe.name, SFT's drills and renaming, remind / numbering / relate
     lines = (repo_root / "params-cpu.yaml").read_text().splitlines()
     assert (
-        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 48
-    )  # 40 + the three look-up curriculum keys + SFT's drills and renaming + the three marks keys
+        len([ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]) <= 49
+    )  # 40 + the four reader keys (look-up curriculum, fresh names) + SFT's drills and renaming
+    # + the three marks keys
 
 
 def _write(path: Path, text: str) -> Path:
