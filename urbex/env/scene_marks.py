@@ -40,7 +40,7 @@ class SceneMarksCache:
         """``scene``'s marks under ``params`` with ``landmarks``' names, drawn on ``glob``."""
         key = (scene_id, id(scene), id(landmarks), id(glob))
         hit = self._kept.get(key)
-        if hit is not None and hit[0] is scene and hit[1] is landmarks and hit[2] is glob:
+        if hit is not None:  # the entry holds its three objects, so their ids stay theirs
             out: SceneMarks = hit[3]
             return out
         props = scene.proposals
