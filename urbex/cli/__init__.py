@@ -239,11 +239,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     tm.add_argument(
         "--words",
-        choices=("merge", "names"),  # urbex.train.tiny.WORD_SPLITS (not imported at start-up)
+        choices=("merge", "names", "words"),  # urbex.train.tiny.WORD_SPLITS (not imported)
         default="names",
         help="protocol tokenizer: names (default): a capitalised word is never merged with its "
         "neighbours, so a landmark's name is the same tokens in a description and in the call "
-        "that copies it; merge: merges may span any words (checkpoints before 2026-12-07)",
+        "that copies it; words: no word is (a lowercase word keeps the space before it), so a "
+        "listing's attribute words are the description's tokens too; merge: merges may span "
+        "any words (checkpoints before 2026-12-07)",
     )
     tm.add_argument(
         "--tie-embeddings",

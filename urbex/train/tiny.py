@@ -65,10 +65,16 @@ ADDED_TOKENS: tuple[str, ...] = (
 #: copies it (on the bench city 39 % of the val names the teacher queries). ``names``: every
 #: capitalised word is a piece of its own (with the space before a next capitalised word), so a
 #: name is the same tokens wherever it stands — in a description, a call, a tool text — and
-#: copying it is repeating tokens (the texts grow ~20 %).
-WordSplit = Literal["merge", "names"]
+#: copying it is repeating tokens (the texts grow ~20 %). ``words``: as ``names``, and every
+#: lowercase word (an identifier such as ``bbox_2d`` counts as one) is a piece of its own with
+#: the space before it, so a listing's ``] green small car = 9`` and a query's ``the small green
+#: car`` share the tokens `` green``, `` small``, `` car`` — with ``names`` a merge may join them
+#: to their neighbours (``] green``, ``small car ``), and matching a description to a listed
+#: mark is then learning which merged tokens hold which words rather than repeating tokens.
+WordSplit = Literal["merge", "names", "words"]
 WORD_SPLITS: tuple[str, ...] = get_args(WordSplit)
 _CAPITALISED = r"[A-Z][A-Za-z'’]*(?: (?=[A-Z]))?"
+_LOWERCASE = r" ?(?<![A-Za-z0-9_'’])[a-z][a-z0-9_'’]*"  # not the tail of "Merton", "x1"
 
 
 def _tokenizer(  # type: ignore[no-untyped-def]
@@ -93,14 +99,20 @@ def _tokenizer(  # type: ignore[no-untyped-def]
         # digits of a number one per token (numbers stay compositional), but a digit inside an
         # identifier stays with it ("bbox_2d", "zoom_1": split, the model once wrote "bbox_2, 7");
         # merges may cross word boundaries, so the protocol's fixed phrases ('", "bbox_2d": [')
-        # become single tokens — but not a capitalised word's (``words="names"``)
+        # become single tokens — but not a capitalised word's (``words="names"``) nor, with
+        # ``words="words"``, any word's
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
                 pre_tokenizers.Split("\n", behavior="isolated"),
                 pre_tokenizers.Split(Regex(r"(?<![A-Za-z_])[0-9]"), behavior="isolated"),
                 *(
                     [pre_tokenizers.Split(Regex(_CAPITALISED), behavior="isolated")]
-                    if words == "names"
+                    if words in ("names", "words")
+                    else []
+                ),
+                *(
+                    [pre_tokenizers.Split(Regex(_LOWERCASE), behavior="isolated")]
+                    if words == "words"
                     else []
                 ),
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
