@@ -88,9 +88,9 @@ def _sublist(short: list[int], long: list[int]) -> bool:
     return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
-@pytest.mark.parametrize("words", ["merge", "names"])
+@pytest.mark.parametrize("words", ["merge", "names", "words"])
 def test_a_landmark_name_is_the_same_tokens_in_a_description_and_in_its_call(words):
-    """``words="names"``: the ``landmark_query`` call's name tokens appear, in order, in every
+    """``words="names"`` (and ``"words"``): the ``landmark_query`` call's name tokens appear, in order, in every
     description that mentions the name — whatever stands next to it (a full stop, a quote, a
     capitalised word) — so the student copies tokens; with ``merge`` (merges across words,
     trained on text where the names recur) some do not."""
@@ -127,10 +127,50 @@ def test_a_landmark_name_is_the_same_tokens_in_a_description_and_in_its_call(wor
             and tok.decode(name_ids) == name
         )
         copyable += [ok and _sublist(name_ids, enc(s.format(name))) for s in said]
-    if words == "names":
+    if words in ("names", "words"):
         assert all(copyable)
     else:
         assert not all(copyable)
+
+
+@pytest.mark.parametrize("words", ["names", "words"])
+def test_a_listed_marks_words_are_the_same_tokens_as_a_descriptions(words):
+    """``words="words"``: a listing line's attribute and class words (``] green small car =``)
+    are, token for token, the words of a query that describes the mark (``the small green car``),
+    so picking the mark is matching repeated tokens; with ``names`` (merges across lowercase
+    words, trained on listings where the same phrases recur) some are merged with their
+    neighbours into tokens the query never shows."""
+    pytest.importorskip("tokenizers")
+    import numpy as np
+
+    from urbex.config import EnvParams, VLMParams
+    from urbex.env.marks import marks_text
+    from urbex.train.corpus import protocol_corpus
+    from urbex.train.drills import random_listing
+    from urbex.train.tiny import _tokenizer
+
+    env = EnvParams()
+    rng = np.random.default_rng(0)
+    listings = [random_listing(rng, 8) for _ in range(60)]
+    corpus = list(protocol_corpus(env, VLMParams(), n_actions=200))
+    corpus += [marks_text("zoom_1", m, env.marks.describe, layout="id_last") for m in listings]
+    tok = _tokenizer(corpus, vocab_size=1200, words=words)
+
+    def enc(text: str) -> list[int]:
+        return list(tok.encode(text, add_special_tokens=False))
+
+    shared = []
+    for m in listings[0] + listings[1]:
+        line = f"[1, 2, 3, 4] {' '.join((*m.words, m.class_name.lower()))} = 7"
+        said = enc(f"Query: the {' '.join(m.words)} {m.class_name.lower()}")
+        shared.append(
+            all(_sublist(enc(f" {w}"), said) for w in line.split()[4:-2])
+            and _sublist(enc(" " + " ".join(line.split()[4:-2])), enc(line))
+        )
+    if words == "words":
+        assert all(shared)
+    else:
+        assert not all(shared)
 
 
 @pytest.mark.parametrize(
@@ -167,3 +207,4 @@ def test_make_tiny_model_offers_every_word_split():
     tm = sub.choices["make-tiny-model"]
     words = next(a for a in tm._actions if a.dest == "words")
     assert tuple(words.choices) == WORD_SPLITS and words.default == "names"
+    assert "words" in WORD_SPLITS
