@@ -7,42 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-
-def _llama(path, *, layers: int = 2, tie: bool = True, model_type: str = "llama"):
-    """A tiny random Llama causal LM + a byte tokenizer lacking the vision tokens, saved."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    vocab = {
-        ch: i for i, ch in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>", *alphabet])
-    }
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        bos_token="<|im_start|>",
-        pad_token="<|im_end|>",
-    )
-    config = AutoConfig.for_model(
-        model_type,
-        vocab_size=len(fast),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        rope_parameters={"rope_type": "default", "rope_theta": 100_000.0},
-        tie_word_embeddings=tie,
-        rms_norm_eps=1e-5,
-    )
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    model.save_pretrained(path)
-    fast.save_pretrained(path)
-    return model, fast
+from tests.fixtures.llama import tiny_llama as _llama  # noqa: E402
 
 
 @pytest.mark.parametrize("tie", [True, False])

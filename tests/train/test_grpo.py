@@ -125,6 +125,32 @@ def test_train_one_step_publishes_a_reloadable_trained_checkpoint(project, tiny,
     assert any("visual" in n for n in changed)
 
 
+def test_train_one_step_on_a_grafted_checkpoint(project, tmp_path, monkeypatch):
+    """GRPO (trl) on the pretrained student's family: a Qwen2-VL checkpoint from
+    ``make_grafted_model``, images through its fresh vision tower, a non-zero update."""
+    torch = pytest.importorskip("torch")
+
+    from tests.fixtures.llama import tiny_llama
+    from urbex.train.graft import make_grafted_model
+    from urbex.train.grpo import train
+
+    tiny_llama(tmp_path / "llama")
+    base = make_grafted_model(tmp_path / "graft", tmp_path / "llama")
+    loaded: dict = {}
+    _scripting_loader(monkeypatch, loaded)
+    r = train(load_params(project), checkpoint=base, run_name="graft-run", max_steps=1,
+              progress=False)  # fmt: skip
+    assert r.steps == 1 and r.tool_calls["episodes"] == 4
+    from transformers import AutoModelForImageTextToText
+
+    reloaded = AutoModelForImageTextToText.from_pretrained(r.checkpoint_dir, local_files_only=True)
+    assert reloaded.config.model_type == "qwen2_vl"
+    before = loaded["before"]
+    changed = {n for n, p in reloaded.named_parameters() if not torch.equal(p.detach(), before[n])}
+    assert {n for n in before if "language_model" in n} <= changed
+    assert any("visual" in n for n in changed)  # the fresh vision tower learns through the image
+
+
 def test_train_cli_without_checkpoint_names_the_field(project, capsys):
     assert main(["--params", str(project), "-q", "train"]) == 2
     err = capsys.readouterr().err

@@ -199,7 +199,19 @@ def test_teacher_mistakes_are_recovered_from_and_left_unsupervised(assets, tiny)
         assert all(s.model_text in kept for s in t.steps if s.valid)
 
 
-def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(tiny):
+@pytest.fixture(scope="module")
+def grafted(tmp_path_factory):
+    """A Qwen2-VL checkpoint grafted from a tiny random Llama (``urbex make-grafted-model``)."""
+    from tests.fixtures.llama import tiny_llama
+    from urbex.train.graft import make_grafted_model
+
+    root = tmp_path_factory.mktemp("graft")
+    tiny_llama(root / "llama")
+    return make_grafted_model(root / "graft", root / "llama")
+
+
+@pytest.mark.parametrize("family", ["tiny", "grafted"])  # Qwen3-VL, Qwen2-VL
+def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(request, family):
     """One forward of the shared system prompt + the rows' suffixes on its cache == the plain
     batched forward: same loss, same gradient on every parameter (fp32 round-off)."""
     import torch
@@ -208,6 +220,7 @@ def test_shared_prefix_loss_equals_the_plain_loss_and_gradients(tiny):
 
     from urbex.train.sft import SFTExample, _batch, causal_lm_loss, shared_prefix_length
 
+    tiny = request.getfixturevalue(family)
     proc = AutoProcessor.from_pretrained(tiny, local_files_only=True)
     model = AutoModelForImageTextToText.from_pretrained(
         tiny, local_files_only=True, dtype=torch.float32
@@ -521,3 +534,35 @@ def test_lr_schedule_is_linear_warmup_then_cosine_to_a_tenth(steps, warmup):
         assert got[0] == pytest.approx(base / warmup) and got[warmup - 1] == pytest.approx(base)
     peak = max(warmup - 1, 0)  # η at the warmup's last step (without warmup, step 0 has decayed)
     assert max(got) == got[peak] and all(a > b for a, b in zip(got[peak:], got[peak + 1 :]))
+
+
+def test_sft_trains_a_grafted_checkpoint_and_it_plays(assets, tmp_path):
+    """The pretrained student's path (``urbex make-grafted-model``: a Qwen2-VL checkpoint) through
+    SFT and the play loop, as the tiny Qwen3-VL's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from tests.fixtures.llama import tiny_llama
+    from tests.fixtures.teacher import teacher_of
+    from urbex.agents.vlm import VLMPolicy
+    from urbex.annotations.splits import load_queries
+    from urbex.env.episode import GroundingEnv
+    from urbex.env.play import play_episode
+    from urbex.env.scenes import CachedSceneProvider
+    from urbex.train.graft import make_grafted_model
+    from urbex.train.sft import sft
+
+    tiny_llama(tmp_path / "llama")
+    base = make_grafted_model(tmp_path / "graft", tmp_path / "llama")
+    p = _params(assets, learning_rate=5e-3, run_name="sft-graft", max_length=8192)
+    r = sft(p, checkpoint=base, steps=4, progress=False, trajectories=teacher_of(p, limit=2))
+    d = r.checkpoint_dir
+    assert json.loads((d / "config.json").read_text())["model_type"] == "qwen2_vl"
+    before, after = load_file(base / "model.safetensors"), load_file(d / "model.safetensors")
+    # (Qwen2-VL's files keep its original key names: ``model.layers.*``, ``visual.*``)
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert any(".layers." in k for k in changed) and any("visual" in k for k in changed)
+    env = GroundingEnv(p.env, CachedSceneProvider(p.layout.scenes))
+    pol = VLMPolicy.from_params(p.with_updates(vlm={"max_new_tokens": 8}).vlm, checkpoint=d)
+    traj = play_episode(env, pol, load_queries(p.layout, "test_no", limit=1)[0], seed=0)
+    assert traj.outcome.turns >= 1 and len(traj.images) >= 1

@@ -253,7 +253,7 @@ def make_grafted_model(
                 "mrope_section": [half - 2 * hw, hw, hw],
             },
             "pad_token_id": ids("<|endoftext|>"),
-            "bos_token_id": None,
+            "bos_token_id": ids(tokenizer.bos_token) if tokenizer.bos_token else None,
             "eos_token_id": ids("<|im_end|>"),
             "tie_word_embeddings": bool(lc.tie_word_embeddings),
         },
@@ -290,6 +290,7 @@ def make_grafted_model(
         model.tie_weights()
     model.generation_config.eos_token_id = ids("<|im_end|>")
     model.generation_config.pad_token_id = ids("<|endoftext|>")
+    model.generation_config.bos_token_id = config.text_config.bos_token_id
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
