@@ -225,6 +225,7 @@ def make_grafted_model(
     tokenizer.chat_template = None  # the processor's template is the one every student shares
     ids = tokenizer.convert_tokens_to_ids
     vocab = len(tokenizer)
+    bos = ids(tokenizer.bos_token) if tokenizer.bos_token else None
     half = head_dim // 2
     hw = 3 * half // 8
     processor = Qwen2VLProcessor(
@@ -256,7 +257,7 @@ def make_grafted_model(
                 "mrope_section": [half - 2 * hw, hw, hw],
             },
             "pad_token_id": ids("<|endoftext|>"),
-            "bos_token_id": ids(tokenizer.bos_token) if tokenizer.bos_token else None,
+            "bos_token_id": bos,
             "eos_token_id": ids("<|im_end|>"),
             "tie_word_embeddings": bool(lc.tie_word_embeddings),
         },
@@ -293,7 +294,7 @@ def make_grafted_model(
         model.tie_weights()
     model.generation_config.eos_token_id = ids("<|im_end|>")
     model.generation_config.pad_token_id = ids("<|endoftext|>")
-    model.generation_config.bos_token_id = config.text_config.bos_token_id
+    model.generation_config.bos_token_id = bos
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
