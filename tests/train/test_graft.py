@@ -169,3 +169,26 @@ def test_make_grafted_model_missing_gguf_is_one_line(tmp_path, capsys):
                  "--from", str(tmp_path / "none.gguf")]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "none.gguf: no such file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_graft_recipe_overlay_writes_checkpoints_of_its_own():
+    """``params-graft.yaml`` (the pretrained student on a CPU) overlays the CPU recipe: the same
+    env and drills, its own checkpoint names — it never writes over the tiny recipe's or the
+    demo's — and each stage starts from the one before."""
+    from pathlib import Path
+
+    from urbex.config import load_params
+
+    root = Path(__file__).resolve().parents[2]
+    graft = load_params([root / "params-graft.yaml"])
+    cpu = load_params([root / "params-cpu.yaml"])
+    demo = load_params([root / "params-demo.yaml"])
+    assert graft.env == cpu.env and graft.reader.mix == cpu.reader.mix
+    names = {graft.reader.run_name, graft.sft.run_name, graft.train.run_name}
+    others = {p.reader.run_name for p in (cpu, demo)} | {p.sft.run_name for p in (cpu, demo)}
+    others |= {p.train.run_name for p in (cpu, demo)}
+    assert len(names) == 3 and not names & others
+    assert graft.reader.checkpoint not in {cpu.reader.checkpoint, demo.reader.checkpoint}
+    assert graft.sft.checkpoint == Path("assets/checkpoints") / graft.reader.run_name
+    assert graft.train.checkpoint == Path("assets/checkpoints") / graft.sft.run_name
+    assert graft.recipe.name == "graft" and not graft.recipe.smoke
