@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from urbex.errors import ConfigError
-from urbex.train.tiny import SPECIAL_TOKENS
+from urbex.train.tiny import SPECIAL_TOKENS, student_image_processor
 
 __all__ = [
     "SMOLLM2_GGUF",
@@ -189,7 +189,6 @@ def make_grafted_model(
     from transformers import (
         Qwen2VLConfig,
         Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
         Qwen2VLProcessor,
         Qwen2VLVideoProcessor,
     )
@@ -229,13 +228,7 @@ def make_grafted_model(
     half = head_dim // 2
     hw = 3 * half // 8
     processor = Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(
-            patch_size=16,
-            temporal_patch_size=2,
-            merge_size=2,
-            min_pixels=32 * 32,
-            max_pixels=1024 * 1024,
-        ),
+        image_processor=student_image_processor(),
         tokenizer=tokenizer,
         video_processor=Qwen2VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2),
         chat_template=qwen3_vl_chat_template,
@@ -277,12 +270,9 @@ def make_grafted_model(
         vision_end_token_id=ids("<|vision_end|>"),
         tie_word_embeddings=bool(lc.tie_word_embeddings),
     )
-    state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's RNG state is left as it was
         torch.manual_seed(seed)
         model = Qwen2VLForConditionalGeneration(config)
-    finally:
-        torch.random.set_rng_state(state)
     text = graft_text_state(llama.state_dict(), layers, vocab)
     if lc.tie_word_embeddings:
         text.pop("lm_head.weight", None)

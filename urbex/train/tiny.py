@@ -38,6 +38,7 @@ __all__ = [
     "TinyModelSpec",
     "WordSplit",
     "make_tiny_model",
+    "student_image_processor",
 ]
 
 #: Special tokens (in id order after the 256 byte tokens).
@@ -238,6 +239,21 @@ def make_recipe_model(params: Params, path: str | Path, *, seed: int = 0) -> Pat
     return make_tiny_model(path, seed=seed, spec=RECIPE_SPEC, corpus=corpus, number_tokens=True)
 
 
+def student_image_processor() -> Any:
+    """The image processor of urbex's built students (the tiny Qwen3-VL and the grafted
+    Qwen2-VL): patches of 16 px, 2 frames a temporal patch, 2 x 2 patches merged into one token,
+    so a 64 px view is 4 image tokens."""
+    from transformers import Qwen2VLImageProcessor
+
+    return Qwen2VLImageProcessor(
+        patch_size=16,
+        temporal_patch_size=2,
+        merge_size=2,
+        min_pixels=32 * 32,
+        max_pixels=1024 * 1024,
+    )
+
+
 def make_tiny_model(
     path: str | Path,
     *,
@@ -275,7 +291,6 @@ def make_tiny_model(
     """
     import torch
     from transformers import (
-        Qwen2VLImageProcessor,
         Qwen3VLConfig,
         Qwen3VLForConditionalGeneration,
         Qwen3VLProcessor,
@@ -287,13 +302,7 @@ def make_tiny_model(
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(corpus, sp.vocab_size, number_tokens=number_tokens, words=words)
-    image_processor = Qwen2VLImageProcessor(
-        patch_size=16,
-        temporal_patch_size=2,
-        merge_size=2,
-        min_pixels=32 * 32,
-        max_pixels=1024 * 1024,
-    )
+    image_processor = student_image_processor()
     video_processor = Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2)
     processor = Qwen3VLProcessor(
         image_processor=image_processor,
@@ -340,12 +349,9 @@ def make_tiny_model(
         vision_end_token_id=ids("<|vision_end|>"),
         tie_word_embeddings=sp.tie_embeddings,
     )
-    state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's RNG state is left as it was
         torch.manual_seed(seed)
         model = Qwen3VLForConditionalGeneration(config)
-    finally:
-        torch.random.set_rng_state(state)
     model.generation_config.eos_token_id = ids("<|im_end|>")
     model.generation_config.pad_token_id = ids("<|endoftext|>")
     model.save_pretrained(out)
